@@ -1,0 +1,70 @@
+# gpuselect — PGXS build.  `make` builds with CUDA when nvcc is found and
+# without it otherwise; `make USE_CUDA=0` forces the CPU-only build.
+# CUDA objects go into SHLIB_LINK, not OBJS: Debian's PGXS compiles every
+# OBJS entry to LLVM bitcode as well, which nvcc output cannot do.
+
+EXTENSION = gpuselect
+MODULE_big = gpuselect
+DATA = $(wildcard extension/gpuselect--*.sql)
+DOCS = README.md
+
+OBJS = \
+	src/gpuselect.o \
+	src/guc.o \
+	src/types.o \
+	src/state.o \
+	src/ranks.o \
+	src/ordered_set.o \
+	src/plain_aggs.o \
+	src/dispatch.o \
+	src/cpu_select.o
+
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --inputdir=. --load-extension=gpuselect
+
+PG_CONFIG ?= pg_config
+PG_CPPFLAGS += -I$(srcdir)/kernels -I$(srcdir)/src
+PG_CFLAGS += -std=gnu11
+
+# ---- optional CUDA ----
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+ifeq ($(origin USE_CUDA),undefined)
+USE_CUDA := $(if $(NVCC),1,0)
+endif
+
+CUDA_SRCS = $(sort $(wildcard kernels/*.cu))
+CUDA_OBJS = $(CUDA_SRCS:.cu=.cu.o)
+
+ifeq ($(USE_CUDA),1)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -Xcompiler -Wall -Werror all-warnings -Ikernels
+PG_CPPFLAGS += -DGS_HAVE_CUDA
+OBJS += src/gpu_path.o
+# static cudart: the module loads on machines with no CUDA runtime or driver
+SHLIB_LINK += $(CUDA_OBJS) -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \
+	-lcudart_static -lstdc++ -lrt -lpthread -ldl
+else
+OBJS += src/gpu_none.o
+endif
+
+EXTRA_CLEAN = $(CUDA_OBJS) kernels/*.cu.o test/unit/*.bin test/gpu/*.bin test/bench/*.bin
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+ifeq ($(USE_CUDA),1)
+$(shlib): $(CUDA_OBJS)
+
+kernels/%.cu.o: kernels/%.cu $(wildcard kernels/*.h kernels/*.cuh)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+endif
+
+# ---- unit tests of the CPU engine (no server needed) ----
+UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror -Ikernels -Isrc
+test/unit/%.bin: test/unit/%.c src/cpu_select.c $(wildcard src/cpu_select*.h) kernels/gs_engine.h kernels/gs_keys.h
+	$(CC) $(UNIT_CFLAGS) -o $@ $< src/cpu_select.c -lm
+
+.PHONY: unit
+unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c))
+	@set -e; for t in $^; do echo "== $$t"; ./$$t; done

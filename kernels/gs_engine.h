@@ -1,0 +1,114 @@
+/*
+ * gs_engine.h — the plain-C interface shared by gpuselect's two selection
+ * engines: the CPU engine (src/cpu_select.c) and the CUDA engine (kernels/).
+ *
+ * Rules for everything behind this header:
+ *   - no PostgreSQL types, no CUDA types; callable from C, C++ and CUDA code;
+ *   - every entry point returns a gs_status and fills *err with a message;
+ *     it never aborts, never prints, never longjmps, never throws;
+ *   - selection runs on order-preserving unsigned keys (see gs_keys.h):
+ *     2-, 4- or 8-byte keys; the caller maps answers back to values.
+ *   - inputs are never modified: the same input may be selected again
+ *     (PostgreSQL runs a shareable final function more than once).
+ */
+#ifndef GS_ENGINE_H
+#define GS_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gs_status
+{
+	GS_OK = 0,
+	GS_ERR_INVALID,			/* bad arguments: rank >= n, key_bytes not 2/4/8 */
+	GS_ERR_NOMEM,			/* host allocation failed */
+	GS_ERR_NO_DEVICE,		/* no driver, or no usable GPU */
+	GS_ERR_DEVICE_NOMEM,	/* device allocation failed */
+	GS_ERR_DEVICE,			/* any other CUDA failure (launch, copy, sync) */
+	GS_ERR_TOO_LARGE,		/* input does not fit the device */
+	GS_ERR_CANCELED			/* the caller's interrupt hook asked to stop */
+} gs_status;
+
+typedef struct gs_error
+{
+	gs_status	status;
+	char		message[256];
+} gs_error;
+
+/* One contiguous run of keys; an input is a list of runs (chunked buffers). */
+typedef struct gs_segment
+{
+	const void *keys;
+	size_t		n;
+} gs_segment;
+
+typedef struct gs_input
+{
+	const gs_segment *segs;
+	size_t		nsegs;
+	unsigned	key_bytes;		/* 2, 4 or 8 */
+} gs_input;
+
+/* Called between passes; a nonzero return stops the engine with GS_ERR_CANCELED
+ * after it has released everything it allocated. */
+typedef int (*gs_interrupt_fn) (void *arg);
+
+typedef struct gs_options
+{
+	gs_interrupt_fn interrupt;	/* may be NULL */
+	void	   *interrupt_arg;
+	uint64_t	seed;			/* sampling seed: same seed, same sample */
+	unsigned	approx_buckets; /* approximate mode: number of buckets (>= 2) */
+} gs_options;
+
+/* Approximate answer for one wanted rank: a key that occurs in the input and
+ * the exact range of 0-based sorted positions it occupies.  The rank error of
+ * the answer for wanted rank r is 0 if rank_lo <= r <= rank_hi, else the
+ * distance to the nearer end. */
+typedef struct gs_approx_pick
+{
+	uint64_t	key;
+	uint64_t	rank_lo;
+	uint64_t	rank_hi;
+} gs_approx_pick;
+
+/* ---- CPU engine (src/cpu_select.c; no PostgreSQL dependency) ---- */
+
+/*
+ * Exact multiselect: out_keys[i] = the key at 0-based rank ranks[i] of the
+ * sorted input (keys widened to uint64).  ranks may be in any order and may
+ * repeat; all ranks are resolved together, level by level (never one
+ * selection per rank).  n == 0 with nranks > 0 is GS_ERR_INVALID.
+ */
+gs_status	gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
+						  uint64_t *out_keys, const gs_options *opt, gs_error *err);
+
+/*
+ * Approximate multiselect: one level of SampleSelect with opt->approx_buckets
+ * buckets from a sample drawn with opt->seed; for each wanted rank returns the
+ * splitter whose rank range is nearest.  Counting gives each splitter's exact
+ * rank range.
+ */
+gs_status	gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
+								 const gs_options *opt, gs_approx_pick *out, gs_error *err);
+
+/* Total number of keys in an input. */
+static inline size_t
+gs_input_count(const gs_input *in)
+{
+	size_t		n = 0;
+
+	for (size_t i = 0; i < in->nsegs; i++)
+		n += in->segs[i].n;
+	return n;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GS_ENGINE_H */
