@@ -1,0 +1,74 @@
+/*
+ * state.h — the transition state shared by every gpuselect aggregate: the
+ * group's non-NULL values as order-preserving keys (kernels/gs_keys.h) in a
+ * list of chunks.  Chunks grow geometrically up to GS_CHUNK_MAX_BYTES, then
+ * further chunks of that size are added: appends are amortised O(1) with no
+ * per-row allocation, small groups stay small, and more than 1 GB works.
+ */
+#ifndef GS_STATE_H
+#define GS_STATE_H
+
+#include "postgres.h"
+#include "fmgr.h"
+#include "utils/array.h"
+
+#include "gs_engine.h"
+
+#define GS_CHUNK_MIN_KEYS	16
+#define GS_CHUNK_MAX_BYTES	((Size) 64 * 1024 * 1024)
+
+typedef struct GsChunk
+{
+	char	   *data;			/* keys, key_bytes each */
+	uint64		n;				/* keys stored */
+	uint64		cap;			/* capacity in keys */
+	bool		pinned;			/* page-locked, owned by gpu_path.c */
+} GsChunk;
+
+struct GsGpuState;				/* gpu_path.c's per-state device data */
+
+typedef struct GsState
+{
+	MemoryContext mcxt;			/* aggregate context: chunks and state live here */
+	Oid			typid;			/* the aggregated column's type */
+	uint8		key_bytes;		/* 2, 4 or 8 */
+	bool		descending;		/* ordered-set form with ORDER BY x DESC */
+	int64		nrows;			/* non-NULL values appended */
+
+	int			nchunks;
+	int			maxchunks;
+	GsChunk    *chunks;
+
+	/* plain aggregates: the fraction argument, fixed by the first row */
+	bool		have_fraction;
+	bool		fraction_null;
+	float8		fraction;		/* gpu_quantile */
+	ArrayType  *fractions;		/* gpu_quantiles (copy in mcxt) */
+
+	struct GsGpuState *gpu;		/* NULL unless the GPU path attached data */
+} GsState;
+
+extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);
+extern GsChunk *gs_state_grow(GsState *st);
+extern void gs_state_combine(GsState *into, const GsState *from);
+extern bytea *gs_state_serialize(const GsState *st);
+extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
+/* the state's keys as an engine input; segs palloc'd in CurrentMemoryContext */
+extern void gs_state_input(const GsState *st, gs_input *in);
+
+/* Hot path: append one key (width known by the caller's type dispatch). */
+#define GS_DEFINE_APPEND(NAME, KEYTYPE) \
+static inline void \
+NAME(GsState *st, KEYTYPE k) \
+{ \
+	GsChunk    *c = st->nchunks > 0 ? &st->chunks[st->nchunks - 1] : NULL; \
+	if (unlikely(c == NULL || c->n == c->cap)) \
+		c = gs_state_grow(st); \
+	((KEYTYPE *) c->data)[c->n++] = k; \
+	st->nrows++; \
+}
+GS_DEFINE_APPEND(gs_state_append16, uint16)
+GS_DEFINE_APPEND(gs_state_append32, uint32)
+GS_DEFINE_APPEND(gs_state_append64, uint64)
+
+#endif							/* GS_STATE_H */
