@@ -1,0 +1,1267 @@
+/*
+ * cpu_select.c — gpuselect's CPU selection engine (no PostgreSQL includes).
+ *
+ * Exact multiselect (gs_cpu_select): MSD radix selection with range narrowing.
+ *
+ *   pass 0   min/max of the input.  If min == max every rank is min.
+ *   level k  for every live "task" (a key range [lo,hi], the number of keys
+ *            below lo, and the wanted ranks that fall inside it) build a
+ *            histogram of (key - lo) >> shift, where shift is the smallest
+ *            that maps hi - lo onto at most 2^bits buckets (bits = 11..16),
+ *            prefix-sum it and find each wanted rank's bucket.  Each wanted
+ *            bucket becomes a child task with range [lo + b<<shift, ...] and
+ *            therefore a key range at least 2^(bits-1) times narrower.
+ *            Children whose range is a single key are answered at once.
+ *            If the children hold few keys in total (<= scratch limit) they
+ *            are gathered from the input into scratch in one pass, otherwise
+ *            the next level rescans the input filtered to the live ranges
+ *            (bounded memory).
+ *   scratch  gathered tasks are finished depth first on their own copy:
+ *            slices <= GS_SORT_MAX keys are sorted; larger ones get their
+ *            exact min/max (all-equal finishes at once), a histogram, and a
+ *            scatter of the wanted buckets into a ping-pong buffer.
+ *
+ * Every level shrinks a task's key range by >= 2^10 (input levels with very
+ * many tasks use fewer buckets per task, >= 2^4), so the number of levels is
+ * bounded by the key width; each level is O(n) plus O(buckets).  Termination
+ * and bounded work hold for every distribution.  The input is never written.
+ *
+ * Approximate multiselect (gs_cpu_select_approx): one level of SampleSelect.
+ *   B = approx_buckets (default 1024), n = number of keys,
+ *   sample size  s = min(8 * B, n),
+ *   sample i (0 <= i < s) is the key at global position
+ *                    splitmix64(seed + i) % n
+ *   (global position = index into the concatenation of the segments; the
+ *   splitmix64 below is the standard one: z = x + 0x9E3779B97F4A7C15, then
+ *   z = (z ^ z>>30) * 0xBF58476D1CE4E5B9, z = (z ^ z>>27) * 0x94D049BB133111EB,
+ *   z ^ z>>31; all arithmetic mod 2^64),
+ *   the sample is sorted and the splitters are the sample keys at positions
+ *   floor(j * s / B) for j = 1 .. B-1, deduplicated.
+ *   One pass over the input counts for every distinct splitter v the keys
+ *   < v and == v, and finds the input's min and max with their counts.  Each
+ *   candidate (min, splitters, max) then has an exact rank range
+ *   [less, less + equal - 1]; a wanted rank gets the candidate whose range is
+ *   nearest (distance 0 inside it; ties go to the lower key).  The CUDA
+ *   engine uses the same sample, so both give the same answers for a seed.
+ *
+ * Interrupts: opt->interrupt is polled between passes/levels and after every
+ * GS_CHUNK keys of any pass.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_engine.h"
+
+#define GS_CHUNK		((size_t) 1 << 20)	/* keys between interrupt polls */
+#define GS_SORT_MAX		2048	/* scratch slices this small are sorted */
+#define GS_MAX_BITS		16		/* buckets per histogram: <= 2^16 */
+#define GS_MIN_BITS		11
+#define GS_MAX_TOTAL_BUCKETS ((size_t) 1 << 21)	/* per input level, all tasks */
+#define GS_MAX_DEPTH	24		/* scratch recursion; deeper -> sort */
+#define GS_DEFAULT_BUCKETS 1024u
+#define GS_MAX_APPROX_BUCKETS (1u << 24)
+
+/* ------------------------------------------------------------------ */
+/* errors, interrupts                                                   */
+/* ------------------------------------------------------------------ */
+
+static gs_status
+set_err(gs_error *err, gs_status st, const char *msg)
+{
+	if (err)
+	{
+		err->status = st;
+		snprintf(err->message, sizeof err->message, "%s", msg);
+	}
+	return st;
+}
+
+static int
+poll_interrupt(const gs_options *opt)
+{
+	return opt && opt->interrupt && opt->interrupt(opt->interrupt_arg) != 0;
+}
+
+#define CANCELED(err) set_err((err), GS_ERR_CANCELED, "selection canceled by interrupt")
+#define NOMEM(err) set_err((err), GS_ERR_NOMEM, "out of memory in CPU selection engine")
+
+/* ------------------------------------------------------------------ */
+/* small helpers                                                        */
+/* ------------------------------------------------------------------ */
+
+static inline uint64_t
+load_key(const void *p, unsigned kb, size_t i)
+{
+	switch (kb)
+	{
+		case 2:
+			{
+				uint16_t	v;
+
+				memcpy(&v, (const char *) p + 2 * i, 2);
+				return v;
+			}
+		case 4:
+			{
+				uint32_t	v;
+
+				memcpy(&v, (const char *) p + 4 * i, 4);
+				return v;
+			}
+		default:
+			{
+				uint64_t	v;
+
+				memcpy(&v, (const char *) p + 8 * i, 8);
+				return v;
+			}
+	}
+}
+
+static unsigned
+floor_log2(uint64_t x)
+{
+	unsigned	r = 0;
+
+	while (x >>= 1)
+		r++;
+	return r;
+}
+
+/* smallest shift such that range >> shift < 2^bits */
+static unsigned
+shift_for(uint64_t range, unsigned bits)
+{
+	unsigned	s = 0;
+
+	while (s < 64 && (range >> s) >= ((uint64_t) 1 << bits))
+		s++;
+	return s;
+}
+
+/* ---- introsort on uint64 (small scratch slices) ---- */
+
+static void
+insertion_sort_u64(uint64_t *a, size_t n)
+{
+	size_t		i;
+
+	for (i = 1; i < n; i++)
+	{
+		uint64_t	v = a[i];
+		size_t		j = i;
+
+		while (j > 0 && a[j - 1] > v)
+		{
+			a[j] = a[j - 1];
+			j--;
+		}
+		a[j] = v;
+	}
+}
+
+static void
+sift_down_u64(uint64_t *a, size_t start, size_t n)
+{
+	size_t		root = start;
+
+	for (;;)
+	{
+		size_t		child = 2 * root + 1;
+		uint64_t	t;
+
+		if (child >= n)
+			break;
+		if (child + 1 < n && a[child] < a[child + 1])
+			child++;
+		if (a[root] >= a[child])
+			break;
+		t = a[root];
+		a[root] = a[child];
+		a[child] = t;
+		root = child;
+	}
+}
+
+static void
+heap_sort_u64(uint64_t *a, size_t n)
+{
+	size_t		i;
+
+	if (n < 2)
+		return;
+	for (i = n / 2; i-- > 0;)
+		sift_down_u64(a, i, n);
+	for (i = n - 1; i > 0; i--)
+	{
+		uint64_t	t = a[0];
+
+		a[0] = a[i];
+		a[i] = t;
+		sift_down_u64(a, 0, i);
+	}
+}
+
+static void
+intro_sort_u64(uint64_t *a, size_t n, unsigned depth)
+{
+	while (n > 24)
+	{
+		uint64_t	x,
+					y,
+					z,
+					p;
+		size_t		i,
+					j;
+
+		if (depth == 0)
+		{
+			heap_sort_u64(a, n);
+			return;
+		}
+		depth--;
+		x = a[0];
+		y = a[n / 2];
+		z = a[n - 1];
+		p = (x < y) ? ((y < z) ? y : (x < z ? z : x)) : ((x < z) ? x : (y < z ? z : y));
+		/* Hoare partition */
+		i = 0;
+		j = n - 1;
+		for (;;)
+		{
+			uint64_t	t;
+
+			while (a[i] < p)
+				i++;
+			while (a[j] > p)
+				j--;
+			if (i >= j)
+				break;
+			t = a[i];
+			a[i] = a[j];
+			a[j] = t;
+			i++;
+			j--;
+		}
+		/* [0, j] <= p <= [j+1, n) */
+		if (j + 1 < n - j - 1)
+		{
+			intro_sort_u64(a, j + 1, depth);
+			a += j + 1;
+			n -= j + 1;
+		}
+		else
+		{
+			intro_sort_u64(a + j + 1, n - j - 1, depth);
+			n = j + 1;
+		}
+	}
+	insertion_sort_u64(a, n);
+}
+
+static void
+sort_u64(uint64_t *a, size_t n)
+{
+	if (n > 1)
+		intro_sort_u64(a, n, 2 * (floor_log2(n) + 1));
+}
+
+/* ------------------------------------------------------------------ */
+/* pass driver: iterate every segment in chunks, one kernel per width   */
+/* ------------------------------------------------------------------ */
+
+typedef void (*kern_fn) (const void *keys, size_t n, void *arg);
+
+typedef struct kernset
+{
+	kern_fn		k16;
+	kern_fn		k32;
+	kern_fn		k64;
+	void		(*after_chunk) (void *arg, size_t n);	/* may be NULL */
+} kernset;
+
+static gs_status
+run_pass(const gs_input *in, const kernset *ks, void *arg,
+		 const gs_options *opt, gs_error *err)
+{
+	kern_fn		k = in->key_bytes == 2 ? ks->k16 : in->key_bytes == 4 ? ks->k32 : ks->k64;
+	size_t		s;
+
+	for (s = 0; s < in->nsegs; s++)
+	{
+		const char *p = (const char *) in->segs[s].keys;
+		size_t		left = in->segs[s].n;
+
+		while (left > 0)
+		{
+			size_t		c = left < GS_CHUNK ? left : GS_CHUNK;
+
+			k(p, c, arg);
+			if (ks->after_chunk)
+				ks->after_chunk(arg, c);
+			p += c * in->key_bytes;
+			left -= c;
+			if (c == GS_CHUNK && poll_interrupt(opt))
+				return CANCELED(err);
+		}
+	}
+	if (poll_interrupt(opt))
+		return CANCELED(err);
+	return GS_OK;
+}
+
+/* Instantiate a kernel body for the three widths.  BODY uses `k` (the key,
+ * widened to uint64) and `a` (the typed argument). */
+#define GS_KERNELS(NAME, ARGT, SETUP, BODY, FINISH) \
+static void NAME##_16(const void *kp_, size_t n_, void *arg_) \
+{ const uint16_t *kp = (const uint16_t *) kp_; ARGT *a = (ARGT *) arg_; size_t i_; SETUP \
+  for (i_ = 0; i_ < n_; i_++) { uint64_t k = kp[i_]; BODY } FINISH } \
+static void NAME##_32(const void *kp_, size_t n_, void *arg_) \
+{ const uint32_t *kp = (const uint32_t *) kp_; ARGT *a = (ARGT *) arg_; size_t i_; SETUP \
+  for (i_ = 0; i_ < n_; i_++) { uint64_t k = kp[i_]; BODY } FINISH } \
+static void NAME##_64(const void *kp_, size_t n_, void *arg_) \
+{ const uint64_t *kp = (const uint64_t *) kp_; ARGT *a = (ARGT *) arg_; size_t i_; SETUP \
+  for (i_ = 0; i_ < n_; i_++) { uint64_t k = kp[i_]; BODY } FINISH }
+
+/* ---- min/max ---- */
+
+typedef struct mm_arg
+{
+	uint64_t	mn,
+				mx;
+} mm_arg;
+
+GS_KERNELS(mm, mm_arg,
+		   uint64_t mn = a->mn; uint64_t mx = a->mx;,
+		   mn = k < mn ? k : mn; mx = k > mx ? k : mx;,
+		   a->mn = mn; a->mx = mx;)
+
+static const kernset mm_kernels = {mm_16, mm_32, mm_64, NULL};
+
+/* ------------------------------------------------------------------ */
+/* input levels: tasks filtered out of the input                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct task
+{
+	uint64_t	lo,
+				hi;				/* key range */
+	uint64_t	base;			/* keys below lo */
+	uint64_t	cnt;			/* keys in [lo,hi] */
+	size_t		r0,
+				r1;				/* wanted unique ranks [r0, r1) */
+	unsigned	shift;
+	size_t		nb;				/* buckets */
+	size_t		hoff;			/* offset of its buckets in the flat arrays */
+} task;
+
+/* flat index of key k: hoff + bucket, or `dummy` when k is in no task */
+typedef struct lvl_arg
+{
+	size_t		nt;
+	const uint64_t *lo;			/* nt, sorted */
+	const uint64_t *width;		/* hi - lo */
+	const unsigned *shift;
+	const size_t *hoff;
+	size_t		dummy;
+	/* histogram */
+	uint32_t   *h32;
+	uint64_t   *h64;
+	size_t		nslots;
+	size_t		since_flush;
+	/* gather */
+	const int32_t *map;			/* flat index -> child, -1 */
+	size_t	   *pos;			/* per child write position in scratch */
+	uint64_t   *scratch;
+} lvl_arg;
+
+static inline size_t
+lvl_index(const lvl_arg *a, uint64_t k)
+{
+	size_t		lo = 0,
+				len = a->nt;
+	uint64_t	d;
+
+	/* last task with lo <= k */
+	while (len > 1)
+	{
+		size_t		half = len / 2;
+
+		lo = (a->lo[lo + half] <= k) ? lo + half : lo;
+		len -= half;
+	}
+	if (a->lo[lo] > k)
+		return a->dummy;
+	d = k - a->lo[lo];
+	if (d > a->width[lo])
+		return a->dummy;
+	return a->hoff[lo] + (size_t) (d >> a->shift[lo]);
+}
+
+/* single task: idx = d <= width ? d >> shift : dummy */
+GS_KERNELS(hist1, lvl_arg,
+		   uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
+		   const unsigned sh = a->shift[0]; const size_t dm = a->dummy;,
+		   uint64_t d = k - lo; size_t ix = d <= w ? (size_t) (d >> sh) : dm; h[ix]++;,
+		   )
+
+GS_KERNELS(histn, lvl_arg, uint32_t *h = a->h32;, h[lvl_index(a, k)]++;,)
+
+GS_KERNELS(gath1, lvl_arg,
+		   const int32_t *map = a->map; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
+		   const unsigned sh = a->shift[0]; size_t *pos = a->pos; uint64_t *sc = a->scratch;,
+		   uint64_t d = k - lo;
+		   if (d <= w) { int32_t c = map[d >> sh]; if (c >= 0) sc[pos[c]++] = k; },
+		   )
+
+GS_KERNELS(gathn, lvl_arg,
+		   const int32_t *map = a->map; size_t *pos = a->pos; uint64_t *sc = a->scratch;,
+		   int32_t c = map[lvl_index(a, k)]; if (c >= 0) sc[pos[c]++] = k;,
+		   )
+
+static void
+hist_flush(void *arg_, size_t n)
+{
+	lvl_arg    *a = (lvl_arg *) arg_;
+
+	a->since_flush += n;
+	if (a->since_flush > (size_t) UINT32_MAX - GS_CHUNK)
+	{
+		size_t		i;
+
+		for (i = 0; i < a->nslots; i++)
+		{
+			a->h64[i] += a->h32[i];
+			a->h32[i] = 0;
+		}
+		a->since_flush = 0;
+	}
+}
+
+static const kernset hist1_kernels = {hist1_16, hist1_32, hist1_64, hist_flush};
+static const kernset histn_kernels = {histn_16, histn_32, histn_64, hist_flush};
+static const kernset gath1_kernels = {gath1_16, gath1_32, gath1_64, NULL};
+static const kernset gathn_kernels = {gathn_16, gathn_32, gathn_64, NULL};
+
+/* ------------------------------------------------------------------ */
+/* engine context                                                       */
+/* ------------------------------------------------------------------ */
+
+typedef struct eng
+{
+	const gs_options *opt;
+	gs_error   *err;
+	const uint64_t *ur;			/* unique wanted ranks, ascending */
+	uint64_t   *uval;			/* their keys */
+	size_t		nu;
+	/* per-depth workspace for scratch levels */
+	uint32_t   *whist[GS_MAX_DEPTH];
+	int32_t    *wmap[GS_MAX_DEPTH];
+} eng;
+
+static void
+eng_free(eng *e)
+{
+	int			i;
+
+	for (i = 0; i < GS_MAX_DEPTH; i++)
+	{
+		free(e->whist[i]);
+		free(e->wmap[i]);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* scratch levels                                                       */
+/* ------------------------------------------------------------------ */
+
+typedef struct child
+{
+	uint64_t	lo,
+				hi,
+				base,
+				cnt;
+	size_t		r0,
+				r1;
+	size_t		bucket;
+} child;
+
+/*
+ * Keys a[0..m) (ours to permute), b[0..m) free; the keys below a's minimum
+ * number `base`; resolve unique ranks [r0, r1).
+ */
+static gs_status
+scratch_select(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_t base,
+			   size_t r0, size_t r1, int depth)
+{
+	uint64_t	mn,
+				mx,
+				range;
+	unsigned	bits,
+				shift;
+	size_t		nb,
+				i,
+				r,
+				nch,
+				b_cur;
+	uint32_t   *h;
+	int32_t    *map;
+	child	   *ch;
+	uint64_t	cum;
+	gs_status	st = GS_OK;
+
+	if (r0 >= r1)
+		return GS_OK;
+	if (m >= GS_CHUNK && poll_interrupt(e->opt))
+		return CANCELED(e->err);
+	if (m <= GS_SORT_MAX || depth >= GS_MAX_DEPTH)
+	{
+		sort_u64(a, m);
+		for (r = r0; r < r1; r++)
+			e->uval[r] = a[e->ur[r] - base];
+		return GS_OK;
+	}
+	mn = mx = a[0];
+	for (i = 1; i < m; i++)
+	{
+		mn = a[i] < mn ? a[i] : mn;
+		mx = a[i] > mx ? a[i] : mx;
+	}
+	if (mn == mx)
+	{
+		for (r = r0; r < r1; r++)
+			e->uval[r] = mn;
+		return GS_OK;
+	}
+	range = mx - mn;
+	bits = floor_log2(m) - 2;
+	bits = bits < GS_MIN_BITS ? GS_MIN_BITS : bits > GS_MAX_BITS ? GS_MAX_BITS : bits;
+	shift = shift_for(range, bits);
+	nb = (size_t) (range >> shift) + 1;
+
+	if (!e->whist[depth])
+	{
+		e->whist[depth] = malloc(sizeof(uint32_t) << GS_MAX_BITS);
+		e->wmap[depth] = malloc(sizeof(int32_t) << GS_MAX_BITS);
+		if (!e->whist[depth] || !e->wmap[depth])
+			return NOMEM(e->err);
+	}
+	h = e->whist[depth];
+	map = e->wmap[depth];
+	memset(h, 0, nb * sizeof(uint32_t));
+	for (i = 0; i < m; i++)
+		h[(a[i] - mn) >> shift]++;
+
+	ch = malloc((r1 - r0) * sizeof(child));
+	if (!ch)
+		return NOMEM(e->err);
+
+	/* walk ranks (ascending) against the cumulative histogram */
+	nch = 0;
+	cum = 0;
+	b_cur = 0;
+	for (r = r0; r < r1; r++)
+	{
+		uint64_t	lr = e->ur[r] - base;
+
+		while (cum + h[b_cur] <= lr)
+		{
+			cum += h[b_cur];
+			b_cur++;
+		}
+		if (nch > 0 && ch[nch - 1].bucket == b_cur)
+		{
+			ch[nch - 1].r1 = r + 1;
+			continue;
+		}
+		ch[nch].bucket = b_cur;
+		ch[nch].lo = mn + ((uint64_t) b_cur << shift);
+		ch[nch].hi = ch[nch].lo + (((uint64_t) 1 << shift) - 1);
+		if (ch[nch].hi < ch[nch].lo || ch[nch].hi > mx)
+			ch[nch].hi = mx;
+		ch[nch].base = base + cum;
+		ch[nch].cnt = h[b_cur];
+		ch[nch].r0 = r;
+		ch[nch].r1 = r + 1;
+		nch++;
+	}
+
+	/* scatter wanted buckets into b */
+	{
+		size_t		off = 0;
+		size_t		c;
+		size_t	   *pos;
+
+		pos = malloc(nch * sizeof(size_t));
+		if (!pos)
+		{
+			free(ch);
+			return NOMEM(e->err);
+		}
+		for (i = 0; i < nb; i++)
+			map[i] = -1;
+		for (c = 0; c < nch; c++)
+		{
+			pos[c] = off;
+			if (ch[c].lo != ch[c].hi)
+			{
+				map[ch[c].bucket] = (int32_t) c;
+				off += ch[c].cnt;
+			}
+		}
+		for (i = 0; i < m; i++)
+		{
+			uint64_t	k = a[i];
+			int32_t		cc = map[(k - mn) >> shift];
+
+			if (cc >= 0)
+				b[pos[cc]++] = k;
+		}
+		free(pos);
+		off = 0;
+		for (c = 0; c < nch && st == GS_OK; c++)
+		{
+			if (ch[c].lo == ch[c].hi)
+			{
+				for (r = ch[c].r0; r < ch[c].r1; r++)
+					e->uval[r] = ch[c].lo;
+				continue;
+			}
+			st = scratch_select(e, b + off, a + off, ch[c].cnt, ch[c].base,
+								ch[c].r0, ch[c].r1, depth + 1);
+			off += ch[c].cnt;
+		}
+	}
+	free(ch);
+	return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* exact select                                                         */
+/* ------------------------------------------------------------------ */
+
+typedef struct rank_ix
+{
+	uint64_t	rank;
+	size_t		ix;
+} rank_ix;
+
+static int
+cmp_rank_ix(const void *x, const void *y)
+{
+	const rank_ix *a = (const rank_ix *) x;
+	const rank_ix *b = (const rank_ix *) y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->ix < b->ix ? -1 : a->ix > b->ix;
+}
+
+static gs_status
+check_input(const gs_input *in, size_t nranks, const void *ranks, const void *out,
+			gs_error *err, size_t *n_out)
+{
+	size_t		s;
+
+	if (!in || (in->nsegs > 0 && !in->segs))
+		return set_err(err, GS_ERR_INVALID, "invalid input: no segment list");
+	if (in->key_bytes != 2 && in->key_bytes != 4 && in->key_bytes != 8)
+		return set_err(err, GS_ERR_INVALID, "invalid key width (must be 2, 4 or 8 bytes)");
+	for (s = 0; s < in->nsegs; s++)
+		if (in->segs[s].n > 0 && !in->segs[s].keys)
+			return set_err(err, GS_ERR_INVALID, "invalid input: segment without keys");
+	if (nranks > 0 && (!ranks || !out))
+		return set_err(err, GS_ERR_INVALID, "invalid arguments: NULL ranks or output");
+	*n_out = gs_input_count(in);
+	return GS_OK;
+}
+
+/* The input levels.  Resolves unique ranks [0, nu) given the input's min/max. */
+static gs_status
+input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx)
+{
+	task	   *tasks = NULL,
+			   *kids = NULL;
+	size_t		nt = 1,
+				nk,
+				t,
+				r;
+	uint64_t   *tlo = NULL,
+			   *tw = NULL;
+	unsigned   *tsh = NULL;
+	size_t	   *thoff = NULL;
+	uint32_t   *h32 = NULL;
+	uint64_t   *h64 = NULL;
+	int32_t    *map = NULL;
+	size_t	   *pos = NULL;
+	uint64_t   *sa = NULL,
+			   *sb = NULL;
+	gs_status	st = GS_OK;
+	uint64_t	limit;
+
+	/* gather when the wanted buckets hold at most this many keys */
+	limit = n / 4;
+	if (limit < ((uint64_t) 1 << 16))
+		limit = (uint64_t) 1 << 16;
+
+	tasks = malloc(e->nu * sizeof(task));
+	kids = malloc(e->nu * sizeof(task));
+	tlo = malloc(e->nu * sizeof(uint64_t));
+	tw = malloc(e->nu * sizeof(uint64_t));
+	tsh = malloc(e->nu * sizeof(unsigned));
+	thoff = malloc(e->nu * sizeof(size_t));
+	pos = malloc(e->nu * sizeof(size_t));
+	if (!tasks || !kids || !tlo || !tw || !tsh || !thoff || !pos)
+	{
+		st = NOMEM(e->err);
+		goto done;
+	}
+	tasks[0].lo = mn;
+	tasks[0].hi = mx;
+	tasks[0].base = 0;
+	tasks[0].cnt = n;
+	tasks[0].r0 = 0;
+	tasks[0].r1 = e->nu;
+
+	for (;;)
+	{
+		unsigned	bits;
+		size_t		nslots;
+		lvl_arg		la;
+		uint64_t	total;
+
+		/* bucket layout */
+		bits = GS_MAX_BITS;
+		while (bits > 4 && (nt << bits) > GS_MAX_TOTAL_BUCKETS)
+			bits--;
+		nslots = 0;
+		for (t = 0; t < nt; t++)
+		{
+			uint64_t	range = tasks[t].hi - tasks[t].lo;
+
+			tasks[t].shift = shift_for(range, bits);
+			tasks[t].nb = (size_t) (range >> tasks[t].shift) + 1;
+			tasks[t].hoff = nslots;
+			nslots += tasks[t].nb;
+			tlo[t] = tasks[t].lo;
+			tw[t] = range;
+			tsh[t] = tasks[t].shift;
+			thoff[t] = tasks[t].hoff;
+		}
+		free(h32);
+		free(h64);
+		h32 = calloc(nslots + 1, sizeof(uint32_t));
+		h64 = calloc(nslots + 1, sizeof(uint64_t));
+		if (!h32 || !h64)
+		{
+			st = NOMEM(e->err);
+			goto done;
+		}
+		memset(&la, 0, sizeof la);
+		la.nt = nt;
+		la.lo = tlo;
+		la.width = tw;
+		la.shift = tsh;
+		la.hoff = thoff;
+		la.dummy = nslots;
+		la.h32 = h32;
+		la.h64 = h64;
+		la.nslots = nslots + 1;
+		st = run_pass(in, nt == 1 ? &hist1_kernels : &histn_kernels, &la, e->opt, e->err);
+		if (st != GS_OK)
+			goto done;
+		for (t = 0; t <= nslots; t++)
+			h64[t] += h32[t];
+
+		/* children */
+		nk = 0;
+		total = 0;
+		for (t = 0; t < nt; t++)
+		{
+			const task *tk = &tasks[t];
+			const uint64_t *h = h64 + tk->hoff;
+			uint64_t	cum = 0;
+			size_t		bc = 0;
+			size_t		first = nk;
+
+			for (r = tk->r0; r < tk->r1; r++)
+			{
+				uint64_t	lr = e->ur[r] - tk->base;
+				task	   *c;
+
+				while (cum + h[bc] <= lr)
+				{
+					cum += h[bc];
+					bc++;
+				}
+				if (nk > first && kids[nk - 1].hoff == tk->hoff + bc)
+				{
+					kids[nk - 1].r1 = r + 1;
+					continue;
+				}
+				c = &kids[nk++];
+				c->hoff = tk->hoff + bc;	/* flat slot, for the gather map */
+				c->lo = tk->lo + ((uint64_t) bc << tk->shift);
+				c->hi = c->lo + (((uint64_t) 1 << tk->shift) - 1);
+				if (c->hi < c->lo || c->hi > tk->hi)
+					c->hi = tk->hi;
+				c->base = tk->base + cum;
+				c->cnt = h[bc];
+				c->r0 = r;
+				c->r1 = r + 1;
+			}
+		}
+		/* answer single-key children, keep the rest */
+		{
+			size_t		j = 0;
+
+			for (t = 0; t < nk; t++)
+			{
+				if (kids[t].lo == kids[t].hi)
+				{
+					for (r = kids[t].r0; r < kids[t].r1; r++)
+						e->uval[r] = kids[t].lo;
+					continue;
+				}
+				total += kids[t].cnt;
+				kids[j++] = kids[t];
+			}
+			nk = j;
+		}
+		if (nk == 0)
+			break;
+		if (poll_interrupt(e->opt))
+		{
+			st = CANCELED(e->err);
+			goto done;
+		}
+
+		if (total <= limit)
+		{
+			/* gather into scratch, then finish each child depth first */
+			uint64_t	off = 0;
+
+			map = malloc((nslots + 1) * sizeof(int32_t));
+			sa = malloc((size_t) total * sizeof(uint64_t) + 8);
+			sb = malloc((size_t) total * sizeof(uint64_t) + 8);
+			if (!map || !sa || !sb)
+			{
+				st = NOMEM(e->err);
+				goto done;
+			}
+			for (t = 0; t <= nslots; t++)
+				map[t] = -1;
+			for (t = 0; t < nk; t++)
+			{
+				map[kids[t].hoff] = (int32_t) t;
+				pos[t] = off;
+				off += kids[t].cnt;
+			}
+			la.map = map;
+			la.pos = pos;
+			la.scratch = sa;
+			st = run_pass(in, nt == 1 ? &gath1_kernels : &gathn_kernels, &la, e->opt, e->err);
+			if (st != GS_OK)
+				goto done;
+			off = 0;
+			for (t = 0; t < nk && st == GS_OK; t++)
+			{
+				st = scratch_select(e, sa + off, sb + off, (size_t) kids[t].cnt, kids[t].base,
+									kids[t].r0, kids[t].r1, 0);
+				off += kids[t].cnt;
+			}
+			break;
+		}
+
+		/* rescan the input next level, filtered to the children's ranges */
+		{
+			task	   *tmp = tasks;
+
+			tasks = kids;
+			kids = tmp;
+			nt = nk;
+		}
+	}
+
+done:
+	free(tasks);
+	free(kids);
+	free(tlo);
+	free(tw);
+	free(tsh);
+	free(thoff);
+	free(h32);
+	free(h64);
+	free(map);
+	free(pos);
+	free(sa);
+	free(sb);
+	return st;
+}
+
+gs_status
+gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
+			  uint64_t *out_keys, const gs_options *opt, gs_error *err)
+{
+	size_t		n,
+				i,
+				nu;
+	gs_status	st;
+	rank_ix    *ri = NULL;
+	uint64_t   *ur = NULL,
+			   *uval = NULL;
+	mm_arg		mm;
+	eng			e;
+
+	st = check_input(in, nranks, ranks, out_keys, err, &n);
+	if (st != GS_OK)
+		return st;
+	set_err(err, GS_OK, "");
+	if (nranks == 0)
+		return GS_OK;
+	for (i = 0; i < nranks; i++)
+		if (ranks[i] >= n)
+		{
+			char		msg[128];
+
+			snprintf(msg, sizeof msg, "rank %llu out of range for %llu keys",
+					 (unsigned long long) ranks[i], (unsigned long long) n);
+			return set_err(err, GS_ERR_INVALID, msg);
+		}
+	if (poll_interrupt(opt))
+		return CANCELED(err);
+
+	memset(&e, 0, sizeof e);
+	ri = malloc(nranks * sizeof(rank_ix));
+	ur = malloc(nranks * sizeof(uint64_t));
+	uval = malloc(nranks * sizeof(uint64_t));
+	if (!ri || !ur || !uval)
+	{
+		st = NOMEM(err);
+		goto done;
+	}
+	for (i = 0; i < nranks; i++)
+	{
+		ri[i].rank = ranks[i];
+		ri[i].ix = i;
+	}
+	qsort(ri, nranks, sizeof(rank_ix), cmp_rank_ix);
+	nu = 0;
+	for (i = 0; i < nranks; i++)
+		if (nu == 0 || ur[nu - 1] != ri[i].rank)
+			ur[nu++] = ri[i].rank;
+
+	e.opt = opt;
+	e.err = err;
+	e.ur = ur;
+	e.uval = uval;
+	e.nu = nu;
+
+	mm.mn = UINT64_MAX;
+	mm.mx = 0;
+	st = run_pass(in, &mm_kernels, &mm, opt, err);
+	if (st != GS_OK)
+		goto done;
+
+	if (mm.mn == mm.mx)
+	{
+		for (i = 0; i < nu; i++)
+			uval[i] = mm.mn;
+	}
+	else if (n <= GS_SORT_MAX)
+	{
+		/* tiny input: copy and sort */
+		uint64_t   *c = malloc(n * sizeof(uint64_t));
+		size_t		s,
+					j,
+					o = 0;
+
+		if (!c)
+		{
+			st = NOMEM(err);
+			goto done;
+		}
+		for (s = 0; s < in->nsegs; s++)
+			for (j = 0; j < in->segs[s].n; j++)
+				c[o++] = load_key(in->segs[s].keys, in->key_bytes, j);
+		sort_u64(c, n);
+		for (i = 0; i < nu; i++)
+			uval[i] = c[ur[i]];
+		free(c);
+	}
+	else
+	{
+		st = input_levels(&e, in, n, mm.mn, mm.mx);
+		if (st != GS_OK)
+			goto done;
+	}
+
+	/* scatter back in the caller's order */
+	{
+		size_t		u = 0;
+
+		for (i = 0; i < nranks; i++)
+		{
+			if (i > 0 && ri[i].rank != ri[i - 1].rank)
+				u++;
+			out_keys[ri[i].ix] = uval[u];
+		}
+	}
+	st = set_err(err, GS_OK, "");
+
+done:
+	eng_free(&e);
+	free(ri);
+	free(ur);
+	free(uval);
+	return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* approximate select                                                   */
+/* ------------------------------------------------------------------ */
+
+static inline uint64_t
+splitmix64(uint64_t x)
+{
+	uint64_t	z = x + UINT64_C(0x9E3779B97F4A7C15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+typedef struct ap_arg
+{
+	const uint64_t *spl;		/* ns distinct splitters, ascending */
+	size_t		ns;
+	uint64_t   *cnt;			/* 2*(ns+1): [2i] keys in gap below spl[i], [2i+1] keys == spl[i] */
+	uint64_t	mn,
+				mx,
+				cmn,
+				cmx;
+} ap_arg;
+
+static inline size_t
+lower_bound_u64(const uint64_t *s, size_t n, uint64_t k)
+{
+	const uint64_t *b = s;
+
+	if (n == 0)
+		return 0;
+	while (n > 1)
+	{
+		size_t		half = n / 2;
+
+		b = (b[half] < k) ? b + half : b;
+		n -= half;
+	}
+	return (size_t) (b - s) + (*b < k);
+}
+
+GS_KERNELS(apc, ap_arg,
+		   const uint64_t *spl = a->spl; const size_t ns = a->ns; uint64_t *cnt = a->cnt;
+		   uint64_t mn = a->mn; uint64_t mx = a->mx; uint64_t cmn = a->cmn; uint64_t cmx = a->cmx;,
+		   size_t ix = lower_bound_u64(spl, ns, k);
+		   size_t eq = (ix < ns && spl[ix] == k);
+		   cnt[2 * ix + eq]++;
+		   if (k <= mn) { if (k < mn) { mn = k; cmn = 0; } cmn++; }
+		   if (k >= mx) { if (k > mx) { mx = k; cmx = 0; } cmx++; },
+		   a->mn = mn; a->mx = mx; a->cmn = cmn; a->cmx = cmx;)
+
+static const kernset apc_kernels = {apc_16, apc_32, apc_64, NULL};
+
+typedef struct cand
+{
+	uint64_t	key,
+				lo,
+				hi;
+} cand;
+
+gs_status
+gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
+					 const gs_options *opt, gs_approx_pick *out, gs_error *err)
+{
+	size_t		n,
+				i,
+				s,
+				nsamp,
+				ns,
+				nc;
+	unsigned	B;
+	uint64_t	seed;
+	gs_status	st;
+	uint64_t   *samp = NULL,
+			   *spl = NULL,
+			   *segstart = NULL;
+	cand	   *cd = NULL;
+	ap_arg		aa;
+
+	memset(&aa, 0, sizeof aa);
+	st = check_input(in, nranks, ranks, out, err, &n);
+	if (st != GS_OK)
+		return st;
+	B = opt && opt->approx_buckets ? opt->approx_buckets : GS_DEFAULT_BUCKETS;
+	seed = opt ? opt->seed : 0;
+	if (B < 2 || B > GS_MAX_APPROX_BUCKETS)
+		return set_err(err, GS_ERR_INVALID, "approx_buckets must be between 2 and 16777216");
+	set_err(err, GS_OK, "");
+	if (nranks == 0)
+		return GS_OK;
+	for (i = 0; i < nranks; i++)
+		if (ranks[i] >= n)
+		{
+			char		msg[128];
+
+			snprintf(msg, sizeof msg, "rank %llu out of range for %llu keys",
+					 (unsigned long long) ranks[i], (unsigned long long) n);
+			return set_err(err, GS_ERR_INVALID, msg);
+		}
+	if (poll_interrupt(opt))
+		return CANCELED(err);
+
+	/* sample: position splitmix64(seed + i) % n, i < s = min(8B, n) */
+	nsamp = (size_t) 8 * B;
+	if (nsamp > n)
+		nsamp = n;
+	samp = malloc(nsamp * sizeof(uint64_t));
+	spl = malloc(B * sizeof(uint64_t));
+	segstart = malloc((in->nsegs + 1) * sizeof(uint64_t));
+	if (!samp || !spl || !segstart)
+	{
+		st = NOMEM(err);
+		goto done;
+	}
+	segstart[0] = 0;
+	for (s = 0; s < in->nsegs; s++)
+		segstart[s + 1] = segstart[s] + in->segs[s].n;
+	for (i = 0; i < nsamp; i++)
+	{
+		uint64_t	p = splitmix64(seed + (uint64_t) i) % (uint64_t) n;
+		size_t		lo = 0,
+					hi = in->nsegs;
+
+		/* segment with segstart[seg] <= p < segstart[seg+1] */
+		while (hi - lo > 1)
+		{
+			size_t		mid = (lo + hi) / 2;
+
+			if (segstart[mid] <= p)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		while (in->segs[lo].n == 0 || p >= segstart[lo + 1])
+			lo++;				/* skip empty segments */
+		samp[i] = load_key(in->segs[lo].keys, in->key_bytes, (size_t) (p - segstart[lo]));
+	}
+	sort_u64(samp, nsamp);
+	ns = 0;
+	for (i = 1; i < B; i++)
+	{
+		uint64_t	v = samp[(size_t) (((uint64_t) i * nsamp) / B)];
+
+		if (ns == 0 || spl[ns - 1] != v)
+			spl[ns++] = v;
+	}
+	if (poll_interrupt(opt))
+	{
+		st = CANCELED(err);
+		goto done;
+	}
+
+	aa.spl = spl;
+	aa.ns = ns;
+	aa.cnt = calloc(2 * (ns + 1), sizeof(uint64_t));
+	if (!aa.cnt)
+	{
+		st = NOMEM(err);
+		goto done;
+	}
+	aa.mn = UINT64_MAX;
+	aa.mx = 0;
+	st = run_pass(in, &apc_kernels, &aa, opt, err);
+	if (st != GS_OK)
+		goto done;
+
+	/* candidates in key order with exact rank ranges */
+	cd = malloc((ns + 2) * sizeof(cand));
+	if (!cd)
+	{
+		st = NOMEM(err);
+		goto done;
+	}
+	nc = 0;
+	cd[nc].key = aa.mn;
+	cd[nc].lo = 0;
+	cd[nc].hi = aa.cmn - 1;
+	nc++;
+	{
+		uint64_t	less = 0;
+
+		for (i = 0; i < ns; i++)
+		{
+			less += aa.cnt[2 * i];
+			if (spl[i] != aa.mn && spl[i] != aa.mx)
+			{
+				cd[nc].key = spl[i];
+				cd[nc].lo = less;
+				cd[nc].hi = less + aa.cnt[2 * i + 1] - 1;
+				nc++;
+			}
+			less += aa.cnt[2 * i + 1];
+		}
+	}
+	if (aa.mx != aa.mn)
+	{
+		cd[nc].key = aa.mx;
+		cd[nc].lo = (uint64_t) n - aa.cmx;
+		cd[nc].hi = (uint64_t) n - 1;
+		nc++;
+	}
+
+	for (i = 0; i < nranks; i++)
+	{
+		uint64_t	r = ranks[i];
+		size_t		lo = 0,
+					hi = nc,
+					best;
+
+		/* first candidate with hi >= r */
+		while (lo < hi)
+		{
+			size_t		mid = (lo + hi) / 2;
+
+			if (cd[mid].hi < r)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == nc)
+			best = nc - 1;
+		else if (cd[lo].lo <= r || lo == 0)
+			best = lo;
+		else
+		{
+			/* r lies between cd[lo-1].hi and cd[lo].lo: nearer wins, ties lower */
+			uint64_t	dl = r - cd[lo - 1].hi;
+			uint64_t	dh = cd[lo].lo - r;
+
+			best = dh < dl ? lo : lo - 1;
+		}
+		out[i].key = cd[best].key;
+		out[i].rank_lo = cd[best].lo;
+		out[i].rank_hi = cd[best].hi;
+	}
+	st = set_err(err, GS_OK, "");
+
+done:
+	free(samp);
+	free(spl);
+	free(segstart);
+	free(aa.cnt);
+	free(cd);
+	return st;
+}

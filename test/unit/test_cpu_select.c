@@ -1,0 +1,671 @@
+/*
+ * test_cpu_select.c — differential tests of the CPU selection engine
+ * (src/cpu_select.c) against a sort-based reference.
+ *
+ * Runs a fixed-seed pass and a fresh-seed pass (seed printed; rerun one with
+ * `./test_cpu_select.bin SEED`).  Prints each failed check and ends with
+ * "test_cpu_select: N passed, M failed"; exits nonzero on any failure.
+ */
+#include <math.h>
+#include <float.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gs_engine.h"
+#include "gs_keys.h"
+
+static long n_pass,
+			n_fail;
+static uint64_t rng_state;
+static const char *ctx_desc = "";
+
+#define CHECK(cond, ...) do { \
+	if (cond) n_pass++; \
+	else { n_fail++; if (n_fail <= 200) { \
+		printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, ctx_desc); \
+		printf(__VA_ARGS__); printf("\n"); } } } while (0)
+
+static uint64_t
+rnd(void)
+{
+	uint64_t	z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+static uint64_t
+rnd_below(uint64_t n)
+{
+	return n ? rnd() % n : 0;
+}
+
+static double
+rnd_unit(void)
+{
+	return (double) (rnd() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- value types: keys come from real values through gs_keys.h ---- */
+
+enum vtype
+{
+	T_I16, T_I32, T_F32, T_I64, T_F64, T_RAW16, T_RAW32, T_RAW64, T_NTYPES
+};
+static const char *tname[] = {"int16", "int32", "float4", "int64", "float8", "raw16", "raw32", "raw64"};
+static const unsigned tbytes[] = {2, 4, 4, 8, 8, 2, 4, 8};
+
+static int
+is_float(int t)
+{
+	return t == T_F32 || t == T_F64;
+}
+
+static uint64_t
+key_max(int t)
+{
+	return tbytes[t] == 2 ? UINT16_MAX : tbytes[t] == 4 ? UINT32_MAX : UINT64_MAX;
+}
+
+/* a random value of type t (uniform over its bit patterns), as a key */
+static uint64_t
+rand_key(int t)
+{
+	uint64_t	r = rnd();
+
+	switch (t)
+	{
+		case T_I16:
+			return gs_key_from_int16((int16_t) (uint16_t) r);
+		case T_I32:
+			return gs_key_from_int32((int32_t) (uint32_t) r);
+		case T_I64:
+			return gs_key_from_int64((int64_t) r);
+		case T_F32:
+			if (r & 1)
+				return gs_key_from_float4((float) ((rnd_unit() - 0.5) * 2e6));
+			return gs_key_from_float4_bits((uint32_t) (r >> 32));
+		case T_F64:
+			if (r & 1)
+				return gs_key_from_float8((rnd_unit() - 0.5) * 2e6);
+			return gs_key_from_float8_bits(r);
+		default:
+			return r & key_max(t);
+	}
+}
+
+/* special values of type t as keys */
+static size_t
+special_keys(int t, uint64_t *out)
+{
+	size_t		n = 0;
+
+	switch (t)
+	{
+		case T_I16:
+			{
+				static const int16_t v[] = {INT16_MIN, INT16_MIN + 1, -1, 0, 1, INT16_MAX - 1, INT16_MAX};
+
+				for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+					out[n++] = gs_key_from_int16(v[i]);
+				break;
+			}
+		case T_I32:
+			{
+				static const int32_t v[] = {INT32_MIN, INT32_MIN + 1, -1, 0, 1, INT32_MAX - 1, INT32_MAX};
+
+				for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+					out[n++] = gs_key_from_int32(v[i]);
+				break;
+			}
+		case T_I64:
+			{
+				static const int64_t v[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX};
+
+				for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+					out[n++] = gs_key_from_int64(v[i]);
+				break;
+			}
+		case T_F32:
+			{
+				const float v[] = {-INFINITY, INFINITY, NAN, -NAN, 0.0f, -0.0f, FLT_MIN, -FLT_MIN,
+				FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MAX, -FLT_MAX, 1.0f, -1.0f};
+
+				for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+					out[n++] = gs_key_from_float4(v[i]);
+				out[n++] = gs_key_from_float4_bits(UINT32_C(0x7FC00001));	/* NaN payload */
+				out[n++] = gs_key_from_float4_bits(UINT32_C(0xFF800001));	/* -sNaN */
+				break;
+			}
+		case T_F64:
+			{
+				const double v[] = {-INFINITY, INFINITY, NAN, -NAN, 0.0, -0.0, DBL_MIN, -DBL_MIN,
+				DBL_TRUE_MIN, -DBL_TRUE_MIN, DBL_MAX, -DBL_MAX, 1.0, -1.0};
+
+				for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+					out[n++] = gs_key_from_float8(v[i]);
+				out[n++] = gs_key_from_float8_bits(UINT64_C(0x7FF8000000000001));
+				out[n++] = gs_key_from_float8_bits(UINT64_C(0xFFF0000000000001));
+				break;
+			}
+		default:
+			out[n++] = 0;
+			out[n++] = 1;
+			out[n++] = key_max(t);
+			out[n++] = key_max(t) - 1;
+			out[n++] = key_max(t) / 2;
+			out[n++] = key_max(t) / 2 + 1;
+			break;
+	}
+	return n;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+enum dist
+{
+	D_UNIFORM, D_SORTED, D_REVERSED, D_EQUAL, D_TWO, D_SIXTEEN, D_ORGAN, D_CLUSTER,
+	D_MULTICLUSTER, D_NANINF, D_SPECIAL, D_NDISTS
+};
+static const char *dname[] = {"uniform", "sorted", "reversed", "all-equal", "2-distinct",
+	"16-distinct", "organ-pipe", "cluster+outliers", "4-clusters", "nan/inf-heavy", "specials"};
+
+/* keys[n] of type t with distribution d */
+static void
+gen(int t, int d, uint64_t *k, size_t n)
+{
+	uint64_t	pool[32];
+	size_t		i,
+				ns;
+	uint64_t	km = key_max(t);
+
+	switch (d)
+	{
+		case D_UNIFORM:
+		case D_SORTED:
+		case D_REVERSED:
+			for (i = 0; i < n; i++)
+				k[i] = rand_key(t);
+			if (d != D_UNIFORM)
+				qsort(k, n, sizeof *k, cmp_u64);
+			if (d == D_REVERSED)
+				for (i = 0; i < n / 2; i++)
+				{
+					uint64_t	x = k[i];
+
+					k[i] = k[n - 1 - i];
+					k[n - 1 - i] = x;
+				}
+			break;
+		case D_EQUAL:
+			pool[0] = rand_key(t);
+			for (i = 0; i < n; i++)
+				k[i] = pool[0];
+			break;
+		case D_TWO:
+		case D_SIXTEEN:
+			ns = d == D_TWO ? 2 : 16;
+			for (i = 0; i < ns; i++)
+				pool[i] = rand_key(t);
+			if (d == D_TWO && (rnd() & 1))
+			{
+				pool[0] = 0;
+				pool[1] = km;	/* extremes of the key range */
+			}
+			for (i = 0; i < n; i++)
+				k[i] = pool[rnd_below(ns)];
+			break;
+		case D_ORGAN:
+			{
+				uint64_t	start = rand_key(t) / 2;
+
+				for (i = 0; i < n; i++)
+				{
+					uint64_t	x = i < n / 2 ? i : n - 1 - i;
+
+					k[i] = (start + x) & km;
+					if (is_float(t))
+						k[i] = t == T_F32 ? gs_key_from_float4((float) x - 1000.0f)
+							: gs_key_from_float8((double) x * 0.5 - 1e5);
+				}
+				break;
+			}
+		case D_CLUSTER:
+			{
+				/* dense cluster plus rare outliers at both extremes of the key range */
+				uint64_t	c = rand_key(t) & (km >> 1);
+				uint64_t	lo_out = 0,
+							hi_out = km;
+
+				if (t == T_F32)
+				{
+					lo_out = gs_key_from_float4(-INFINITY);
+					hi_out = gs_key_from_float4(NAN);
+				}
+				else if (t == T_F64)
+				{
+					lo_out = gs_key_from_float8(-INFINITY);
+					hi_out = gs_key_from_float8(NAN);
+				}
+				for (i = 0; i < n; i++)
+				{
+					uint64_t	r = rnd_below(1000);
+
+					if (r == 0)
+						k[i] = lo_out;
+					else if (r == 1)
+						k[i] = hi_out;
+					else if (t == T_F64)
+						k[i] = gs_key_from_float8(1.0 + (double) rnd_below(1000) * 1e-12);
+					else if (t == T_F32)
+						k[i] = gs_key_from_float4(1.0f + (float) rnd_below(100) * 1e-6f);
+					else
+						k[i] = (c + rnd_below(500)) & km;
+				}
+				break;
+			}
+		case D_MULTICLUSTER:
+			for (i = 0; i < 4; i++)
+				pool[i] = rand_key(t) & (km - 0xFFFF);
+			for (i = 0; i < n; i++)
+			{
+				uint64_t	r = rnd_below(4);
+
+				k[i] = (pool[r] + rnd_below(r + 1 == 4 ? 5000 : 40)) & km;
+				if (rnd_below(10000) == 0)
+					k[i] = rnd() & 1 ? 0 : km;
+			}
+			break;
+		case D_NANINF:
+			for (i = 0; i < n; i++)
+			{
+				uint64_t	r = rnd_below(10);
+
+				if (t == T_F64)
+					k[i] = r < 4 ? gs_key_from_float8_bits(UINT64_C(0x7FF8000000000000) | (rnd() & 7) | ((rnd() & 1) << 63))
+						: r < 6 ? gs_key_from_float8(INFINITY) : r < 8 ? gs_key_from_float8(-INFINITY) : rand_key(t);
+				else if (t == T_F32)
+					k[i] = r < 4 ? gs_key_from_float4_bits(UINT32_C(0x7FC00000) | (uint32_t) (rnd() & 7) | (uint32_t) ((rnd() & 1) << 31))
+						: r < 6 ? gs_key_from_float4(INFINITY) : r < 8 ? gs_key_from_float4(-INFINITY) : rand_key(t);
+				else
+					k[i] = r < 4 ? km : r < 8 ? 0 : rand_key(t);
+			}
+			break;
+		default:				/* D_SPECIAL */
+			ns = special_keys(t, pool);
+			for (i = 0; i < n; i++)
+				k[i] = rnd_below(4) == 0 ? rand_key(t) : pool[rnd_below(ns)];
+			break;
+	}
+}
+
+/* ---- inputs split into random segments (separate buffers) ---- */
+
+typedef struct tinput
+{
+	gs_input	in;
+	gs_segment	segs[8];
+	void	   *bufs[8];
+	void	   *copy[8];
+} tinput;
+
+static void
+store(void *buf, unsigned kb, size_t i, uint64_t v)
+{
+	if (kb == 2)
+		((uint16_t *) buf)[i] = (uint16_t) v;
+	else if (kb == 4)
+		((uint32_t *) buf)[i] = (uint32_t) v;
+	else
+		((uint64_t *) buf)[i] = v;
+}
+
+static void
+make_input(tinput *ti, const uint64_t *k, size_t n, unsigned kb)
+{
+	size_t		nseg = 1 + rnd_below(6),
+				off = 0,
+				s;
+
+	memset(ti, 0, sizeof *ti);
+	for (s = 0; s < nseg; s++)
+	{
+		size_t		len = s + 1 == nseg ? n - off : rnd_below(n - off + 1);
+
+		if (rnd_below(4) == 0 && s + 1 < nseg)
+			len = 0;			/* empty segments happen */
+		ti->bufs[s] = malloc(len * kb + 8);
+		for (size_t i = 0; i < len; i++)
+			store(ti->bufs[s], kb, i, k[off + i]);
+		ti->copy[s] = malloc(len * kb + 8);
+		memcpy(ti->copy[s], ti->bufs[s], len * kb);
+		ti->segs[s].keys = ti->bufs[s];
+		ti->segs[s].n = len;
+		off += len;
+	}
+	ti->in.segs = ti->segs;
+	ti->in.nsegs = nseg;
+	ti->in.key_bytes = kb;
+}
+
+static int
+input_unchanged(const tinput *ti)
+{
+	for (size_t s = 0; s < ti->in.nsegs; s++)
+		if (memcmp(ti->bufs[s], ti->copy[s], ti->segs[s].n * ti->in.key_bytes) != 0)
+			return 0;
+	return 1;
+}
+
+static void
+free_input(tinput *ti)
+{
+	for (size_t s = 0; s < 8; s++)
+	{
+		free(ti->bufs[s]);
+		free(ti->copy[s]);
+	}
+}
+
+static size_t
+lower_bound(const uint64_t *s, size_t n, uint64_t k)
+{
+	size_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		size_t		m = (lo + hi) / 2;
+
+		if (s[m] < k)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
+}
+
+/* ---- one input: exact and approximate checks ---- */
+
+static int use_wrong_reference = 0;	/* set by hand to see the tests fail */
+
+static void
+check_input(int t, int d, size_t n, int do_approx)
+{
+	uint64_t   *k = malloc((n + 1) * sizeof(uint64_t));
+	uint64_t   *sorted = malloc((n + 1) * sizeof(uint64_t));
+	uint64_t	ranks[400],
+				out[400],
+				out2[400];
+	gs_approx_pick picks[400],
+				picks2[400];
+	size_t		nr,
+				i;
+	tinput		ti;
+	gs_error	err;
+	gs_status	st;
+	gs_options	opt;
+	char		desc[128];
+	unsigned	kb = tbytes[t];
+
+	snprintf(desc, sizeof desc, "%s %s n=%zu", tname[t], dname[d], n);
+	ctx_desc = desc;
+	gen(t, d, k, n);
+	memcpy(sorted, k, n * sizeof(uint64_t));
+	qsort(sorted, n, sizeof(uint64_t), cmp_u64);
+	if (use_wrong_reference && n > 2)
+		sorted[n / 2] = sorted[n / 2 - 1];
+	make_input(&ti, k, n, kb);
+
+	memset(&opt, 0, sizeof opt);
+	opt.seed = rnd();
+	opt.approx_buckets = 1024;
+
+	if (n == 0)
+	{
+		ranks[0] = 0;
+		st = gs_cpu_select(&ti.in, ranks, 1, out, NULL, &err);
+		CHECK(st == GS_ERR_INVALID, "n=0 with a rank: status %d", st);
+		st = gs_cpu_select(&ti.in, ranks, 0, out, NULL, &err);
+		CHECK(st == GS_OK, "n=0 no ranks: status %d", st);
+		st = gs_cpu_select_approx(&ti.in, ranks, 1, NULL, picks, &err);
+		CHECK(st == GS_ERR_INVALID, "approx n=0 with a rank: status %d", st);
+		goto done;
+	}
+
+	for (int set = 0; set < 4; set++)
+	{
+		nr = 0;
+		switch (set)
+		{
+			case 0:				/* single median */
+				ranks[nr++] = n / 2;
+				break;
+			case 1:				/* extremes, random, repeats, any order */
+				ranks[nr++] = n - 1;
+				ranks[nr++] = n / 2;
+				ranks[nr++] = 0;
+				ranks[nr++] = n > 1 ? 1 : 0;
+				for (i = 0; i < 20; i++)
+					ranks[nr++] = rnd_below(n);
+				ranks[nr++] = n / 2;
+				ranks[nr++] = n - 1;
+				ranks[nr++] = 0;
+				break;
+			case 2:				/* 101 percentiles */
+				for (i = 0; i <= 100; i++)
+					ranks[nr++] = (uint64_t) ((double) i / 100.0 * (double) (n - 1));
+				break;
+			default:			/* many random ranks, shuffled */
+				for (i = 0; i < 400; i++)
+					ranks[nr++] = rnd_below(n);
+				break;
+		}
+		st = gs_cpu_select(&ti.in, ranks, nr, out, set == 3 ? NULL : &opt, &err);
+		CHECK(st == GS_OK, "select status %d (%s)", st, err.message);
+		if (st == GS_OK)
+		{
+			size_t		bad = 0;
+
+			for (i = 0; i < nr; i++)
+				if (out[i] != sorted[ranks[i]])
+				{
+					if (bad++ < 3)
+						CHECK(0, "set %d rank %llu: got %llx want %llx", set,
+							  (unsigned long long) ranks[i], (unsigned long long) out[i],
+							  (unsigned long long) sorted[ranks[i]]);
+				}
+			CHECK(bad == 0, "set %d: %zu wrong answers", set, bad);
+		}
+		CHECK(input_unchanged(&ti), "input modified by gs_cpu_select");
+
+		if (!do_approx || set == 0)
+			continue;
+		st = gs_cpu_select_approx(&ti.in, ranks, nr, &opt, picks, &err);
+		CHECK(st == GS_OK, "approx status %d (%s)", st, err.message);
+		if (st != GS_OK)
+			continue;
+		{
+			size_t		bad = 0;
+			uint64_t	maxerr = 0;
+
+			for (i = 0; i < nr; i++)
+			{
+				size_t		lo = lower_bound(sorted, n, picks[i].key);
+				size_t		hi = lower_bound(sorted, n, picks[i].key + 1);
+				uint64_t	r = ranks[i],
+							e;
+
+				if (picks[i].key == UINT64_MAX)
+					hi = n;
+				if (lo >= n || sorted[lo] != picks[i].key || picks[i].rank_lo != lo ||
+					picks[i].rank_hi != hi - 1)
+				{
+					if (bad++ < 3)
+						CHECK(0, "approx rank %llu: key %llx range [%llu,%llu], true [%zu,%zu] present %d",
+							  (unsigned long long) r, (unsigned long long) picks[i].key,
+							  (unsigned long long) picks[i].rank_lo,
+							  (unsigned long long) picks[i].rank_hi, lo, hi - 1,
+							  lo < n && sorted[lo] == picks[i].key);
+				}
+				e = r < picks[i].rank_lo ? picks[i].rank_lo - r : r > picks[i].rank_hi ? r - picks[i].rank_hi : 0;
+				if ((r == 0 || r == n - 1) && e != 0)
+					CHECK(0, "approx extreme rank %llu has error %llu", (unsigned long long) r,
+						  (unsigned long long) e);
+				if (e > maxerr)
+					maxerr = e;
+			}
+			CHECK(bad == 0, "approx: %zu bad picks", bad);
+			/* with 8*1024 samples the error is far below 1% of n */
+			if (d == D_UNIFORM && n >= 100000)
+				CHECK(maxerr < n / 100, "approx uniform max rank error %llu >= 1%% of %zu",
+					  (unsigned long long) maxerr, n);
+			/* equal runs are one candidate with their whole range: error 0 */
+			if (d == D_EQUAL || d == D_TWO)
+				CHECK(maxerr == 0, "approx on %s: error %llu", dname[d], (unsigned long long) maxerr);
+		}
+		st = gs_cpu_select_approx(&ti.in, ranks, nr, &opt, picks2, &err);
+		CHECK(st == GS_OK && memcmp(picks, picks2, nr * sizeof picks[0]) == 0,
+			  "approx not deterministic for the same seed");
+		CHECK(input_unchanged(&ti), "input modified by gs_cpu_select_approx");
+	}
+	(void) out2;
+done:
+	free_input(&ti);
+	free(k);
+	free(sorted);
+}
+
+/* ---- argument errors, cancel ---- */
+
+static int	intr_calls,
+			intr_at;
+
+static int
+intr_fn(void *arg)
+{
+	(void) arg;
+	return ++intr_calls >= intr_at;
+}
+
+static void
+check_api(void)
+{
+	uint64_t	k64[5000],
+				ranks[3] = {0, 4999, 2500},
+				out[3];
+	gs_segment	seg = {k64, 5000};
+	gs_input	in = {&seg, 1, 8};
+	gs_error	err;
+	gs_status	st;
+	gs_options	opt;
+	gs_approx_pick picks[3];
+
+	ctx_desc = "api";
+	for (size_t i = 0; i < 5000; i++)
+		k64[i] = rnd();
+	st = gs_cpu_select(&in, ranks, 0, out, NULL, &err);
+	CHECK(st == GS_OK, "nranks=0 should be GS_OK, got %d", st);
+	ranks[1] = 5000;
+	st = gs_cpu_select(&in, ranks, 3, out, NULL, &err);
+	CHECK(st == GS_ERR_INVALID && err.status == GS_ERR_INVALID && err.message[0],
+		  "rank >= n should be GS_ERR_INVALID, got %d", st);
+	st = gs_cpu_select_approx(&in, ranks, 3, NULL, picks, &err);
+	CHECK(st == GS_ERR_INVALID, "approx rank >= n should be GS_ERR_INVALID, got %d", st);
+	ranks[1] = 4999;
+	in.key_bytes = 3;
+	st = gs_cpu_select(&in, ranks, 3, out, NULL, &err);
+	CHECK(st == GS_ERR_INVALID && err.message[0], "key_bytes 3 should be GS_ERR_INVALID, got %d", st);
+	st = gs_cpu_select_approx(&in, ranks, 3, NULL, picks, &err);
+	CHECK(st == GS_ERR_INVALID, "approx key_bytes 3 should be GS_ERR_INVALID, got %d", st);
+	in.key_bytes = 8;
+	memset(&opt, 0, sizeof opt);
+	opt.approx_buckets = 1;
+	st = gs_cpu_select_approx(&in, ranks, 3, &opt, picks, &err);
+	CHECK(st == GS_ERR_INVALID, "approx_buckets 1 should be GS_ERR_INVALID, got %d", st);
+	opt.approx_buckets = 2;
+	st = gs_cpu_select_approx(&in, ranks, 3, &opt, picks, &err);
+	CHECK(st == GS_OK && picks[0].rank_lo == 0 && picks[1].rank_hi == 4999,
+		  "approx with 2 buckets: status %d", st);
+
+	/* cancel: stop at the 1st, 2nd, ... poll; every run must end CANCELED or OK */
+	{
+		size_t		n = 3 * 1000 * 1000 + 17;
+		uint64_t   *big = malloc(n * sizeof(uint64_t));
+		gs_segment	bs = {big, n};
+		gs_input	bin = {&bs, 1, 8};
+		int			ok_seen = 0,
+					cancels = 0;
+
+		for (size_t i = 0; i < n; i++)
+			big[i] = (i & 1) ? rnd() : 42;	/* half equal: forces rescans */
+		opt.interrupt = intr_fn;
+		opt.interrupt_arg = NULL;
+		opt.approx_buckets = 1024;
+		for (int mode = 0; mode < 2; mode++)
+		{
+			ok_seen = 0;
+			for (intr_at = 1; intr_at < 100 && !ok_seen; intr_at++)
+			{
+				intr_calls = 0;
+				st = mode == 0 ? gs_cpu_select(&bin, ranks, 3, out, &opt, &err)
+					: gs_cpu_select_approx(&bin, ranks, 3, &opt, picks, &err);
+				if (st == GS_ERR_CANCELED)
+					cancels++;
+				else
+				{
+					CHECK(st == GS_OK, "cancel mode %d at poll %d: status %d", mode, intr_at, st);
+					ok_seen = 1;
+				}
+			}
+			CHECK(ok_seen, "mode %d never completed", mode);
+		}
+		CHECK(cancels >= 4, "too few cancel points: %d", cancels);
+		free(big);
+	}
+}
+
+static void
+run_all(uint64_t seed, int big)
+{
+	static const size_t sizes[] = {0, 1, 2, 3, 31, 1000, 2049, 100000};
+
+	rng_state = seed;
+	for (int t = 0; t < T_NTYPES; t++)
+		for (int d = 0; d < D_NDISTS; d++)
+			for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+				check_input(t, d, sizes[s], 1);
+	if (big)
+		for (int t = 0; t < T_NTYPES; t++)
+			for (int d = 0; d < D_NDISTS; d++)
+				if (t == T_F64 || t == T_RAW64 || ((t == T_I32 || t == T_I16) && d % 3 == 0))
+					check_input(t, d, 2000000, d == D_UNIFORM || d == D_CLUSTER);
+	check_api();
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t	seed = argc > 1 ? strtoull(argv[1], NULL, 0)
+		: (uint64_t) time(NULL) * 1000003u ^ (uint64_t) clock();
+
+	if (getenv("GS_WRONG_REFERENCE"))
+		use_wrong_reference = 1;
+	printf("fixed seed pass (seed 12345)\n");
+	run_all(12345, 1);
+	printf("fresh seed pass (seed %llu)\n", (unsigned long long) seed);
+	run_all(seed, argc > 1);
+	printf("test_cpu_select: %ld passed, %ld failed\n", n_pass, n_fail);
+	return n_fail != 0;
+}
