@@ -48,6 +48,12 @@ else
 OBJS += src/gpu_none.o
 endif
 
+# sql/cpu_only.sql expects a CPU-only build (gpuselect.device = 'gpu' is an
+# ERROR there), so CUDA builds do not run it.
+ifeq ($(USE_CUDA),1)
+REGRESS := $(filter-out cpu_only,$(REGRESS))
+endif
+
 EXTRA_CLEAN = $(CUDA_OBJS) kernels/*.cu.o test/unit/*.bin test/gpu/*.bin test/bench/*.bin
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -32,6 +32,7 @@ typedef struct GsState
 	MemoryContext mcxt;			/* aggregate context: chunks and state live here */
 	Oid			typid;			/* the aggregated column's type */
 	uint8		key_bytes;		/* 2, 4 or 8 */
+	uint8		kind;			/* GsTypeKind (types.h): fixed per state */
 	bool		descending;		/* ordered-set form with ORDER BY x DESC */
 	int64		nrows;			/* non-NULL values appended */
 
@@ -50,9 +51,18 @@ typedef struct GsState
 
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);
 extern GsChunk *gs_state_grow(GsState *st);
+/* append n keys of st->key_bytes each (combine, deserialize) */
+extern void gs_state_append_keys(GsState *st, const char *keys, uint64 n);
 extern void gs_state_combine(GsState *into, const GsState *from);
 extern bytea *gs_state_serialize(const GsState *st);
 extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
+/*
+ * Plain aggregates' fraction argument: the first row fixes it, every later
+ * row (and every partial state combined in) must carry the same value.
+ */
+extern bool gs_fraction_arrays_equal(ArrayType *a, ArrayType *b);
+extern void gs_fraction_mismatch_error(bool is_array) pg_attribute_noreturn();
+
 /* the state's keys as an engine input; segs palloc'd in CurrentMemoryContext */
 extern void gs_state_input(const GsState *st, gs_input *in);
 

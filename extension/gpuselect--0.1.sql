@@ -1,0 +1,178 @@
+/* gpuselect 0.1: exact percentiles, medians and quantiles by selection */
+
+\echo Use "CREATE EXTENSION gpuselect" to load this file. \quit
+
+-- ---------------------------------------------------------------------
+-- Ordered-set aggregates: drop-in replacements for percentile_disc and
+-- percentile_cont.  One transition function for all four, so PostgreSQL
+-- shares one state between e.g. gpu_percentile_disc(0.5) and
+-- gpu_percentile_cont(0.5) over the same x in the same query; the final
+-- functions never modify the state (FINALFUNC_MODIFY = SHAREABLE).
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gs_os_trans(internal, anyelement)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_os_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_pct_disc_final(internal, float8, anyelement)
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'gs_pct_disc_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_pct_disc_multi_final(internal, float8[], anyelement)
+RETURNS anyarray
+AS 'MODULE_PATHNAME', 'gs_pct_disc_multi_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_pct_cont_final(internal, float8, anyelement)
+RETURNS float8
+AS 'MODULE_PATHNAME', 'gs_pct_cont_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_pct_cont_multi_final(internal, float8[], anyelement)
+RETURNS float8[]
+AS 'MODULE_PATHNAME', 'gs_pct_cont_multi_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE AGGREGATE gpu_percentile_disc(float8 ORDER BY anyelement) (
+	SFUNC = gs_os_trans,
+	STYPE = internal,
+	FINALFUNC = gs_pct_disc_final,
+	FINALFUNC_EXTRA,
+	FINALFUNC_MODIFY = SHAREABLE
+);
+
+CREATE AGGREGATE gpu_percentile_disc(float8[] ORDER BY anyelement) (
+	SFUNC = gs_os_trans,
+	STYPE = internal,
+	FINALFUNC = gs_pct_disc_multi_final,
+	FINALFUNC_EXTRA,
+	FINALFUNC_MODIFY = SHAREABLE
+);
+
+CREATE AGGREGATE gpu_percentile_cont(float8 ORDER BY anyelement) (
+	SFUNC = gs_os_trans,
+	STYPE = internal,
+	FINALFUNC = gs_pct_cont_final,
+	FINALFUNC_EXTRA,
+	FINALFUNC_MODIFY = SHAREABLE
+);
+
+CREATE AGGREGATE gpu_percentile_cont(float8[] ORDER BY anyelement) (
+	SFUNC = gs_os_trans,
+	STYPE = internal,
+	FINALFUNC = gs_pct_cont_multi_final,
+	FINALFUNC_EXTRA,
+	FINALFUNC_MODIFY = SHAREABLE
+);
+
+COMMENT ON AGGREGATE gpu_percentile_disc(float8 ORDER BY anyelement) IS
+'percentile_disc by selection: first value whose position in the ordering equals or exceeds the fraction';
+COMMENT ON AGGREGATE gpu_percentile_disc(float8[] ORDER BY anyelement) IS
+'percentile_disc(float8[]) by selection: one result per fraction, same shape as the fraction array';
+COMMENT ON AGGREGATE gpu_percentile_cont(float8 ORDER BY anyelement) IS
+'percentile_cont by selection over x::float8 (x: smallint, integer, bigint, real, double precision)';
+COMMENT ON AGGREGATE gpu_percentile_cont(float8[] ORDER BY anyelement) IS
+'percentile_cont(float8[]) by selection over x::float8, same shape as the fraction array';
+
+-- ---------------------------------------------------------------------
+-- Plain aggregates: parallel safe (combine / serialize / deserialize).
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gs_median_trans(internal, anyelement)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_median_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_median_final(internal, anyelement)
+RETURNS float8
+AS 'MODULE_PATHNAME', 'gs_median_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_quantile_trans(internal, anyelement, float8)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_quantile_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_quantile_final(internal, anyelement, float8)
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'gs_quantile_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_quantiles_trans(internal, anyelement, float8[])
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_quantiles_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_quantiles_final(internal, anyelement, float8[])
+RETURNS anyarray
+AS 'MODULE_PATHNAME', 'gs_quantiles_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_combine(internal, internal)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_combine'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_serialize(internal)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'gs_serialize'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_deserialize(bytea, internal)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_deserialize'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
+CREATE AGGREGATE gpu_median(anyelement) (
+	SFUNC = gs_median_trans,
+	STYPE = internal,
+	FINALFUNC = gs_median_final,
+	FINALFUNC_EXTRA,
+	COMBINEFUNC = gs_combine,
+	SERIALFUNC = gs_serialize,
+	DESERIALFUNC = gs_deserialize,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE gpu_quantile(anyelement, float8) (
+	SFUNC = gs_quantile_trans,
+	STYPE = internal,
+	FINALFUNC = gs_quantile_final,
+	FINALFUNC_EXTRA,
+	COMBINEFUNC = gs_combine,
+	SERIALFUNC = gs_serialize,
+	DESERIALFUNC = gs_deserialize,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE gpu_quantiles(anyelement, float8[]) (
+	SFUNC = gs_quantiles_trans,
+	STYPE = internal,
+	FINALFUNC = gs_quantiles_final,
+	FINALFUNC_EXTRA,
+	COMBINEFUNC = gs_combine,
+	SERIALFUNC = gs_serialize,
+	DESERIALFUNC = gs_deserialize,
+	PARALLEL = SAFE
+);
+
+COMMENT ON AGGREGATE gpu_median(anyelement) IS
+'percentile_cont(0.5) WITHIN GROUP (ORDER BY x) by selection (numeric x)';
+COMMENT ON AGGREGATE gpu_quantile(anyelement, float8) IS
+'percentile_disc(p) WITHIN GROUP (ORDER BY x) by selection; p must be the same in every row of a group';
+COMMENT ON AGGREGATE gpu_quantiles(anyelement, float8[]) IS
+'percentile_disc(p[]) WITHIN GROUP (ORDER BY x) by selection; p[] must be the same in every row of a group';
+
+-- ---------------------------------------------------------------------
+-- Status: settings, GPU availability, run counters, the last run.
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpuselect_status(OUT name text, OUT value text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gpuselect_status'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuselect_status() IS
+'gpuselect settings, GPU availability, GPU/CPU run counts and the last selection run of this backend';

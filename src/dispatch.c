@@ -1,0 +1,298 @@
+/*
+ * dispatch.c — the one place that decides CPU or GPU, runs the engine,
+ * raises engine errors, and records the last run for gpuselect_status().
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+
+#include "gs_engine.h"
+#include "dispatch.h"
+#include "guc.h"
+
+/* per-backend record of the selection runs */
+static int64 gs_gpu_runs = 0;
+static int64 gs_cpu_runs = 0;
+static bool gs_have_last = false;
+static GsRunInfo gs_last;
+static char gs_last_path[256];
+static bool gs_last_approx = false;
+static int	gs_last_nranks = 0;
+
+int
+gs_interrupt_hook(void *arg)
+{
+	(void) arg;
+	return (InterruptPending && INTERRUPTS_CAN_BE_PROCESSED()) ? 1 : 0;
+}
+
+static const char *
+gs_status_name(gs_status s)
+{
+	switch (s)
+	{
+		case GS_OK:
+			return "ok";
+		case GS_ERR_INVALID:
+			return "invalid arguments";
+		case GS_ERR_NOMEM:
+			return "out of memory";
+		case GS_ERR_NO_DEVICE:
+			return "no usable GPU";
+		case GS_ERR_DEVICE_NOMEM:
+			return "out of GPU memory";
+		case GS_ERR_DEVICE:
+			return "GPU failure";
+		case GS_ERR_TOO_LARGE:
+			return "input too large for the device";
+		case GS_ERR_CANCELED:
+			return "canceled";
+	}
+	return "unknown error";
+}
+
+void
+gs_engine_error(const gs_error *err)
+{
+	int			code;
+	const char *msg = err->message[0] ? err->message : gs_status_name(err->status);
+
+	switch (err->status)
+	{
+		case GS_ERR_NOMEM:
+		case GS_ERR_DEVICE_NOMEM:
+			code = ERRCODE_OUT_OF_MEMORY;
+			break;
+		case GS_ERR_TOO_LARGE:
+			code = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+			break;
+		case GS_ERR_CANCELED:
+			code = ERRCODE_QUERY_CANCELED;
+			break;
+		case GS_ERR_INVALID:
+			code = ERRCODE_INTERNAL_ERROR;
+			break;
+		default:
+			code = ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
+			break;
+	}
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg("gpuselect: %s", msg)));
+	pg_unreachable();
+}
+
+void
+gs_gpu_required_error(int sqlerrcode, const char *reason)
+{
+	ereport(ERROR,
+			(errcode(sqlerrcode),
+			 errmsg("gpuselect.device is \"gpu\" but %s", reason),
+			 errhint("SET gpuselect.device = 'auto' (GPU when usable, CPU otherwise) or 'cpu'.")));
+	pg_unreachable();
+}
+
+static double
+gs_elapsed_ms(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+/* run the CPU engine, retrying when an interrupt did not end the query */
+static void
+gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
+		   uint64 *out_keys, gs_approx_pick *picks)
+{
+	gs_options	opt;
+	gs_error	err;
+	gs_status	s;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.interrupt_arg = NULL;
+	opt.seed = (uint64) gs_guc_seed;
+	opt.approx_buckets = (unsigned) gs_guc_approx_buckets;
+
+	for (int attempt = 0;; attempt++)
+	{
+		/*
+		 * An interrupt that CHECK_FOR_INTERRUPTS() does not turn into an
+		 * ERROR (e.g. a barrier) is processed and the selection restarts;
+		 * after a few such rounds the hook is dropped so we always finish.
+		 */
+		opt.interrupt = attempt < 4 ? gs_interrupt_hook : NULL;
+		memset(&err, 0, sizeof(err));
+		if (picks)
+			s = gs_cpu_select_approx(in, ranks, (size_t) nranks, &opt, picks, &err);
+		else
+			s = gs_cpu_select(in, ranks, (size_t) nranks, out_keys, &opt, &err);
+		if (s == GS_OK)
+			return;
+		if (s == GS_ERR_CANCELED)
+		{
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
+		err.status = s;
+		gs_engine_error(&err);
+	}
+}
+
+void
+gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_keys)
+{
+	gs_input	in;
+	GsRunInfo	info;
+	gs_approx_pick *picks = NULL;
+	bool		approx = gs_guc_approximate;
+	GsGpuOutcome outcome = GS_GPU_NOT_USED;
+	int64		n = st->nrows;
+	int64		bound = 0;
+
+	if (nranks <= 0)
+		return;
+	Assert(n > 0);
+
+	gs_state_input(st, &in);
+	memset(&info, 0, sizeof(info));
+	info.n = n;
+	if (approx)
+		picks = (gs_approx_pick *) palloc(sizeof(gs_approx_pick) * nranks);
+
+	if (gs_guc_device == GS_DEVICE_GPU ||
+		(gs_guc_device == GS_DEVICE_AUTO && n >= (int64) gs_guc_gpu_min_rows))
+	{
+		outcome = gs_gpu_select(st, &in, ranks, nranks, out_keys, picks, &info);
+		if (outcome != GS_GPU_DONE && gs_guc_device == GS_DEVICE_GPU)
+			gs_gpu_required_error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+								  "the GPU path did not run");
+	}
+
+	if (outcome == GS_GPU_DONE)
+	{
+		gs_gpu_runs++;
+		if (info.path == NULL)
+			info.path = "gpu";
+	}
+	else
+	{
+		instr_time	start;
+
+		/* keep a fallback reason the GPU path may have left in info.path */
+		if (info.path == NULL)
+			info.path = "cpu";
+		info.bytes_copied = 0;
+		info.copy_ms = 0;
+		INSTR_TIME_SET_CURRENT(start);
+		gs_run_cpu(&in, ranks, nranks, out_keys, picks);
+		info.select_ms = gs_elapsed_ms(start);
+		gs_cpu_runs++;
+	}
+
+	if (approx)
+	{
+		for (int i = 0; i < nranks; i++)
+		{
+			uint64		r = ranks[i];
+			uint64		err = 0;
+
+			out_keys[i] = picks[i].key;
+			if (r < picks[i].rank_lo)
+				err = picks[i].rank_lo - r;
+			else if (r > picks[i].rank_hi)
+				err = r - picks[i].rank_hi;
+			if ((int64) err > bound)
+				bound = (int64) err;
+		}
+		pfree(picks);
+		info.rank_bound = bound;
+	}
+	else
+		info.rank_bound = 0;
+
+	gs_have_last = true;
+	gs_last = info;
+	strlcpy(gs_last_path, info.path, sizeof(gs_last_path));
+	gs_last.path = gs_last_path;
+	gs_last_approx = approx;
+	gs_last_nranks = nranks;
+	pfree((void *) in.segs);
+
+	if (approx)
+		elog(DEBUG1, "gpuselect: approximate selection of %d ranks over " INT64_FORMAT " values: max rank error " INT64_FORMAT,
+			 nranks, n, bound);
+	if (gs_guc_debug)
+		ereport(NOTICE,
+				(errmsg("gpuselect: path=%s n=" INT64_FORMAT " ranks=%d bytes_copied=" INT64_FORMAT " copy_ms=%.3f select_ms=%.3f%s",
+						gs_last_path, n, nranks, info.bytes_copied, info.copy_ms, info.select_ms,
+						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, bound) : "")));
+}
+
+/* ---------------- gpuselect_status() ---------------- */
+
+typedef struct GsEmitArg
+{
+	Tuplestorestate *ts;
+	TupleDesc	td;
+} GsEmitArg;
+
+static void
+gs_emit(const char *name, const char *value, void *arg)
+{
+	GsEmitArg  *ea = (GsEmitArg *) arg;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	values[0] = CStringGetTextDatum(name);
+	if (value)
+		values[1] = CStringGetTextDatum(value);
+	else
+	{
+		values[1] = (Datum) 0;
+		nulls[1] = true;
+	}
+	tuplestore_putvalues(ea->ts, ea->td, values, nulls);
+}
+
+PG_FUNCTION_INFO_V1(gpuselect_status);
+
+Datum
+gpuselect_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GsEmitArg	ea;
+
+	InitMaterializedSRF(fcinfo, 0);
+	ea.ts = rsinfo->setResult;
+	ea.td = rsinfo->setDesc;
+
+	gs_emit("device", gs_device_name(gs_guc_device), &ea);
+	gs_emit("gpu_min_rows", psprintf("%d", gs_guc_gpu_min_rows), &ea);
+	gs_emit("approximate", gs_guc_approximate ? "on" : "off", &ea);
+	gs_emit("approx_buckets", psprintf("%d", gs_guc_approx_buckets), &ea);
+	gs_emit("seed", psprintf("%d", gs_guc_seed), &ea);
+	gs_emit("debug", gs_guc_debug ? "on" : "off", &ea);
+
+	gs_gpu_status(gs_emit, &ea);
+
+	gs_emit("gpu_runs", psprintf(INT64_FORMAT, gs_gpu_runs), &ea);
+	gs_emit("cpu_runs", psprintf(INT64_FORMAT, gs_cpu_runs), &ea);
+	gs_emit("last_path", gs_have_last ? gs_last.path : NULL, &ea);
+	gs_emit("last_n", gs_have_last ? psprintf(INT64_FORMAT, gs_last.n) : NULL, &ea);
+	gs_emit("last_ranks", gs_have_last ? psprintf("%d", gs_last_nranks) : NULL, &ea);
+	gs_emit("last_approximate", gs_have_last ? (gs_last_approx ? "on" : "off") : NULL, &ea);
+	gs_emit("last_bytes_copied", gs_have_last ? psprintf(INT64_FORMAT, gs_last.bytes_copied) : NULL, &ea);
+	gs_emit("last_copy_ms", gs_have_last ? psprintf("%.3f", gs_last.copy_ms) : NULL, &ea);
+	gs_emit("last_select_ms", gs_have_last ? psprintf("%.3f", gs_last.select_ms) : NULL, &ea);
+	gs_emit("last_rank_bound", gs_have_last ? psprintf(INT64_FORMAT, gs_last.rank_bound) : NULL, &ea);
+
+	return (Datum) 0;
+}

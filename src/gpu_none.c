@@ -1,0 +1,53 @@
+/*
+ * gpu_none.c — the GPU path of a CPU-only build (USE_CUDA=0): no chunk is
+ * pinned, no selection runs on a GPU, and gpuselect.device = 'gpu' is an
+ * ERROR (raised through dispatch.c's gs_gpu_required_error, shared with the
+ * CUDA build's gpu_path.c).
+ */
+#include "postgres.h"
+
+#include "dispatch.h"
+#include "gpu.h"
+#include "guc.h"
+
+void *
+gs_gpu_chunk_alloc(GsState *st, Size bytes)
+{
+	(void) st;
+	(void) bytes;
+	return NULL;
+}
+
+void
+gs_gpu_chunk_filled(GsState *st, int chunkno)
+{
+	(void) st;
+	(void) chunkno;
+}
+
+GsGpuOutcome
+gs_gpu_select(GsState *st, const gs_input *in,
+			  const uint64 *ranks, int nranks,
+			  uint64 *out_keys, gs_approx_pick *picks,
+			  GsRunInfo *info)
+{
+	(void) st;
+	(void) in;
+	(void) ranks;
+	(void) nranks;
+	(void) out_keys;
+	(void) picks;
+	(void) info;
+
+	if (gs_guc_device == GS_DEVICE_GPU)
+		gs_gpu_required_error(ERRCODE_FEATURE_NOT_SUPPORTED, "this build has no CUDA support");
+	return GS_GPU_NOT_USED;
+}
+
+void
+gs_gpu_status(void (*emit) (const char *name, const char *value, void *arg), void *arg)
+{
+	emit("cuda_build", "off", arg);
+	emit("gpu_available", "false", arg);
+	emit("gpu_reason", "this build has no CUDA support (built with USE_CUDA=0)", arg);
+}

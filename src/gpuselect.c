@@ -1,0 +1,22 @@
+/*
+ * gpuselect.c — module entry point.  _PG_init only defines the GUCs: nothing
+ * here touches CUDA (a CUDA context must be created lazily in the backend
+ * that uses it, never in the postmaster).
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/guc.h"
+
+#include "guc.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	gs_guc_define();
+	MarkGUCPrefixReserved("gpuselect");
+}

@@ -1,0 +1,108 @@
+/*
+ * guc.c — definitions of gpuselect's configuration parameters.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+
+#include "guc.h"
+
+int			gs_guc_device = GS_DEVICE_AUTO;
+int			gs_guc_gpu_min_rows = 1000000;
+bool		gs_guc_approximate = false;
+int			gs_guc_approx_buckets = 1024;
+int			gs_guc_seed = 42;
+bool		gs_guc_debug = false;
+
+static const struct config_enum_entry gs_device_options[] = {
+	{"auto", GS_DEVICE_AUTO, false},
+	{"gpu", GS_DEVICE_GPU, false},
+	{"cpu", GS_DEVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+const char *
+gs_device_name(int device)
+{
+	switch (device)
+	{
+		case GS_DEVICE_AUTO:
+			return "auto";
+		case GS_DEVICE_GPU:
+			return "gpu";
+		case GS_DEVICE_CPU:
+			return "cpu";
+	}
+	return "?";
+}
+
+void
+gs_guc_define(void)
+{
+	DefineCustomEnumVariable("gpuselect.device",
+							 "Where gpuselect runs selections: auto, gpu or cpu.",
+							 "auto: on the GPU for groups of at least gpuselect.gpu_min_rows "
+							 "values when a usable GPU exists, otherwise on the CPU. "
+							 "gpu: always on the GPU; an ERROR if it cannot be used. "
+							 "cpu: always on the CPU.",
+							 &gs_guc_device,
+							 GS_DEVICE_AUTO,
+							 gs_device_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.gpu_min_rows",
+							"Smallest group (non-NULL values) that gpuselect.device = auto sends to the GPU.",
+							"Smaller groups are selected on the CPU, where copying to the "
+							"GPU would cost more than it saves.",
+							&gs_guc_gpu_min_rows,
+							1000000,
+							0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuselect.approximate",
+							 "Return approximate percentiles from one level of sample selection.",
+							 "Every answer is a value from the data; its rank error is bounded "
+							 "and reported by gpuselect_status() (last_rank_bound) and at DEBUG1. "
+							 "percentile_cont interpolates between approximate neighbours.",
+							 &gs_guc_approximate,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.approx_buckets",
+							"Number of buckets (splitters) of the approximate mode.",
+							"More buckets: smaller rank error, more work.",
+							&gs_guc_approx_buckets,
+							1024,
+							2, 65536,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.seed",
+							"Seed of the sample drawn by the selection engines.",
+							"The same seed and data give the same sample, so approximate "
+							"answers are reproducible; exact answers never depend on it.",
+							&gs_guc_seed,
+							42,
+							0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuselect.debug",
+							 "Emit a NOTICE describing every selection run (path, rows, timings, rank bound).",
+							 NULL,
+							 &gs_guc_debug,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}

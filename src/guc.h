@@ -1,0 +1,33 @@
+/*
+ * guc.h — gpuselect's configuration parameters (all USERSET).
+ *
+ *   gpuselect.device          auto | gpu | cpu                 (default auto)
+ *   gpuselect.gpu_min_rows    GPU only for groups this large   (default 1000000)
+ *   gpuselect.approximate     one-level approximate selection  (default off)
+ *   gpuselect.approx_buckets  buckets of the approximate mode  (default 1024)
+ *   gpuselect.seed            sampling seed                    (default 42)
+ *   gpuselect.debug           NOTICE per selection run         (default off)
+ *
+ * Defined by gs_guc_define(), called from _PG_init (gpuselect.c).
+ */
+#ifndef GS_GUC_H
+#define GS_GUC_H
+
+typedef enum GsDevice
+{
+	GS_DEVICE_AUTO = 0,			/* GPU for groups >= gpu_min_rows when usable */
+	GS_DEVICE_GPU,				/* always the GPU; ERROR when it cannot be used */
+	GS_DEVICE_CPU				/* never the GPU */
+} GsDevice;
+
+extern int	gs_guc_device;		/* GsDevice */
+extern int	gs_guc_gpu_min_rows;
+extern bool gs_guc_approximate;
+extern int	gs_guc_approx_buckets;
+extern int	gs_guc_seed;
+extern bool gs_guc_debug;
+
+extern void gs_guc_define(void);
+extern const char *gs_device_name(int device);
+
+#endif							/* GS_GUC_H */

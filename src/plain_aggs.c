@@ -1,0 +1,235 @@
+/*
+ * plain_aggs.c — gpu_median(x), gpu_quantile(x, p), gpu_quantiles(x, p[]):
+ * plain aggregates (usable in parallel plans and as window aggregates) with
+ * combine / serialize / deserialize functions.
+ *
+ *   gpu_median(x)        = percentile_cont(0.5) WITHIN GROUP (ORDER BY x)  (numeric x)
+ *   gpu_quantile(x, p)   = percentile_disc(p)   WITHIN GROUP (ORDER BY x)
+ *   gpu_quantiles(x, p[])= percentile_disc(p[]) WITHIN GROUP (ORDER BY x)
+ *
+ * The fraction argument is taken from the group's first row (NULL x rows
+ * included); a different fraction in a later row -- or in another worker's
+ * partial state -- is an ERROR (22023).  When the argument is a constant or
+ * an external parameter it cannot change, and is not compared per row.
+ * gpu_quantile validates p at the first row (like percentile_disc, even if
+ * every x is NULL); a group with no rows at all returns NULL.  gpu_quantiles
+ * validates its array in the final function, after the no-rows check, as
+ * percentile_disc(float8[]) does.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
+
+#include "ranks.h"
+#include "state.h"
+#include "types.h"
+
+PG_FUNCTION_INFO_V1(gs_median_trans);
+PG_FUNCTION_INFO_V1(gs_median_final);
+PG_FUNCTION_INFO_V1(gs_quantile_trans);
+PG_FUNCTION_INFO_V1(gs_quantile_final);
+PG_FUNCTION_INFO_V1(gs_quantiles_trans);
+PG_FUNCTION_INFO_V1(gs_quantiles_final);
+PG_FUNCTION_INFO_V1(gs_combine);
+PG_FUNCTION_INFO_V1(gs_serialize);
+PG_FUNCTION_INFO_V1(gs_deserialize);
+
+/* first call of a group: per-query cache + a new state in the aggregate context */
+static GsState *
+gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
+			   bool has_fraction)
+{
+	MemoryContext aggcontext;
+	GsFnCache  *c;
+	GsState    *st;
+
+	if (!AggCheckCallContext(fcinfo, &aggcontext))
+		elog(ERROR, "%s called in non-aggregate context", aggname);
+	c = (GsFnCache *) fcinfo->flinfo->fn_extra;
+	if (c == NULL)
+	{
+		c = gs_fn_cache(fcinfo, 1, aggname, numeric_only, false);
+		if (has_fraction)
+			c->arg_stable = get_fn_expr_arg_stable(fcinfo->flinfo, 2);
+	}
+	st = gs_state_create(aggcontext, c->type.typid);
+	return st;
+}
+
+/* gs_median_trans(internal, anyelement) */
+Datum
+gs_median_trans(PG_FUNCTION_ARGS)
+{
+	GsState    *st;
+
+	if (unlikely(PG_ARGISNULL(0)))
+		st = gs_plain_start(fcinfo, "gpu_median", true, false);
+	else
+		st = (GsState *) PG_GETARG_POINTER(0);
+	if (!PG_ARGISNULL(1))
+		gs_append_datum(st, (GsTypeKind) st->kind, PG_GETARG_DATUM(1));
+	PG_RETURN_POINTER(st);
+}
+
+/* gs_quantile_trans(internal, anyelement, float8) */
+Datum
+gs_quantile_trans(PG_FUNCTION_ARGS)
+{
+	GsState    *st;
+
+	if (unlikely(PG_ARGISNULL(0)))
+	{
+		st = gs_plain_start(fcinfo, "gpu_quantile", false, true);
+		st->have_fraction = true;
+		st->fraction_null = PG_ARGISNULL(2);
+		if (!st->fraction_null)
+		{
+			st->fraction = PG_GETARG_FLOAT8(2);
+			gs_check_fraction(st->fraction);
+		}
+	}
+	else
+	{
+		st = (GsState *) PG_GETARG_POINTER(0);
+		if (!((GsFnCache *) fcinfo->flinfo->fn_extra)->arg_stable)
+		{
+			if (PG_ARGISNULL(2) != st->fraction_null ||
+				(!st->fraction_null && PG_GETARG_FLOAT8(2) != st->fraction))
+				gs_fraction_mismatch_error(false);
+		}
+	}
+	if (!PG_ARGISNULL(1))
+		gs_append_datum(st, (GsTypeKind) st->kind, PG_GETARG_DATUM(1));
+	PG_RETURN_POINTER(st);
+}
+
+/* gs_quantiles_trans(internal, anyelement, float8[]) */
+Datum
+gs_quantiles_trans(PG_FUNCTION_ARGS)
+{
+	GsState    *st;
+
+	if (unlikely(PG_ARGISNULL(0)))
+	{
+		st = gs_plain_start(fcinfo, "gpu_quantiles", false, true);
+		st->have_fraction = true;
+		st->fraction_null = PG_ARGISNULL(2);
+		if (!st->fraction_null)
+		{
+			ArrayType  *a = PG_GETARG_ARRAYTYPE_P(2);
+
+			st->fractions = (ArrayType *) MemoryContextAlloc(st->mcxt, VARSIZE(a));
+			memcpy(st->fractions, a, VARSIZE(a));
+		}
+	}
+	else
+	{
+		st = (GsState *) PG_GETARG_POINTER(0);
+		if (!((GsFnCache *) fcinfo->flinfo->fn_extra)->arg_stable)
+		{
+			if (PG_ARGISNULL(2) != st->fraction_null ||
+				(!st->fraction_null &&
+				 !gs_fraction_arrays_equal(PG_GETARG_ARRAYTYPE_P(2), st->fractions)))
+				gs_fraction_mismatch_error(true);
+		}
+	}
+	if (!PG_ARGISNULL(1))
+		gs_append_datum(st, (GsTypeKind) st->kind, PG_GETARG_DATUM(1));
+	PG_RETURN_POINTER(st);
+}
+
+/* gs_median_final(internal, anyelement) returns float8 */
+Datum
+gs_median_final(PG_FUNCTION_ARGS)
+{
+	GsState    *st;
+
+	gs_fn_cache(fcinfo, 1, "gpu_median", true, false);
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	st = (GsState *) PG_GETARG_POINTER(0);
+	if (st->nrows == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(gs_final_cont(st, 0.5));
+}
+
+/* gs_quantile_final(internal, anyelement, float8) returns anyelement */
+Datum
+gs_quantile_final(PG_FUNCTION_ARGS)
+{
+	GsState    *st;
+
+	gs_fn_cache(fcinfo, 1, "gpu_quantile", false, false);
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	st = (GsState *) PG_GETARG_POINTER(0);
+	if (!st->have_fraction || st->fraction_null)
+		PG_RETURN_NULL();
+	gs_check_fraction(st->fraction);
+	if (st->nrows == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(gs_final_disc(st, st->fraction));
+}
+
+/* gs_quantiles_final(internal, anyelement, float8[]) returns anyarray */
+Datum
+gs_quantiles_final(PG_FUNCTION_ARGS)
+{
+	GsFnCache  *c = gs_fn_cache(fcinfo, 1, "gpu_quantiles", false, false);
+	GsState    *st;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	st = (GsState *) PG_GETARG_POINTER(0);
+	if (st->nrows == 0)
+		PG_RETURN_NULL();
+	if (!st->have_fraction || st->fraction_null || st->fractions == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_ARRAYTYPE_P(gs_final_disc_multi(st, st->fractions, &c->type));
+}
+
+/* gs_combine(internal, internal) returns internal; not strict */
+Datum
+gs_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext;
+	GsState    *s1 = PG_ARGISNULL(0) ? NULL : (GsState *) PG_GETARG_POINTER(0);
+	GsState    *s2 = PG_ARGISNULL(1) ? NULL : (GsState *) PG_GETARG_POINTER(1);
+
+	if (!AggCheckCallContext(fcinfo, &aggcontext))
+		elog(ERROR, "gs_combine called in non-aggregate context");
+	if (s2 == NULL)
+	{
+		if (s1 == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(s1);
+	}
+	if (s1 == NULL)
+	{
+		/* copy s2 (it may live in a short-lived context) into the aggregate context */
+		s1 = gs_state_create(aggcontext, s2->typid);
+		s1->descending = s2->descending;
+	}
+	gs_state_combine(s1, s2);
+	PG_RETURN_POINTER(s1);
+}
+
+/* gs_serialize(internal) returns bytea; strict */
+Datum
+gs_serialize(PG_FUNCTION_ARGS)
+{
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "gs_serialize called in non-aggregate context");
+	PG_RETURN_BYTEA_P(gs_state_serialize((GsState *) PG_GETARG_POINTER(0)));
+}
+
+/* gs_deserialize(bytea, internal) returns internal; strict */
+Datum
+gs_deserialize(PG_FUNCTION_ARGS)
+{
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "gs_deserialize called in non-aggregate context");
+	PG_RETURN_POINTER(gs_state_deserialize(CurrentMemoryContext, PG_GETARG_BYTEA_P(0)));
+}

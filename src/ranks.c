@@ -1,0 +1,188 @@
+/*
+ * ranks.c — fraction validation and rank arithmetic, as PostgreSQL 15 does it.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+
+#include "dispatch.h"
+#include "ranks.h"
+
+void
+gs_check_fraction(float8 p)
+{
+	if (p < 0 || p > 1 || isnan(p))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("percentile value %g is not between 0 and 1", p)));
+}
+
+int64
+gs_disc_rank(float8 p, int64 n)
+{
+	int64		rownum = (int64) ceil(p * n);
+
+	rownum = Max(1, rownum);
+	if (rownum > n)				/* cannot happen for 0 <= p <= 1 */
+		rownum = n;
+	return rownum - 1;
+}
+
+void
+gs_cont_rows(float8 p, int64 n, GsContRows *out)
+{
+	/* same expressions as percentile_cont_final_common / setup_pct_info */
+	out->first = floor(p * (n - 1));
+	out->second = ceil(p * (n - 1));
+	out->proportion = (p * (n - 1)) - floor(p * (n - 1));
+}
+
+/* ---------------- final-function bodies ---------------- */
+
+Datum
+gs_final_disc(GsState *st, float8 p)
+{
+	int64		n = st->nrows;
+	uint64		rank = gs_engine_rank(gs_disc_rank(p, n), n, st->descending);
+	uint64		key;
+
+	gs_dispatch_select(st, &rank, 1, &key);
+	return gs_key_to_datum((GsTypeKind) st->kind, key);
+}
+
+float8
+gs_final_cont(GsState *st, float8 p)
+{
+	int64		n = st->nrows;
+	GsContRows	cr;
+	uint64		ranks[2];
+	uint64		keys[2];
+	float8		lo,
+				hi;
+
+	gs_cont_rows(p, n, &cr);
+	ranks[0] = gs_engine_rank(cr.first, n, st->descending);
+	ranks[1] = gs_engine_rank(cr.second, n, st->descending);
+	gs_dispatch_select(st, ranks, cr.first == cr.second ? 1 : 2, keys);
+	lo = gs_key_to_float8((GsTypeKind) st->kind, keys[0]);
+	if (cr.first == cr.second)
+		return lo;
+	hi = gs_key_to_float8((GsTypeKind) st->kind, keys[1]);
+	return gs_lerp(lo, hi, cr.proportion);
+}
+
+ArrayType *
+gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
+{
+	Datum	   *fr;
+	bool	   *frnull;
+	int			np;
+	int			nranks = 0;
+	int64		n = st->nrows;
+	uint64	   *ranks;
+	uint64	   *keys;
+	Datum	   *res;
+	bool	   *resnull;
+	ArrayType  *out;
+
+	deconstruct_array(param, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &fr, &frnull, &np);
+	if (np == 0)
+		return construct_empty_array(t->typid);
+	for (int i = 0; i < np; i++)
+		if (!frnull[i])
+			gs_check_fraction(DatumGetFloat8(fr[i]));
+
+	ranks = (uint64 *) palloc(sizeof(uint64) * np);
+	keys = (uint64 *) palloc(sizeof(uint64) * np);
+	for (int i = 0; i < np; i++)
+		if (!frnull[i])
+			ranks[nranks++] = gs_engine_rank(gs_disc_rank(DatumGetFloat8(fr[i]), n), n, st->descending);
+	gs_dispatch_select(st, ranks, nranks, keys);
+
+	res = (Datum *) palloc(sizeof(Datum) * np);
+	resnull = (bool *) palloc(sizeof(bool) * np);
+	for (int i = 0, j = 0; i < np; i++)
+	{
+		resnull[i] = frnull[i];
+		res[i] = frnull[i] ? (Datum) 0 : gs_key_to_datum((GsTypeKind) st->kind, keys[j++]);
+	}
+	out = construct_md_array(res, resnull, ARR_NDIM(param), ARR_DIMS(param), ARR_LBOUND(param),
+							 t->typid, t->typlen, t->typbyval, t->typalign);
+	pfree(ranks);
+	pfree(keys);
+	pfree(res);
+	pfree(resnull);
+	return out;
+}
+
+ArrayType *
+gs_final_cont_multi(GsState *st, ArrayType *param)
+{
+	Datum	   *fr;
+	bool	   *frnull;
+	int			np;
+	int			nranks = 0;
+	int64		n = st->nrows;
+	GsContRows *cr;
+	uint64	   *ranks;
+	uint64	   *keys;
+	Datum	   *res;
+	bool	   *resnull;
+	ArrayType  *out;
+
+	deconstruct_array(param, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &fr, &frnull, &np);
+	if (np == 0)
+		return construct_empty_array(FLOAT8OID);
+	for (int i = 0; i < np; i++)
+		if (!frnull[i])
+			gs_check_fraction(DatumGetFloat8(fr[i]));
+
+	cr = (GsContRows *) palloc(sizeof(GsContRows) * np);
+	ranks = (uint64 *) palloc(sizeof(uint64) * 2 * np);
+	keys = (uint64 *) palloc(sizeof(uint64) * 2 * np);
+	for (int i = 0; i < np; i++)
+	{
+		if (frnull[i])
+			continue;
+		gs_cont_rows(DatumGetFloat8(fr[i]), n, &cr[i]);
+		ranks[nranks++] = gs_engine_rank(cr[i].first, n, st->descending);
+		ranks[nranks++] = gs_engine_rank(cr[i].second, n, st->descending);
+	}
+	gs_dispatch_select(st, ranks, nranks, keys);
+
+	res = (Datum *) palloc(sizeof(Datum) * np);
+	resnull = (bool *) palloc(sizeof(bool) * np);
+	for (int i = 0, j = 0; i < np; i++)
+	{
+		float8		lo,
+					hi;
+
+		resnull[i] = frnull[i];
+		if (frnull[i])
+		{
+			res[i] = (Datum) 0;
+			continue;
+		}
+		lo = gs_key_to_float8((GsTypeKind) st->kind, keys[j]);
+		if (cr[i].second > cr[i].first)
+		{
+			hi = gs_key_to_float8((GsTypeKind) st->kind, keys[j + 1]);
+			res[i] = Float8GetDatum(gs_lerp(lo, hi, cr[i].proportion));
+		}
+		else
+			res[i] = Float8GetDatum(lo);
+		j += 2;
+	}
+	out = construct_md_array(res, resnull, ARR_NDIM(param), ARR_DIMS(param), ARR_LBOUND(param),
+							 FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(cr);
+	pfree(ranks);
+	pfree(keys);
+	pfree(res);
+	pfree(resnull);
+	return out;
+}

@@ -1,0 +1,63 @@
+/*
+ * ranks.h — PostgreSQL 15's rank rules (src/backend/utils/adt/orderedsetaggs.c),
+ * computed in C double exactly as PostgreSQL computes them.
+ *
+ *   percentile_disc:  rownum = (int64) ceil(p * N); 0-based rank = max(rownum, 1) - 1
+ *   percentile_cont:  first = floor(p * (N - 1)), second = ceil(p * (N - 1)),
+ *                     proportion = p * (N - 1) - floor(p * (N - 1)),
+ *                     value = lo + proportion * (hi - lo)       (float8_lerp)
+ * Ranks here are positions in the aggregate's own ORDER BY order; for DESC the
+ * engine rank (ascending) is N - 1 - rank.
+ */
+#ifndef GS_RANKS_H
+#define GS_RANKS_H
+
+#include "postgres.h"
+
+#include "utils/array.h"
+
+#include "state.h"
+#include "types.h"
+
+/* ERROR 22003 "percentile value %g is not between 0 and 1" unless 0 <= p <= 1 */
+extern void gs_check_fraction(float8 p);
+
+extern int64 gs_disc_rank(float8 p, int64 n);
+
+typedef struct GsContRows
+{
+	int64		first;			/* 0-based */
+	int64		second;			/* first or first + 1 */
+	float8		proportion;
+} GsContRows;
+
+extern void gs_cont_rows(float8 p, int64 n, GsContRows *out);
+
+/* PostgreSQL's float8_lerp */
+static inline float8
+gs_lerp(float8 lo, float8 hi, float8 pct)
+{
+	return lo + (pct * (hi - lo));
+}
+
+/* a rank in the aggregate's order -> the engine's (ascending) rank */
+static inline uint64
+gs_engine_rank(int64 r, int64 n, bool descending)
+{
+	return (uint64) (descending ? n - 1 - r : r);
+}
+
+#endif							/* GS_RANKS_H */
+
+/*
+ * Final-function bodies shared by the ordered-set and plain aggregates.  The
+ * caller has done PostgreSQL's NULL / range / no-rows checks in PostgreSQL's
+ * order (st->nrows > 0 here, except for the array forms, which validate the
+ * array themselves, as setup_pct_info does).  Ranks are in st's ORDER BY
+ * direction (st->descending).
+ */
+extern Datum gs_final_disc(GsState *st, float8 p);
+extern float8 gs_final_cont(GsState *st, float8 p);
+/* percentile_disc(float8[]) / percentile_cont(float8[]): param not NULL */
+extern ArrayType *gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t);
+extern ArrayType *gs_final_cont_multi(GsState *st, ArrayType *param);

@@ -1,0 +1,346 @@
+/*
+ * state.c — the transition state: chunked key buffers, growth, combine,
+ * (de)serialization.  See state.h.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
+
+#include "gpu.h"
+#include "guc.h"
+#include "state.h"
+#include "types.h"
+
+#define GS_SERIAL_MAGIC		0x31535347	/* "GSS1" */
+#define GS_SF_HAVE_FRACTION	0x01
+#define GS_SF_FRACTION_NULL	0x02
+#define GS_SF_HAVE_ARRAY	0x04
+
+typedef struct GsSerialHeader
+{
+	uint32		magic;
+	Oid			typid;
+	uint8		kind;
+	uint8		key_bytes;
+	uint8		flags;
+	uint8		descending;
+	uint32		array_bytes;	/* size of the fraction array (varlena), 0 if none */
+	float8		fraction;
+	int64		nrows;
+} GsSerialHeader;
+
+GsState *
+gs_state_create(MemoryContext mcxt, Oid typid)
+{
+	GsState    *st;
+	GsTypeKind	kind;
+	uint8		key_bytes;
+
+	if (!gs_type_kind_from_oid(typid, &kind, &key_bytes, NULL))
+		elog(ERROR, "gpuselect: unsupported type %u in transition state", typid);
+
+	st = (GsState *) MemoryContextAllocZero(mcxt, sizeof(GsState));
+	st->mcxt = mcxt;
+	st->typid = typid;
+	st->kind = (uint8) kind;
+	st->key_bytes = key_bytes;
+	return st;
+}
+
+/* Add a chunk (the last one is full, or there is none) and return it. */
+GsChunk *
+gs_state_grow(GsState *st)
+{
+	uint64		cap;
+	uint64		maxcap = GS_CHUNK_MAX_BYTES / st->key_bytes;
+	Size		bytes;
+	void	   *mem = NULL;
+	bool		pinned = false;
+	GsChunk    *c;
+
+	if (st->nchunks > 0)
+	{
+		GsChunk    *last = &st->chunks[st->nchunks - 1];
+
+		if (last->n == last->cap)
+			gs_gpu_chunk_filled(st, st->nchunks - 1);
+		cap = last->cap * 2;
+	}
+	else
+		cap = GS_CHUNK_MIN_KEYS;
+	if (cap > maxcap)
+		cap = maxcap;
+	bytes = (Size) cap * st->key_bytes;
+
+	if (st->nchunks == st->maxchunks)
+	{
+		int			newmax = st->maxchunks > 0 ? st->maxchunks * 2 : 8;
+
+		if (st->chunks == NULL)
+			st->chunks = (GsChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsChunk));
+		else
+			st->chunks = (GsChunk *) repalloc(st->chunks, newmax * sizeof(GsChunk));
+		st->maxchunks = newmax;
+	}
+
+	/* large groups headed for the GPU may get page-locked chunks */
+	if (gs_guc_device != GS_DEVICE_CPU && st->nrows >= (int64) gs_guc_gpu_min_rows)
+	{
+		mem = gs_gpu_chunk_alloc(st, bytes);
+		pinned = (mem != NULL);
+	}
+	if (mem == NULL)
+		mem = MemoryContextAlloc(st->mcxt, bytes);
+
+	c = &st->chunks[st->nchunks++];
+	c->data = (char *) mem;
+	c->n = 0;
+	c->cap = cap;
+	c->pinned = pinned;
+	return c;
+}
+
+void
+gs_state_append_keys(GsState *st, const char *keys, uint64 n)
+{
+	while (n > 0)
+	{
+		GsChunk    *c = st->nchunks > 0 ? &st->chunks[st->nchunks - 1] : NULL;
+		uint64		room;
+
+		if (c == NULL || c->n == c->cap)
+			c = gs_state_grow(st);
+		room = Min(c->cap - c->n, n);
+		memcpy(c->data + c->n * st->key_bytes, keys, (Size) room * st->key_bytes);
+		c->n += room;
+		st->nrows += room;
+		keys += room * st->key_bytes;
+		n -= room;
+	}
+}
+
+bool
+gs_fraction_arrays_equal(ArrayType *a, ArrayType *b)
+{
+	Datum	   *ad,
+			   *bd;
+	bool	   *an,
+			   *bn;
+	int			na,
+				nb;
+
+	if (a == b)
+		return true;
+	if (VARSIZE(a) == VARSIZE(b) && memcmp(a, b, VARSIZE(a)) == 0)
+		return true;
+	/* same values, maybe a different representation (null bitmap) */
+	if (ARR_NDIM(a) != ARR_NDIM(b))
+		return false;
+	if (memcmp(ARR_DIMS(a), ARR_DIMS(b), ARR_NDIM(a) * sizeof(int)) != 0 ||
+		memcmp(ARR_LBOUND(a), ARR_LBOUND(b), ARR_NDIM(a) * sizeof(int)) != 0)
+		return false;
+	deconstruct_array(a, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &ad, &an, &na);
+	deconstruct_array(b, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &bd, &bn, &nb);
+	if (na != nb)
+		return false;
+	for (int i = 0; i < na; i++)
+	{
+		if (an[i] != bn[i])
+			return false;
+		if (!an[i])
+		{
+			float8		x = DatumGetFloat8(ad[i]);
+			float8		y = DatumGetFloat8(bd[i]);
+
+			if (!(x == y || (isnan(x) && isnan(y))))
+				return false;
+		}
+	}
+	return true;
+}
+
+void
+gs_fraction_mismatch_error(bool is_array)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s: the fraction%s must be the same in every row of a group",
+					is_array ? "gpu_quantiles" : "gpu_quantile",
+					is_array ? " array" : ""),
+			 errhint("The first row fixes the fraction; use percentile_disc(...) WITHIN GROUP (ORDER BY x) "
+					 "or gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x) for per-group fractions.")));
+	pg_unreachable();
+}
+
+static bool
+gs_fraction_same(const GsState *a, const GsState *b)
+{
+	if (a->fraction_null != b->fraction_null)
+		return false;
+	if (a->fraction_null)
+		return true;
+	if ((a->fractions != NULL) != (b->fractions != NULL))
+		return false;
+	if (a->fractions)
+		return gs_fraction_arrays_equal(a->fractions, b->fractions);
+	return a->fraction == b->fraction || (isnan(a->fraction) && isnan(b->fraction));
+}
+
+void
+gs_state_combine(GsState *into, const GsState *from)
+{
+	if (from == NULL)
+		return;
+	if (into->kind != from->kind || into->key_bytes != from->key_bytes)
+		elog(ERROR, "gpuselect: cannot combine states of different types");
+
+	if (from->have_fraction)
+	{
+		if (!into->have_fraction)
+		{
+			into->have_fraction = true;
+			into->fraction_null = from->fraction_null;
+			into->fraction = from->fraction;
+			if (from->fractions)
+			{
+				Size		sz = VARSIZE(from->fractions);
+
+				into->fractions = (ArrayType *) MemoryContextAlloc(into->mcxt, sz);
+				memcpy(into->fractions, from->fractions, sz);
+			}
+		}
+		else if (!gs_fraction_same(into, from))
+			gs_fraction_mismatch_error(into->fractions != NULL || from->fractions != NULL);
+	}
+
+	for (int i = 0; i < from->nchunks; i++)
+		gs_state_append_keys(into, from->chunks[i].data, from->chunks[i].n);
+}
+
+bytea *
+gs_state_serialize(const GsState *st)
+{
+	GsSerialHeader hdr;
+	uint32		array_bytes = st->fractions ? VARSIZE(st->fractions) : 0;
+	Size		array_padded = MAXALIGN(array_bytes);
+	uint64		keybytes = (uint64) st->nrows * st->key_bytes;
+	uint64		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + keybytes;
+	bytea	   *b;
+	char	   *p;
+
+	if (total > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gpuselect: a partial aggregate state of " INT64_FORMAT " values (" UINT64_FORMAT " bytes) is too large to pass between parallel workers",
+						st->nrows, total),
+				 errdetail("Serialized states are limited to %zu bytes.", (size_t) MaxAllocSize),
+				 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0), "
+						 "or the ordered-set form gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x), which is never split across workers.")));
+
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.magic = GS_SERIAL_MAGIC;
+	hdr.typid = st->typid;
+	hdr.kind = st->kind;
+	hdr.key_bytes = st->key_bytes;
+	hdr.flags = (st->have_fraction ? GS_SF_HAVE_FRACTION : 0) |
+		(st->fraction_null ? GS_SF_FRACTION_NULL : 0) |
+		(st->fractions ? GS_SF_HAVE_ARRAY : 0);
+	hdr.descending = st->descending ? 1 : 0;
+	hdr.array_bytes = array_bytes;
+	hdr.fraction = st->fraction;
+	hdr.nrows = st->nrows;
+
+	b = (bytea *) palloc((Size) total);
+	SET_VARSIZE(b, (Size) total);
+	p = VARDATA(b);
+	memcpy(p, &hdr, sizeof(hdr));
+	p += sizeof(hdr);
+	if (array_bytes)
+	{
+		memcpy(p, st->fractions, array_bytes);
+		memset(p + array_bytes, 0, array_padded - array_bytes);
+	}
+	p += array_padded;
+	for (int i = 0; i < st->nchunks; i++)
+	{
+		Size		sz = (Size) st->chunks[i].n * st->key_bytes;
+
+		memcpy(p, st->chunks[i].data, sz);
+		p += sz;
+	}
+	return b;
+}
+
+GsState *
+gs_state_deserialize(MemoryContext mcxt, bytea *b)
+{
+	GsSerialHeader hdr;
+	const char *p = VARDATA(b);
+	Size		len = VARSIZE(b) - VARHDRSZ;
+	Size		array_padded;
+	uint64		keybytes;
+	GsState    *st;
+
+	if (len < sizeof(hdr))
+		elog(ERROR, "gpuselect: serialized state is truncated");
+	memcpy(&hdr, p, sizeof(hdr));
+	if (hdr.magic != GS_SERIAL_MAGIC)
+		elog(ERROR, "gpuselect: serialized state has a bad header");
+	array_padded = MAXALIGN(hdr.array_bytes);
+	keybytes = (uint64) hdr.nrows * hdr.key_bytes;
+	if (hdr.nrows < 0 || sizeof(hdr) + array_padded + keybytes != len)
+		elog(ERROR, "gpuselect: serialized state has a bad length");
+	p += sizeof(hdr);
+
+	st = gs_state_create(mcxt, hdr.typid);
+	if (st->key_bytes != hdr.key_bytes || st->kind != hdr.kind)
+		elog(ERROR, "gpuselect: serialized state has a bad type");
+	st->descending = hdr.descending != 0;
+	st->have_fraction = (hdr.flags & GS_SF_HAVE_FRACTION) != 0;
+	st->fraction_null = (hdr.flags & GS_SF_FRACTION_NULL) != 0;
+	st->fraction = hdr.fraction;
+	if (hdr.flags & GS_SF_HAVE_ARRAY)
+	{
+		st->fractions = (ArrayType *) MemoryContextAlloc(mcxt, hdr.array_bytes);
+		memcpy(st->fractions, p, hdr.array_bytes);
+	}
+	p += array_padded;
+
+	if (hdr.nrows > 0)
+	{
+		/* one exact-size chunk: this state is only read (combined), never grown */
+		st->chunks = (GsChunk *) MemoryContextAlloc(mcxt, sizeof(GsChunk));
+		st->maxchunks = 1;
+		st->nchunks = 1;
+		st->chunks[0].data = MemoryContextAllocHuge(mcxt, (Size) keybytes);
+		memcpy(st->chunks[0].data, p, (Size) keybytes);
+		st->chunks[0].n = (uint64) hdr.nrows;
+		st->chunks[0].cap = (uint64) hdr.nrows;
+		st->chunks[0].pinned = false;
+		st->nrows = hdr.nrows;
+	}
+	return st;
+}
+
+void
+gs_state_input(const GsState *st, gs_input *in)
+{
+	gs_segment *segs = (gs_segment *) palloc(sizeof(gs_segment) * Max(st->nchunks, 1));
+	size_t		nsegs = 0;
+
+	for (int i = 0; i < st->nchunks; i++)
+	{
+		if (st->chunks[i].n == 0)
+			continue;
+		segs[nsegs].keys = st->chunks[i].data;
+		segs[nsegs].n = (size_t) st->chunks[i].n;
+		nsegs++;
+	}
+	in->segs = segs;
+	in->nsegs = nsegs;
+	in->key_bytes = st->key_bytes;
+}

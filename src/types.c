@@ -1,0 +1,207 @@
+/*
+ * types.c — supported types, key <-> value mapping, ORDER BY direction.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/primnodes.h"
+#include "nodes/parsenodes.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+#include "types.h"
+
+/* kind for a base type OID; false when unsupported */
+bool
+gs_type_kind_from_oid(Oid typid, GsTypeKind *kind, uint8 *key_bytes, bool *numeric)
+{
+	GsTypeKind	k;
+	uint8		kb;
+	bool		num = true;
+
+	switch (typid)
+	{
+		case INT2OID:
+			k = GS_T_INT2;
+			kb = 2;
+			break;
+		case INT4OID:
+			k = GS_T_INT4;
+			kb = 4;
+			break;
+		case INT8OID:
+			k = GS_T_INT8;
+			kb = 8;
+			break;
+		case FLOAT4OID:
+			k = GS_T_FLOAT4;
+			kb = 4;
+			break;
+		case FLOAT8OID:
+			k = GS_T_FLOAT8;
+			kb = 8;
+			break;
+		case DATEOID:
+			k = GS_T_DATE;
+			kb = 4;
+			num = false;
+			break;
+		case TIMESTAMPOID:
+			k = GS_T_TIMESTAMP;
+			kb = 8;
+			num = false;
+			break;
+		case TIMESTAMPTZOID:
+			k = GS_T_TIMESTAMPTZ;
+			kb = 8;
+			num = false;
+			break;
+		default:
+			return false;
+	}
+	if (kind)
+		*kind = k;
+	if (key_bytes)
+		*key_bytes = kb;
+	if (numeric)
+		*numeric = num;
+	return true;
+}
+
+void
+gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggname,
+				bool numeric_only, GsTypeInfo *out)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	Oid			base;
+
+	if (!OidIsValid(argtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: could not determine the type of the aggregated value", aggname)));
+
+	base = getBaseType(argtype);
+	memset(out, 0, sizeof(*out));
+	if (!gs_type_kind_from_oid(base, &out->kind, &out->key_bytes, &out->numeric))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s does not support type %s", aggname, format_type_be(argtype)),
+				 errhint("Supported types: %s.",
+						 numeric_only ? GS_NUMERIC_TYPES : GS_SUPPORTED_TYPES)));
+	if (numeric_only && !out->numeric)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s does not support type %s", aggname, format_type_be(argtype)),
+				 errhint("Supported types: %s.", GS_NUMERIC_TYPES)));
+	out->typid = base;
+	get_typlenbyvalalign(base, &out->typlen, &out->typbyval, &out->typalign);
+}
+
+bool
+gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *aggname)
+{
+	Aggref	   *aggref = AggGetAggref(fcinfo);
+	SortGroupClause *sortcl;
+	TypeCacheEntry *tce;
+
+	if (aggref == NULL)
+		elog(ERROR, "%s called in non-aggregate context", aggname);
+	if (list_length(aggref->aggorder) != 1)
+		elog(ERROR, "%s: expected exactly one ORDER BY column", aggname);
+	sortcl = (SortGroupClause *) linitial(aggref->aggorder);
+
+	tce = lookup_type_cache(t->typid, TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+	if (OidIsValid(sortcl->sortop) && sortcl->sortop == tce->lt_opr)
+		return false;
+	if (OidIsValid(sortcl->sortop) && sortcl->sortop == tce->gt_opr)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s supports only ORDER BY x, ORDER BY x ASC and ORDER BY x DESC", aggname),
+			 errdetail("The sort operator %s is not the default ordering of type %s.",
+					   format_operator(sortcl->sortop), format_type_be(t->typid))));
+	return false;				/* keep compiler quiet */
+}
+
+GsFnCache *
+gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,
+			bool numeric_only, bool ordered)
+{
+	GsFnCache  *c = (GsFnCache *) fcinfo->flinfo->fn_extra;
+
+	if (c == NULL)
+	{
+		GsTypeInfo	t;
+		bool		desc = false;
+
+		if (aggname == NULL)
+		{
+			Aggref	   *aggref = AggGetAggref(fcinfo);
+			char	   *fname = aggref ? get_func_name(aggref->aggfnoid) : NULL;
+
+			aggname = fname ? fname : "gpuselect";
+		}
+		gs_type_resolve(fcinfo, argno, aggname, numeric_only, &t);
+		if (ordered)
+			desc = gs_sort_is_descending(fcinfo, &t, aggname);
+		c = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(GsFnCache));
+		c->type = t;
+		c->descending = desc;
+		fcinfo->flinfo->fn_extra = c;
+	}
+	return c;
+}
+
+Datum
+gs_key_to_datum(GsTypeKind kind, uint64 key)
+{
+	switch (kind)
+	{
+		case GS_T_INT2:
+			return Int16GetDatum(gs_int16_from_key((uint16) key));
+		case GS_T_INT4:
+			return Int32GetDatum(gs_int32_from_key((uint32) key));
+		case GS_T_DATE:
+			return DateADTGetDatum(gs_int32_from_key((uint32) key));
+		case GS_T_INT8:
+			return Int64GetDatum(gs_int64_from_key(key));
+		case GS_T_TIMESTAMP:
+			return TimestampGetDatum(gs_int64_from_key(key));
+		case GS_T_TIMESTAMPTZ:
+			return TimestampTzGetDatum(gs_int64_from_key(key));
+		case GS_T_FLOAT4:
+			return Float4GetDatum(gs_float4_from_key((uint32) key));
+		case GS_T_FLOAT8:
+			return Float8GetDatum(gs_float8_from_key(key));
+	}
+	elog(ERROR, "gpuselect: unknown type kind %d", (int) kind);
+	return (Datum) 0;
+}
+
+float8
+gs_key_to_float8(GsTypeKind kind, uint64 key)
+{
+	switch (kind)
+	{
+		case GS_T_INT2:
+			return (float8) gs_int16_from_key((uint16) key);
+		case GS_T_INT4:
+			return (float8) gs_int32_from_key((uint32) key);
+		case GS_T_INT8:
+			return (float8) gs_int64_from_key(key);
+		case GS_T_FLOAT4:
+			return (float8) gs_float4_from_key((uint32) key);
+		case GS_T_FLOAT8:
+			return gs_float8_from_key(key);
+		default:
+			break;
+	}
+	elog(ERROR, "gpuselect: type kind %d is not numeric", (int) kind);
+	return 0;
+}
