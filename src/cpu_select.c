@@ -61,6 +61,11 @@
 #define GS_MAX_TOTAL_BUCKETS ((size_t) 1 << 21)	/* per input level, all tasks */
 #define GS_MAX_DEPTH	24		/* scratch recursion; deeper -> sort */
 #define GS_DEFAULT_BUCKETS 1024u
+#define GS_SAMPLE_MIN_N	((size_t) 1 << 16)	/* sample-bracketed first level from here */
+#define GS_SAMPLE		16384	/* its sample size */
+#define GS_SAMPLE_MARGIN 384	/* ~6 sigma of a sample quantile's position */
+#define GS_SAMPLE_TAIL	64		/* L/H at least this far inside the sample */
+#define GS_EXACT_SEED	UINT64_C(0x5E1EC7)
 #define GS_MAX_APPROX_BUCKETS (1u << 24)
 
 /* ------------------------------------------------------------------ */
@@ -355,6 +360,7 @@ typedef struct task
 	unsigned	shift;
 	size_t		nb;				/* buckets */
 	size_t		hoff;			/* offset of its buckets in the flat arrays */
+	int			open;			/* + slots for keys < lo and > hi (level 1) */
 } task;
 
 /* flat index of key k: hoff + bucket, or `dummy` when k is in no task */
@@ -366,6 +372,8 @@ typedef struct lvl_arg
 	const unsigned *shift;
 	const size_t *hoff;
 	size_t		dummy;
+	size_t		under,
+				over;			/* single task: slots of keys < lo, > hi */
 	/* histogram */
 	uint32_t   *h32;
 	uint64_t   *h64;
@@ -403,17 +411,19 @@ lvl_index(const lvl_arg *a, uint64_t k)
 /* single task: idx = d <= width ? d >> shift : dummy */
 GS_KERNELS(hist1, lvl_arg,
 		   uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
-		   const unsigned sh = a->shift[0]; const size_t dm = a->dummy;,
-		   uint64_t d = k - lo; size_t ix = d <= w ? (size_t) (d >> sh) : dm; h[ix]++;,
+		   const unsigned sh = a->shift[0]; const size_t un = a->under; const size_t ov = a->over;
+		   const uint64_t lo0 = lo;,
+		   uint64_t d = k - lo; size_t ix = d <= w ? (size_t) (d >> sh) : k < lo0 ? un : ov; h[ix]++;,
 		   )
 
 GS_KERNELS(histn, lvl_arg, uint32_t *h = a->h32;, h[lvl_index(a, k)]++;,)
 
 GS_KERNELS(gath1, lvl_arg,
 		   const int32_t *map = a->map; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
-		   const unsigned sh = a->shift[0]; size_t *pos = a->pos; uint64_t *sc = a->scratch;,
-		   uint64_t d = k - lo;
-		   if (d <= w) { int32_t c = map[d >> sh]; if (c >= 0) sc[pos[c]++] = k; },
+		   const unsigned sh = a->shift[0]; size_t *pos = a->pos; uint64_t *sc = a->scratch;
+		   const size_t un = a->under; const size_t ov = a->over;,
+		   uint64_t d = k - lo; size_t ix = d <= w ? (size_t) (d >> sh) : k < lo ? un : ov;
+		   int32_t c = map[ix]; if (c >= 0) sc[pos[c]++] = k;,
 		   )
 
 GS_KERNELS(gathn, lvl_arg,
@@ -456,6 +466,7 @@ typedef struct eng
 	const uint64_t *ur;			/* unique wanted ranks, ascending */
 	uint64_t   *uval;			/* their keys */
 	size_t		nu;
+	uint64_t	keymax;
 	/* per-depth workspace for scratch levels */
 	uint32_t   *whist[GS_MAX_DEPTH];
 	int32_t    *wmap[GS_MAX_DEPTH];
@@ -642,6 +653,51 @@ scratch_select(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_t base,
 /* exact select                                                         */
 /* ------------------------------------------------------------------ */
 
+static inline uint64_t
+splitmix64(uint64_t x)
+{
+	uint64_t	z = x + UINT64_C(0x9E3779B97F4A7C15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* out[i] = key at global position splitmix64(seed + i) % n, i < ns */
+static int
+sample_keys(const gs_input *in, uint64_t n, size_t ns, uint64_t seed, uint64_t *out)
+{
+	uint64_t   *segstart = malloc((in->nsegs + 1) * sizeof(uint64_t));
+	size_t		i,
+				s;
+
+	if (!segstart)
+		return 0;
+	segstart[0] = 0;
+	for (s = 0; s < in->nsegs; s++)
+		segstart[s + 1] = segstart[s] + in->segs[s].n;
+	for (i = 0; i < ns; i++)
+	{
+		uint64_t	p = splitmix64(seed + (uint64_t) i) % n;
+		size_t		lo = 0,
+					hi = in->nsegs;
+
+		/* last segment with segstart[seg] <= p; it is not empty */
+		while (hi - lo > 1)
+		{
+			size_t		mid = (lo + hi) / 2;
+
+			if (segstart[mid] <= p)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		out[i] = load_key(in->segs[lo].keys, in->key_bytes, (size_t) (p - segstart[lo]));
+	}
+	free(segstart);
+	return 1;
+}
+
 typedef struct rank_ix
 {
 	uint64_t	rank;
@@ -680,7 +736,7 @@ check_input(const gs_input *in, size_t nranks, const void *ranks, const void *ou
 
 /* The input levels.  Resolves unique ranks [0, nu) given the input's min/max. */
 static gs_status
-input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx)
+input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, int open)
 {
 	task	   *tasks = NULL,
 			   *kids = NULL;
@@ -724,6 +780,7 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx)
 	tasks[0].cnt = n;
 	tasks[0].r0 = 0;
 	tasks[0].r1 = e->nu;
+	tasks[0].open = open;
 
 	for (;;)
 	{
@@ -744,7 +801,7 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx)
 			tasks[t].shift = shift_for(range, bits);
 			tasks[t].nb = (size_t) (range >> tasks[t].shift) + 1;
 			tasks[t].hoff = nslots;
-			nslots += tasks[t].nb;
+			nslots += tasks[t].nb + (tasks[t].open ? 2 : 0);
 			tlo[t] = tasks[t].lo;
 			tw[t] = range;
 			tsh[t] = tasks[t].shift;
@@ -766,6 +823,8 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx)
 		la.shift = tsh;
 		la.hoff = thoff;
 		la.dummy = nslots;
+		la.under = tasks[0].open ? tasks[0].hoff + tasks[0].nb : nslots;
+		la.over = tasks[0].open ? tasks[0].hoff + tasks[0].nb + 1 : nslots;
 		la.h32 = h32;
 		la.h64 = h64;
 		la.nslots = nslots + 1;
@@ -783,35 +842,56 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx)
 			const task *tk = &tasks[t];
 			const uint64_t *h = h64 + tk->hoff;
 			uint64_t	cum = 0;
-			size_t		bc = 0;
 			size_t		first = nk;
+			size_t		nv = tk->nb + (tk->open ? 2 : 0);
+			size_t		v = 0,
+						slot = 0;
 
+			/* virtual bucket order: [under], buckets 0..nb-1, [over] */
+#define SLOT_OF(v_) (!tk->open ? (v_) : (v_) == 0 ? tk->nb : (v_) == nv - 1 ? tk->nb + 1 : (v_) - 1)
 			for (r = tk->r0; r < tk->r1; r++)
 			{
 				uint64_t	lr = e->ur[r] - tk->base;
 				task	   *c;
 
-				while (cum + h[bc] <= lr)
+				slot = SLOT_OF(v);
+				while (cum + h[slot] <= lr)
 				{
-					cum += h[bc];
-					bc++;
+					cum += h[slot];
+					v++;
+					slot = SLOT_OF(v);
 				}
-				if (nk > first && kids[nk - 1].hoff == tk->hoff + bc)
+				if (nk > first && kids[nk - 1].hoff == tk->hoff + slot)
 				{
 					kids[nk - 1].r1 = r + 1;
 					continue;
 				}
 				c = &kids[nk++];
-				c->hoff = tk->hoff + bc;	/* flat slot, for the gather map */
-				c->lo = tk->lo + ((uint64_t) bc << tk->shift);
-				c->hi = c->lo + (((uint64_t) 1 << tk->shift) - 1);
-				if (c->hi < c->lo || c->hi > tk->hi)
-					c->hi = tk->hi;
+				c->hoff = tk->hoff + slot;	/* flat slot, for the gather map */
+				c->open = 0;
+				if (slot == tk->nb)
+				{
+					c->lo = 0;
+					c->hi = tk->lo - 1;
+				}
+				else if (slot == tk->nb + 1)
+				{
+					c->lo = tk->hi + 1;
+					c->hi = e->keymax;
+				}
+				else
+				{
+					c->lo = tk->lo + ((uint64_t) slot << tk->shift);
+					c->hi = c->lo + (((uint64_t) 1 << tk->shift) - 1);
+					if (c->hi < c->lo || c->hi > tk->hi)
+						c->hi = tk->hi;
+				}
 				c->base = tk->base + cum;
-				c->cnt = h[bc];
+				c->cnt = h[slot];
 				c->r0 = r;
 				c->r1 = r + 1;
 			}
+#undef SLOT_OF
 		}
 		/* answer single-key children, keep the rest */
 		{
@@ -958,6 +1038,47 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	e.ur = ur;
 	e.uval = uval;
 	e.nu = nu;
+	e.keymax = in->key_bytes == 8 ? UINT64_MAX : ((uint64_t) 1 << (8 * in->key_bytes)) - 1;
+
+	if (n >= GS_SAMPLE_MIN_N)
+	{
+		/*
+		 * First level on a sample-bracketed key range [L, H] with extra
+		 * slots for keys below L and above H: no min/max pass, and rare
+		 * outliers do not stretch the histogram.  L and H are sample keys
+		 * GS_SAMPLE_MARGIN sample positions outside the wanted ranks, but at
+		 * least GS_SAMPLE_TAIL positions inside the sample's ends.  If the
+		 * sample misleads, a wanted rank lands below L or above H and that
+		 * slot simply becomes a child task: correct, just one more level.
+		 */
+		uint64_t   *sm = malloc(GS_SAMPLE * sizeof(uint64_t));
+		size_t		pmin,
+					pmax,
+					il,
+					ih;
+
+		if (!sm || !sample_keys(in, n, GS_SAMPLE, GS_EXACT_SEED, sm))
+		{
+			free(sm);
+			st = NOMEM(err);
+			goto done;
+		}
+		sort_u64(sm, GS_SAMPLE);
+		pmin = (size_t) ((double) ur[0] / (double) n * GS_SAMPLE);
+		pmax = (size_t) ((double) ur[nu - 1] / (double) n * GS_SAMPLE);
+		il = pmin > GS_SAMPLE_TAIL + GS_SAMPLE_MARGIN ? pmin - GS_SAMPLE_MARGIN : GS_SAMPLE_TAIL;
+		ih = pmax + GS_SAMPLE_MARGIN + GS_SAMPLE_TAIL < GS_SAMPLE ? pmax + GS_SAMPLE_MARGIN
+			: GS_SAMPLE - 1 - GS_SAMPLE_TAIL;
+		if (il > ih)
+			il = ih;
+		mm.mn = sm[il];
+		mm.mx = sm[ih];
+		free(sm);
+		st = input_levels(&e, in, n, mm.mn, mm.mx, 1);
+		if (st != GS_OK)
+			goto done;
+		goto answer;
+	}
 
 	mm.mn = UINT64_MAX;
 	mm.mx = 0;
@@ -993,11 +1114,12 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	}
 	else
 	{
-		st = input_levels(&e, in, n, mm.mn, mm.mx);
+		st = input_levels(&e, in, n, mm.mn, mm.mx, 0);
 		if (st != GS_OK)
 			goto done;
 	}
 
+answer:
 	/* scatter back in the caller's order */
 	{
 		size_t		u = 0;
@@ -1022,16 +1144,6 @@ done:
 /* ------------------------------------------------------------------ */
 /* approximate select                                                   */
 /* ------------------------------------------------------------------ */
-
-static inline uint64_t
-splitmix64(uint64_t x)
-{
-	uint64_t	z = x + UINT64_C(0x9E3779B97F4A7C15);
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
 
 typedef struct ap_arg
 {
@@ -1086,7 +1198,6 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 {
 	size_t		n,
 				i,
-				s,
 				nsamp,
 				ns,
 				nc;
@@ -1094,8 +1205,7 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	uint64_t	seed;
 	gs_status	st;
 	uint64_t   *samp = NULL,
-			   *spl = NULL,
-			   *segstart = NULL;
+			   *spl = NULL;
 	cand	   *cd = NULL;
 	ap_arg		aa;
 
@@ -1128,34 +1238,15 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		nsamp = n;
 	samp = malloc(nsamp * sizeof(uint64_t));
 	spl = malloc(B * sizeof(uint64_t));
-	segstart = malloc((in->nsegs + 1) * sizeof(uint64_t));
-	if (!samp || !spl || !segstart)
+	if (!samp || !spl)
 	{
 		st = NOMEM(err);
 		goto done;
 	}
-	segstart[0] = 0;
-	for (s = 0; s < in->nsegs; s++)
-		segstart[s + 1] = segstart[s] + in->segs[s].n;
-	for (i = 0; i < nsamp; i++)
+	if (!sample_keys(in, n, nsamp, seed, samp))
 	{
-		uint64_t	p = splitmix64(seed + (uint64_t) i) % (uint64_t) n;
-		size_t		lo = 0,
-					hi = in->nsegs;
-
-		/* segment with segstart[seg] <= p < segstart[seg+1] */
-		while (hi - lo > 1)
-		{
-			size_t		mid = (lo + hi) / 2;
-
-			if (segstart[mid] <= p)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		while (in->segs[lo].n == 0 || p >= segstart[lo + 1])
-			lo++;				/* skip empty segments */
-		samp[i] = load_key(in->segs[lo].keys, in->key_bytes, (size_t) (p - segstart[lo]));
+		st = NOMEM(err);
+		goto done;
 	}
 	sort_u64(samp, nsamp);
 	ns = 0;
@@ -1260,7 +1351,6 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 done:
 	free(samp);
 	free(spl);
-	free(segstart);
 	free(aa.cnt);
 	free(cd);
 	return st;

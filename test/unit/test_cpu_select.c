@@ -176,10 +176,11 @@ cmp_u64(const void *a, const void *b)
 enum dist
 {
 	D_UNIFORM, D_SORTED, D_REVERSED, D_EQUAL, D_TWO, D_SIXTEEN, D_ORGAN, D_CLUSTER,
-	D_MULTICLUSTER, D_NANINF, D_SPECIAL, D_NDISTS
+	D_MULTICLUSTER, D_NANINF, D_SPECIAL, D_SAMPLEFOOL, D_NDISTS
 };
 static const char *dname[] = {"uniform", "sorted", "reversed", "all-equal", "2-distinct",
-	"16-distinct", "organ-pipe", "cluster+outliers", "4-clusters", "nan/inf-heavy", "specials"};
+	"16-distinct", "organ-pipe", "cluster+outliers", "4-clusters", "nan/inf-heavy", "specials",
+	"sample-fooling"};
 
 /* keys[n] of type t with distribution d */
 static void
@@ -301,6 +302,27 @@ gen(int t, int d, uint64_t *k, size_t n)
 				else
 					k[i] = r < 4 ? km : r < 8 ? 0 : rand_key(t);
 			}
+			break;
+		case D_SAMPLEFOOL:
+			/*
+			 * The exact engine's first level brackets the wanted ranks with
+			 * a sample at positions splitmix64(0x5E1EC7 + i) % n, i < 16384.
+			 * Put the lowest key at exactly those positions so the bracket
+			 * is wrong and the engine must recover through its below/above
+			 * slots.
+			 */
+			for (i = 0; i < n; i++)
+				k[i] = rand_key(t) | 1;
+			if (n > 0)
+				for (i = 0; i < 16384; i++)
+				{
+					uint64_t	z = UINT64_C(0x5E1EC7) + i + UINT64_C(0x9E3779B97F4A7C15);
+
+					z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+					z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+					z ^= z >> 31;
+					k[z % n] = i & 1;
+				}
 			break;
 		default:				/* D_SPECIAL */
 			ns = special_keys(t, pool);
