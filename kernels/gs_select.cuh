@@ -1,0 +1,75 @@
+/*
+ * gs_select.cuh — device building blocks of the SampleSelect engine
+ * (internal to kernels/; included by gs_gpu.cu only).
+ *
+ * Bucket layout of one level (equality buckets, Ribizel & Anzt 2020 §4.3):
+ * the m distinct splitters d[0] < ... < d[m-1] define 2m+1 buckets
+ *     bucket 2j   : d[j-1] < x < d[j]     (open bucket; d[-1] = -inf, d[m] = +inf)
+ *     bucket 2j+1 : x == d[j]             (equality bucket: one value)
+ * Every splitter is an element of the current input, so every open bucket
+ * holds fewer elements than the level's input: recursion on open buckets
+ * always terminates, and a rank that lands in an equality bucket is resolved
+ * at once (all-equal / few-distinct inputs finish after one level).
+ */
+#ifndef GS_SELECT_CUH
+#define GS_SELECT_CUH
+
+#include <stdint.h>
+#include <cuda_runtime.h>
+
+#define GS_SAMPLE_THREADS 512
+#define GS_SAMPLE_ITEMS 16
+#define GS_SAMPLE_SIZE (GS_SAMPLE_THREADS * GS_SAMPLE_ITEMS)	/* 8192: also the base-case size */
+#define GS_MAX_SPLIT_EXACT 4095		/* exact mode: at most 4096 open buckets */
+#define GS_MAX_APPROX_BUCKETS 8192
+#define GS_MAX_SPLIT 8191			/* approx mode: approx_buckets-1 splitters */
+#define GS_MAX_TREE 8192			/* power of two >= GS_MAX_SPLIT + 1 */
+#define GS_COUNT_THREADS 256
+#define GS_UNROLL 4
+
+/* splitmix64 (Steele, Lea, Flood 2014): the sampler's hash; the CPU engine
+ * uses the same function so both draw the same approximate sample. */
+static __host__ __device__ __forceinline__ uint64_t
+gs_splitmix64(uint64_t x)
+{
+	x += UINT64_C(0x9E3779B97F4A7C15);
+	x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return x ^ (x >> 31);
+}
+
+/* Level state, one per call, in device memory.  Written by the single-block
+ * sample/plan kernels, read by all; the host reads it only between batches
+ * of levels. */
+struct gs_level_state
+{
+	unsigned long long n;		/* current input size */
+	unsigned long long cap;		/* capacity of each ping-pong buffer (elements) */
+	unsigned long long out_count;	/* elements written to dst in this level */
+	unsigned long long seed;
+	int			src;			/* 0 = caller's input, 1 = buffer A, 2 = buffer B */
+	int			dst;
+	int			iter;			/* level attempts so far (salt of the sample) */
+	int			done;
+	int			stuck;			/* gave up: host falls back to a full sort */
+	int			retries;
+	int			focused;		/* 1: single-rank mode (2 splitters around the rank) */
+	int			spec;			/* this level wrote predicted buckets during counting */
+	int			need_filter;	/* plan found the prediction wrong: run the filter pass */
+	int			m;				/* distinct splitters */
+	int			nb;				/* buckets = 2m+1 */
+	int			depth;			/* search tree depth: P = 1 << depth >= m+1 */
+	int			nranks;			/* distinct ranks */
+	int			nactive;		/* unresolved ranks */
+	int			mopen;			/* spread mode: wanted open buckets */
+	unsigned	pmask;			/* focused mode: predicted (written) buckets, bit per bucket */
+};
+
+/* Min/max with multiplicity, for the approximate mode's extra candidates. */
+struct gs_minmax
+{
+	unsigned long long mn, mx;
+	unsigned long long cmn, cmx;
+};
+
+#endif							/* GS_SELECT_CUH */

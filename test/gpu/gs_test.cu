@@ -1,0 +1,863 @@
+/*
+ * gs_test.cu — standalone harness of the CUDA engine (kernels/gs_gpu.h).
+ *
+ *   gs_test check [small]   correctness: every entry point vs. a CUB radix
+ *                           sort of a copy (and vs. the CPU engine
+ *                           src/cpu_select.c when built with -DGS_HAVE_CPU_ENGINE)
+ *   gs_test bench [out.md]  timing table (CUDA events, median of 15 after warm-up)
+ *
+ * Data is generated on the device from a seed (printed; GS_SEED=... repeats a
+ * run), for the 8 PostgreSQL types, mapped to keys with gs_keys.h.
+ */
+#include <stdio.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <time.h>
+#include <math.h>
+#include <vector>
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <cub/device/device_radix_sort.cuh>
+
+#include "gs_gpu.h"
+#include "gs_keys.h"
+#include "gs_select.cuh"
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+	fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); exit(2); } } while (0)
+
+static long g_pass, g_fail;
+static int	g_verbose_fail = 40;
+
+static void
+check(bool ok, const char *fmt, ...)
+{
+	if (ok)
+	{
+		g_pass++;
+		return;
+	}
+	g_fail++;
+	if (g_verbose_fail-- > 0)
+	{
+		va_list		ap;
+
+		va_start(ap, fmt);
+		printf("FAIL: ");
+		vprintf(fmt, ap);
+		printf("\n");
+		va_end(ap);
+	}
+}
+
+enum Type { T_INT2, T_INT4, T_DATE, T_FLOAT4, T_INT8, T_FLOAT8, T_TS, T_TSTZ, NTYPES };
+static const char *type_name[] = {"int2", "int4", "date", "float4", "int8", "float8", "timestamp", "timestamptz"};
+static __host__ __device__ int	type_kb(int t) { return t == T_INT2 ? 2 : (t <= T_FLOAT4 ? 4 : 8); }
+
+enum Dist { D_UNIFORM, D_SORTED, D_REVERSED, D_EQUAL, D_TWO, D_SIXTEEN, D_ORGAN, D_SPECIAL, D_ADVERSARIAL, NDISTS };
+static const char *dist_name[] = {"uniform", "sorted", "reversed", "all-equal", "2-distinct", "16-distinct",
+	"organ-pipe", "nan-inf-zero", "adversarial"};
+
+/* one value per (type, dist, i): returned as a double or an int64 */
+__device__ static void
+gen_value(int dist, uint64_t seed, uint64_t i, uint64_t n, double *fv, int64_t *iv, int bits)
+{
+	uint64_t	h = gs_splitmix64(seed ^ (i * 0x9E3779B97F4A7C15ULL));
+	uint64_t	h2 = gs_splitmix64(h);
+	double		u = (double) (h >> 11) * (1.0 / 9007199254740992.0);	/* [0,1) */
+	int64_t		lim = bits == 16 ? 32767 : (bits == 32 ? 2147483647LL : 9223372036854775807LL);
+	double		flim = 1e30;
+
+	*fv = 0;
+	*iv = 0;
+	switch (dist)
+	{
+		case D_UNIFORM:
+			*fv = (u * 2 - 1) * 1e6;
+			*iv = (int64_t) (h2 % (2 * (uint64_t) lim + 1)) - lim;
+			if (bits == 64)
+				*iv = (int64_t) h2;
+			break;
+		case D_SORTED:
+		case D_REVERSED:
+		case D_ORGAN:
+			{
+				double		x = (double) i;
+
+				if (dist == D_REVERSED)
+					x = (double) (n - 1 - i);
+				if (dist == D_ORGAN)
+					x = (double) (i < n / 2 ? i : n - 1 - i);
+				*fv = x - (double) n / 3;
+				*iv = (int64_t) x - (int64_t) (n / 3);
+				if (bits == 16)
+					*iv = (*iv % 65536 + 65536) % 65536 - 32768;	/* wraps: many repeats */
+				break;
+			}
+		case D_EQUAL:
+			*fv = 42.5;
+			*iv = 42;
+			break;
+		case D_TWO:
+			*fv = (h2 & 1) ? 7.0 : -3.0;
+			*iv = (h2 & 1) ? 7 : -3;
+			break;
+		case D_SIXTEEN:
+			*fv = (double) (h2 % 16) * 1000.0 - 5000.0;
+			*iv = (int64_t) (h2 % 16) * 1000 - 5000;
+			break;
+		case D_SPECIAL:
+			{
+				int			c = (int) (h2 % 10);
+
+				*fv = (u * 2 - 1) * 1e6;
+				*iv = (int64_t) (h2 % 2001) - 1000;
+				if (c == 0)
+				{
+					*fv = __longlong_as_double(0x7FF8000000000000LL | (long long) (h2 >> 40) | ((h2 & 2) ? (long long) 0x8000000000000000ULL : 0));
+					*iv = lim;
+				}
+				else if (c == 1)
+				{
+					*fv = __longlong_as_double(0x7FF0000000000000LL);
+					*iv = -lim - 1;
+				}
+				else if (c == 2)
+				{
+					*fv = __longlong_as_double((long long) 0xFFF0000000000000ULL);
+					*iv = 0;
+				}
+				else if (c == 3)
+				{
+					*fv = 0.0;
+					*iv = -1;
+				}
+				else if (c == 4)
+				{
+					*fv = -0.0;
+					*iv = 1;
+				}
+				break;
+			}
+		case D_ADVERSARIAL:
+			{
+				/* 4 huge clusters (one holds ~half), neighbours in key
+				 * order, plus rare outliers spread over the whole range */
+				uint64_t	c = h2 % 1000;
+
+				if (c < 3)
+				{
+					*fv = (u * 2 - 1) * flim;
+					*iv = (int64_t) (h % (2 * (uint64_t) (lim / 2))) - lim / 2;
+				}
+				else if (c < 500)
+				{
+					*fv = 1.0;
+					*iv = 100;
+				}
+				else if (c < 750)
+				{
+					*fv = 1.0000001;
+					*iv = 101;
+				}
+				else if (c < 900)
+				{
+					*fv = -2.5;
+					*iv = -7;
+				}
+				else
+				{
+					*fv = 3e9 + (double) (h % 7);	/* a small cluster of near values */
+					*iv = 3000 + (int64_t) (h % 7);
+				}
+				break;
+			}
+	}
+}
+
+__global__ void
+k_gen(int type, int dist, uint64_t seed, uint64_t n, void *out)
+{
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		double		fv;
+		int64_t		iv;
+		int			bits = type_kb(type) * 8;
+
+		gen_value(dist, seed, i, n, &fv, &iv, bits);
+		switch (type)
+		{
+			case T_INT2:
+				((uint16_t *) out)[i] = gs_key_from_int16((int16_t) iv);
+				break;
+			case T_INT4:
+				((uint32_t *) out)[i] = gs_key_from_int32((int32_t) iv);
+				break;
+			case T_DATE:
+				((uint32_t *) out)[i] = gs_key_from_int32((int32_t) (iv % 2000000));
+				break;
+			case T_FLOAT4:
+				((uint32_t *) out)[i] = gs_key_from_float4((float) fv);
+				break;
+			case T_INT8:
+				((uint64_t *) out)[i] = gs_key_from_int64(iv);
+				break;
+			case T_FLOAT8:
+				((uint64_t *) out)[i] = gs_key_from_float8(fv);
+				break;
+			case T_TS:
+			case T_TSTZ:
+				((uint64_t *) out)[i] = gs_key_from_int64(iv / 1000 * (type == T_TS ? 1 : 3));
+				break;
+		}
+	}
+}
+
+template <typename K>
+__global__ void
+k_gather_ref(const K *sorted, const uint64_t *ranks, int nr, uint64_t *out)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < nr)
+		out[i] = sorted[ranks[i]];
+}
+
+/* exact rank range of each key in a sorted array: [lower_bound, upper_bound-1] */
+template <typename K>
+__global__ void
+k_bounds(const K *sorted, uint64_t n, const gs_approx_pick *p, int np, uint64_t *lo, uint64_t *hi)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= np)
+		return;
+	K			key = (K) p[i].key;
+	uint64_t	a = 0,
+				b = n;
+
+	while (a < b)
+	{
+		uint64_t	m = (a + b) / 2;
+
+		if (sorted[m] < key)
+			a = m + 1;
+		else
+			b = m;
+	}
+	lo[i] = a;
+	b = n;
+	while (a < b)
+	{
+		uint64_t	m = (a + b) / 2;
+
+		if (sorted[m] <= key)
+			a = m + 1;
+		else
+			b = m;
+	}
+	hi[i] = a;					/* upper bound (exclusive) */
+}
+
+/* one plain read of every key: the bandwidth floor */
+template <typename K>
+__global__ void
+k_readpass(const K *in, uint64_t n, unsigned long long *sink)
+{
+	const uint4 *v = (const uint4 *) in;
+	uint64_t	nv = n * sizeof(K) / 16;
+	unsigned	acc = 0;
+
+	for (uint64_t i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < nv; i += (uint64_t) gridDim.x * blockDim.x)
+	{
+		uint4		x = __ldcs(v + i);
+
+		acc ^= x.x ^ x.y ^ x.z ^ x.w;
+	}
+	if (acc == 0x12345678u)
+		atomicAdd(sink, 1ULL);
+}
+
+#ifdef GS_HAVE_CPU_ENGINE
+#include "gs_engine.h"
+#endif
+
+static gs_gpu_engine *E;
+static uint64_t g_seed;
+
+static std::vector<uint64_t>
+rank_set(uint64_t n, int which, uint64_t seed)
+{
+	std::vector<uint64_t> r;
+
+	if (n == 0)
+		return r;
+	if (which == 0)
+	{
+		uint64_t	c[] = {0, 1, n / 2, n - 1};
+
+		for (uint64_t x : c)
+			r.push_back(x < n ? x : n - 1);
+	}
+	else
+	{
+		int			k = which == 1 ? 101 : 1001;
+
+		for (int i = 0; i < k; i++)
+			r.push_back((uint64_t) ((double) i * (double) (n - 1) / (k - 1)));
+		/* a few random ones and repeats, out of order */
+		for (int i = 0; i < 8; i++)
+			r.push_back(gs_splitmix64(seed + i) % n);
+		std::swap(r[0], r[r.size() - 1]);
+		r.push_back(r[3]);
+	}
+	return r;
+}
+
+template <typename K>
+static void
+run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_sorted, void *d_tmp, size_t tmpb,
+		 bool with_cpu)
+{
+	char		tag[128];
+
+	snprintf(tag, sizeof tag, "%s/%s/n=%llu", type_name[type], dist_name[dist], (unsigned long long) n);
+	/* reference: radix sort of a copy */
+	if (n > 0)
+	{
+		size_t		tb = tmpb;
+
+		CK(cub::DeviceRadixSort::SortKeys(d_tmp, tb, d_keys, d_sorted, (int64_t) n, 0, (int) sizeof(K) * 8));
+	}
+	std::vector<K> hkeys;
+
+	(void) d_keys16;
+#ifdef GS_HAVE_CPU_ENGINE
+	if (with_cpu && n > 0)
+	{
+		hkeys.resize(n);
+		CK(cudaMemcpy(hkeys.data(), d_keys, n * sizeof(K), cudaMemcpyDeviceToHost));
+	}
+#else
+	(void) with_cpu;
+#endif
+	uint64_t   *d_r,
+			   *d_o;
+
+	CK(cudaMalloc(&d_r, 2048 * 8));
+	CK(cudaMalloc(&d_o, 2048 * 8));
+	for (int which = 0; which < 3; which++)
+	{
+		std::vector<uint64_t> ranks = rank_set(n, which, g_seed + n);
+		size_t		nr = ranks.size();
+
+		if (nr == 0)
+			continue;
+		std::vector<uint64_t> out(nr, 0xDEADBEEFDEADBEEFULL),
+					ref(nr);
+		gs_options	opt;
+		gs_error	err;
+
+		memset(&opt, 0, sizeof opt);
+		opt.seed = g_seed * 31 + which;
+		gs_status	st = gs_gpu_select(E, d_keys, n, sizeof(K), ranks.data(), nr, out.data(), &opt, &err);
+
+		check(st == GS_OK, "%s exact(%zu ranks): status %d %s", tag, nr, (int) st, err.message);
+		CK(cudaMemcpy(d_r, ranks.data(), nr * 8, cudaMemcpyHostToDevice));
+		k_gather_ref<K><<<(unsigned) ((nr + 255) / 256), 256>>>(d_sorted, d_r, (int) nr, d_o);
+		CK(cudaGetLastError());
+		CK(cudaMemcpy(ref.data(), d_o, nr * 8, cudaMemcpyDeviceToHost));
+		int			bad = 0;
+
+		for (size_t i = 0; i < nr; i++)
+			if (out[i] != ref[i] && bad++ < 1)
+				check(false, "%s exact rank %llu: got %llx want %llx", tag, (unsigned long long) ranks[i],
+					  (unsigned long long) out[i], (unsigned long long) ref[i]);
+		if (!bad)
+			check(true, "");
+#ifdef GS_HAVE_CPU_ENGINE
+		if (with_cpu)
+		{
+			std::vector<uint64_t> cpu(nr, 1);
+			gs_segment	seg = {hkeys.data(), n};
+			gs_input	in = {&seg, 1, (unsigned) sizeof(K)};
+
+			st = gs_cpu_select(&in, ranks.data(), nr, cpu.data(), &opt, &err);
+			check(st == GS_OK && cpu == out, "%s exact vs CPU engine (status %d %s)", tag, (int) st, err.message);
+		}
+#endif
+		/* approximate */
+		unsigned	Bs[] = {1024, 7};
+
+		for (unsigned B : Bs)
+		{
+			std::vector<gs_approx_pick> pk(nr);
+
+			for (auto &p : pk)
+				p.key = p.rank_lo = p.rank_hi = 0xDEADBEEFDEADBEEFULL;
+			opt.approx_buckets = B;
+			st = gs_gpu_select_approx(E, d_keys, n, sizeof(K), ranks.data(), nr, &opt, pk.data(), &err);
+			check(st == GS_OK, "%s approx B=%u: status %d %s", tag, B, (int) st, err.message);
+			gs_approx_pick *d_p;
+			uint64_t   *d_lo,
+					   *d_hi;
+
+			CK(cudaMalloc(&d_p, nr * sizeof(gs_approx_pick)));
+			CK(cudaMalloc(&d_lo, nr * 8));
+			CK(cudaMalloc(&d_hi, nr * 8));
+			CK(cudaMemcpy(d_p, pk.data(), nr * sizeof(gs_approx_pick), cudaMemcpyHostToDevice));
+			k_bounds<K><<<(unsigned) ((nr + 255) / 256), 256>>>(d_sorted, n, d_p, (int) nr, d_lo, d_hi);
+			CK(cudaGetLastError());
+			std::vector<uint64_t> lo(nr),
+						hi(nr);
+
+			CK(cudaMemcpy(lo.data(), d_lo, nr * 8, cudaMemcpyDeviceToHost));
+			CK(cudaMemcpy(hi.data(), d_hi, nr * 8, cudaMemcpyDeviceToHost));
+			CK(cudaFree(d_p));
+			CK(cudaFree(d_lo));
+			CK(cudaFree(d_hi));
+			bad = 0;
+			double		bound = 4.0 * (double) n / B + 2;
+
+			for (size_t i = 0; i < nr; i++)
+			{
+				bool		present = hi[i] > lo[i];
+				bool		exact = pk[i].rank_lo == lo[i] && pk[i].rank_hi + 1 == hi[i];
+				uint64_t	r = ranks[i];
+				double		e = r < pk[i].rank_lo ? (double) (pk[i].rank_lo - r) :
+					(r > pk[i].rank_hi ? (double) (r - pk[i].rank_hi) : 0.0);
+
+				if ((!present || !exact || e > bound) && bad++ < 1)
+					check(false, "%s approx B=%u rank %llu: key %llx range [%llu,%llu] true [%llu,%llu) err %.0f bound %.0f",
+						  tag, B, (unsigned long long) r, (unsigned long long) pk[i].key,
+						  (unsigned long long) pk[i].rank_lo, (unsigned long long) pk[i].rank_hi,
+						  (unsigned long long) lo[i], (unsigned long long) hi[i], e, bound);
+			}
+			if (!bad)
+				check(true, "");
+#ifdef GS_HAVE_CPU_ENGINE
+			if (with_cpu)
+			{
+				std::vector<gs_approx_pick> cp(nr);
+				gs_segment	seg = {hkeys.data(), n};
+				gs_input	in = {&seg, 1, (unsigned) sizeof(K)};
+
+				st = gs_cpu_select_approx(&in, ranks.data(), nr, &opt, cp.data(), &err);
+				bool		same = st == GS_OK;
+
+				for (size_t i = 0; same && i < nr; i++)
+					same = cp[i].key == pk[i].key && cp[i].rank_lo == pk[i].rank_lo && cp[i].rank_hi == pk[i].rank_hi;
+				check(same, "%s approx B=%u differs from the CPU engine (status %d)", tag, B, (int) st);
+			}
+#endif
+		}
+	}
+	CK(cudaFree(d_r));
+	CK(cudaFree(d_o));
+}
+
+static void
+run_type(int type, int dist, uint64_t n, bool with_cpu)
+{
+	int			kb = type_kb(type);
+	size_t		ek = kb == 2 ? 4 : kb;
+	void	   *d_raw = NULL,
+			   *d_keys = NULL,
+			   *d_sorted = NULL,
+			   *d_tmp = NULL;
+	size_t		tmpb = 0;
+	gs_error	err;
+	uint64_t	seed = g_seed ^ ((uint64_t) type << 40) ^ ((uint64_t) dist << 32) ^ n;
+
+	CK(cudaMalloc(&d_raw, (n + 1) * kb));
+	if (n)
+	{
+		k_gen<<<1024, 256>>>(type, dist, seed, n, d_raw);
+		CK(cudaGetLastError());
+	}
+	if (kb == 2)
+	{
+		CK(cudaMalloc(&d_keys, (n + 1) * 4));
+		check(gs_gpu_widen16(E, d_raw, d_keys, n, &err) == GS_OK, "widen16: %s", err.message);
+	}
+	else
+		d_keys = d_raw;
+	CK(cudaMalloc(&d_sorted, (n + 1) * ek));
+	if (ek == 4)
+		CK(cub::DeviceRadixSort::SortKeys(NULL, tmpb, (uint32_t *) NULL, (uint32_t *) NULL, (int64_t) n));
+	else
+		CK(cub::DeviceRadixSort::SortKeys(NULL, tmpb, (uint64_t *) NULL, (uint64_t *) NULL, (int64_t) n));
+	CK(cudaMalloc(&d_tmp, tmpb + 16));
+	CK(cudaDeviceSynchronize());
+	if (ek == 4)
+		run_case<uint32_t>(type, dist, n, d_raw, (uint32_t *) d_keys, (uint32_t *) d_sorted, d_tmp, tmpb, with_cpu);
+	else
+		run_case<uint64_t>(type, dist, n, d_raw, (uint64_t *) d_keys, (uint64_t *) d_sorted, d_tmp, tmpb, with_cpu);
+	if (kb == 2)
+		CK(cudaFree(d_keys));
+	CK(cudaFree(d_raw));
+	CK(cudaFree(d_sorted));
+	CK(cudaFree(d_tmp));
+	size_t		dev = 1,
+				host = 1;
+
+	gs_gpu_memory_in_use(E, &dev, &host);
+	check(dev == 0 && host == 0, "memory in use after %s/%s/%llu: %zu device, %zu host", type_name[type],
+		  dist_name[dist], (unsigned long long) n, dev, host);
+}
+
+static int
+interrupt_yes(void *arg)
+{
+	return ++*(int *) arg >= 2;
+}
+
+static void
+api_checks(void)
+{
+	gs_error	err;
+	gs_options	opt;
+	uint64_t	r = 0,
+				o = 0;
+	void	   *d = NULL;
+	size_t		dev,
+				host;
+
+	memset(&opt, 0, sizeof opt);
+	char		name[128];
+	size_t		fr,
+				tot;
+
+	check(gs_gpu_device_info(E, name, sizeof name, &fr, &tot, &err) == GS_OK && tot > 0, "device_info");
+	check(gs_gpu_select(E, NULL, 0, 4, NULL, 0, NULL, &opt, &err) == GS_OK, "n=0 no ranks");
+	check(gs_gpu_select(E, NULL, 0, 4, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "n=0 with a rank");
+	check(gs_gpu_alloc(E, 1 << 20, &d, &err) == GS_OK, "alloc");
+	check(gs_gpu_select(E, d, 10, 3, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "key_bytes 3");
+	r = 10;
+	check(gs_gpu_select(E, d, 10, 4, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "rank >= n");
+	r = 0;
+	opt.approx_buckets = 1;
+	check(gs_gpu_select_approx(E, d, 10, 4, &r, 1, &opt, (gs_approx_pick *) &o, &err) == GS_ERR_INVALID, "buckets 1");
+	CK(cudaMemset(d, 0x11, 1 << 20));
+	/* launch-failure injection, then recovery */
+	gs_gpu_inject_launch_failures(E, 1);
+	check(gs_gpu_select(E, d, 100000, 4, &r, 1, &o, &opt, &err) == GS_ERR_DEVICE, "injected failure");
+	gs_gpu_memory_in_use(E, &dev, &host);
+	check(dev == (1 << 20), "memory after injected failure: %zu", dev);
+	check(gs_gpu_select(E, d, 100000, 4, &r, 1, &o, &opt, &err) == GS_OK && o == 0x11111111u, "after injection");
+	/* memory cap */
+	gs_gpu_set_memory_cap(E, (1 << 20) + 1000);
+	check(gs_gpu_select(E, d, 200000, 4, &r, 1, &o, &opt, &err) == GS_ERR_DEVICE_NOMEM, "memory cap: %s", err.message);
+	void	   *d2 = NULL;
+
+	check(gs_gpu_alloc(E, 4096, &d2, &err) == GS_ERR_DEVICE_NOMEM && d2 == NULL, "alloc beyond cap");
+	gs_gpu_set_memory_cap(E, 0);
+	gs_gpu_memory_in_use(E, &dev, &host);
+	check(dev == (1 << 20), "memory after cap failure: %zu", dev);
+	/* interrupt */
+	int			calls = 0;
+
+	opt.interrupt = interrupt_yes;
+	opt.interrupt_arg = &calls;
+	check(gs_gpu_select(E, d, 200000, 4, &r, 1, &o, &opt, &err) == GS_ERR_CANCELED, "interrupt: %d", (int) err.status);
+	opt.interrupt = NULL;
+	/* too large */
+	uint64_t	big = (uint64_t) 1 << 40;
+
+	r = 5;
+	gs_status	st = gs_gpu_select(E, d, big, 8, &r, 1, &o, &opt, &err);
+
+	check(st == GS_ERR_TOO_LARGE || st == GS_ERR_DEVICE_NOMEM, "too large: %d %s", (int) st, err.message);
+	/* pinned host memory, register, async copy, sync */
+	void	   *h = NULL;
+
+	check(gs_gpu_host_alloc(E, 1 << 20, &h, &err) == GS_OK, "host alloc");
+	memset(h, 0x22, 1 << 20);
+	check(gs_gpu_copy_to_device_async(E, d, h, 1 << 20, &err) == GS_OK, "copy async");
+	r = 7;
+	opt.seed = 1;
+	check(gs_gpu_select(E, d, 1 << 18, 4, &r, 1, &o, &opt, &err) == GS_OK && o == 0x22222222u, "select after async copy");
+	gs_gpu_memory_in_use(E, &dev, &host);
+	check(host == (1 << 20), "pinned in use %zu", host);
+	gs_gpu_host_free(E, h);
+	std::vector<char> reg(1 << 20);
+
+	check(gs_gpu_host_register(E, reg.data(), reg.size(), &err) == GS_OK, "register: %s", err.message);
+	check(gs_gpu_copy_to_device_async(E, d, reg.data(), reg.size(), &err) == GS_OK, "copy registered");
+	check(gs_gpu_sync(E, &err) == GS_OK, "sync");
+	gs_gpu_host_unregister(E, reg.data());
+	gs_gpu_free(E, d);
+	gs_gpu_memory_in_use(E, &dev, &host);
+	check(dev == 0 && host == 0, "leak: %zu %zu", dev, host);
+	check(gs_gpu_scratch_bytes((size_t) 1 << 28, 8, 1) > 0, "scratch bytes");
+}
+
+/* ------------------------------------------------------------ bench */
+
+static float
+median(std::vector<float> v)
+{
+	std::sort(v.begin(), v.end());
+	return v[v.size() / 2];
+}
+
+template <typename K>
+static void
+bench_one(FILE *md, const char *tname, int type, int dist, uint64_t n)
+{
+	K		   *d_keys,
+			   *d_sorted;
+	void	   *d_tmp;
+	size_t		tmpb = 0;
+	unsigned long long *d_sink;
+	uint64_t   *d_r,
+			   *d_o;
+	cudaEvent_t a,
+				b;
+	const int	REPS = 15,
+				WARM = 3;
+
+	CK(cudaMalloc(&d_keys, n * sizeof(K)));
+	CK(cudaMalloc(&d_sorted, n * sizeof(K)));
+	CK(cub::DeviceRadixSort::SortKeys(NULL, tmpb, (K *) NULL, (K *) NULL, (int64_t) n));
+	CK(cudaMalloc(&d_tmp, tmpb));
+	CK(cudaMalloc(&d_sink, 8));
+	CK(cudaMalloc(&d_r, 8));
+	CK(cudaMalloc(&d_o, 8));
+	CK(cudaEventCreate(&a));
+	CK(cudaEventCreate(&b));
+	k_gen<<<4096, 256>>>(type, dist, g_seed + n, n, d_keys);
+	CK(cudaGetLastError());
+	CK(cudaDeviceSynchronize());
+	int			nsm;
+
+	CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
+	std::vector<float> t;
+	float		ms;
+
+	/* read pass */
+	t.clear();
+	for (int i = 0; i < REPS + WARM; i++)
+	{
+		CK(cudaEventRecord(a));
+		k_readpass<K><<<nsm * 8, 256>>>(d_keys, n, d_sink);
+		CK(cudaEventRecord(b));
+		CK(cudaEventSynchronize(b));
+		CK(cudaEventElapsedTime(&ms, a, b));
+		if (i >= WARM)
+			t.push_back(ms);
+	}
+	float		t_read = median(t);
+
+	/* CUB sort + pick */
+	uint64_t	mid = n / 2;
+
+	CK(cudaMemcpy(d_r, &mid, 8, cudaMemcpyHostToDevice));
+	t.clear();
+	for (int i = 0; i < REPS + WARM; i++)
+	{
+		size_t		tb = tmpb;
+
+		CK(cudaEventRecord(a));
+		CK(cub::DeviceRadixSort::SortKeys(d_tmp, tb, d_keys, d_sorted, (int64_t) n));
+		k_gather_ref<K><<<1, 32>>>(d_sorted, d_r, 1, d_o);
+		CK(cudaEventRecord(b));
+		CK(cudaEventSynchronize(b));
+		CK(cudaEventElapsedTime(&ms, a, b));
+		if (i >= WARM)
+			t.push_back(ms);
+	}
+	float		t_sort = median(t);
+	std::vector<uint64_t> sorted_h;	/* for the approx error: ranks from d_sorted */
+
+	/* selections (host-synchronous calls: time includes the whole call) */
+	float		t_sel[3];
+	int			bad = 0;
+
+	for (int which = 0; which < 3; which++)
+	{
+		std::vector<uint64_t> ranks;
+
+		if (which == 0)
+			ranks.push_back(n / 2);
+		else
+		{
+			int			k = which == 1 ? 101 : 1001;
+
+			for (int i = 0; i < k; i++)
+				ranks.push_back((uint64_t) ((double) i * (double) (n - 1) / (k - 1)));
+		}
+		std::vector<uint64_t> out(ranks.size());
+		gs_options	opt;
+		gs_error	err;
+
+		memset(&opt, 0, sizeof opt);
+		t.clear();
+		for (int i = 0; i < REPS + WARM; i++)
+		{
+			opt.seed = g_seed + i;
+			CK(cudaEventRecord(a, 0));
+			gs_status	st = gs_gpu_select(E, d_keys, n, sizeof(K), ranks.data(), ranks.size(), out.data(), &opt, &err);
+
+			CK(cudaEventRecord(b, 0));
+			CK(cudaEventSynchronize(b));
+			if (st != GS_OK)
+			{
+				printf("bench select failed: %s\n", err.message);
+				bad++;
+			}
+			CK(cudaEventElapsedTime(&ms, a, b));
+			if (i >= WARM)
+				t.push_back(ms);
+		}
+		t_sel[which] = median(t);
+		/* spot-check against the sort */
+		uint64_t	want;
+
+		CK(cudaMemcpy(d_r, &ranks[ranks.size() / 2], 8, cudaMemcpyHostToDevice));
+		k_gather_ref<K><<<1, 32>>>(d_sorted, d_r, 1, d_o);
+		CK(cudaMemcpy(&want, d_o, 8, cudaMemcpyDeviceToHost));
+		if (want != out[ranks.size() / 2])
+			bad++;
+	}
+	/* approximate: 1024 buckets, 101 ranks */
+	float		t_apx;
+	double		maxerr = 0,
+				sumerr = 0;
+	{
+		std::vector<uint64_t> ranks;
+
+		for (int i = 0; i < 101; i++)
+			ranks.push_back((uint64_t) ((double) i * (double) (n - 1) / 100));
+		std::vector<gs_approx_pick> pk(ranks.size());
+		gs_options	opt;
+		gs_error	err;
+
+		memset(&opt, 0, sizeof opt);
+		opt.approx_buckets = 1024;
+		t.clear();
+		for (int i = 0; i < REPS + WARM; i++)
+		{
+			opt.seed = g_seed + 1000 + i;
+			CK(cudaEventRecord(a, 0));
+			gs_status	st = gs_gpu_select_approx(E, d_keys, n, sizeof(K), ranks.data(), ranks.size(), &opt, pk.data(), &err);
+
+			CK(cudaEventRecord(b, 0));
+			CK(cudaEventSynchronize(b));
+			if (st != GS_OK)
+			{
+				printf("bench approx failed: %s\n", err.message);
+				bad++;
+			}
+			CK(cudaEventElapsedTime(&ms, a, b));
+			if (i >= WARM)
+				t.push_back(ms);
+			for (size_t k = 0; k < ranks.size(); k++)
+			{
+				uint64_t	r = ranks[k];
+				double		e = r < pk[k].rank_lo ? (double) (pk[k].rank_lo - r) :
+					(r > pk[k].rank_hi ? (double) (r - pk[k].rank_hi) : 0.0);
+
+				maxerr = fmax(maxerr, e);
+				sumerr += e;
+			}
+		}
+		t_apx = median(t);
+		sumerr /= (double) (REPS + WARM) * ranks.size();
+	}
+	double		scratch = (double) gs_gpu_scratch_bytes(n, sizeof(K), 1) / ((double) n * sizeof(K));
+	char		line[512];
+
+	snprintf(line, sizeof line,
+			 "| %s | 2^%d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.4f%% / %.4f%% | %.3f | %s |",
+			 tname, (int) log2((double) n), dist_name[dist], t_read, t_sort, t_sel[0], t_sel[1], t_sel[2], t_apx,
+			 100.0 * maxerr / n, 100.0 * sumerr / n, scratch, bad ? "WRONG" : "ok");
+	printf("%s\n", line);
+	fflush(stdout);
+	if (md)
+		fprintf(md, "%s\n", line);
+	CK(cudaFree(d_keys));
+	CK(cudaFree(d_sorted));
+	CK(cudaFree(d_tmp));
+	CK(cudaFree(d_sink));
+	CK(cudaFree(d_r));
+	CK(cudaFree(d_o));
+	CK(cudaEventDestroy(a));
+	CK(cudaEventDestroy(b));
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "check";
+	gs_error	err;
+
+	g_seed = getenv("GS_SEED") ? strtoull(getenv("GS_SEED"), NULL, 0) : (uint64_t) time(NULL) * 2654435761ULL;
+	printf("seed %llu\n", (unsigned long long) g_seed);
+	if (gs_gpu_open(0, &E, &err) != GS_OK)
+	{
+		printf("gs_gpu_open: %s\n0 passed, 1 failed\n", err.message);
+		return 1;
+	}
+	if (strcmp(mode, "check") == 0)
+	{
+		bool		small = argc > 2 && strcmp(argv[2], "small") == 0;
+
+		api_checks();
+		uint64_t	sizes[] = {0, 1, 2, 3, 31, 1000, 9000, 100000, 1 << 20, 1 << 24, 1 << 26, 1 << 28};
+		int			nsz = sizeof sizes / sizeof sizes[0];
+
+		for (int si = 0; si < nsz; si++)
+		{
+			uint64_t	n = sizes[si];
+
+			if (small && n > 100000)
+				break;
+			for (int type = 0; type < NTYPES; type++)
+				for (int dist = 0; dist < NDISTS; dist++)
+				{
+					if (small && ((type != T_INT2 && type != T_FLOAT4 && type != T_FLOAT8) ||
+								  (dist != D_UNIFORM && dist != D_EQUAL && dist != D_ADVERSARIAL && dist != D_SPECIAL) ||
+								  (n > 0 && n < 1000)))
+						continue;
+					if (n == (1u << 26) && type != T_INT4 && type != T_FLOAT8)
+						continue;
+					if (n == (1u << 28) && !((type == T_FLOAT4 || type == T_FLOAT8) &&
+											(dist == D_UNIFORM || dist == D_ADVERSARIAL || dist == D_SPECIAL || dist == D_SORTED)))
+						continue;
+					run_type(type, dist, n, n <= (1u << 20));
+				}
+			printf("size %llu done: %ld passed, %ld failed\n", (unsigned long long) n, g_pass, g_fail);
+			fflush(stdout);
+		}
+		gs_gpu_close(E);
+		printf("%ld passed, %ld failed\n", g_pass, g_fail);
+		return g_fail ? 1 : 0;
+	}
+	/* bench */
+	FILE	   *md = argc > 2 ? fopen(argv[2], "w") : NULL;
+	char		name[256];
+	size_t		fr,
+				tot;
+
+	gs_gpu_device_info(E, name, sizeof name, &fr, &tot, &err);
+	const char *hdr = "| type | n | dist | read pass ms | CUB sort+pick ms | exact 1 rank ms | 101 ranks ms | 1001 ranks ms | approx 1024b ms | approx max/mean rank err (%n) | scratch/input (1 rank) | check |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
+
+	printf("device: %s\n%s\n", name, hdr);
+	if (md)
+		fprintf(md, "device: %s, seed %llu\n\n%s\n", name, (unsigned long long) g_seed, hdr);
+	uint64_t	ns[] = {1 << 24, 1 << 26, 1 << 28};
+
+	for (uint64_t n : ns)
+		for (int dist : {D_UNIFORM, D_ADVERSARIAL})
+		{
+			bench_one<uint32_t>(md, "f32", T_FLOAT4, dist, n);
+			bench_one<uint64_t>(md, "f64", T_FLOAT8, dist, n);
+		}
+	if (md)
+		fclose(md);
+	gs_gpu_close(E);
+	return 0;
+}
