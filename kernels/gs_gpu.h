@@ -56,6 +56,10 @@ gs_status	gs_gpu_copy_to_device_async(gs_gpu_engine *e, void *d_dst, const void 
 /* widen 2-byte keys to 4-byte keys on the device (n keys, src and dst on device) */
 gs_status	gs_gpu_widen16(gs_gpu_engine *e, const void *d_src16, void *d_dst32, size_t n,
 						   gs_error *err);
+/* device->device copy, complete on return (kernels/gs_gpu_stage.cu); call
+ * gs_gpu_sync first when d_src was filled by queued work */
+gs_status	gs_gpu_copy_device(gs_gpu_engine *e, void *d_dst, const void *d_src, size_t bytes,
+							   gs_error *err);
 /* wait for every copy and kernel the engine has queued */
 gs_status	gs_gpu_sync(gs_gpu_engine *e, gs_error *err);
 

@@ -41,10 +41,13 @@ extern void gs_gpu_chunk_filled(GsState *st, int chunkno);
  * In gpuselect.device = gpu a failure raises ERROR; in auto it returns
  * GS_GPU_NOT_USED after one NOTICE per backend and reason.
  */
-extern GsGpuOutcome gs_gpu_select(GsState *st, const gs_input *in,
+extern GsGpuOutcome gs_gpu_path_select(GsState *st, const gs_input *in,
 								  const uint64 *ranks, int nranks,
 								  uint64 *out_keys, gs_approx_pick *picks,
 								  GsRunInfo *info);
+
+/* _PG_init: settings that exist only in CUDA builds (test hooks). No CUDA call. */
+extern void gs_gpu_define_gucs(void);
 
 /* gpuselect_status(): fills name/value pairs about the GPU. */
 extern void gs_gpu_status(void (*emit) (const char *name, const char *value, void *arg), void *arg);

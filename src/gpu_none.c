@@ -10,6 +10,12 @@
 #include "gpu.h"
 #include "guc.h"
 
+/* the CUDA-only test hooks do not exist in this build */
+void
+gs_gpu_define_gucs(void)
+{
+}
+
 void *
 gs_gpu_chunk_alloc(GsState *st, Size bytes)
 {
@@ -26,7 +32,7 @@ gs_gpu_chunk_filled(GsState *st, int chunkno)
 }
 
 GsGpuOutcome
-gs_gpu_select(GsState *st, const gs_input *in,
+gs_gpu_path_select(GsState *st, const gs_input *in,
 			  const uint64 *ranks, int nranks,
 			  uint64 *out_keys, gs_approx_pick *picks,
 			  GsRunInfo *info)

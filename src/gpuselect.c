@@ -8,6 +8,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "gpu.h"
 #include "guc.h"
 
 PG_MODULE_MAGIC;
@@ -18,5 +19,6 @@ void
 _PG_init(void)
 {
 	gs_guc_define();
+	gs_gpu_define_gucs();
 	MarkGUCPrefixReserved("gpuselect");
 }

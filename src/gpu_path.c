@@ -1,0 +1,518 @@
+/*
+ * gpu_path.c — the GPU path of a CUDA build (implements gpu.h).
+ *
+ * Lifecycle.  Nothing here runs in the postmaster or in _PG_init: the CUDA
+ * context is created lazily by the first backend call that needs it
+ * (gs_gpu_ready), once per process, and a parallel worker never creates one
+ * (workers only fill partial states; the leader selects after combining).
+ * When the context cannot be created, the reason is remembered and the
+ * backend stays on the CPU path.
+ *
+ * Data flow.  Once a group holds gpuselect.gpu_min_rows values, state.c asks
+ * here for its further chunks: ordinary malloc'd memory registered as
+ * page-locked (cudaHostRegister through the engine).  Measured on the H100
+ * machine: registering costs ~37 us/MB against ~370 us/MB for cudaHostAlloc,
+ * and pinned copies run ~55 GB/s against 7-9 GB/s pageable, so registering
+ * per query beats keeping a pinned pool.  Each full chunk is copied to its
+ * own device buffer asynchronously while the scan goes on; the final call
+ * copies the rest, joins everything into one device buffer, and selects.
+ * The device buffer stays with the state, so a shareable final function run
+ * again on the same state (several aggregates over one ORDER BY) copies
+ * nothing.
+ *
+ * Resources.  Everything a state holds (registered host chunks, device
+ * buffers) is released by a reset callback on the state's memory context:
+ * on success, on ERROR and on query cancel alike.  No ereport happens while
+ * an engine call is on the stack: engine calls return a status, and only
+ * then does this file raise, fall back, or check for interrupts.
+ */
+#include "postgres.h"
+
+#include <stdlib.h>
+
+#include "access/parallel.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "gs_gpu.h"
+#include "dispatch.h"
+#include "gpu.h"
+#include "guc.h"
+
+/* ---------------- backend-wide GPU state ---------------- */
+
+typedef enum GsGpuAvail
+{
+	GS_GPU_UNTRIED,
+	GS_GPU_READY,
+	GS_GPU_UNAVAILABLE
+} GsGpuAvail;
+
+static GsGpuAvail gpu_avail = GS_GPU_UNTRIED;
+static gs_gpu_engine *gpu_engine = NULL;
+static int	gpu_owner_pid = 0;
+static char gpu_reason[256] = "not initialized yet (the context is created at first GPU use)";
+static char gpu_device_name[256] = "";
+static double gpu_init_ms = 0;
+static uint32 gpu_noticed = 0;	/* bit per gs_status: one NOTICE per backend and reason */
+static int64 gpu_pinned_bytes = 0;	/* host bytes currently registered by this file */
+
+/* test hooks (CUDA builds only; see gs_gpu_define_gucs) */
+static int	gs_guc_test_device_memory_cap_mb = 0;
+static int	gs_guc_test_fail_launches = 0;
+
+/* ---------------- per-state GPU data ---------------- */
+
+typedef struct GsDevChunk
+{
+	void	   *d;				/* device copy of chunk i, or NULL */
+	uint64		n;				/* keys copied */
+} GsDevChunk;
+
+typedef struct GsGpuState
+{
+	GsState    *st;
+	MemoryContextCallback cb;
+
+	/* registered host chunks, to unregister and free */
+	void	  **pinned;
+	Size	   *pinned_bytes;
+	int			npinned;
+	int			maxpinned;
+
+	/* device copies of full chunks made during the scan, by chunk number */
+	GsDevChunk *dev;
+	int			maxdev;
+
+	/* the whole input, contiguous on the device (kept for a re-run) */
+	void	   *d_all;
+	uint64		d_all_n;
+	unsigned	d_all_key_bytes;
+
+	int64		bytes_copied;
+} GsGpuState;
+
+static double
+elapsed_ms(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+void
+gs_gpu_define_gucs(void)
+{
+	DefineCustomIntVariable("gpuselect.test_device_memory_cap_mb",
+							"Test hook: fail GPU allocations beyond this many MB (0: no cap).",
+							"For fault-injection tests of the fallback to the CPU path.",
+							&gs_guc_test_device_memory_cap_mb,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuselect.test_fail_launches",
+							"Test hook: make the next N GPU selections fail as if a kernel launch had failed.",
+							"For fault-injection tests of the fallback to the CPU path.",
+							&gs_guc_test_fail_launches,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+}
+
+/*
+ * Is the GPU usable in this process?  Creates the context on first call
+ * (never in a parallel worker, never in the postmaster).
+ */
+static bool
+gs_gpu_ready(void)
+{
+	gs_error	err;
+	instr_time	start;
+	size_t		free_b = 0,
+				total_b = 0;
+
+	/* workers fill partial states only; the postmaster never runs queries,
+	 * but a CUDA context must never exist there (children would inherit it) */
+	if (IsParallelWorker() || (IsPostmasterEnvironment && !IsUnderPostmaster))
+		return false;
+	if (gpu_avail == GS_GPU_READY)
+		return gpu_owner_pid == MyProcPid;	/* a context is not valid across fork */
+	if (gpu_avail == GS_GPU_UNAVAILABLE)
+		return false;
+
+	memset(&err, 0, sizeof(err));
+	INSTR_TIME_SET_CURRENT(start);
+	if (gs_gpu_open(0, &gpu_engine, &err) != GS_OK)
+	{
+		gpu_engine = NULL;
+		gpu_avail = GS_GPU_UNAVAILABLE;
+		snprintf(gpu_reason, sizeof(gpu_reason), "%s",
+				 err.message[0] ? err.message : "the CUDA context could not be created");
+		return false;
+	}
+	gpu_init_ms = elapsed_ms(start);
+	gpu_owner_pid = MyProcPid;
+	gpu_avail = GS_GPU_READY;
+	if (gs_gpu_device_info(gpu_engine, gpu_device_name, sizeof(gpu_device_name),
+						   &free_b, &total_b, &err) != GS_OK)
+		strlcpy(gpu_device_name, "unknown", sizeof(gpu_device_name));
+	snprintf(gpu_reason, sizeof(gpu_reason), "ready");
+	elog(DEBUG1, "gpuselect: CUDA context on %s created in %.1f ms", gpu_device_name, gpu_init_ms);
+	return true;
+}
+
+/* Release everything a state holds on the GPU side (reset callback). */
+static void
+gs_gpu_state_release(void *arg)
+{
+	GsGpuState *g = (GsGpuState *) arg;
+	gs_error	err;
+
+	if (gpu_engine == NULL)
+		return;
+	/* chunks may still be in flight to the device: finish before freeing */
+	(void) gs_gpu_sync(gpu_engine, &err);
+	for (int i = 0; i < g->maxdev; i++)
+		if (g->dev[i].d)
+		{
+			gs_gpu_free(gpu_engine, g->dev[i].d);
+			g->dev[i].d = NULL;
+		}
+	if (g->d_all)
+	{
+		gs_gpu_free(gpu_engine, g->d_all);
+		g->d_all = NULL;
+	}
+	for (int i = 0; i < g->npinned; i++)
+	{
+		gs_gpu_host_unregister(gpu_engine, g->pinned[i]);
+		free(g->pinned[i]);
+		gpu_pinned_bytes -= (int64) g->pinned_bytes[i];
+	}
+	g->npinned = 0;
+	g->st->gpu = NULL;
+}
+
+static GsGpuState *
+gs_gpu_state_get(GsState *st)
+{
+	GsGpuState *g = st->gpu;
+
+	if (g == NULL)
+	{
+		g = (GsGpuState *) MemoryContextAllocZero(st->mcxt, sizeof(GsGpuState));
+		g->st = st;
+		g->cb.func = gs_gpu_state_release;
+		g->cb.arg = g;
+		MemoryContextRegisterResetCallback(st->mcxt, &g->cb);
+		st->gpu = g;
+	}
+	return g;
+}
+
+void *
+gs_gpu_chunk_alloc(GsState *st, Size bytes)
+{
+	GsGpuState *g;
+	gs_error	err;
+	void	   *p;
+	Size		rounded = TYPEALIGN(4096, bytes);
+
+	if (!gs_gpu_ready())
+		return NULL;
+	g = gs_gpu_state_get(st);
+	if (g->npinned == g->maxpinned)
+	{
+		int			newmax = g->maxpinned ? g->maxpinned * 2 : 16;
+
+		g->pinned = g->pinned
+			? (void **) repalloc(g->pinned, newmax * sizeof(void *))
+			: (void **) MemoryContextAlloc(st->mcxt, newmax * sizeof(void *));
+		g->pinned_bytes = g->pinned_bytes
+			? (Size *) repalloc(g->pinned_bytes, newmax * sizeof(Size))
+			: (Size *) MemoryContextAlloc(st->mcxt, newmax * sizeof(Size));
+		g->maxpinned = newmax;
+	}
+	if (posix_memalign(&p, 4096, rounded) != 0)
+		return NULL;
+	memset(&err, 0, sizeof(err));
+	if (gs_gpu_host_register(gpu_engine, p, rounded, &err) != GS_OK)
+	{
+		free(p);
+		elog(DEBUG1, "gpuselect: could not page-lock a %zu-byte chunk: %s", rounded, err.message);
+		return NULL;
+	}
+	g->pinned[g->npinned] = p;
+	g->pinned_bytes[g->npinned++] = rounded;
+	gpu_pinned_bytes += (int64) rounded;
+	return p;
+}
+
+/* Start copying a full page-locked chunk to the device while the scan goes on. */
+void
+gs_gpu_chunk_filled(GsState *st, int chunkno)
+{
+	GsGpuState *g = st->gpu;
+	GsChunk    *c = &st->chunks[chunkno];
+	Size		bytes = (Size) c->n * st->key_bytes;
+	gs_error	err;
+	void	   *d = NULL;
+
+	if (g == NULL || !c->pinned || gpu_avail != GS_GPU_READY || c->n == 0)
+		return;
+	if (chunkno >= g->maxdev)
+	{
+		int			newmax = Max(chunkno + 1, g->maxdev * 2);
+
+		g->dev = g->dev
+			? (GsDevChunk *) repalloc(g->dev, newmax * sizeof(GsDevChunk))
+			: (GsDevChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsDevChunk));
+		memset(g->dev + g->maxdev, 0, (newmax - g->maxdev) * sizeof(GsDevChunk));
+		g->maxdev = newmax;
+	}
+	memset(&err, 0, sizeof(err));
+	gs_gpu_set_memory_cap(gpu_engine, (size_t) gs_guc_test_device_memory_cap_mb << 20);
+	if (gs_gpu_alloc(gpu_engine, bytes, &d, &err) != GS_OK)
+		return;					/* the final call copies this chunk itself */
+	if (gs_gpu_copy_to_device_async(gpu_engine, d, c->data, bytes, &err) != GS_OK)
+	{
+		gs_gpu_free(gpu_engine, d);
+		return;
+	}
+	g->dev[chunkno].d = d;
+	g->dev[chunkno].n = c->n;
+	g->bytes_copied += (int64) bytes;
+}
+
+/*
+ * Give up on the GPU for this call: ERROR in device = gpu, otherwise one
+ * NOTICE per backend and reason, and the caller runs the CPU path.
+ */
+static GsGpuOutcome
+gs_gpu_fallback(GsRunInfo *info, gs_status status, const char *why)
+{
+	if (gs_guc_device == GS_DEVICE_GPU)
+		gs_gpu_required_error(status == GS_ERR_DEVICE_NOMEM ? ERRCODE_OUT_OF_MEMORY
+							  : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+							  why);
+	if ((gpu_noticed & (1u << status)) == 0)
+	{
+		gpu_noticed |= 1u << status;
+		ereport(NOTICE,
+				(errmsg("gpuselect: using the CPU path: %s", why),
+				 errdetail("This notice is shown once per session and reason; gpuselect_status() shows the GPU state.")));
+	}
+	info->path = psprintf("cpu (fallback: %s)", why);
+	return GS_GPU_NOT_USED;
+}
+
+/* Free the joined device buffer (after a failure, or when the state grew). */
+static void
+gs_gpu_drop_all(GsGpuState *g)
+{
+	if (g->d_all)
+	{
+		gs_gpu_free(gpu_engine, g->d_all);
+		g->d_all = NULL;
+		g->d_all_n = 0;
+	}
+}
+
+/*
+ * Put the state's keys, contiguous, on the device: join the chunks copied
+ * during the scan and copy the rest.  2-byte keys are widened to 4 bytes.
+ */
+static gs_status
+gs_gpu_stage(GsGpuState *g, gs_error *err)
+{
+	GsState    *st = g->st;
+	unsigned	kb = st->key_bytes;
+	uint64		n = (uint64) st->nrows;
+	char	   *d_raw = NULL;
+	uint64		off = 0;
+	gs_status	s;
+	void	  **registered;
+	int			nregistered = 0;
+
+	if (g->d_all && g->d_all_n == n)
+		return GS_OK;
+	gs_gpu_drop_all(g);
+
+	s = gs_gpu_alloc(gpu_engine, (size_t) n * kb, (void **) &d_raw, err);
+	if (s != GS_OK)
+		return s;
+	registered = (void **) palloc(sizeof(void *) * Max(st->nchunks, 1));
+
+	/* wait for the scan-time copies, then join and copy the rest */
+	s = gs_gpu_sync(gpu_engine, err);
+	for (int i = 0; s == GS_OK && i < st->nchunks; i++)
+	{
+		GsChunk    *c = &st->chunks[i];
+		Size		bytes = (Size) c->n * kb;
+
+		if (c->n == 0)
+			continue;
+		if (i < g->maxdev && g->dev[i].d && g->dev[i].n == c->n)
+			s = gs_gpu_copy_device(gpu_engine, d_raw + off * kb, g->dev[i].d, bytes, err);
+		else
+		{
+			/* large pageable chunks (combined or deserialized states) are
+			 * page-locked for the copy: several times faster than pageable */
+			if (!c->pinned && bytes >= ((Size) 1 << 20) &&
+				gs_gpu_host_register(gpu_engine, c->data, bytes, err) == GS_OK)
+				registered[nregistered++] = c->data;
+			s = gs_gpu_copy_to_device_async(gpu_engine, d_raw + off * kb, c->data, bytes, err);
+			g->bytes_copied += (int64) bytes;
+		}
+		off += c->n;
+	}
+	if (s == GS_OK)
+		s = gs_gpu_sync(gpu_engine, err);
+	else
+	{
+		gs_error	ignore;
+
+		(void) gs_gpu_sync(gpu_engine, &ignore);
+	}
+	for (int i = 0; i < nregistered; i++)
+		gs_gpu_host_unregister(gpu_engine, registered[i]);
+	pfree(registered);
+
+	/* the per-chunk device copies are joined: free them */
+	for (int i = 0; i < g->maxdev; i++)
+		if (g->dev[i].d)
+		{
+			gs_gpu_free(gpu_engine, g->dev[i].d);
+			g->dev[i].d = NULL;
+		}
+
+	if (s == GS_OK && kb == 2)
+	{
+		void	   *d_wide = NULL;
+
+		s = gs_gpu_alloc(gpu_engine, (size_t) n * 4, &d_wide, err);
+		if (s == GS_OK)
+			s = gs_gpu_widen16(gpu_engine, d_raw, d_wide, (size_t) n, err);
+		if (s == GS_OK)
+			s = gs_gpu_sync(gpu_engine, err);
+		gs_gpu_free(gpu_engine, d_raw);
+		d_raw = (char *) d_wide;
+		kb = 4;
+	}
+	if (s != GS_OK)
+	{
+		if (d_raw)
+			gs_gpu_free(gpu_engine, d_raw);
+		return s;
+	}
+	Assert(off == n);
+	g->d_all = d_raw;
+	g->d_all_n = n;
+	g->d_all_key_bytes = kb;
+	return GS_OK;
+}
+
+GsGpuOutcome
+gs_gpu_path_select(GsState *st, const gs_input *in,
+			  const uint64 *ranks, int nranks,
+			  uint64 *out_keys, gs_approx_pick *picks,
+			  GsRunInfo *info)
+{
+	GsGpuState *g;
+	gs_error	err;
+	gs_status	s;
+	gs_options	opt;
+	instr_time	start;
+
+	if (!gs_gpu_ready())
+		return gs_gpu_fallback(info, GS_ERR_NO_DEVICE, gpu_reason);
+
+	memset(&err, 0, sizeof(err));
+	gs_gpu_set_memory_cap(gpu_engine, (size_t) gs_guc_test_device_memory_cap_mb << 20);
+	if (gs_guc_test_fail_launches > 0)
+	{
+		gs_gpu_inject_launch_failures(gpu_engine, gs_guc_test_fail_launches);
+		gs_guc_test_fail_launches = 0;
+	}
+
+	g = gs_gpu_state_get(st);
+	INSTR_TIME_SET_CURRENT(start);
+	s = gs_gpu_stage(g, &err);
+	info->copy_ms = elapsed_ms(start);
+	info->bytes_copied = g->bytes_copied;
+	if (s != GS_OK)
+		return gs_gpu_fallback(info, s, err.message[0] ? err.message : "staging the input failed");
+
+	memset(&opt, 0, sizeof(opt));
+	opt.seed = (uint64) gs_guc_seed;
+	opt.approx_buckets = (unsigned) gs_guc_approx_buckets;
+	for (int attempt = 0;; attempt++)
+	{
+		/* as dispatch.c does for the CPU: a non-fatal interrupt restarts */
+		opt.interrupt = attempt < 4 ? gs_interrupt_hook : NULL;
+		memset(&err, 0, sizeof(err));
+		INSTR_TIME_SET_CURRENT(start);
+		if (picks)
+			s = gs_gpu_select_approx(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
+									 ranks, (size_t) nranks, &opt, picks, &err);
+		else
+			s = gs_gpu_select(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
+							  ranks, (size_t) nranks, out_keys, &opt, &err);
+		info->select_ms = elapsed_ms(start);
+		if (s != GS_ERR_CANCELED)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (s != GS_OK)
+	{
+		gs_error	sync_err;
+
+		gs_gpu_drop_all(g);
+		/* a failure the context cannot recover from: stop using the GPU */
+		if (s == GS_ERR_DEVICE && gs_gpu_sync(gpu_engine, &sync_err) != GS_OK)
+		{
+			gpu_avail = GS_GPU_UNAVAILABLE;
+			snprintf(gpu_reason, sizeof(gpu_reason), "the CUDA context failed: %s", sync_err.message);
+		}
+		return gs_gpu_fallback(info, s, err.message[0] ? err.message : "the GPU selection failed");
+	}
+
+	/* the engine returns keys widened to 64 bits: 2-byte keys went as 4 */
+	if (st->key_bytes == 2)
+	{
+		for (int i = 0; i < nranks; i++)
+		{
+			if (picks)
+				picks[i].key &= 0xFFFF;
+			else
+				out_keys[i] &= 0xFFFF;
+		}
+	}
+	info->path = "gpu";
+	return GS_GPU_DONE;
+}
+
+void
+gs_gpu_status(void (*emit) (const char *name, const char *value, void *arg), void *arg)
+{
+	emit("cuda_build", "on", arg);
+	emit("gpu_available",
+		 gpu_avail == GS_GPU_READY ? "true" :
+		 gpu_avail == GS_GPU_UNAVAILABLE ? "false" : "unknown", arg);
+	emit("gpu_reason", gpu_reason, arg);
+	emit("gpu_device", gpu_device_name[0] ? gpu_device_name : NULL, arg);
+	emit("gpu_init_ms", gpu_avail == GS_GPU_READY ? psprintf("%.1f", gpu_init_ms) : NULL, arg);
+	if (gpu_avail == GS_GPU_READY && gpu_engine)
+	{
+		size_t		dev_b = 0,
+					host_b = 0;
+
+		gs_gpu_memory_in_use(gpu_engine, &dev_b, &host_b);
+		emit("gpu_device_bytes_in_use", psprintf("%zu", dev_b), arg);
+		emit("gpu_pinned_bytes_in_use", psprintf(INT64_FORMAT, gpu_pinned_bytes + (int64) host_b), arg);
+	}
+}
