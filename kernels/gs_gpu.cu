@@ -907,8 +907,17 @@ gs_gpu_select_approx(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned ke
 
 		if (rc != GS_OK)
 			return rc;
+		gs_options	o2;
+
 		if (!opt)
 			return gs_fail(err, GS_ERR_INVALID, "approximate selection needs options (approx_buckets, seed)");
+		if (opt->approx_buckets == 0)
+		{
+			/* same default as the CPU engine */
+			o2 = *opt;
+			o2.approx_buckets = 1024;
+			opt = &o2;
+		}
 		if (opt->approx_buckets < 2 || opt->approx_buckets > GS_MAX_APPROX_BUCKETS)
 			return gs_fail(err, GS_ERR_INVALID, "approx_buckets must be in [2, %d], got %u",
 						   GS_MAX_APPROX_BUCKETS, opt->approx_buckets);
