@@ -1,0 +1,137 @@
+#!/bin/bash
+# test/bench/e2e_bench.sh — end-to-end benchmark of gpuselect inside PostgreSQL.
+#
+# Runs against the server given by the PG* variables (on the GPU machine:
+# source .gpubundle/pg-up; make install), with gpuselect installed.  In one
+# run and on the same server it times, for float8 tables of each size in
+# GS_BENCH_SIZES (default "1000000 10000000 100000000"):
+#   sum(x) (the executor floor) serial and parallel; built-in percentile_disc
+#   (0.5 and 101 fractions); gpuselect on the CPU path and on the GPU path
+#   (ordered-set, gpu_median, gpu_quantiles serial and parallel, approximate)
+# and a dashboard table (10M latencies, hourly timestamps over 30 days):
+#   p50/p90/p99 per hour, built-in vs gpuselect;
+# and the GPU/CPU crossover used for gpuselect.gpu_min_rows.
+# Each time is the median of GS_BENCH_REPS runs (default 3; 1 at 100M rows),
+# wall time measured by psql's \timing in one session whose CUDA context
+# already exists (the first-call cost is reported separately).
+# Prints one table; writes it to $GS_BENCH_OUT (default stdout only).
+set -u
+SIZES=${GS_BENCH_SIZES:-"1000000 10000000 100000000"}
+REPS=${GS_BENCH_REPS:-3}
+WORKERS=${GS_BENCH_WORKERS:-8}
+BUILTIN_MAX=${GS_BENCH_BUILTIN_MAX_ROWS:-100000000}   # skip built-in above this size
+OUT=${GS_BENCH_OUT:-/dev/null}
+PSQL="psql -X -q -v ON_ERROR_STOP=1"
+F101="(SELECT array_agg(g / 100.0) FROM generate_series(0, 100) g)"
+
+rows=()
+row() { rows+=("$(printf '%-44s %11s %10s %10s %10s' "$@")"); }
+
+# median wall time (ms) of a query run $2 times in one session after one warm-up
+timeq() { # timeq SETTINGS REPS QUERY
+	local settings=$1 reps=$2 query=$3
+	{
+		echo "$settings"
+		echo "$query;"   # warm-up (buffers, CUDA context)
+		echo '\timing on'
+		for _ in $(seq "$reps"); do echo "$query;"; done
+	} | $PSQL -o /dev/null 2>&1 | awk '/^Time:/ {print $2}' | sort -g |
+		awk '{a[NR]=$1} END {if (NR == 0) print "ERR"; else printf "%.1f\n", a[int((NR + 1) / 2)]}'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }'; }
+
+SER="SET max_parallel_workers_per_gather = 0; SET gpuselect.gpu_min_rows = 0;"
+PAR="SET max_parallel_workers_per_gather = $WORKERS; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET gpuselect.gpu_min_rows = 0;"
+GPU="SET gpuselect.device = gpu;"
+CPU="SET gpuselect.device = cpu;"
+
+gpu_name=$($PSQL -At -c "SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0;
+	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 10) g;
+	SELECT value FROM gpuselect_status() WHERE name = 'gpu_device';" 2>/dev/null | tail -1)
+first_call=$( { echo "$GPU $SER"; echo '\timing on';
+	echo "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 1000) g;"; } |
+	$PSQL -o /dev/null 2>&1 | awk '/^Time:/ {print $2}')
+warm_call=$( { echo "$GPU $SER"; echo "SELECT 1 FROM generate_series(1, 1000) g HAVING gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) > 0;";
+	echo '\timing on';
+	echo "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 1000) g;"; } |
+	$PSQL -o /dev/null 2>&1 | awk '/^Time:/ {print $2}')
+
+for n in $SIZES; do
+	t=bench_f8_$n
+	reps=$REPS; [ "$n" -ge 100000000 ] && reps=1
+	$PSQL -c "CREATE TABLE IF NOT EXISTS $t AS SELECT random() * 1000 AS x FROM generate_series(1, $n);
+	          VACUUM ANALYZE $t;" >/dev/null
+	sum_s=$(timeq "$SER" $reps "SELECT sum(x) FROM $t")
+	sum_p=$(timeq "$PAR" $reps "SELECT sum(x) FROM $t")
+	row "sum(x) serial [floor]" "$n" "$sum_s" "-" "1.00x"
+	row "sum(x) parallel $WORKERS workers [floor]" "$n" "$sum_p" "-" "1.00x"
+	if [ "$n" -le "$BUILTIN_MAX" ]; then
+		b1=$(timeq "$SER" $reps "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")
+		b101=$(timeq "$SER" $reps "SELECT percentile_disc($F101) WITHIN GROUP (ORDER BY x) FROM $t")
+	else
+		b1="skipped"; b101="skipped"
+	fi
+	row "built-in percentile_disc(0.5)" "$n" "$b1" "1.00x" "$(ratio "$b1" "$sum_s")"
+	row "built-in percentile_disc(101)" "$n" "$b101" "1.00x" "$(ratio "$b101" "$sum_s")"
+	for path in cpu gpu; do
+		if [ $path = gpu ]; then DEV=$GPU; else DEV=$CPU; fi
+		x=$(timeq "$DEV $SER" $reps "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")
+		row "[$path] gpu_percentile_disc(0.5)" "$n" "$x" "$(ratio "$b1" "$x")" "$(ratio "$x" "$sum_s")"
+		x=$(timeq "$DEV $SER" $reps "SELECT gpu_median(x) FROM $t")
+		row "[$path] gpu_median" "$n" "$x" "$(ratio "$b1" "$x")" "$(ratio "$x" "$sum_s")"
+		x=$(timeq "$DEV $SER" $reps "SELECT gpu_quantiles(x, $F101) FROM $t")
+		row "[$path] gpu_quantiles(101) serial" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_s")"
+		x=$(timeq "$DEV $PAR" $reps "SELECT gpu_quantiles(x, $F101) FROM $t")
+		row "[$path] gpu_quantiles(101) parallel" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_p") par"
+		x=$(timeq "$DEV $SER SET gpuselect.approximate = on;" $reps "SELECT gpu_quantiles(x, $F101) FROM $t")
+		bound=$($PSQL -At -c "$DEV $SER SET gpuselect.approximate = on; SELECT gpu_quantiles(x, $F101) FROM $t;
+			SELECT value FROM gpuselect_status() WHERE name = 'last_rank_bound';" | tail -1)
+		row "[$path] approximate quantiles(101) bound=$bound" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_s")"
+	done
+	[ "$n" -ge 100000000 ] && $PSQL -c "DROP TABLE $t;" >/dev/null
+done
+
+# dashboard: 10M latencies, hourly timestamps over 30 days
+$PSQL -c "CREATE TABLE IF NOT EXISTS bench_dash AS
+	SELECT timestamp '2026-10-01' + (g % (30 * 24)) * interval '1 hour' + random() * interval '59 minutes' AS ts,
+	       exp(random() * 6) AS latency_ms
+	FROM generate_series(1, 10000000) g; VACUUM ANALYZE bench_dash;" >/dev/null
+q_b="SELECT date_trunc('hour', ts), percentile_disc(array[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY latency_ms) FROM bench_dash GROUP BY 1"
+q_o="SELECT date_trunc('hour', ts), gpu_percentile_disc(array[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY latency_ms) FROM bench_dash GROUP BY 1"
+q_p="SELECT date_trunc('hour', ts), gpu_quantiles(latency_ms, array[0.5, 0.9, 0.99]) FROM bench_dash GROUP BY 1"
+q_s="SELECT date_trunc('hour', ts), sum(latency_ms) FROM bench_dash GROUP BY 1"
+SETA="SET max_parallel_workers_per_gather = 0; SET gpuselect.device = auto; RESET gpuselect.gpu_min_rows;"
+ds=$(timeq "$SETA" $REPS "$q_s")
+db=$(timeq "$SETA" $REPS "$q_b")
+do_=$(timeq "$SETA" $REPS "$q_o")
+dp=$(timeq "$SETA" $REPS "$q_p")
+dpp=$(timeq "SET gpuselect.device = auto; RESET gpuselect.gpu_min_rows; SET max_parallel_workers_per_gather = $WORKERS; SET parallel_setup_cost = 0; SET min_parallel_table_scan_size = 0;" $REPS "$q_p")
+row "dashboard sum per hour [floor]" "10000000" "$ds" "-" "1.00x"
+row "dashboard built-in p50/p90/p99 per hour" "10000000" "$db" "1.00x" "$(ratio "$db" "$ds")"
+row "dashboard gpu_percentile_disc per hour" "10000000" "$do_" "$(ratio "$db" "$do_")" "$(ratio "$do_" "$ds")"
+row "dashboard gpu_quantiles per hour" "10000000" "$dp" "$(ratio "$db" "$dp")" "$(ratio "$dp" "$ds")"
+row "dashboard gpu_quantiles per hour, parallel" "10000000" "$dpp" "$(ratio "$db" "$dpp")" "-"
+
+# crossover for gpuselect.gpu_min_rows: same query, CPU vs GPU path, growing n
+$PSQL -c "CREATE TABLE IF NOT EXISTS bench_cross AS SELECT random() AS x FROM generate_series(1, 2000000);" >/dev/null
+for k in 10000 30000 100000 300000 1000000 2000000; do
+	q="SELECT gpu_quantiles(x, $F101) FROM (SELECT x FROM bench_cross LIMIT $k) s"
+	c=$(timeq "$CPU $SER" 5 "$q")
+	g=$(timeq "$GPU $SER" 5 "$q")
+	row "crossover gpu_quantiles(101): cpu | gpu" "$k" "$c | $g" "$(ratio "$c" "$g")" "-"
+done
+
+{
+	echo "# gpuselect end-to-end benchmark"
+	echo
+	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "- GPU: ${gpu_name:-none}; CPU: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
+	echo "- server: $($PSQL -At -c 'SHOW server_version'), shared_buffers $($PSQL -At -c 'SHOW shared_buffers'), work_mem $($PSQL -At -c 'SHOW work_mem')"
+	echo "- first GPU call in a new session (context creation included): ${first_call} ms; warm: ${warm_call} ms"
+	echo "- median of $REPS runs (1 at 100M rows); 'vs built-in' = built-in time / this time; 'vs floor' = this time / sum(x) time"
+	echo
+	echo '```'
+	printf '%-44s %11s %10s %10s %10s\n' "query" "rows" "ms" "vs built-in" "vs floor"
+	printf '%s\n' "${rows[@]}"
+	echo '```'
+} | tee "$OUT"
