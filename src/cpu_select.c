@@ -377,13 +377,35 @@ typedef struct lvl_arg
 	/* histogram */
 	uint32_t   *h32;
 	uint64_t   *h64;
+	uint64_t   *tmn,
+			   *tmx;			/* per task: min/max of its keys */
 	size_t		nslots;
 	size_t		since_flush;
 	/* gather */
 	const int32_t *map;			/* flat index -> child, -1 */
+	const uint64_t *bm;			/* bitmap of flat indexes with a child */
 	size_t	   *pos;			/* per child write position in scratch */
 	uint64_t   *scratch;
 } lvl_arg;
+
+/* task holding key k, or nt */
+static inline size_t
+lvl_task(const lvl_arg *a, uint64_t k)
+{
+	size_t		lo = 0,
+				len = a->nt;
+
+	while (len > 1)
+	{
+		size_t		half = len / 2;
+
+		lo = (a->lo[lo + half] <= k) ? lo + half : lo;
+		len -= half;
+	}
+	if (a->lo[lo] > k || k - a->lo[lo] > a->width[lo])
+		return a->nt;
+	return lo;
+}
 
 static inline size_t
 lvl_index(const lvl_arg *a, uint64_t k)
@@ -412,18 +434,48 @@ lvl_index(const lvl_arg *a, uint64_t k)
 GS_KERNELS(hist1, lvl_arg,
 		   uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
 		   const unsigned sh = a->shift[0]; const size_t un = a->under; const size_t ov = a->over;
-		   const uint64_t lo0 = lo;,
-		   uint64_t d = k - lo; size_t ix = d <= w ? (size_t) (d >> sh) : k < lo0 ? un : ov; h[ix]++;,
-		   )
+		   uint64_t mn = a->tmn[0]; uint64_t mx = a->tmx[0]; uint32_t cu = 0; uint32_t cout = 0;,
+		   /* out-of-range keys are counted in registers: one memory slot for
+			* them all would serialise on store-to-load forwarding */
+		   uint64_t d = k - lo;
+		   cu += k < lo;
+		   if (d <= w)
+		   {
+			   h[d >> sh]++;
+			   mn = k < mn ? k : mn;
+			   mx = k > mx ? k : mx;
+		   }
+		   else
+			   cout++;,
+		   a->tmn[0] = mn; a->tmx[0] = mx; h[un] += cu; h[ov] += cout - cu;)
 
-GS_KERNELS(histn, lvl_arg, uint32_t *h = a->h32;, h[lvl_index(a, k)]++;,)
+GS_KERNELS(histn, lvl_arg, uint32_t *h = a->h32; uint64_t *tmn = a->tmn; uint64_t *tmx = a->tmx;,
+		   size_t t = lvl_task(a, k);
+		   if (t < a->nt)
+		   {
+			   h[a->hoff[t] + (size_t) ((k - a->lo[t]) >> a->shift[t])]++;
+			   tmn[t] = k < tmn[t] ? k : tmn[t];
+			   tmx[t] = k > tmx[t] ? k : tmx[t];
+		   }
+		   ,)
 
 GS_KERNELS(gath1, lvl_arg,
 		   const int32_t *map = a->map; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
 		   const unsigned sh = a->shift[0]; size_t *pos = a->pos; uint64_t *sc = a->scratch;
-		   const size_t un = a->under; const size_t ov = a->over;,
-		   uint64_t d = k - lo; size_t ix = d <= w ? (size_t) (d >> sh) : k < lo ? un : ov;
-		   int32_t c = map[ix]; if (c >= 0) sc[pos[c]++] = k;,
+		   const uint64_t *bm = a->bm; const int32_t cun = map[a->under]; const int32_t cov = map[a->over];,
+		   uint64_t d = k - lo;
+		   if (d <= w)
+		   {
+			   size_t ix = (size_t) (d >> sh);
+			   if ((bm[ix >> 6] >> (ix & 63)) & 1)
+				   sc[pos[map[ix]]++] = k;
+		   }
+		   else
+		   {
+			   int32_t c = k < lo ? cun : cov;
+			   if (c >= 0)
+				   sc[pos[c]++] = k;
+		   },
 		   )
 
 GS_KERNELS(gathn, lvl_arg,
@@ -450,6 +502,32 @@ hist_flush(void *arg_, size_t n)
 	}
 }
 
+/* bracket pass: count keys < lo, copy keys in [lo, lo+w] (up to cap) */
+typedef struct brk_arg
+{
+	uint64_t	lo,
+				w,
+				under;
+	size_t		pos,
+				cap;
+	uint64_t   *sc;
+} brk_arg;
+
+GS_KERNELS(brk, brk_arg,
+		   const uint64_t lo = a->lo; const uint64_t w = a->w; uint64_t cu = a->under;
+		   size_t pos = a->pos; const size_t cap = a->cap; uint64_t *sc = a->sc;,
+		   uint64_t d = k - lo;
+		   cu += k < lo;
+		   if (d <= w)
+		   {
+			   if (pos < cap)
+				   sc[pos] = k;
+			   pos++;
+		   },
+		   a->under = cu; a->pos = pos;)
+
+static const kernset brk_kernels = {brk_16, brk_32, brk_64, NULL};
+
 static const kernset hist1_kernels = {hist1_16, hist1_32, hist1_64, hist_flush};
 static const kernset histn_kernels = {histn_16, histn_32, histn_64, hist_flush};
 static const kernset gath1_kernels = {gath1_16, gath1_32, gath1_64, NULL};
@@ -467,6 +545,8 @@ typedef struct eng
 	uint64_t   *uval;			/* their keys */
 	size_t		nu;
 	uint64_t	keymax;
+	uint64_t   *bra,
+			   *brb;			/* bracket pass scratch */
 	/* per-depth workspace for scratch levels */
 	uint32_t   *whist[GS_MAX_DEPTH];
 	int32_t    *wmap[GS_MAX_DEPTH];
@@ -477,6 +557,8 @@ eng_free(eng *e)
 {
 	int			i;
 
+	free(e->bra);
+	free(e->brb);
 	for (i = 0; i < GS_MAX_DEPTH; i++)
 	{
 		free(e->whist[i]);
@@ -751,7 +833,10 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 	uint32_t   *h32 = NULL;
 	uint64_t   *h64 = NULL;
 	int32_t    *map = NULL;
+	uint64_t   *bm = NULL;
 	size_t	   *pos = NULL;
+	uint64_t   *tmn = NULL,
+			   *tmx = NULL;
 	uint64_t   *sa = NULL,
 			   *sb = NULL;
 	gs_status	st = GS_OK;
@@ -769,7 +854,9 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 	tsh = malloc(e->nu * sizeof(unsigned));
 	thoff = malloc(e->nu * sizeof(size_t));
 	pos = malloc(e->nu * sizeof(size_t));
-	if (!tasks || !kids || !tlo || !tw || !tsh || !thoff || !pos)
+	tmn = malloc(e->nu * sizeof(uint64_t));
+	tmx = malloc(e->nu * sizeof(uint64_t));
+	if (!tasks || !kids || !tlo || !tw || !tsh || !thoff || !pos || !tmn || !tmx)
 	{
 		st = NOMEM(e->err);
 		goto done;
@@ -806,6 +893,8 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 			tw[t] = range;
 			tsh[t] = tasks[t].shift;
 			thoff[t] = tasks[t].hoff;
+			tmn[t] = UINT64_MAX;
+			tmx[t] = 0;
 		}
 		free(h32);
 		free(h64);
@@ -827,6 +916,8 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 		la.over = tasks[0].open ? tasks[0].hoff + tasks[0].nb + 1 : nslots;
 		la.h32 = h32;
 		la.h64 = h64;
+		la.tmn = tmn;
+		la.tmx = tmx;
 		la.nslots = nslots + 1;
 		st = run_pass(in, nt == 1 ? &hist1_kernels : &histn_kernels, &la, e->opt, e->err);
 		if (st != GS_OK)
@@ -846,6 +937,14 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 			size_t		nv = tk->nb + (tk->open ? 2 : 0);
 			size_t		v = 0,
 						slot = 0;
+
+			if (!tk->open && tmn[t] == tmx[t])
+			{
+				/* all keys of this task are one value (it has >= 1 key: it holds wanted ranks) */
+				for (r = tk->r0; r < tk->r1; r++)
+					e->uval[r] = tmn[t];
+				continue;
+			}
 
 			/* virtual bucket order: [under], buckets 0..nb-1, [over] */
 #define SLOT_OF(v_) (!tk->open ? (v_) : (v_) == 0 ? tk->nb : (v_) == nv - 1 ? tk->nb + 1 : (v_) - 1)
@@ -885,6 +984,12 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 					c->hi = c->lo + (((uint64_t) 1 << tk->shift) - 1);
 					if (c->hi < c->lo || c->hi > tk->hi)
 						c->hi = tk->hi;
+					if (!tk->open)
+					{
+						/* tighten to the keys actually seen */
+						c->lo = c->lo < tmn[t] ? tmn[t] : c->lo;
+						c->hi = c->hi > tmx[t] ? tmx[t] : c->hi;
+					}
 				}
 				c->base = tk->base + cum;
 				c->cnt = h[slot];
@@ -924,9 +1029,10 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 			uint64_t	off = 0;
 
 			map = malloc((nslots + 1) * sizeof(int32_t));
+			bm = calloc(nslots / 64 + 1, sizeof(uint64_t));
 			sa = malloc((size_t) total * sizeof(uint64_t) + 8);
 			sb = malloc((size_t) total * sizeof(uint64_t) + 8);
-			if (!map || !sa || !sb)
+			if (!map || !bm || !sa || !sb)
 			{
 				st = NOMEM(e->err);
 				goto done;
@@ -936,10 +1042,12 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 			for (t = 0; t < nk; t++)
 			{
 				map[kids[t].hoff] = (int32_t) t;
+				bm[kids[t].hoff >> 6] |= (uint64_t) 1 << (kids[t].hoff & 63);
 				pos[t] = off;
 				off += kids[t].cnt;
 			}
 			la.map = map;
+			la.bm = bm;
 			la.pos = pos;
 			la.scratch = sa;
 			st = run_pass(in, nt == 1 ? &gath1_kernels : &gathn_kernels, &la, e->opt, e->err);
@@ -975,7 +1083,10 @@ done:
 	free(h32);
 	free(h64);
 	free(map);
+	free(bm);
 	free(pos);
+	free(tmn);
+	free(tmx);
 	free(sa);
 	free(sb);
 	return st;
@@ -1074,6 +1185,47 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		mm.mn = sm[il];
 		mm.mx = sm[ih];
 		free(sm);
+
+		/*
+		 * Narrow bracket (few ranks close together, e.g. a median): one pass
+		 * counts the keys below L and copies the keys in [L, H] (expected
+		 * (ih - il) / GS_SAMPLE of the input) into scratch, which is then
+		 * finished on its own.  If the copy overflows its cap or a wanted
+		 * rank is not inside the bracket, fall back to the histogram levels.
+		 */
+		if (pmin > GS_SAMPLE_TAIL + GS_SAMPLE_MARGIN &&
+			pmax + GS_SAMPLE_MARGIN + GS_SAMPLE_TAIL < GS_SAMPLE &&
+			(double) (ih - il + 1) / GS_SAMPLE * (double) n * 2.0 + 4096.0 < (double) n / 8.0)
+		{
+			brk_arg		ba;
+			int			inside = 1;
+
+			memset(&ba, 0, sizeof ba);
+			ba.lo = mm.mn;
+			ba.w = mm.mx - mm.mn;
+			ba.cap = (size_t) ((double) (ih - il + 1) / GS_SAMPLE * (double) n * 2.0) + 4096;
+			e.bra = malloc(ba.cap * sizeof(uint64_t));
+			e.brb = malloc(ba.cap * sizeof(uint64_t));
+			if (!e.bra || !e.brb)
+			{
+				st = NOMEM(err);
+				goto done;
+			}
+			ba.sc = e.bra;
+			st = run_pass(in, &brk_kernels, &ba, opt, err);
+			if (st != GS_OK)
+				goto done;
+			for (i = 0; i < nu; i++)
+				if (ur[i] < ba.under || ur[i] - ba.under >= ba.pos)
+					inside = 0;
+			if (ba.pos <= ba.cap && inside)
+			{
+				st = scratch_select(&e, e.bra, e.brb, ba.pos, ba.under, 0, nu, 0);
+				if (st != GS_OK)
+					goto done;
+				goto answer;
+			}
+		}
 		st = input_levels(&e, in, n, mm.mn, mm.mx, 1);
 		if (st != GS_OK)
 			goto done;
