@@ -67,6 +67,7 @@
 #define GS_SAMPLE_TAIL	64		/* L/H at least this far inside the sample */
 #define GS_EXACT_SEED	UINT64_C(0x5E1EC7)
 #define GS_MAX_APPROX_BUCKETS (1u << 24)
+#define GS_APPROX_TBL_BITS 12	/* approx: splitter lookup table of <= 4096 entries */
 
 /* ------------------------------------------------------------------ */
 /* errors, interrupts                                                   */
@@ -1301,6 +1302,9 @@ typedef struct ap_arg
 {
 	const uint64_t *spl;		/* ns distinct splitters, ascending */
 	size_t		ns;
+	uint32_t   *tbl;			/* lookup table over [spl[0], spl[ns-1]] */
+	uint64_t	wr;				/* spl[ns-1] - spl[0] */
+	unsigned	tsh;
 	uint64_t   *cnt;			/* 2*(ns+1): [2i] keys in gap below spl[i], [2i+1] keys == spl[i] */
 	uint64_t	mn,
 				mx,
@@ -1327,8 +1331,21 @@ lower_bound_u64(const uint64_t *s, size_t n, uint64_t k)
 
 GS_KERNELS(apc, ap_arg,
 		   const uint64_t *spl = a->spl; const size_t ns = a->ns; uint64_t *cnt = a->cnt;
-		   uint64_t mn = a->mn; uint64_t mx = a->mx; uint64_t cmn = a->cmn; uint64_t cmx = a->cmx;,
-		   size_t ix = lower_bound_u64(spl, ns, k);
+		   uint64_t mn = a->mn; uint64_t mx = a->mx; uint64_t cmn = a->cmn; uint64_t cmx = a->cmx;
+		   const uint32_t *tbl = a->tbl; const uint64_t s0 = spl[0]; const uint64_t wr = a->wr;
+		   const unsigned sh = a->tsh;,
+		   /* the lookup table narrows the search to the splitters whose
+			* table bucket holds k (usually 0..2 of them) */
+		   uint64_t d = k - s0;
+		   size_t ix;
+		   if (d <= wr)
+		   {
+			   size_t j = (size_t) (d >> sh);
+			   size_t l0 = tbl[j];
+			   ix = l0 + lower_bound_u64(spl + l0, tbl[j + 1] - l0, k);
+		   }
+		   else
+			   ix = k < s0 ? 0 : ns;
 		   size_t eq = (ix < ns && spl[ix] == k);
 		   cnt[2 * ix + eq]++;
 		   if (k <= mn) { if (k < mn) { mn = k; cmn = 0; } cmn++; }
@@ -1418,7 +1435,21 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	aa.spl = spl;
 	aa.ns = ns;
 	aa.cnt = calloc(2 * (ns + 1), sizeof(uint64_t));
-	if (!aa.cnt)
+	aa.wr = spl[ns - 1] - spl[0];
+	aa.tsh = shift_for(aa.wr, GS_APPROX_TBL_BITS);
+	{
+		size_t		nt = (size_t) (aa.wr >> aa.tsh) + 1,
+					j;
+
+		aa.tbl = malloc((nt + 1) * sizeof(uint32_t));
+		if (aa.tbl)
+		{
+			for (j = 0; j < nt; j++)
+				aa.tbl[j] = (uint32_t) lower_bound_u64(spl, ns, spl[0] + ((uint64_t) j << aa.tsh));
+			aa.tbl[nt] = (uint32_t) ns;
+		}
+	}
+	if (!aa.cnt || !aa.tbl)
 	{
 		st = NOMEM(err);
 		goto done;
@@ -1504,6 +1535,7 @@ done:
 	free(samp);
 	free(spl);
 	free(aa.cnt);
+	free(aa.tbl);
 	free(cd);
 	return st;
 }
