@@ -1338,6 +1338,7 @@ GS_KERNELS(apc, ap_arg,
 			* table bucket holds k (usually 0..2 of them) */
 		   uint64_t d = k - s0;
 		   size_t ix;
+		   size_t eq;
 		   if (d <= wr)
 		   {
 			   size_t j = (size_t) (d >> sh);
@@ -1346,7 +1347,7 @@ GS_KERNELS(apc, ap_arg,
 		   }
 		   else
 			   ix = k < s0 ? 0 : ns;
-		   size_t eq = (ix < ns && spl[ix] == k);
+		   eq = (ix < ns && spl[ix] == k);
 		   cnt[2 * ix + eq]++;
 		   if (k <= mn) { if (k < mn) { mn = k; cmn = 0; } cmn++; }
 		   if (k >= mx) { if (k > mx) { mx = k; cmx = 0; } cmx++; },
