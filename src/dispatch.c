@@ -170,7 +170,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	if (gs_guc_device == GS_DEVICE_GPU ||
 		(gs_guc_device == GS_DEVICE_AUTO && n >= (int64) gs_guc_gpu_min_rows))
 	{
-		outcome = gs_gpu_select(st, &in, ranks, nranks, out_keys, picks, &info);
+		outcome = gs_gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
 		if (outcome != GS_GPU_DONE && gs_guc_device == GS_DEVICE_GPU)
 			gs_gpu_required_error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 								  "the GPU path did not run");
@@ -285,6 +285,7 @@ gpuselect_status(PG_FUNCTION_ARGS)
 
 	gs_emit("gpu_runs", psprintf(INT64_FORMAT, gs_gpu_runs), &ea);
 	gs_emit("cpu_runs", psprintf(INT64_FORMAT, gs_cpu_runs), &ea);
+	gs_emit("states_created", psprintf(INT64_FORMAT, gs_states_created), &ea);
 	gs_emit("last_path", gs_have_last ? gs_last.path : NULL, &ea);
 	gs_emit("last_n", gs_have_last ? psprintf(INT64_FORMAT, gs_last.n) : NULL, &ea);
 	gs_emit("last_ranks", gs_have_last ? psprintf("%d", gs_last_nranks) : NULL, &ea);

@@ -33,6 +33,8 @@ typedef struct GsSerialHeader
 	int64		nrows;
 } GsSerialHeader;
 
+int64		gs_states_created = 0;
+
 GsState *
 gs_state_create(MemoryContext mcxt, Oid typid)
 {
@@ -48,6 +50,7 @@ gs_state_create(MemoryContext mcxt, Oid typid)
 	st->typid = typid;
 	st->kind = (uint8) kind;
 	st->key_bytes = key_bytes;
+	gs_states_created++;
 	return st;
 }
 
@@ -171,8 +174,8 @@ gs_fraction_mismatch_error(bool is_array)
 			 errmsg("%s: the fraction%s must be the same in every row of a group",
 					is_array ? "gpu_quantiles" : "gpu_quantile",
 					is_array ? " array" : ""),
-			 errhint("The first row fixes the fraction; use percentile_disc(...) WITHIN GROUP (ORDER BY x) "
-					 "or gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x) for per-group fractions.")));
+			 errhint("The first row of a group fixes the fraction.  For a fraction computed per group, "
+					 "use gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x).")));
 	pg_unreachable();
 }
 

@@ -50,6 +50,8 @@ typedef struct GsState
 } GsState;
 
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);
+/* states created in this backend (gpuselect_status: shows state sharing) */
+extern int64 gs_states_created;
 extern GsChunk *gs_state_grow(GsState *st);
 /* append n keys of st->key_bytes each (combine, deserialize) */
 extern void gs_state_append_keys(GsState *st, const char *keys, uint64 n);
