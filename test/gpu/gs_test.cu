@@ -813,7 +813,7 @@ main(int argc, char **argv)
 		{
 			uint64_t	n = sizes[si];
 
-			if (small && n > 100000)
+			if (small && n > (getenv("GS_TINY") && *getenv("GS_TINY") ? 9000u : 100000u))
 				break;
 			for (int type = 0; type < NTYPES; type++)
 				for (int dist = 0; dist < NDISTS; dist++)
@@ -835,6 +835,50 @@ main(int argc, char **argv)
 		gs_gpu_close(E);
 		printf("%ld passed, %ld failed\n", g_pass, g_fail);
 		return g_fail ? 1 : 0;
+	}
+	if (strcmp(mode, "prof") == 0)
+	{
+		/* a few calls of each kind on f32 and f64 2^28 uniform, for a profiler */
+		for (int kb = 4; kb <= 8; kb += 4)
+		{
+			uint64_t	n = (uint64_t) 1 << 28;
+			void	   *d;
+
+			CK(cudaMalloc(&d, n * kb));
+			k_gen<<<4096, 256>>>(kb == 4 ? T_FLOAT4 : T_FLOAT8, D_UNIFORM, g_seed, n, d);
+			CK(cudaDeviceSynchronize());
+			for (int which = 0; which < 4; which++)
+			{
+				std::vector<uint64_t> ranks;
+				int			k = which == 0 ? 1 : (which == 1 ? 101 : (which == 2 ? 1001 : 101));
+
+				for (int i = 0; i < k; i++)
+					ranks.push_back(k == 1 ? n / 2 : (uint64_t) ((double) i * (double) (n - 1) / (k - 1)));
+				std::vector<uint64_t> out(k);
+				std::vector<gs_approx_pick> pk(k);
+				gs_options	opt;
+
+				memset(&opt, 0, sizeof opt);
+				opt.approx_buckets = 1024;
+				for (int rep = 0; rep < 5; rep++)
+				{
+					struct timespec t0, t1;
+
+					opt.seed = g_seed + rep;
+					clock_gettime(CLOCK_MONOTONIC, &t0);
+					gs_status	st = which == 3 ?
+						gs_gpu_select_approx(E, d, n, kb, ranks.data(), k, &opt, pk.data(), &err) :
+						gs_gpu_select(E, d, n, kb, ranks.data(), k, out.data(), &opt, &err);
+
+					clock_gettime(CLOCK_MONOTONIC, &t1);
+					printf("prof kb=%d kind=%d rep=%d status=%d %.3f ms\n", kb, which, rep, (int) st,
+						   (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+				}
+			}
+			CK(cudaFree(d));
+		}
+		gs_gpu_close(E);
+		return 0;
 	}
 	/* bench */
 	FILE	   *md = argc > 2 ? fopen(argv[2], "w") : NULL;

@@ -38,4 +38,14 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
 	./test/gpu/gs_test.bin bench "$OUTD/bench.md" > "$OUTD/bench.log" 2>&1; rc=$((rc | $?))
 	echo "commit $(git rev-parse --short HEAD 2>/dev/null) date $(date -u +%F)"; cat "$OUTD/bench.log"
 fi
+if [ "$what" = prof ]; then
+	if command -v nsys >/dev/null; then
+		nsys profile -o "$OUTD/prof" --force-overwrite true --stats=false ./test/gpu/gs_test.bin prof > "$OUTD/prof.log" 2>&1
+		nsys stats --report cuda_gpu_kern_sum --format csv "$OUTD/prof.nsys-rep" > "$OUTD/kern.csv" 2>/dev/null
+		rm -f "$OUTD"/prof.sqlite
+		cut -c1-160 "$OUTD/kern.csv" | head -40
+	else
+		./test/gpu/gs_test.bin prof
+	fi
+fi
 exit $rc
