@@ -293,6 +293,25 @@ SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x USING <) AS asc_using,
        gpu_percentile_disc(0.2) WITHIN GROUP (ORDER BY x USING >) AS desc_using
 FROM generate_series(1, 10) x;
 
+-- gpuselect_status(): settings and run record (rows common to every build)
+SET gpuselect.approximate = on;
+SET gpuselect.approx_buckets = 100;
+SET gpuselect.gpu_min_rows = 12345;
+SELECT name, value FROM gpuselect_status()
+WHERE name IN ('device', 'gpu_min_rows', 'approximate', 'approx_buckets', 'seed', 'debug')
+ORDER BY name;
+RESET gpuselect.approximate;
+RESET gpuselect.approx_buckets;
+RESET gpuselect.gpu_min_rows;
+SELECT gpu_percentile_disc(ARRAY[0.1, 0.2, NULL]) WITHIN GROUP (ORDER BY x) FROM generate_series(1, 77) x;
+SELECT name, value FROM gpuselect_status()
+WHERE name IN ('last_path', 'last_n', 'last_ranks', 'last_approximate', 'last_bytes_copied', 'last_rank_bound')
+ORDER BY name;
+SELECT count(*) AS common_rows FROM gpuselect_status()
+WHERE name IN ('device', 'gpu_min_rows', 'approximate', 'approx_buckets', 'seed', 'debug', 'gpu_available',
+               'gpu_runs', 'cpu_runs', 'states_created', 'last_path', 'last_n', 'last_ranks',
+               'last_approximate', 'last_bytes_copied', 'last_copy_ms', 'last_select_ms', 'last_rank_bound');
+
 -- settings
 RESET gpuselect.device;
 SHOW gpuselect.device;

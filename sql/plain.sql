@@ -79,6 +79,28 @@ FROM generate_series(1, 4) g ORDER BY g;
 SELECT bool_and(m IS NOT DISTINCT FROM ((g + 1) / 2.0)) AS running_median_ok
 FROM (SELECT g, gpu_median(g) OVER (ORDER BY g) AS m FROM generate_series(1, 200) g) s;
 
+-- hash aggregation that spills to disk (states rebuilt batch by batch)
+CREATE TEMP TABLE gs_h AS
+SELECT (random() * 3000)::int4 AS k, random() AS x, (random() * 100)::int2 AS s
+FROM generate_series(1, 60000);
+ANALYZE gs_h;
+SET enable_sort = off;
+SET work_mem = '64kB';
+SET hash_mem_multiplier = 1;
+EXPLAIN (COSTS OFF) SELECT k, gpu_median(x) FROM gs_h GROUP BY k;
+CREATE TEMP TABLE gs_h1 AS
+SELECT k, gpu_median(x) AS m, gpu_quantile(s, 0.3) AS q, gpu_quantiles(x, ARRAY[0.1, 0.9]) AS qs FROM gs_h GROUP BY k;
+RESET enable_sort;
+RESET work_mem;
+RESET hash_mem_multiplier;
+SELECT count(*) AS groups,
+       bool_and(a.m = b.m AND a.q = b.q AND a.qs = b.qs) AS hashagg_spill_ok
+FROM gs_h1 a JOIN
+     (SELECT k, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) AS m, percentile_disc(0.3) WITHIN GROUP (ORDER BY s) AS q,
+             percentile_disc(ARRAY[0.1, 0.9]) WITHIN GROUP (ORDER BY x) AS qs
+      FROM gs_h GROUP BY k) b USING (k);
+DROP TABLE gs_h, gs_h1;
+
 -- errors
 SELECT gpu_quantile(x, 1.5) FROM generate_series(1, 10) x;
 SELECT gpu_quantile(x, 'NaN') FROM generate_series(1, 10) x;
