@@ -1,0 +1,53 @@
+#!/bin/bash
+# test/gpu/pg_device_run.sh — everything the GPU path inside PostgreSQL is
+# checked by, in one command on the GPU machine (carry .gpubundle, made here
+# once with ../shared/tools/pg-bundle .gpubundle):
+#   1. build the CUDA variant with warnings as errors, install it
+#   2. the whole pg_regress suite with every aggregate forced through the GPU
+#      (gpuselect.device = gpu, gpu_min_rows = 0), same expected files as CI
+#   3. test/gpu/pg_gpu_check.sh: large inputs, approximate, faults, cancel,
+#      leaks, 16 concurrent sessions
+#   4. test/bench/e2e_bench.sh: the end-to-end benchmark table
+# Logs go to $OUT (or test/gpu/out).
+# Usage: test/gpu/pg_device_run.sh [STAGES]   STAGES: any of "regress check bench"
+# (default all three); GS_BENCH_* variables pass through to e2e_bench.sh.
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+OUTD=${OUT:-test/gpu/out}
+mkdir -p "$OUTD"
+STAGES=${1:-"regress check bench"}
+has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# shellcheck disable=SC1091
+source .gpubundle/pg-up || exit 1
+nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv,noheader | tee "$OUTD/gpu.txt"
+summary=()
+stage() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
+
+if make -j16 USE_CUDA=1 COPT=-Werror >"$OUTD/build.log" 2>&1 && make USE_CUDA=1 install >>"$OUTD/build.log" 2>&1; then
+	stage "build+install (CUDA, -Werror)" ok
+else
+	tail -30 "$OUTD/build.log"; stage "build+install" FAILED; printf '%s\n' "${summary[@]}"; exit 1
+fi
+
+if has regress; then
+	PGOPTIONS="-c gpuselect.device=gpu -c gpuselect.gpu_min_rows=0" \
+		make USE_CUDA=1 installcheck >"$OUTD/regress-gpu.log" 2>&1
+	rc=$?
+	grep -E '\.\.\. |tests' "$OUTD/regress-gpu.log" | tail -12
+	[ -f regression.diffs ] && cp regression.diffs "$OUTD/regress-gpu.diffs" && head -80 regression.diffs
+	stage "pg_regress, device=gpu" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '\.\.\. ok' "$OUTD/regress-gpu.log") ok)"
+fi
+if has check; then
+	test/gpu/pg_gpu_check.sh 2>&1 | tee "$OUTD/pg_gpu_check.log"
+	stage "pg_gpu_check.sh" "$(tail -1 "$OUTD/pg_gpu_check.log")"
+fi
+if has bench; then
+	GS_BENCH_OUT="$OUTD/e2e-bench.md" test/bench/e2e_bench.sh >"$OUTD/e2e-bench.log" 2>&1
+	stage "e2e_bench.sh" "exit $?"
+fi
+cp /tmp/pg.log "$OUTD/server.log" 2>/dev/null
+
+echo; echo "===== summary ====="
+printf '%s\n' "${summary[@]}"
+echo; cat "$OUTD/e2e-bench.md" 2>/dev/null || tail -20 "$OUTD/e2e-bench.log"
