@@ -209,6 +209,48 @@ gs_bucket(const K *tree, int depth, int m, K dlast, K x)
 	return eq ? 2 * j - 1 : 2 * j;
 }
 
+/* Same search with the depth known at compile time: the loop unrolls, so
+ * the searches of the 4-16 keys a lane holds interleave (ILP) instead of
+ * running as one dependent chain each with loop overhead.  D == 0: runtime. */
+template <typename K, int D>
+static __device__ __forceinline__ int
+gs_bucket_d(const K *tree, int depth, int m, K dlast, K x)
+{
+	if (D == 0)
+		return gs_bucket<K>(tree, depth, m, dlast, x);
+	int			i = 0;
+	K			last = 0;
+
+#pragma unroll
+	for (int l = 0; l < D; l++)
+	{
+		K			t = tree[i];
+		bool		ge = x >= t;
+
+		i = 2 * i + 1 + (int) ge;
+		last = ge ? t : last;
+	}
+	int			j = i - ((1 << D) - 1);
+	bool		eq;
+
+	if (j > m)
+	{
+		j = m;
+		eq = dlast == x;
+	}
+	else
+		eq = j > 0 && last == x;
+	return eq ? 2 * j - 1 : 2 * j;
+}
+
+/* calls body.template run<D>() with D = depth for depths 6..13, else D = 0 */
+#define GS_DEPTH_DISPATCH(depth, CALL) \
+	switch (depth) { \
+		case 6: CALL(6); break; case 7: CALL(7); break; case 8: CALL(8); break; \
+		case 9: CALL(9); break; case 10: CALL(10); break; case 11: CALL(11); break; \
+		case 12: CALL(12); break; case 13: CALL(13); break; \
+		default: CALL(0); break; }
+
 /* ---------------------------------------------------------------- sample */
 
 template <typename K>
@@ -505,7 +547,7 @@ k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, c
 
 /* -------------------------------------------------- spread counting (tree) */
 
-template <typename K, bool MM>
+template <typename K, bool MM, int D>
 struct gs_count_fn
 {
 	const K    *tree;
@@ -522,7 +564,7 @@ struct gs_count_fn
 	{
 		if (!valid)
 			return;
-		int			b = gs_bucket<K>(tree, depth, m, dlast, x);
+		int			b = gs_bucket_d<K, D>(tree, depth, m, dlast, x);
 
 		atomicAdd(&shist[b], 1u);
 		if (MM)
@@ -591,17 +633,22 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 		shist[b] = 0;
 	__syncthreads();
 
-	gs_count_fn<K, MM> f;
+	K			mn = gs_key_max<K>::v,
+				mx = 0;
+	unsigned	fcmn = 0,
+				fcmx = 0;
+	const K    *src = gs_pick_src<K>(st->src, in, bufA, bufB);
+	const gs_ull n = st->n;
+	const K		dlast = m > 0 ? (K) dsplit[m - 1] : K(0);
 
-	f.tree = tree;
-	f.shist = shist;
-	f.depth = depth;
-	f.m = m;
-	f.dlast = m > 0 ? (K) dsplit[m - 1] : K(0);
-	f.mn = gs_key_max<K>::v;
-	f.mx = 0;
-	f.cmn = f.cmx = 0;
-	gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), st->n, f);
+#define GS_COUNT_CALL(DD) do { \
+		gs_count_fn<K, MM, DD> f; \
+		f.tree = tree; f.shist = shist; f.depth = depth; f.m = m; f.dlast = dlast; \
+		f.mn = gs_key_max<K>::v; f.mx = 0; f.cmn = f.cmx = 0; \
+		gs_for_each<K>(src, n, f); \
+		mn = f.mn; mx = f.mx; fcmn = f.cmn; fcmx = f.cmx; } while (0)
+	GS_DEPTH_DISPATCH(depth, GS_COUNT_CALL)
+#undef GS_COUNT_CALL
 	__syncthreads();
 	for (int b = threadIdx.x; b < nb; b += blockDim.x)
 		if (shist[b])
@@ -609,10 +656,8 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 	if (MM)
 	{
-		K			mn = f.mn,
-					mx = f.mx;
-		gs_ull		cmn = f.cmn,
-					cmx = f.cmx;
+		gs_ull		cmn = fcmn,
+					cmx = fcmx;
 
 		for (int o = 16; o > 0; o >>= 1)
 		{
@@ -810,7 +855,7 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 
 /* ---------------------------------------------------------------- filter */
 
-template <typename K>
+template <typename K, int D>
 struct gs_filter_fn
 {
 	const K    *tree;
@@ -825,7 +870,7 @@ struct gs_filter_fn
 		bool		keep = false;
 
 		if (valid)
-			keep = mask[gs_bucket<K>(tree, depth, m, dlast, x)] != 0;
+			keep = mask[gs_bucket_d<K, D>(tree, depth, m, dlast, x)] != 0;
 		stage.push(keep, x);
 	}
 };
@@ -895,16 +940,16 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 		for (int b = threadIdx.x; b < 2 * m + 1; b += blockDim.x)
 			mask[b] = wmask[b];
 		__syncthreads();
-		gs_filter_fn<K> f;
+		const K		dlast = m > 0 ? (K) dsplit[m - 1] : K(0);
 
-		f.tree = tree;
-		f.mask = mask;
-		f.depth = depth;
-		f.m = m;
-		f.dlast = m > 0 ? (K) dsplit[m - 1] : K(0);
-		f.stage = stage;
-		gs_for_each<K>(src, n, f);
-		f.stage.flush();
+#define GS_FILTER_CALL(DD) do { \
+		gs_filter_fn<K, DD> f; \
+		f.tree = tree; f.mask = mask; f.depth = depth; f.m = m; f.dlast = dlast; \
+		f.stage = stage; \
+		gs_for_each<K>(src, n, f); \
+		f.stage.flush(); } while (0)
+		GS_DEPTH_DISPATCH(depth, GS_FILTER_CALL)
+#undef GS_FILTER_CALL
 	}
 }
 
