@@ -33,7 +33,7 @@ USE_CUDA := $(if $(NVCC),1,0)
 endif
 
 CUDA_SRCS = $(sort $(wildcard kernels/*.cu))
-CUDA_OBJS = $(CUDA_SRCS:.cu=.cu.o)
+CUDA_OBJS = $(CUDA_SRCS:.cu=.o)
 
 ifeq ($(USE_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
@@ -54,7 +54,7 @@ ifeq ($(USE_CUDA),1)
 REGRESS := $(filter-out cpu_only,$(REGRESS))
 endif
 
-EXTRA_CLEAN = $(CUDA_OBJS) kernels/*.cu.o test/unit/*.bin test/gpu/*.bin test/bench/*.bin
+EXTRA_CLEAN = $(CUDA_OBJS) test/unit/*.bin test/gpu/*.bin test/bench/*.bin
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -62,7 +62,7 @@ include $(PGXS)
 ifeq ($(USE_CUDA),1)
 $(shlib): $(CUDA_OBJS)
 
-kernels/%.cu.o: kernels/%.cu $(wildcard kernels/*.h kernels/*.cuh)
+kernels/%.o: kernels/%.cu $(wildcard kernels/*.h kernels/*.cuh)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 endif
 
