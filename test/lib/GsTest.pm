@@ -19,7 +19,7 @@ sub psql
 	my ($sql, %opt) = @_;
 	my $stop = $opt{on_error_stop} // 1;
 	my ($fh, $file) = tempfile('gs-tap-XXXXXX', TMPDIR => 1, UNLINK => 1, SUFFIX => '.sql');
-	print $fh "\\set VERBOSITY verbose\n$sql\n";
+	print $fh "\\set VERBOSITY verbose\nSET client_min_messages = warning;\n$sql\n";
 	close $fh;
 	my @cmd = ($PSQL, '-X', '-q', '-A', '-t', '-v', "ON_ERROR_STOP=$stop", '-f', $file);
 	push @cmd, '-d', $opt{db} if $opt{db};
