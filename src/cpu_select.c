@@ -67,7 +67,8 @@
 #define GS_SAMPLE_TAIL	64		/* L/H at least this far inside the sample */
 #define GS_EXACT_SEED	UINT64_C(0x5E1EC7)
 #define GS_MAX_APPROX_BUCKETS (1u << 24)
-#define GS_APPROX_TBL_BITS 12	/* approx: splitter lookup table of <= 4096 entries */
+#define GS_APPROX_TBL_BITS 12	/* approx: splitter lookup table of 4096 entries, */
+#define GS_APPROX_TBL_MAX_BITS 16	/* ... up to 65536 */
 
 /* ------------------------------------------------------------------ */
 /* errors, interrupts                                                   */
@@ -1300,12 +1301,18 @@ done:
 
 typedef struct ap_arg
 {
-	const uint64_t *spl;		/* ns distinct splitters, ascending */
+	const uint64_t *spl;		/* ns distinct splitters, ascending, padded with
+								 * UINT64_MAX up to ns + win */
 	size_t		ns;
-	uint32_t   *tbl;			/* lookup table over [spl[0], spl[ns-1]] */
-	uint64_t	wr;				/* spl[ns-1] - spl[0] */
+	uint32_t   *tbl;			/* lookup table over [tlo, tlo + wr] */
+	uint64_t	tlo,
+				wr;
 	unsigned	tsh;
+	unsigned	win;			/* power of two >= the splitters any table entry spans */
 	uint64_t   *cnt;			/* 2*(ns+1): [2i] keys in gap below spl[i], [2i+1] keys == spl[i] */
+	uint32_t   *gap,
+			   *eq;				/* ns+1 each: the same for the current chunk */
+	/* keys outside [spl[0], spl[ns-1]]: their min / max with counts */
 	uint64_t	mn,
 				mx,
 				cmn,
@@ -1329,29 +1336,64 @@ lower_bound_u64(const uint64_t *s, size_t n, uint64_t k)
 	return (size_t) (b - s) + (*b < k);
 }
 
+/*
+ * Per key.  The lookup table covers [tlo, tlo + wr] (the splitters
+ * spl[ta..tb]; outlying splitters may be left out so that the table stays
+ * fine where the splitters are dense).  Entry j = (k - tlo) >> tsh holds the
+ * first splitter >= the entry's start; GS_APPROX_HIT is set when a splitter
+ * lies inside the entry.  Most entries hold none (the table has >= 64
+ * entries per splitter): the key is in the gap below that splitter, no
+ * search.  Otherwise a fixed-length branchless search of `win` (a power of
+ * two >= the splitters any entry holds; spl is padded with UINT64_MAX).
+ * Keys outside the table range (rare) take a plain binary search over all
+ * splitters and track the input's min/max below spl[0] / above spl[ns-1].
+ */
+#define GS_APPROX_HIT UINT32_C(0x80000000)
+
 GS_KERNELS(apc, ap_arg,
-		   const uint64_t *spl = a->spl; const size_t ns = a->ns; uint64_t *cnt = a->cnt;
+		   const uint64_t *spl = a->spl; const size_t ns = a->ns;
+		   uint32_t *gap = a->gap; uint32_t *eq = a->eq;
 		   uint64_t mn = a->mn; uint64_t mx = a->mx; uint64_t cmn = a->cmn; uint64_t cmx = a->cmx;
-		   const uint32_t *tbl = a->tbl; const uint64_t s0 = spl[0]; const uint64_t wr = a->wr;
-		   const unsigned sh = a->tsh;,
-		   /* the lookup table narrows the search to the splitters whose
-			* table bucket holds k (usually 0..2 of them) */
-		   uint64_t d = k - s0;
-		   size_t ix;
-		   size_t eq;
-		   if (d <= wr)
+		   const uint32_t *tbl = a->tbl; const uint64_t tlo = a->tlo; const uint64_t wr = a->wr;
+		   const unsigned sh = a->tsh; const size_t win = a->win; size_t j_;,
+		   uint64_t d = k - tlo;
+		   if (__builtin_expect(d > wr, 0))
 		   {
-			   size_t j = (size_t) (d >> sh);
-			   size_t l0 = tbl[j];
-			   ix = l0 + lower_bound_u64(spl + l0, tbl[j + 1] - l0, k);
+			   size_t ix = lower_bound_u64(spl, ns, k);
+
+			   if (ix < ns && spl[ix] == k)
+				   eq[ix]++;
+			   else
+				   gap[ix]++;
+			   if (ix == 0 && k <= mn) { if (k < mn) { mn = k; cmn = 0; } cmn++; }
+			   if (ix == ns && k >= mx) { if (k > mx) { mx = k; cmx = 0; } cmx++; }
 		   }
 		   else
-			   ix = k < s0 ? 0 : ns;
-		   eq = (ix < ns && spl[ix] == k);
-		   cnt[2 * ix + eq]++;
-		   if (k <= mn) { if (k < mn) { mn = k; cmn = 0; } cmn++; }
-		   if (k >= mx) { if (k > mx) { mx = k; cmx = 0; } cmx++; },
-		   a->mn = mn; a->mx = mx; a->cmn = cmn; a->cmx = cmx;)
+		   {
+			   uint32_t v = tbl[d >> sh];
+
+			   if (__builtin_expect(!(v & GS_APPROX_HIT), 1))
+				   gap[v]++;
+			   else
+			   {
+				   const uint64_t *b = spl + (v & ~GS_APPROX_HIT);
+				   size_t step;
+
+				   for (step = win >> 1; step > 0; step >>= 1)
+					   b = (b[step - 1] < k) ? b + step : b;
+				   b += (*b < k);
+				   (*b == k ? eq : gap)[b - spl]++;
+			   }
+		   },
+		   a->mn = mn; a->mx = mx; a->cmn = cmn; a->cmx = cmx;
+		   /* 32-bit counters (half the cache footprint) for one chunk at most */
+		   for (j_ = 0; j_ <= ns; j_++)
+		   {
+			   a->cnt[2 * j_] += gap[j_];
+			   a->cnt[2 * j_ + 1] += eq[j_];
+			   gap[j_] = 0;
+			   eq[j_] = 0;
+		   })
 
 static const kernset apc_kernels = {apc_16, apc_32, apc_64, NULL};
 
@@ -1436,30 +1478,125 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	aa.spl = spl;
 	aa.ns = ns;
 	aa.cnt = calloc(2 * (ns + 1), sizeof(uint64_t));
-	aa.wr = spl[ns - 1] - spl[0];
-	aa.tsh = shift_for(aa.wr, GS_APPROX_TBL_BITS);
-	{
-		size_t		nt = (size_t) (aa.wr >> aa.tsh) + 1,
-					j;
-
-		aa.tbl = malloc((nt + 1) * sizeof(uint32_t));
-		if (aa.tbl)
-		{
-			for (j = 0; j < nt; j++)
-				aa.tbl[j] = (uint32_t) lower_bound_u64(spl, ns, spl[0] + ((uint64_t) j << aa.tsh));
-			aa.tbl[nt] = (uint32_t) ns;
-		}
-	}
-	if (!aa.cnt || !aa.tbl)
+	aa.gap = calloc(2 * (ns + 1), sizeof(uint32_t));
+	if (!aa.cnt || !aa.gap)
 	{
 		st = NOMEM(err);
 		goto done;
 	}
+	aa.eq = aa.gap + ns + 1;
+	/*
+	 * Table range: spl[ta..tb], leaving out up to 32 outlying splitters at
+	 * either end when that makes the densest entry hold fewer splitters
+	 * (e.g. a dense cluster plus far outliers).  2^bits entries, >= 64 per
+	 * splitter and >= n/64, 2^12 .. 2^16; trimmed only if the full range has an
+	 * entry with more than 2 splitters.
+	 */
+	{
+		static const size_t trims[] = {0, 1, 2, 4, 8, 16, 32};
+		const size_t ntr = sizeof trims / sizeof trims[0];
+		unsigned	bits = GS_APPROX_TBL_BITS;
+		size_t		best_span = SIZE_MAX,
+					best_trim = 0,
+					ta = 0,
+					tb = ns - 1,
+					x,
+					y,
+					nt,
+					j,
+					l;
+
+		while (bits < GS_APPROX_TBL_MAX_BITS &&
+			   (((size_t) 1 << bits) < 64 * ns || ((size_t) 1 << bits) < n / 64))
+			bits++;
+		for (x = 0; x < ntr; x++)
+			for (y = 0; y < ntr; y++)
+			{
+				size_t		lo = trims[x],
+							hi,
+							span = 1,
+							run = 1;
+				unsigned	sh;
+
+				if (trims[x] + trims[y] >= ns)
+					continue;
+				hi = ns - 1 - trims[y];
+				sh = shift_for(spl[hi] - spl[lo], bits);
+				for (j = lo + 1; j <= hi; j++)
+				{
+					run = ((spl[j] - spl[lo]) >> sh) == ((spl[j - 1] - spl[lo]) >> sh) ? run + 1 : 1;
+					span = run > span ? run : span;
+				}
+				if (span < best_span ||
+					(span == best_span && trims[x] + trims[y] < best_trim))
+				{
+					best_span = span;
+					best_trim = trims[x] + trims[y];
+					ta = lo;
+					tb = hi;
+				}
+				if (x == 0 && y == 0 && span <= 2)
+					x = y = ntr;	/* untrimmed is fine: keep it */
+			}
+		aa.tlo = spl[ta];
+		aa.wr = spl[tb] - spl[ta];
+		aa.tsh = shift_for(aa.wr, bits);
+		nt = (size_t) (aa.wr >> aa.tsh) + 1;
+		aa.tbl = malloc(nt * sizeof(uint32_t));
+		if (!aa.tbl)
+		{
+			st = NOMEM(err);
+			goto done;
+		}
+		/* tbl[j] = first splitter >= start(j), flagged if one is < start(j+1) */
+		l = ta;
+		for (j = 0; j < nt; j++)
+		{
+			uint64_t	start = aa.tlo + ((uint64_t) j << aa.tsh);
+			size_t		first;
+
+			while (l < ns && spl[l] < start)
+				l++;
+			first = l;
+			aa.tbl[j] = (uint32_t) first;
+			if (first < ns && first <= tb &&
+				(j + 1 == nt || spl[first] - aa.tlo < ((uint64_t) (j + 1) << aa.tsh)))
+				aa.tbl[j] |= GS_APPROX_HIT;
+		}
+		aa.win = 1;
+		while (aa.win < best_span)
+			aa.win <<= 1;
+	}
+	/* pad the splitters for the search window */
+	{
+		uint64_t   *ps = realloc(spl, (ns + aa.win) * sizeof(uint64_t));
+
+		if (!ps)
+		{
+			st = NOMEM(err);
+			goto done;
+		}
+		spl = ps;
+		for (i = ns; i < ns + aa.win; i++)
+			spl[i] = UINT64_MAX;
+	}
+	aa.spl = spl;
 	aa.mn = UINT64_MAX;
 	aa.mx = 0;
 	st = run_pass(in, &apc_kernels, &aa, opt, err);
 	if (st != GS_OK)
 		goto done;
+	/* the input's min/max: outside the splitters if any key was, else the end splitters */
+	if (aa.cmn == 0)
+	{
+		aa.mn = spl[0];
+		aa.cmn = aa.cnt[1];
+	}
+	if (aa.cmx == 0)
+	{
+		aa.mx = spl[ns - 1];
+		aa.cmx = aa.cnt[2 * (ns - 1) + 1];
+	}
 
 	/* candidates in key order with exact rank ranges */
 	cd = malloc((ns + 2) * sizeof(cand));
@@ -1536,6 +1673,7 @@ done:
 	free(samp);
 	free(spl);
 	free(aa.cnt);
+	free(aa.gap);
 	free(aa.tbl);
 	free(cd);
 	return st;

@@ -418,6 +418,79 @@ lower_bound(const uint64_t *s, size_t n, uint64_t k)
 	return lo;
 }
 
+/* ---- brute-force reference of the documented approximate rule ---- */
+
+static uint64_t
+ref_splitmix64(uint64_t x)
+{
+	uint64_t	z = x + UINT64_C(0x9E3779B97F4A7C15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/*
+ * k: keys in input order (segments concatenated), sorted: the same sorted.
+ * Sample s = min(8B, n) keys at splitmix64(seed + i) % n, sorted; splitters
+ * at floor(j*s/B), j = 1..B-1, deduplicated; candidates min, splitters, max
+ * with their true rank ranges; each rank takes the nearest, ties lower.
+ */
+static void
+ref_approx(const uint64_t *k, const uint64_t *sorted, size_t n, unsigned B, uint64_t seed,
+		   const uint64_t *ranks, size_t nr, gs_approx_pick *out)
+{
+	size_t		s = (size_t) 8 * B < n ? (size_t) 8 * B : n,
+				i,
+				nc = 0;
+	uint64_t   *samp = malloc(s * sizeof(uint64_t));
+	uint64_t   *cand = malloc((B + 2) * sizeof(uint64_t));
+	uint64_t   *clo = malloc((B + 2) * sizeof(uint64_t));
+	uint64_t   *chi = malloc((B + 2) * sizeof(uint64_t));
+
+	for (i = 0; i < s; i++)
+		samp[i] = k[ref_splitmix64(seed + i) % n];
+	qsort(samp, s, sizeof(uint64_t), cmp_u64);
+	cand[nc++] = sorted[0];
+	for (i = 1; i < B; i++)
+	{
+		uint64_t	v = samp[(size_t) (((uint64_t) i * s) / B)];
+
+		if (v != cand[nc - 1] && v != sorted[n - 1])
+			cand[nc++] = v;
+	}
+	if (sorted[n - 1] != cand[nc - 1])
+		cand[nc++] = sorted[n - 1];
+	for (i = 0; i < nc; i++)
+	{
+		clo[i] = lower_bound(sorted, n, cand[i]);
+		chi[i] = cand[i] == UINT64_MAX ? n - 1 : lower_bound(sorted, n, cand[i] + 1) - 1;
+	}
+	for (size_t r = 0; r < nr; r++)
+	{
+		uint64_t	best = UINT64_MAX;
+
+		for (i = 0; i < nc; i++)
+		{
+			uint64_t	lo = clo[i];
+			uint64_t	hi = chi[i];
+			uint64_t	e = ranks[r] < lo ? lo - ranks[r] : ranks[r] > hi ? ranks[r] - hi : 0;
+
+			if (e < best)
+			{
+				best = e;
+				out[r].key = cand[i];
+				out[r].rank_lo = lo;
+				out[r].rank_hi = hi;
+			}
+		}
+	}
+	free(samp);
+	free(cand);
+	free(clo);
+	free(chi);
+}
+
 /* ---- one input: exact and approximate checks ---- */
 
 static int use_wrong_reference = 0;	/* set by hand to see the tests fail */
@@ -557,6 +630,33 @@ check_input(int t, int d, size_t n, int do_approx)
 			if (d == D_EQUAL || d == D_TWO)
 				CHECK(maxerr == 0, "approx on %s: error %llu", dname[d], (unsigned long long) maxerr);
 		}
+		/* the exact documented rule (shared with the CUDA engine) */
+		for (int pass = 0; pass < 2; pass++)
+		{
+			gs_options	o2 = opt;
+			size_t		bad = 0;
+
+			if (pass == 1)
+				o2.approx_buckets = 2 + (unsigned) rnd_below(3000);
+			if (pass == 0)
+				memcpy(picks2, picks, nr * sizeof picks[0]);
+			else
+			{
+				st = gs_cpu_select_approx(&ti.in, ranks, nr, &o2, picks2, &err);
+				CHECK(st == GS_OK, "approx B=%u status %d", o2.approx_buckets, st);
+			}
+			ref_approx(k, sorted, n, o2.approx_buckets, o2.seed, ranks, nr, picks);
+			for (i = 0; i < nr; i++)
+				if (memcmp(&picks[i], &picks2[i], sizeof picks[0]) != 0 && bad++ < 3)
+					CHECK(0, "approx B=%u rank %llu: key %llx [%llu,%llu], rule says %llx [%llu,%llu]",
+						  o2.approx_buckets, (unsigned long long) ranks[i],
+						  (unsigned long long) picks2[i].key, (unsigned long long) picks2[i].rank_lo,
+						  (unsigned long long) picks2[i].rank_hi, (unsigned long long) picks[i].key,
+						  (unsigned long long) picks[i].rank_lo, (unsigned long long) picks[i].rank_hi);
+			CHECK(bad == 0, "approx B=%u: %zu picks differ from the documented rule",
+				  o2.approx_buckets, bad);
+		}
+		st = gs_cpu_select_approx(&ti.in, ranks, nr, &opt, picks, &err);
 		st = gs_cpu_select_approx(&ti.in, ranks, nr, &opt, picks2, &err);
 		CHECK(st == GS_OK && memcmp(picks, picks2, nr * sizeof picks[0]) == 0,
 			  "approx not deterministic for the same seed");
