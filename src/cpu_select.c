@@ -504,19 +504,26 @@ hist_flush(void *arg_, size_t n)
 	}
 }
 
-/* bracket pass: count keys < lo, copy keys in [lo, lo+w] (up to cap) */
+/*
+ * bracket pass [lo, hi]: count keys < lo, == lo and == hi; copy the keys
+ * strictly between (up to cap).  The ends are counted, not copied, so a heavy
+ * value at either end (few distinct values) costs nothing to hold.
+ */
 typedef struct brk_arg
 {
 	uint64_t	lo,
-				w,
-				under;
+				hi,
+				under,
+				eqlo,
+				eqhi;
 	size_t		pos,
 				cap;
 	uint64_t   *sc;
 } brk_arg;
 
+/* plain variant (no heavy end seen in the sample): copy all of [lo, hi] */
 GS_KERNELS(brk, brk_arg,
-		   const uint64_t lo = a->lo; const uint64_t w = a->w; uint64_t cu = a->under;
+		   const uint64_t lo = a->lo; const uint64_t w = a->hi - a->lo; uint64_t cu = a->under;
 		   size_t pos = a->pos; const size_t cap = a->cap; uint64_t *sc = a->sc;,
 		   uint64_t d = k - lo;
 		   cu += k < lo;
@@ -528,7 +535,25 @@ GS_KERNELS(brk, brk_arg,
 		   },
 		   a->under = cu; a->pos = pos;)
 
+GS_KERNELS(brkeq, brk_arg,
+		   const uint64_t lo = a->lo; const uint64_t hi = a->hi;
+		   const uint64_t mw = hi > lo ? hi - lo - 1 : 0; uint64_t cu = a->under;
+		   uint64_t el = a->eqlo; uint64_t eh = a->eqhi;
+		   size_t pos = a->pos; const size_t cap = a->cap; uint64_t *sc = a->sc;,
+		   uint64_t d = k - lo - 1;	/* < mw exactly when lo < k < hi */
+		   cu += k < lo;
+		   el += k == lo;
+		   eh += k == hi;
+		   if (d < mw)
+		   {
+			   if (pos < cap)
+				   sc[pos] = k;
+			   pos++;
+		   },
+		   a->under = cu; a->eqlo = el; a->eqhi = eh; a->pos = pos;)
+
 static const kernset brk_kernels = {brk_16, brk_32, brk_64, NULL};
+static const kernset brkeq_kernels = {brkeq_16, brkeq_32, brkeq_64, NULL};
 
 static const kernset hist1_kernels = {hist1_16, hist1_32, hist1_64, hist_flush};
 static const kernset histn_kernels = {histn_16, histn_32, histn_64, hist_flush};
@@ -1168,7 +1193,9 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		size_t		pmin,
 					pmax,
 					il,
-					ih;
+					ih,
+					nmid;
+		int			heavy;
 
 		if (!sm || !sample_keys(in, n, GS_SAMPLE, GS_EXACT_SEED, sm))
 		{
@@ -1186,26 +1213,41 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 			il = ih;
 		mm.mn = sm[il];
 		mm.mx = sm[ih];
+		/* sample keys strictly inside (L, H): the bracket pass copies only
+		 * those (keys == L or == H are counted), so a heavy value at either
+		 * end, or L == H, needs no room */
+		nmid = 0;
+		for (i = il; i <= ih; i++)
+			nmid += sm[i] > mm.mn && sm[i] < mm.mx;
+		/* no repeated end in the sample: the plain pass (cheaper per key)
+		 * copying all of [L, H] */
+		heavy = nmid + 2 < ih - il + 1;
+		if (!heavy)
+			nmid = ih - il + 1;
 		free(sm);
 
 		/*
 		 * Narrow bracket (few ranks close together, e.g. a median): one pass
-		 * counts the keys below L and copies the keys in [L, H] (expected
-		 * (ih - il) / GS_SAMPLE of the input) into scratch, which is then
-		 * finished on its own.  If the copy overflows its cap or a wanted
-		 * rank is not inside the bracket, fall back to the histogram levels.
+		 * counts the keys below L, equal to L and equal to H, and copies the
+		 * keys strictly between (expected nmid / GS_SAMPLE of the input) into
+		 * scratch, which is then finished on its own; ranks in the run of L
+		 * or of H are answered at once.  If the copy overflows its cap or a
+		 * wanted rank is not inside [L, H], fall back to the histogram levels.
 		 */
 		if (pmin > GS_SAMPLE_TAIL + GS_SAMPLE_MARGIN &&
 			pmax + GS_SAMPLE_MARGIN + GS_SAMPLE_TAIL < GS_SAMPLE &&
-			(double) (ih - il + 1) / GS_SAMPLE * (double) n * 2.0 + 4096.0 < (double) n / 8.0)
+			(double) (nmid + 1) / GS_SAMPLE * (double) n * 2.0 + 4096.0 < (double) n / 8.0)
 		{
 			brk_arg		ba;
 			int			inside = 1;
+			uint64_t	b1,
+						b2,
+						b3;
 
 			memset(&ba, 0, sizeof ba);
 			ba.lo = mm.mn;
-			ba.w = mm.mx - mm.mn;
-			ba.cap = (size_t) ((double) (ih - il + 1) / GS_SAMPLE * (double) n * 2.0) + 4096;
+			ba.hi = mm.mx;
+			ba.cap = (size_t) ((double) (nmid + 1) / GS_SAMPLE * (double) n * 2.0) + 4096;
 			e.bra = malloc(ba.cap * sizeof(uint64_t));
 			e.brb = malloc(ba.cap * sizeof(uint64_t));
 			if (!e.bra || !e.brb)
@@ -1214,17 +1256,29 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 				goto done;
 			}
 			ba.sc = e.bra;
-			st = run_pass(in, &brk_kernels, &ba, opt, err);
+			st = run_pass(in, heavy ? &brkeq_kernels : &brk_kernels, &ba, opt, err);
 			if (st != GS_OK)
 				goto done;
+			/* sorted positions: [under, b1) == L, [b1, b2) copied, [b2, b3) == H */
+			b1 = ba.under + ba.eqlo;
+			b2 = b1 + ba.pos;
+			b3 = b2 + (ba.hi != ba.lo ? ba.eqhi : 0);
 			for (i = 0; i < nu; i++)
-				if (ur[i] < ba.under || ur[i] - ba.under >= ba.pos)
+				if (ur[i] < ba.under || ur[i] >= b3)
 					inside = 0;
 			if (ba.pos <= ba.cap && inside)
 			{
-				st = scratch_select(&e, e.bra, e.brb, ba.pos, ba.under, 0, nu, 0);
+				size_t		i0;
+
+				for (i = 0; i < nu && ur[i] < b1; i++)
+					uval[i] = ba.lo;
+				for (i0 = i; i < nu && ur[i] < b2; i++)
+					;
+				st = scratch_select(&e, e.bra, e.brb, ba.pos, b1, i0, i, 0);
 				if (st != GS_OK)
 					goto done;
+				for (; i < nu; i++)
+					uval[i] = ba.hi;
 				goto answer;
 			}
 		}

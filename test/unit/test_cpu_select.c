@@ -758,6 +758,107 @@ check_api(void)
 	}
 }
 
+/* ---- heavy values (long equal runs) at and around the wanted ranks ---- */
+
+static void
+check_heavy(void)
+{
+	static const size_t heavy[] = {1, 700, 5000, 40000, 150000};
+	const size_t n = 300000;
+	uint64_t   *k = malloc(n * sizeof(uint64_t));
+	uint64_t   *sorted = malloc(n * sizeof(uint64_t));
+
+	ctx_desc = "heavy runs";
+	for (int kbi = 0; kbi < 3; kbi++)
+		for (size_t h = 0; h < sizeof heavy / sizeof heavy[0]; h++)
+			for (int two = 0; two < 3; two++)
+			{
+				unsigned	kb = kbi == 0 ? 8 : kbi == 1 ? 4 : 2;
+				uint64_t	km = kb == 8 ? UINT64_MAX : ((uint64_t) 1 << (8 * kb)) - 1;
+				uint64_t	v1 = km / 2,
+							v2 = two ? v1 + 1 + (two == 2 ? km / 1000 : 0) : v1;
+				size_t		c = heavy[h],
+							below = n / 2 - rnd_below(c + 1),
+							i;
+				uint64_t	rk[24];
+				size_t		nr = 0;
+				tinput		ti;
+
+				/* below keys < v1, c keys == v1, (two) c keys == v2, rest > v2 */
+				for (i = 0; i < n; i++)
+				{
+					if (i < below)
+						k[i] = rnd_below(v1);
+					else if (i < below + c)
+						k[i] = v1;
+					else if (two && i < below + 2 * c && below + 2 * c <= n)
+						k[i] = v2;
+					else
+						k[i] = v2 + 1 + rnd_below(km - v2);
+				}
+				for (i = n; i > 1; i--)
+				{
+					size_t		j = rnd_below(i);
+					uint64_t	t = k[i - 1];
+
+					k[i - 1] = k[j];
+					k[j] = t;
+				}
+				memcpy(sorted, k, n * sizeof(uint64_t));
+				qsort(sorted, n, sizeof(uint64_t), cmp_u64);
+				make_input(&ti, k, n, kb);
+				{
+					const int64_t off[] = {-2, -1, 0, 1};
+
+					for (int e = 0; e < 4; e++)
+					{
+						int64_t		r1 = (int64_t) below + off[e],
+									r2 = (int64_t) (below + c) + off[e],
+									r3 = (int64_t) (below + 2 * c) + off[e];
+
+						if (r1 >= 0 && r1 < (int64_t) n)
+							rk[nr++] = (uint64_t) r1;
+						if (r2 >= 0 && r2 < (int64_t) n)
+							rk[nr++] = (uint64_t) r2;
+						if (r3 >= 0 && r3 < (int64_t) n)
+							rk[nr++] = (uint64_t) r3;
+					}
+					rk[nr++] = n / 2;
+				}
+				/* each rank alone (narrow bracket), then pairs, then all */
+				for (i = 0; i <= nr + 1; i++)
+				{
+					uint64_t	rr[24],
+								out[24];
+					size_t		m = 0,
+								j;
+					gs_error	err;
+					gs_status	st;
+
+					if (i < nr)
+						rr[m++] = rk[i];
+					else if (i == nr)
+					{
+						rr[m++] = rk[0];
+						rr[m++] = rk[nr - 1];
+					}
+					else
+						for (j = 0; j < nr; j++)
+							rr[m++] = rk[j];
+					st = gs_cpu_select(&ti.in, rr, m, out, NULL, &err);
+					CHECK(st == GS_OK, "heavy select status %d", st);
+					for (j = 0; j < m && st == GS_OK; j++)
+						CHECK(out[j] == sorted[rr[j]],
+							  "kb %u heavy %zu two %d below %zu rank %llu: got %llx want %llx",
+							  kb, c, two, below, (unsigned long long) rr[j],
+							  (unsigned long long) out[j], (unsigned long long) sorted[rr[j]]);
+				}
+				free_input(&ti);
+			}
+	free(k);
+	free(sorted);
+}
+
 static void
 run_all(uint64_t seed, int big)
 {
@@ -773,6 +874,7 @@ run_all(uint64_t seed, int big)
 			for (int d = 0; d < D_NDISTS; d++)
 				if (t == T_F64 || t == T_RAW64 || ((t == T_I32 || t == T_I16) && d % 3 == 0))
 					check_input(t, d, 2000000, d == D_UNIFORM || d == D_CLUSTER);
+	check_heavy();
 	check_api();
 }
 
