@@ -312,12 +312,11 @@ WHERE name IN ('device', 'gpu_min_rows', 'approximate', 'approx_buckets', 'seed'
                'gpu_runs', 'cpu_runs', 'states_created', 'last_path', 'last_n', 'last_ranks',
                'last_approximate', 'last_bytes_copied', 'last_copy_ms', 'last_select_ms', 'last_rank_bound');
 
--- settings
-RESET gpuselect.device;
-SHOW gpuselect.device;
+-- settings (the default as built; a session may run with another, e.g. PGOPTIONS)
+SELECT boot_val FROM pg_settings WHERE name = 'gpuselect.device';
 SET gpuselect.device = 'tpu';
 SET gpuselect.approx_buckets = 1;
-SET gpuselect.approx_buckets = 65537;
+SET gpuselect.approx_buckets = 8193;
 SET gpuselect.nonexistent = 1;
 RESET gpuselect.device;
 

@@ -78,10 +78,10 @@ gs_guc_define(void)
 
 	DefineCustomIntVariable("gpuselect.approx_buckets",
 							"Number of buckets (splitters) of the approximate mode.",
-							"More buckets: smaller rank error, more work.",
+							"More buckets: smaller rank error, more work. At most 8192, the CUDA engine's limit, so that both engines give the same answers.",
 							&gs_guc_approx_buckets,
 							1024,
-							2, 65536,
+							2, 8192,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
