@@ -63,6 +63,10 @@ gs_private_install() {
 		cp -rs "$pkglibdir" "$tree$pkglibdir"
 		cp -rs "$sharedir" "$tree$sharedir"
 	fi
+	# never write through a symlink into the system installation: drop any
+	# gpuselect files the symlinked trees carry over from a system install
+	rm -rf "$tree$pkglibdir"/gpuselect* "$tree$pkglibdir"/bitcode/gpuselect* \
+		"$tree$sharedir"/extension/gpuselect*
 	make -C "$build" -s install DESTDIR="$tree" "${@:3}" >/dev/null || return 1
 	chmod -R a+rX "$tree"
 }
