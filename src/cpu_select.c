@@ -66,6 +66,7 @@
 #define GS_SAMPLE_MARGIN 384	/* ~6 sigma of a sample quantile's position */
 #define GS_SAMPLE_TAIL	64		/* L/H at least this far inside the sample */
 #define GS_EXACT_SEED	UINT64_C(0x5E1EC7)
+#define GS_FEW_DISTINCT	64		/* sample with <= this many values: counting pass */
 #define GS_MAX_APPROX_BUCKETS (1u << 24)
 #define GS_APPROX_TBL_BITS 12	/* approx: splitter lookup table of 4096 entries, */
 #define GS_APPROX_TBL_MAX_BITS 16	/* ... up to 65536 */
@@ -1119,6 +1120,250 @@ done:
 	return st;
 }
 
+/* ---- counting against distinct splitters (approximate mode; few-distinct exact) ---- */
+
+typedef struct ap_arg
+{
+	const uint64_t *spl;		/* ns distinct splitters, ascending, padded with
+								 * UINT64_MAX up to ns + win */
+	size_t		ns;
+	uint32_t   *tbl;			/* lookup table over [tlo, tlo + wr] */
+	uint64_t	tlo,
+				wr;
+	unsigned	tsh;
+	unsigned	win;			/* power of two >= the splitters any table entry spans */
+	uint64_t   *cnt;			/* 2*(ns+1): [2i] keys in gap below spl[i], [2i+1] keys == spl[i] */
+	uint32_t   *gap,
+			   *eq;				/* ns+1 each: the same for the current chunk */
+	/* keys outside [spl[0], spl[ns-1]]: their min / max with counts */
+	uint64_t	mn,
+				mx,
+				cmn,
+				cmx;
+} ap_arg;
+
+static inline size_t
+lower_bound_u64(const uint64_t *s, size_t n, uint64_t k)
+{
+	const uint64_t *b = s;
+
+	if (n == 0)
+		return 0;
+	while (n > 1)
+	{
+		size_t		half = n / 2;
+
+		b = (b[half] < k) ? b + half : b;
+		n -= half;
+	}
+	return (size_t) (b - s) + (*b < k);
+}
+
+/*
+ * Per key.  The lookup table covers [tlo, tlo + wr] (the splitters
+ * spl[ta..tb]; outlying splitters may be left out so that the table stays
+ * fine where the splitters are dense).  Entry j = (k - tlo) >> tsh holds the
+ * first splitter >= the entry's start; GS_APPROX_HIT is set when a splitter
+ * lies inside the entry.  Most entries hold none (the table has >= 64
+ * entries per splitter): the key is in the gap below that splitter, no
+ * search.  Otherwise a fixed-length branchless search of `win` (a power of
+ * two >= the splitters any entry holds; spl is padded with UINT64_MAX).
+ * Keys outside the table range (rare) take a plain binary search over all
+ * splitters and track the input's min/max below spl[0] / above spl[ns-1].
+ */
+#define GS_APPROX_HIT UINT32_C(0x80000000)
+
+GS_KERNELS(apc, ap_arg,
+		   const uint64_t *spl = a->spl; const size_t ns = a->ns;
+		   uint32_t *gap = a->gap; uint32_t *eq = a->eq;
+		   uint64_t mn = a->mn; uint64_t mx = a->mx; uint64_t cmn = a->cmn; uint64_t cmx = a->cmx;
+		   const uint32_t *tbl = a->tbl; const uint64_t tlo = a->tlo; const uint64_t wr = a->wr;
+		   const unsigned sh = a->tsh; const size_t win = a->win; size_t j_;,
+		   uint64_t d = k - tlo;
+		   if (__builtin_expect(d > wr, 0))
+		   {
+			   size_t ix = lower_bound_u64(spl, ns, k);
+
+			   if (ix < ns && spl[ix] == k)
+				   eq[ix]++;
+			   else
+				   gap[ix]++;
+			   if (ix == 0 && k <= mn) { if (k < mn) { mn = k; cmn = 0; } cmn++; }
+			   if (ix == ns && k >= mx) { if (k > mx) { mx = k; cmx = 0; } cmx++; }
+		   }
+		   else
+		   {
+			   uint32_t v = tbl[d >> sh];
+
+			   if (__builtin_expect(!(v & GS_APPROX_HIT), 1))
+				   gap[v]++;
+			   else
+			   {
+				   const uint64_t *b = spl + (v & ~GS_APPROX_HIT);
+				   size_t step;
+
+				   for (step = win >> 1; step > 0; step >>= 1)
+					   b = (b[step - 1] < k) ? b + step : b;
+				   b += (*b < k);
+				   (*b == k ? eq : gap)[b - spl]++;
+			   }
+		   },
+		   a->mn = mn; a->mx = mx; a->cmn = cmn; a->cmx = cmx;
+		   /* 32-bit counters (half the cache footprint) for one chunk at most */
+		   for (j_ = 0; j_ <= ns; j_++)
+		   {
+			   a->cnt[2 * j_] += gap[j_];
+			   a->cnt[2 * j_ + 1] += eq[j_];
+			   gap[j_] = 0;
+			   eq[j_] = 0;
+		   })
+
+static const kernset apc_kernels = {apc_16, apc_32, apc_64, NULL};
+
+/*
+ * One counting pass against ns distinct ascending splitters *splp (malloc'd;
+ * reallocated to pad it): aa->cnt[2i] = keys between spl[i-1] and spl[i],
+ * aa->cnt[2i+1] = keys == spl[i], aa->cnt[2ns] = keys above spl[ns-1]; the
+ * input's min/max with their counts in aa->mn/cmn, aa->mx/cmx.  The caller
+ * frees aa->cnt, aa->gap and aa->tbl (also on error).
+ */
+static gs_status
+count_splitters(const gs_input *in, size_t n, uint64_t **splp, size_t ns, ap_arg *aa_,
+				const gs_options *opt, gs_error *err)
+{
+	uint64_t   *spl = *splp;
+	ap_arg		aa = *aa_;
+	size_t		i;
+	gs_status	st = GS_OK;
+
+	aa.spl = spl;
+	aa.ns = ns;
+	aa.cnt = calloc(2 * (ns + 1), sizeof(uint64_t));
+	aa.gap = calloc(2 * (ns + 1), sizeof(uint32_t));
+	if (!aa.cnt || !aa.gap)
+	{
+		st = NOMEM(err);
+		goto done;
+	}
+	aa.eq = aa.gap + ns + 1;
+	/*
+	 * Table range: spl[ta..tb], leaving out up to 32 outlying splitters at
+	 * either end when that makes the densest entry hold fewer splitters
+	 * (e.g. a dense cluster plus far outliers).  2^bits entries, >= 64 per
+	 * splitter and >= n/64, 2^12 .. 2^16; trimmed only if the full range has an
+	 * entry with more than 2 splitters.
+	 */
+	{
+		static const size_t trims[] = {0, 1, 2, 4, 8, 16, 32};
+		const size_t ntr = sizeof trims / sizeof trims[0];
+		unsigned	bits = GS_APPROX_TBL_BITS;
+		size_t		best_span = SIZE_MAX,
+					best_trim = 0,
+					ta = 0,
+					tb = ns - 1,
+					x,
+					y,
+					nt,
+					j,
+					l;
+
+		while (bits < GS_APPROX_TBL_MAX_BITS &&
+			   (((size_t) 1 << bits) < 64 * ns || ((size_t) 1 << bits) < n / 64))
+			bits++;
+		for (x = 0; x < ntr; x++)
+			for (y = 0; y < ntr; y++)
+			{
+				size_t		lo = trims[x],
+							hi,
+							span = 1,
+							run = 1;
+				unsigned	sh;
+
+				if (trims[x] + trims[y] >= ns)
+					continue;
+				hi = ns - 1 - trims[y];
+				sh = shift_for(spl[hi] - spl[lo], bits);
+				for (j = lo + 1; j <= hi; j++)
+				{
+					run = ((spl[j] - spl[lo]) >> sh) == ((spl[j - 1] - spl[lo]) >> sh) ? run + 1 : 1;
+					span = run > span ? run : span;
+				}
+				if (span < best_span ||
+					(span == best_span && trims[x] + trims[y] < best_trim))
+				{
+					best_span = span;
+					best_trim = trims[x] + trims[y];
+					ta = lo;
+					tb = hi;
+				}
+				if (x == 0 && y == 0 && span <= 2)
+					x = y = ntr;	/* untrimmed is fine: keep it */
+			}
+		aa.tlo = spl[ta];
+		aa.wr = spl[tb] - spl[ta];
+		aa.tsh = shift_for(aa.wr, bits);
+		nt = (size_t) (aa.wr >> aa.tsh) + 1;
+		aa.tbl = malloc(nt * sizeof(uint32_t));
+		if (!aa.tbl)
+		{
+			st = NOMEM(err);
+			goto done;
+		}
+		/* tbl[j] = first splitter >= start(j), flagged if one is < start(j+1) */
+		l = ta;
+		for (j = 0; j < nt; j++)
+		{
+			uint64_t	start = aa.tlo + ((uint64_t) j << aa.tsh);
+			size_t		first;
+
+			while (l < ns && spl[l] < start)
+				l++;
+			first = l;
+			aa.tbl[j] = (uint32_t) first;
+			if (first < ns && first <= tb &&
+				(j + 1 == nt || spl[first] - aa.tlo < ((uint64_t) (j + 1) << aa.tsh)))
+				aa.tbl[j] |= GS_APPROX_HIT;
+		}
+		aa.win = 1;
+		while (aa.win < best_span)
+			aa.win <<= 1;
+	}
+	/* pad the splitters for the search window */
+	{
+		uint64_t   *ps = realloc(spl, (ns + aa.win) * sizeof(uint64_t));
+
+		if (!ps)
+		{
+			st = NOMEM(err);
+			goto done;
+		}
+		spl = ps;
+		*splp = ps;
+		for (i = ns; i < ns + aa.win; i++)
+			spl[i] = UINT64_MAX;
+	}
+	aa.spl = spl;
+	aa.mn = UINT64_MAX;
+	aa.mx = 0;
+	st = run_pass(in, &apc_kernels, &aa, opt, err);
+	if (st != GS_OK)
+		goto done;
+	/* the input's min/max: outside the splitters if any key was, else the end splitters */
+	if (aa.cmn == 0)
+	{
+		aa.mn = spl[0];
+		aa.cmn = aa.cnt[1];
+	}
+	if (aa.cmx == 0)
+	{
+		aa.mx = spl[ns - 1];
+		aa.cmx = aa.cnt[2 * (ns - 1) + 1];
+	}
+done:
+	*aa_ = aa;
+	return st;
+}
+
 gs_status
 gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 			  uint64_t *out_keys, const gs_options *opt, gs_error *err)
@@ -1194,8 +1439,12 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 					pmax,
 					il,
 					ih,
-					nmid;
-		int			heavy;
+					nmid,
+					nleft = 0;
+		size_t	   *left = NULL;
+		int			heavy,
+					narrow,
+					few = 0;
 
 		if (!sm || !sample_keys(in, n, GS_SAMPLE, GS_EXACT_SEED, sm))
 		{
@@ -1224,7 +1473,109 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		heavy = nmid + 2 < ih - il + 1;
 		if (!heavy)
 			nmid = ih - il + 1;
+		narrow = pmin > GS_SAMPLE_TAIL + GS_SAMPLE_MARGIN &&
+			pmax + GS_SAMPLE_MARGIN + GS_SAMPLE_TAIL < GS_SAMPLE &&
+			(double) (nmid + 1) / GS_SAMPLE * (double) n * 2.0 + 4096.0 < (double) n / 8.0;
+
+		/*
+		 * Few distinct values in the sample (all heavy) and wanted ranks
+		 * too spread for the bracket pass: one counting pass against the
+		 * sample's distinct values (the approximate mode's counter) gives
+		 * each one's exact run; ranks inside a run are answered.  The rest
+		 * (they fall between the values: rare, such keys were unseen by
+		 * the sample) go on to the histogram levels below.
+		 */
+		if (!narrow)
+		{
+			size_t		nd = 1;
+
+			for (i = 1; i < GS_SAMPLE && nd <= GS_FEW_DISTINCT; i++)
+				nd += sm[i] != sm[i - 1];
+			if (nd <= GS_FEW_DISTINCT)
+			{
+				uint64_t   *dv = malloc(GS_FEW_DISTINCT * sizeof(uint64_t));
+				ap_arg		ha;
+
+				memset(&ha, 0, sizeof ha);
+				left = malloc(nu * sizeof(size_t));
+				if (!dv || !left)
+				{
+					free(dv);
+					free(sm);
+					st = NOMEM(err);
+					goto done;
+				}
+				nd = 0;
+				for (i = 0; i < GS_SAMPLE; i++)
+					if (nd == 0 || dv[nd - 1] != sm[i])
+						dv[nd++] = sm[i];
+				st = count_splitters(in, n, &dv, nd, &ha, opt, err);
+				if (st == GS_OK)
+				{
+					uint64_t	less = 0;
+					size_t		v = 0;
+
+					/* resolved: rank in the run of dv[v]; left: ur kept in place */
+					nleft = 0;
+					for (i = 0; i < nu; i++)
+					{
+						while (v < nd && less + ha.cnt[2 * v] + ha.cnt[2 * v + 1] <= ur[i])
+						{
+							less += ha.cnt[2 * v] + ha.cnt[2 * v + 1];
+							v++;
+						}
+						if (v < nd && ur[i] >= less + ha.cnt[2 * v])
+							uval[i] = dv[v];
+						else
+							left[nleft++] = i;
+					}
+				}
+				free(ha.cnt);
+				free(ha.gap);
+				free(ha.tbl);
+				free(dv);
+				if (st != GS_OK)
+				{
+					free(sm);
+					goto done;
+				}
+				few = 1;
+			}
+		}
 		free(sm);
+		if (few)
+		{
+			/* the ranks left over: histogram levels on just those */
+			eng		e2 = e;
+			uint64_t   *sur = NULL,
+					   *suv = NULL;
+
+			if (nleft > 0)
+			{
+				sur = malloc(nleft * sizeof(uint64_t));
+				suv = malloc(nleft * sizeof(uint64_t));
+				if (!sur || !suv)
+					st = NOMEM(err);
+				else
+				{
+					for (i = 0; i < nleft; i++)
+						sur[i] = ur[left[i]];
+					e2.ur = sur;
+					e2.uval = suv;
+					e2.nu = nleft;
+					st = input_levels(&e2, in, n, mm.mn, mm.mx, 1);
+					for (i = 0; st == GS_OK && i < nleft; i++)
+						uval[left[i]] = suv[i];
+					eng_free(&e2);
+				}
+			}
+			free(sur);
+			free(suv);
+			free(left);
+			if (st != GS_OK)
+				goto done;
+			goto answer;
+		}
 
 		/*
 		 * Narrow bracket (few ranks close together, e.g. a median): one pass
@@ -1234,9 +1585,7 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		 * or of H are answered at once.  If the copy overflows its cap or a
 		 * wanted rank is not inside [L, H], fall back to the histogram levels.
 		 */
-		if (pmin > GS_SAMPLE_TAIL + GS_SAMPLE_MARGIN &&
-			pmax + GS_SAMPLE_MARGIN + GS_SAMPLE_TAIL < GS_SAMPLE &&
-			(double) (nmid + 1) / GS_SAMPLE * (double) n * 2.0 + 4096.0 < (double) n / 8.0)
+		if (narrow)
 		{
 			brk_arg		ba;
 			int			inside = 1;
@@ -1353,104 +1702,6 @@ done:
 /* approximate select                                                   */
 /* ------------------------------------------------------------------ */
 
-typedef struct ap_arg
-{
-	const uint64_t *spl;		/* ns distinct splitters, ascending, padded with
-								 * UINT64_MAX up to ns + win */
-	size_t		ns;
-	uint32_t   *tbl;			/* lookup table over [tlo, tlo + wr] */
-	uint64_t	tlo,
-				wr;
-	unsigned	tsh;
-	unsigned	win;			/* power of two >= the splitters any table entry spans */
-	uint64_t   *cnt;			/* 2*(ns+1): [2i] keys in gap below spl[i], [2i+1] keys == spl[i] */
-	uint32_t   *gap,
-			   *eq;				/* ns+1 each: the same for the current chunk */
-	/* keys outside [spl[0], spl[ns-1]]: their min / max with counts */
-	uint64_t	mn,
-				mx,
-				cmn,
-				cmx;
-} ap_arg;
-
-static inline size_t
-lower_bound_u64(const uint64_t *s, size_t n, uint64_t k)
-{
-	const uint64_t *b = s;
-
-	if (n == 0)
-		return 0;
-	while (n > 1)
-	{
-		size_t		half = n / 2;
-
-		b = (b[half] < k) ? b + half : b;
-		n -= half;
-	}
-	return (size_t) (b - s) + (*b < k);
-}
-
-/*
- * Per key.  The lookup table covers [tlo, tlo + wr] (the splitters
- * spl[ta..tb]; outlying splitters may be left out so that the table stays
- * fine where the splitters are dense).  Entry j = (k - tlo) >> tsh holds the
- * first splitter >= the entry's start; GS_APPROX_HIT is set when a splitter
- * lies inside the entry.  Most entries hold none (the table has >= 64
- * entries per splitter): the key is in the gap below that splitter, no
- * search.  Otherwise a fixed-length branchless search of `win` (a power of
- * two >= the splitters any entry holds; spl is padded with UINT64_MAX).
- * Keys outside the table range (rare) take a plain binary search over all
- * splitters and track the input's min/max below spl[0] / above spl[ns-1].
- */
-#define GS_APPROX_HIT UINT32_C(0x80000000)
-
-GS_KERNELS(apc, ap_arg,
-		   const uint64_t *spl = a->spl; const size_t ns = a->ns;
-		   uint32_t *gap = a->gap; uint32_t *eq = a->eq;
-		   uint64_t mn = a->mn; uint64_t mx = a->mx; uint64_t cmn = a->cmn; uint64_t cmx = a->cmx;
-		   const uint32_t *tbl = a->tbl; const uint64_t tlo = a->tlo; const uint64_t wr = a->wr;
-		   const unsigned sh = a->tsh; const size_t win = a->win; size_t j_;,
-		   uint64_t d = k - tlo;
-		   if (__builtin_expect(d > wr, 0))
-		   {
-			   size_t ix = lower_bound_u64(spl, ns, k);
-
-			   if (ix < ns && spl[ix] == k)
-				   eq[ix]++;
-			   else
-				   gap[ix]++;
-			   if (ix == 0 && k <= mn) { if (k < mn) { mn = k; cmn = 0; } cmn++; }
-			   if (ix == ns && k >= mx) { if (k > mx) { mx = k; cmx = 0; } cmx++; }
-		   }
-		   else
-		   {
-			   uint32_t v = tbl[d >> sh];
-
-			   if (__builtin_expect(!(v & GS_APPROX_HIT), 1))
-				   gap[v]++;
-			   else
-			   {
-				   const uint64_t *b = spl + (v & ~GS_APPROX_HIT);
-				   size_t step;
-
-				   for (step = win >> 1; step > 0; step >>= 1)
-					   b = (b[step - 1] < k) ? b + step : b;
-				   b += (*b < k);
-				   (*b == k ? eq : gap)[b - spl]++;
-			   }
-		   },
-		   a->mn = mn; a->mx = mx; a->cmn = cmn; a->cmx = cmx;
-		   /* 32-bit counters (half the cache footprint) for one chunk at most */
-		   for (j_ = 0; j_ <= ns; j_++)
-		   {
-			   a->cnt[2 * j_] += gap[j_];
-			   a->cnt[2 * j_ + 1] += eq[j_];
-			   gap[j_] = 0;
-			   eq[j_] = 0;
-		   })
-
-static const kernset apc_kernels = {apc_16, apc_32, apc_64, NULL};
-
 typedef struct cand
 {
 	uint64_t	key,
@@ -1529,128 +1780,9 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		goto done;
 	}
 
-	aa.spl = spl;
-	aa.ns = ns;
-	aa.cnt = calloc(2 * (ns + 1), sizeof(uint64_t));
-	aa.gap = calloc(2 * (ns + 1), sizeof(uint32_t));
-	if (!aa.cnt || !aa.gap)
-	{
-		st = NOMEM(err);
-		goto done;
-	}
-	aa.eq = aa.gap + ns + 1;
-	/*
-	 * Table range: spl[ta..tb], leaving out up to 32 outlying splitters at
-	 * either end when that makes the densest entry hold fewer splitters
-	 * (e.g. a dense cluster plus far outliers).  2^bits entries, >= 64 per
-	 * splitter and >= n/64, 2^12 .. 2^16; trimmed only if the full range has an
-	 * entry with more than 2 splitters.
-	 */
-	{
-		static const size_t trims[] = {0, 1, 2, 4, 8, 16, 32};
-		const size_t ntr = sizeof trims / sizeof trims[0];
-		unsigned	bits = GS_APPROX_TBL_BITS;
-		size_t		best_span = SIZE_MAX,
-					best_trim = 0,
-					ta = 0,
-					tb = ns - 1,
-					x,
-					y,
-					nt,
-					j,
-					l;
-
-		while (bits < GS_APPROX_TBL_MAX_BITS &&
-			   (((size_t) 1 << bits) < 64 * ns || ((size_t) 1 << bits) < n / 64))
-			bits++;
-		for (x = 0; x < ntr; x++)
-			for (y = 0; y < ntr; y++)
-			{
-				size_t		lo = trims[x],
-							hi,
-							span = 1,
-							run = 1;
-				unsigned	sh;
-
-				if (trims[x] + trims[y] >= ns)
-					continue;
-				hi = ns - 1 - trims[y];
-				sh = shift_for(spl[hi] - spl[lo], bits);
-				for (j = lo + 1; j <= hi; j++)
-				{
-					run = ((spl[j] - spl[lo]) >> sh) == ((spl[j - 1] - spl[lo]) >> sh) ? run + 1 : 1;
-					span = run > span ? run : span;
-				}
-				if (span < best_span ||
-					(span == best_span && trims[x] + trims[y] < best_trim))
-				{
-					best_span = span;
-					best_trim = trims[x] + trims[y];
-					ta = lo;
-					tb = hi;
-				}
-				if (x == 0 && y == 0 && span <= 2)
-					x = y = ntr;	/* untrimmed is fine: keep it */
-			}
-		aa.tlo = spl[ta];
-		aa.wr = spl[tb] - spl[ta];
-		aa.tsh = shift_for(aa.wr, bits);
-		nt = (size_t) (aa.wr >> aa.tsh) + 1;
-		aa.tbl = malloc(nt * sizeof(uint32_t));
-		if (!aa.tbl)
-		{
-			st = NOMEM(err);
-			goto done;
-		}
-		/* tbl[j] = first splitter >= start(j), flagged if one is < start(j+1) */
-		l = ta;
-		for (j = 0; j < nt; j++)
-		{
-			uint64_t	start = aa.tlo + ((uint64_t) j << aa.tsh);
-			size_t		first;
-
-			while (l < ns && spl[l] < start)
-				l++;
-			first = l;
-			aa.tbl[j] = (uint32_t) first;
-			if (first < ns && first <= tb &&
-				(j + 1 == nt || spl[first] - aa.tlo < ((uint64_t) (j + 1) << aa.tsh)))
-				aa.tbl[j] |= GS_APPROX_HIT;
-		}
-		aa.win = 1;
-		while (aa.win < best_span)
-			aa.win <<= 1;
-	}
-	/* pad the splitters for the search window */
-	{
-		uint64_t   *ps = realloc(spl, (ns + aa.win) * sizeof(uint64_t));
-
-		if (!ps)
-		{
-			st = NOMEM(err);
-			goto done;
-		}
-		spl = ps;
-		for (i = ns; i < ns + aa.win; i++)
-			spl[i] = UINT64_MAX;
-	}
-	aa.spl = spl;
-	aa.mn = UINT64_MAX;
-	aa.mx = 0;
-	st = run_pass(in, &apc_kernels, &aa, opt, err);
+	st = count_splitters(in, n, &spl, ns, &aa, opt, err);
 	if (st != GS_OK)
 		goto done;
-	/* the input's min/max: outside the splitters if any key was, else the end splitters */
-	if (aa.cmn == 0)
-	{
-		aa.mn = spl[0];
-		aa.cmn = aa.cnt[1];
-	}
-	if (aa.cmx == 0)
-	{
-		aa.mx = spl[ns - 1];
-		aa.cmx = aa.cnt[2 * (ns - 1) + 1];
-	}
 
 	/* candidates in key order with exact rank ranges */
 	cd = malloc((ns + 2) * sizeof(cand));

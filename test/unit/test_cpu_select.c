@@ -855,6 +855,60 @@ check_heavy(void)
 				}
 				free_input(&ti);
 			}
+	/* few distinct values plus rare strays, ranks on the strays (they fall
+	 * between the sample's values: the counting pass leaves them over) */
+	ctx_desc = "few distinct + strays";
+	for (int kbi = 0; kbi < 3; kbi++)
+		for (int rep = 0; rep < 3; rep++)
+		{
+			unsigned	kb = kbi == 0 ? 8 : kbi == 1 ? 4 : 2;
+			uint64_t	km = kb == 8 ? UINT64_MAX : ((uint64_t) 1 << (8 * kb)) - 1;
+			uint64_t	vals[20],
+						rr[200],
+						out[200];
+			size_t		nv = 2 + rnd_below(19),
+						nstray = rep == 0 ? 0 : 1 + rnd_below(40),
+						i,
+						m = 0;
+			tinput		ti;
+			gs_error	err;
+			gs_status	st;
+
+			for (i = 0; i < nv; i++)
+				vals[i] = rnd_below(km);
+			for (i = 0; i < n; i++)
+				k[i] = i < nstray ? rnd_below(km) : vals[rnd_below(nv)];
+			for (i = 0; i < nstray; i++)
+			{
+				size_t		j = rnd_below(n);
+				uint64_t	t = k[i];
+
+				k[i] = k[j];
+				k[j] = t;
+			}
+			memcpy(sorted, k, n * sizeof(uint64_t));
+			qsort(sorted, n, sizeof(uint64_t), cmp_u64);
+			make_input(&ti, k, n, kb);
+			for (i = 0; i <= 100; i++)
+				rr[m++] = (uint64_t) ((double) i / 100.0 * (double) (n - 1));
+			/* ranks of keys that are not one of vals[] */
+			for (i = 0; i < n && m < 200; i++)
+			{
+				size_t		j;
+
+				for (j = 0; j < nv && vals[j] != sorted[i]; j++)
+					;
+				if (j == nv)
+					rr[m++] = i;
+			}
+			st = gs_cpu_select(&ti.in, rr, m, out, NULL, &err);
+			CHECK(st == GS_OK, "few distinct select status %d", st);
+			for (i = 0; i < m && st == GS_OK; i++)
+				CHECK(out[i] == sorted[rr[i]], "kb %u nv %zu strays %zu rank %llu: got %llx want %llx",
+					  kb, nv, nstray, (unsigned long long) rr[i], (unsigned long long) out[i],
+					  (unsigned long long) sorted[rr[i]]);
+			free_input(&ti);
+		}
 	free(k);
 	free(sorted);
 }
