@@ -49,6 +49,7 @@ PAR="SET max_parallel_workers_per_gather = $WORKERS; SET parallel_setup_cost = 0
 GPU="SET gpuselect.device = gpu;"
 CPU="SET gpuselect.device = cpu;"
 
+$PSQL -c "CREATE EXTENSION IF NOT EXISTS gpuselect;" || exit 1
 gpu_name=$($PSQL -At -c "SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0;
 	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 10) g;
 	SELECT value FROM gpuselect_status() WHERE name = 'gpu_device';" 2>/dev/null | tail -1)
@@ -131,7 +132,7 @@ fi
 {
 	echo "# gpuselect end-to-end benchmark"
 	echo
-	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: ${GS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 	echo "- GPU: ${gpu_name:-none}; CPU: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
 	echo "- server: $($PSQL -At -c 'SHOW server_version'), shared_buffers $($PSQL -At -c 'SHOW shared_buffers'), work_mem $($PSQL -At -c 'SHOW work_mem')"
 	echo "- first GPU call in a new session (context creation included): ${first_call} ms; warm: ${warm_call} ms"
