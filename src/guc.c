@@ -10,7 +10,7 @@
 #include "guc.h"
 
 int			gs_guc_device = GS_DEVICE_AUTO;
-int			gs_guc_gpu_min_rows = 1000000;
+int			gs_guc_gpu_min_rows = 250000;
 bool		gs_guc_approximate = false;
 int			gs_guc_approx_buckets = 1024;
 int			gs_guc_seed = 42;
@@ -59,7 +59,8 @@ gs_guc_define(void)
 							"Smaller groups are selected on the CPU, where copying to the "
 							"GPU would cost more than it saves.",
 							&gs_guc_gpu_min_rows,
-							1000000,
+							/* measured crossover on an H100 host, test/bench/results/e2e-*.md */
+							250000,
 							0, INT_MAX,
 							PGC_USERSET,
 							0,
