@@ -226,11 +226,9 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	gs_last_nranks = nranks;
 	pfree((void *) in.segs);
 
-	if (approx)
-		elog(DEBUG1, "gpuselect: approximate selection of %d ranks over " INT64_FORMAT " values: max rank error " INT64_FORMAT,
-			 nranks, n, bound);
-	if (gs_guc_debug)
-		ereport(NOTICE,
+	/* one line per final call: a NOTICE with gpuselect.debug, else DEBUG1 */
+	if (gs_guc_debug || message_level_is_interesting(DEBUG1))
+		ereport(gs_guc_debug ? NOTICE : DEBUG1,
 				(errmsg("gpuselect: path=%s n=" INT64_FORMAT " ranks=%d bytes_copied=" INT64_FORMAT " copy_ms=%.3f select_ms=%.3f%s",
 						gs_last_path, n, nranks, info.bytes_copied, info.copy_ms, info.select_ms,
 						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, bound) : "")));
