@@ -826,10 +826,11 @@ cmp_rank_ix(const void *x, const void *y)
 }
 
 static gs_status
-check_input(const gs_input *in, size_t nranks, const void *ranks, const void *out,
+check_input(const gs_input *in, size_t nranks, const uint64_t *ranks, const void *out,
 			gs_error *err, size_t *n_out)
 {
 	size_t		s;
+	size_t		n;
 
 	if (!in || (in->nsegs > 0 && !in->segs))
 		return set_err(err, GS_ERR_INVALID, "invalid input: no segment list");
@@ -840,7 +841,17 @@ check_input(const gs_input *in, size_t nranks, const void *ranks, const void *ou
 			return set_err(err, GS_ERR_INVALID, "invalid input: segment without keys");
 	if (nranks > 0 && (!ranks || !out))
 		return set_err(err, GS_ERR_INVALID, "invalid arguments: NULL ranks or output");
-	*n_out = gs_input_count(in);
+	n = gs_input_count(in);
+	for (s = 0; s < nranks; s++)
+		if (ranks[s] >= n)
+		{
+			char		msg[128];
+
+			snprintf(msg, sizeof msg, "rank %llu out of range for %llu keys",
+					 (unsigned long long) ranks[s], (unsigned long long) n);
+			return set_err(err, GS_ERR_INVALID, msg);
+		}
+	*n_out = n;
 	return GS_OK;
 }
 
@@ -1384,15 +1395,6 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	set_err(err, GS_OK, "");
 	if (nranks == 0)
 		return GS_OK;
-	for (i = 0; i < nranks; i++)
-		if (ranks[i] >= n)
-		{
-			char		msg[128];
-
-			snprintf(msg, sizeof msg, "rank %llu out of range for %llu keys",
-					 (unsigned long long) ranks[i], (unsigned long long) n);
-			return set_err(err, GS_ERR_INVALID, msg);
-		}
 	if (poll_interrupt(opt))
 		return CANCELED(err);
 
@@ -1737,15 +1739,6 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	set_err(err, GS_OK, "");
 	if (nranks == 0)
 		return GS_OK;
-	for (i = 0; i < nranks; i++)
-		if (ranks[i] >= n)
-		{
-			char		msg[128];
-
-			snprintf(msg, sizeof msg, "rank %llu out of range for %llu keys",
-					 (unsigned long long) ranks[i], (unsigned long long) n);
-			return set_err(err, GS_ERR_INVALID, msg);
-		}
 	if (poll_interrupt(opt))
 		return CANCELED(err);
 

@@ -75,6 +75,20 @@ gs_final_cont(GsState *st, float8 p)
 	return gs_lerp(lo, hi, cr.proportion);
 }
 
+/* Deconstruct a fraction array and validate every non-NULL element, in
+ * order, as setup_pct_info() does; returns the number of elements. */
+static int
+gs_fraction_array(ArrayType *param, Datum **fr, bool **frnull)
+{
+	int			np;
+
+	deconstruct_array(param, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, fr, frnull, &np);
+	for (int i = 0; i < np; i++)
+		if (!(*frnull)[i])
+			gs_check_fraction(DatumGetFloat8((*fr)[i]));
+	return np;
+}
+
 ArrayType *
 gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 {
@@ -89,12 +103,9 @@ gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 	bool	   *resnull;
 	ArrayType  *out;
 
-	deconstruct_array(param, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &fr, &frnull, &np);
+	np = gs_fraction_array(param, &fr, &frnull);
 	if (np == 0)
 		return construct_empty_array(t->typid);
-	for (int i = 0; i < np; i++)
-		if (!frnull[i])
-			gs_check_fraction(DatumGetFloat8(fr[i]));
 
 	ranks = (uint64 *) palloc(sizeof(uint64) * np);
 	keys = (uint64 *) palloc(sizeof(uint64) * np);
@@ -134,12 +145,9 @@ gs_final_cont_multi(GsState *st, ArrayType *param)
 	bool	   *resnull;
 	ArrayType  *out;
 
-	deconstruct_array(param, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &fr, &frnull, &np);
+	np = gs_fraction_array(param, &fr, &frnull);
 	if (np == 0)
 		return construct_empty_array(FLOAT8OID);
-	for (int i = 0; i < np; i++)
-		if (!frnull[i])
-			gs_check_fraction(DatumGetFloat8(fr[i]));
 
 	cr = (GsContRows *) palloc(sizeof(GsContRows) * np);
 	ranks = (uint64 *) palloc(sizeof(uint64) * 2 * np);

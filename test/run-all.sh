@@ -73,7 +73,7 @@ for v in $GS_VARIANTS; do
 	if make -C "$b" -j"$JOBS" USE_CUDA=$use_cuda COPT=-Werror >"$WORK/build-$v.log" 2>&1 &&
 		[ -f "$b/gpuselect.so" ]; then
 		echo "built in $((SECONDS - start)) s"
-		grep -iE 'warning' "$WORK/build-$v.log" | head -20
+		grep -iE 'warning:' "$WORK/build-$v.log" | head -20
 		BUILT[$v]=1
 		record "build $v" 1 0
 	else
