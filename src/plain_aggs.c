@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "nodes/primnodes.h"
 #include "utils/array.h"
 #include "utils/memutils.h"
 
@@ -36,6 +37,26 @@ PG_FUNCTION_INFO_V1(gs_combine);
 PG_FUNCTION_INFO_V1(gs_serialize);
 PG_FUNCTION_INFO_V1(gs_deserialize);
 
+/*
+ * Can the aggregate's fraction argument (argument argno of the aggregate,
+ * 0-based) change from row to row?  get_fn_expr_arg_stable() cannot tell:
+ * the expression PostgreSQL builds for a transition function has PARAM_EXEC
+ * placeholders as arguments.  The Aggref itself has the real expressions.
+ */
+static bool
+gs_agg_arg_is_stable(FunctionCallInfo fcinfo, int argno)
+{
+	Aggref	   *aggref = AggGetAggref(fcinfo);
+	TargetEntry *tle;
+
+	if (aggref == NULL || list_length(aggref->args) <= argno)
+		return false;
+	tle = list_nth_node(TargetEntry, aggref->args, argno);
+	if (IsA(tle->expr, Const))
+		return true;
+	return IsA(tle->expr, Param) && ((Param *) tle->expr)->paramkind == PARAM_EXTERN;
+}
+
 /* first call of a group: per-query cache + a new state in the aggregate context */
 static GsState *
 gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
@@ -52,7 +73,7 @@ gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
 	{
 		c = gs_fn_cache(fcinfo, 1, aggname, numeric_only, false);
 		if (has_fraction)
-			c->arg_stable = get_fn_expr_arg_stable(fcinfo->flinfo, 2);
+			c->arg_stable = gs_agg_arg_is_stable(fcinfo, 1);
 	}
 	st = gs_state_create(aggcontext, c->type.typid);
 	return st;
