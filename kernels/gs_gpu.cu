@@ -40,6 +40,7 @@ struct gs_gpu_engine
 	size_t		host_in_use;	/* gs_gpu_host_alloc */
 	size_t		internal_in_use;	/* temporaries of a running call */
 	int			inject;
+	int			sort_finish;	/* test hook: 0 cost model, 1 always, 2 never */
 	gs_alloc_rec *recs;
 	char		name[256];
 };
@@ -252,13 +253,81 @@ gs_exact_layout_for(size_t n, size_t nu, gs_exact_layout *L)
 	L->cap = gs_buf_cap(n, nu);
 }
 
+/* temp storage of the finishing sort (keys only, double buffer: the two
+ * level buffers are its key storage) for up to cap keys */
+static size_t
+gs_finish_sort_temp(size_t cap, unsigned kb)
+{
+	size_t		tb = 0;
+
+	if (cap == 0)
+		return 0;
+	if (kb == 4)
+	{
+		cub::DoubleBuffer<uint32_t> db(NULL, NULL);
+
+		if (cub::DeviceRadixSort::SortKeys(NULL, tb, db, (int64_t) cap, 0, 32) != cudaSuccess)
+			tb = 0;
+	}
+	else
+	{
+		cub::DoubleBuffer<uint64_t> db(NULL, NULL);
+
+		if (cub::DeviceRadixSort::SortKeys(NULL, tb, db, (int64_t) cap, 0, 64) != cudaSuccess)
+			tb = 0;
+	}
+	(void) cudaGetLastError();
+	return tb;
+}
+
 static size_t
 gs_exact_scratch(size_t n, unsigned kb, size_t nu)
 {
 	gs_exact_layout L;
+	size_t		sortb = 0;
 
 	gs_exact_layout_for(n, nu, &L);
-	return L.small_bytes + 2 * gs_round_up(L.cap * kb);
+	if (nu > 1)
+		sortb = gs_round_up(gs_finish_sort_temp(L.cap, kb));
+	return L.small_bytes + 2 * gs_round_up(L.cap * kb) + sortb;
+}
+
+/*
+ * Multiselect finish: once the kept union of a level is small enough, one
+ * radix sort of it replaces the remaining levels.  Kept buckets are disjoint
+ * key ranges and every unresolved rank is already mapped into the union
+ * (rank_cur), so the answer is sorted_union[rank_cur].  Cost model (H100,
+ * from the 2026-11-22 table): a level costs ~c_l ps per key + ~60 us fixed and
+ * keeps a fraction f; sorting costs ~c_s ps per key.  One more level pays off
+ * when n * (c_s * (1 - f) - c_l) > 60 us.  Returns the largest n at which to
+ * sort instead of running another level.
+ */
+static double
+gs_sort_finish_below(unsigned kb, int mopen, double keep)
+{
+	const double cs = kb == 4 ? 22e-12 : 68e-12;
+	double		lg = log2((double) mopen) - 10.0;
+	double		cl = (kb == 4 ? 12e-12 : 15e-12) * (1.0 + 0.2 * lg);
+	double		gain = cs * (1.0 - keep) - cl;
+
+	if (gain <= 0)
+		return 1e30;
+	double		t = 60e-6 / gain;
+
+	return t < (double) ((size_t) 1 << 20) ? (double) ((size_t) 1 << 20) : t;
+}
+
+template <typename K>
+__global__ void
+k_finish_gather(const K *sorted, const gs_ull *rank_cur, int *resolved, int nu, gs_ull *res)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < nu && !resolved[i])
+	{
+		res[i] = sorted[rank_cur[i]];
+		resolved[i] = 1;
+	}
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -431,6 +500,32 @@ gs_occ_grid(gs_gpu_engine *e, const void *fn, size_t dyn)
 	return per * e->nsm;
 }
 
+/* sort the kept union (n keys in a; b is the other level buffer, same
+ * capacity) and read every unresolved rank off it; synchronous */
+template <typename K>
+static gs_status
+gs_finish_sort(gs_gpu_engine *e, K *a, K *b, size_t n, const gs_ull *rank_cur, int *resolved, int nu,
+			   gs_ull *res, gs_error *err)
+{
+	gs_status	rc = GS_OK;
+	void	   *tmp = NULL;
+	size_t		tb = 0;
+	cub::DoubleBuffer<K> db(a, b);
+
+	GS_CK(cub::DeviceRadixSort::SortKeys(NULL, tb, db, (int64_t) n, 0, (int) sizeof(K) * 8, e->s),
+		  "DeviceRadixSort (size)");
+	if ((rc = gs_dev_alloc_internal(e, tb, &tmp, err)) != GS_OK)
+		goto done;
+	GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, db, (int64_t) n, 0, (int) sizeof(K) * 8, e->s),
+		  "DeviceRadixSort (kept union)");
+	k_finish_gather<K><<<(nu + 255) / 256, 256, 0, e->s>>>(db.Current(), rank_cur, resolved, nu, res);
+	GS_CK(cudaGetLastError(), "launch k_finish_gather");
+	GS_CK(cudaStreamSynchronize(e->s), "finishing sort");
+done:
+	gs_dev_free_internal(e, tmp, tb);
+	return rc;
+}
+
 template <typename K>
 static gs_status
 gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
@@ -448,6 +543,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 	size_t		bufbytes = 0;
 	gs_level_state hs;
 
+	memset(&L, 0, sizeof L);
 	pairs = (gs_rank_pair *) malloc(nranks * sizeof *pairs);
 	uniq = (uint64_t *) malloc(nranks * sizeof *uniq);
 	map = (size_t *) malloc(nranks * sizeof *map);
@@ -505,6 +601,9 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 			: gs_occ_grid<K>(e, (const void *) k_count<K, false>, smem_count);
 		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
 		int			levels = 0;
+		const double keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
+		double		sort_below = focused || e->sort_finish == 2 ? 0.0 :
+			(e->sort_finish == 1 ? 1e30 : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep));
 
 		memset(&hs, 0, sizeof hs);
 		hs.n = n;
@@ -536,13 +635,24 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 
 			if (levels == 0)
 			{
-				double		keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
-				double		est = n > GS_SAMPLE_SIZE ? log((double) n / GS_SAMPLE_SIZE) / log(1.0 / keep) : 0.0;
+				double		est;
 
+				if (focused)
+					est = n > GS_SAMPLE_SIZE ? log((double) n / GS_SAMPLE_SIZE) / log(1.0 / keep) : 0.0;
+				else
+				{
+					/* levels until the kept union is below the sort threshold */
+					double		lim = fmax(sort_below, (double) GS_SAMPLE_SIZE);
+
+					est = (double) n > lim ? log((double) n / lim) / log(1.0 / keep) : 0.0;
+					if (est < 1.5)
+						est = 1.5;
+					est -= 1.5;		/* keep is pessimistic; one sync more is cheap */
+				}
 				batch = (int) ceil(est) + 1;
 			}
 			else
-				batch = 3;
+				batch = focused ? 3 : 1;
 			for (int b = 0; b < batch; b++)
 			{
 				if ((rc = gs_check_interrupt(opt, err)) != GS_OK)
@@ -568,6 +678,22 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 			GS_CK(cudaStreamSynchronize(e->s), "selection");
 			if (hs.done)
 				break;
+			if (!focused && !hs.stuck && hs.src != 0 && hs.n > GS_SAMPLE_SIZE && hs.n <= hs.cap &&
+				(double) hs.n <= sort_below)
+			{
+				/* finish: sort the kept union once, pick every rank */
+				gs_status	frc = gs_finish_sort<K>(e, hs.src == 1 ? bufA : bufB, hs.src == 1 ? bufB : bufA,
+													(size_t) hs.n, rank_cur, resolved, (int) nu, res, err);
+
+				if (frc == GS_OK)
+					break;
+				if (frc != GS_ERR_DEVICE_NOMEM)
+				{
+					rc = frc;
+					goto done;
+				}
+				sort_below = 0;	/* no room for the sort's temp: go on with levels */
+			}
 			if (levels > 96)
 			{
 				rc = gs_fail(err, GS_ERR_DEVICE, "selection did not converge after %d levels", levels);
@@ -1117,6 +1243,17 @@ gs_gpu_set_memory_cap(gs_gpu_engine *e, size_t bytes)
 {
 	if (e)
 		e->mem_cap = bytes;
+}
+
+/* test hook (not in gs_gpu.h): multiselect finishing sort, 0 by the cost
+ * model, 1 always after the first level, 2 never */
+void		gs_gpu_test_sort_finish(gs_gpu_engine *e, int mode);
+
+void
+gs_gpu_test_sort_finish(gs_gpu_engine *e, int mode)
+{
+	if (e)
+		e->sort_finish = mode;
 }
 
 void

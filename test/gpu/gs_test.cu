@@ -316,6 +316,8 @@ rank_set(uint64_t n, int which, uint64_t seed)
 	return r;
 }
 
+extern "C" void gs_gpu_test_sort_finish(gs_gpu_engine *e, int mode);
+
 template <typename K>
 static void
 run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_sorted, void *d_tmp, size_t tmpb,
@@ -377,6 +379,17 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 					  (unsigned long long) out[i], (unsigned long long) ref[i]);
 		if (!bad)
 			check(true, "");
+		if (nr > 1)
+		{
+			/* the multiselect finishing sort, forced after the first level */
+			std::vector<uint64_t> out2(nr, 0xDEADBEEFDEADBEEFULL);
+
+			gs_gpu_test_sort_finish(E, 1);
+			st = gs_gpu_select(E, d_keys, n, sizeof(K), ranks.data(), nr, out2.data(), &opt, &err);
+			gs_gpu_test_sort_finish(E, 0);
+			check(st == GS_OK && out2 == ref, "%s exact(%zu ranks, finishing sort forced): status %d %s", tag, nr,
+				  (int) st, err.message);
+		}
 #ifdef GS_HAVE_CPU_ENGINE
 		if (with_cpu)
 		{
