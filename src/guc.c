@@ -10,7 +10,7 @@
 #include "guc.h"
 
 int			gs_guc_device = GS_DEVICE_AUTO;
-int			gs_guc_gpu_min_rows = 250000;
+int			gs_guc_gpu_min_rows = 1000000;
 bool		gs_guc_approximate = false;
 int			gs_guc_approx_buckets = 1024;
 int			gs_guc_seed = 42;
@@ -59,8 +59,13 @@ gs_guc_define(void)
 							"Smaller groups are selected on the CPU, where copying to the "
 							"GPU would cost more than it saves.",
 							&gs_guc_gpu_min_rows,
-							/* measured crossover on an H100 host, test/bench/results/e2e-*.md */
-							250000,
+							/*
+							 * test/bench/results/e2e-2026-11-22-h100.md: the GPU's final
+							 * call costs ~2 ms; the CPU engine's 3-8 ns per value overtakes
+							 * it between 0.3M and 1M values, and end-to-end runs on that
+							 * host could not resolve it more finely than that.
+							 */
+							1000000,
 							0, INT_MAX,
 							PGC_USERSET,
 							0,

@@ -2,7 +2,7 @@
  * guc.h — gpuselect's configuration parameters (all USERSET).
  *
  *   gpuselect.device          auto | gpu | cpu                 (default auto)
- *   gpuselect.gpu_min_rows    GPU only for groups this large   (default 250000)
+ *   gpuselect.gpu_min_rows    GPU only for groups this large   (default 1000000)
  *   gpuselect.approximate     one-level approximate selection  (default off)
  *   gpuselect.approx_buckets  buckets of the approximate mode  (default 1024)
  *   gpuselect.seed            sampling seed                    (default 42)
