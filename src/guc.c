@@ -6,6 +6,7 @@
 #include <limits.h>
 
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "guc.h"
 
@@ -15,6 +16,7 @@ bool		gs_guc_approximate = false;
 int			gs_guc_approx_buckets = 1024;
 int			gs_guc_seed = 42;
 bool		gs_guc_debug = false;
+int			gs_guc_test_max_serial_bytes = 0;
 
 static const struct config_enum_entry gs_device_options[] = {
 	{"auto", GS_DEVICE_AUTO, false},
@@ -111,4 +113,13 @@ gs_guc_define(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_max_serial_bytes",
+							"Test hook: largest serialized partial aggregate state (0: MaxAllocSize, PostgreSQL's 1 GB limit).",
+							"Lowers the limit above which passing a partial state between parallel "
+							"workers raises an ERROR, so that error can be tested with little data.",
+							&gs_guc_test_max_serial_bytes,
+							0, 0, (int) MaxAllocSize,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * guc.h — gpuselect's configuration parameters (all USERSET).
+ * guc.h — gpuselect's configuration parameters (USERSET, except the test hook).
  *
  *   gpuselect.device          auto | gpu | cpu                 (default auto)
  *   gpuselect.gpu_min_rows    GPU only for groups this large   (default 1000000)
@@ -7,6 +7,13 @@
  *   gpuselect.approx_buckets  buckets of the approximate mode  (default 1024)
  *   gpuselect.seed            sampling seed                    (default 42)
  *   gpuselect.debug           NOTICE per selection run         (default off)
+ *
+ * Test hook (superuser only, not in postgresql.conf.sample):
+ *
+ *   gpuselect.test_max_serial_bytes  lower the serialized partial-state limit
+ *                                    (default 0: MaxAllocSize), so the "state
+ *                                    too large" error can be tested without
+ *                                    1 GB of data
  *
  * Defined by gs_guc_define(), called from _PG_init (gpuselect.c).
  */
@@ -26,6 +33,7 @@ extern bool gs_guc_approximate;
 extern int	gs_guc_approx_buckets;
 extern int	gs_guc_seed;
 extern bool gs_guc_debug;
+extern int	gs_guc_test_max_serial_bytes;
 
 extern void gs_guc_define(void);
 extern const char *gs_device_name(int device);

@@ -232,15 +232,18 @@ gs_state_serialize(const GsState *st)
 	Size		array_padded = MAXALIGN(array_bytes);
 	uint64		keybytes = (uint64) st->nrows * st->key_bytes;
 	uint64		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + keybytes;
+	/* gpuselect.test_max_serial_bytes (test hook) lowers the limit */
+	uint64		limit = gs_guc_test_max_serial_bytes > 0 ?
+		(uint64) gs_guc_test_max_serial_bytes : (uint64) MaxAllocSize;
 	bytea	   *b;
 	char	   *p;
 
-	if (total > MaxAllocSize)
+	if (total > limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("gpuselect: a partial aggregate state of " INT64_FORMAT " values (" UINT64_FORMAT " bytes) is too large to pass between parallel workers",
 						st->nrows, total),
-				 errdetail("Serialized states are limited to %zu bytes.", (size_t) MaxAllocSize),
+				 errdetail("Serialized states are limited to " UINT64_FORMAT " bytes.", limit),
 				 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0), "
 						 "or the ordered-set form gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x), which is never split across workers.")));
 
