@@ -297,7 +297,7 @@ gs_exact_scratch(size_t n, unsigned kb, size_t nu)
  * radix sort of it replaces the remaining levels.  Kept buckets are disjoint
  * key ranges and every unresolved rank is already mapped into the union
  * (rank_cur), so the answer is sorted_union[rank_cur].  Cost model (H100,
- * from the 2026-11-22 table): a level costs ~c_l ps per key + ~60 us fixed and
+ * measured 2026-11-22): a level costs ~c_l ps per key + ~60 us fixed and
  * keeps a fraction f; sorting costs ~c_s ps per key.  One more level pays off
  * when n * (c_s * (1 - f) - c_l) > 60 us.  Returns the largest n at which to
  * sort instead of running another level.
@@ -305,9 +305,12 @@ gs_exact_scratch(size_t n, unsigned kb, size_t nu)
 static double
 gs_sort_finish_below(unsigned kb, int mopen, double keep)
 {
+	/* per-key level cost (count + filter with the cell index, 2026-11-22
+	 * ncu run at 2^28): f32 5.1 ps at 1024 buckets, 12.4 at 4096; f64 8.0,
+	 * 16.7; sort 22 / 68 ps */
 	const double cs = kb == 4 ? 22e-12 : 68e-12;
 	double		lg = log2((double) mopen) - 10.0;
-	double		cl = (kb == 4 ? 12e-12 : 15e-12) * (1.0 + 0.2 * lg);
+	double		cl = kb == 4 ? 5.1e-12 * (1.0 + 0.7 * lg) : 8.0e-12 * (1.0 + 0.55 * lg);
 	double		gain = cs * (1.0 - keep) - cl;
 
 	if (gain <= 0)
@@ -594,9 +597,9 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		int		   *rbucket = (int *) (small + L.off_bucket);
 		const bool	focused = nu == 1;
 		const int	mopen = gs_mopen_for(nu);
-		const size_t P = focused ? 0 : (size_t) mopen;
-		const size_t smem_count = P * (sizeof(K) + 8);
-		const size_t smem_filter = P * (sizeof(K) + 2);
+		const int	P = focused ? 0 : mopen;
+		const size_t smem_count = focused ? 0 : gs_count_smem(P, (int) sizeof(K));
+		const size_t smem_filter = focused ? 0 : gs_filter_smem(P, (int) sizeof(K));
 		const int	grid_count = focused ? gs_occ_grid<K>(e, (const void *) k_count_focus<K>, 0)
 			: gs_occ_grid<K>(e, (const void *) k_count<K, false>, smem_count);
 		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
@@ -757,11 +760,11 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 	gs_status	rc = GS_OK;
 	const unsigned B = opt->approx_buckets;
 	const size_t s = (size_t) 8 * B < n ? (size_t) 8 * B : n;
-	size_t		P = 1;
+	int			P = 1;
 
-	while (P < B)
+	while (P < (int) B)
 		P <<= 1;
-	const size_t smem_count = P * (sizeof(K) + 8);
+	const size_t smem_count = gs_count_smem(P, (int) sizeof(K));
 	const int	grid = gs_occ_grid<K>(e, (const void *) k_count<K, true>, smem_count);
 	size_t		tb = 0;
 	const size_t total = gs_approx_scratch(n, sizeof(K), nranks, B, grid, &tb);

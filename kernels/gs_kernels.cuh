@@ -25,6 +25,7 @@
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include "gs_select.cuh"
+#include "gs_cells.cuh"
 
 typedef unsigned long long gs_ull;
 
@@ -33,7 +34,17 @@ template <> struct gs_key_max<uint32_t> { static constexpr uint32_t v = 0xFFFFFF
 template <> struct gs_key_max<uint64_t> { static constexpr uint64_t v = ~UINT64_C(0); };
 
 #define GS_FULL 0xFFFFFFFFu
-#define GS_STAGE 256			/* per-warp staging buffer for compaction (keys) */
+
+/* per-lane batch of a streaming pass: GS_UNROLL 16-byte loads = N keys;
+ * the warp's compaction stage holds one worst-case batch (32 N keys) */
+template <typename K>
+struct gs_batch
+{
+	static constexpr int V = 16 / (int) sizeof(K);
+	static constexpr int N = GS_UNROLL * V;
+	static constexpr int STAGE = 32 * N;
+	static constexpr unsigned ALL = (1u << N) - 1;
+};
 
 template <typename K>
 static __device__ __forceinline__ const K *
@@ -43,20 +54,26 @@ gs_pick_src(int sel, const K *in, const K *a, const K *b)
 }
 
 /*
- * Calls f(key, valid) for every key of p[0..n), warp-uniformly (every lane of
- * a warp makes the same calls, invalid slots with valid = false, so f may use
- * warp collectives with the full mask).  Body: 16-byte vector loads,
- * GS_UNROLL of them in flight per lane, grid-stride over warps; the unaligned
- * head and the tail are done by warp 0.  p must be aligned to sizeof(K).
+ * Streams p[0..n) through f in per-lane batches: f.batch(xs, valid) gets
+ * N = gs_batch<K>::N keys, bit i of valid saying whether xs[i] is a key
+ * (invalid slots hold the largest key).  Calls are warp-uniform (every lane
+ * of a warp makes the same calls), so f may use warp collectives.  Why
+ * batches: per-key branches and per-key warp votes made the passes issue-bound
+ * at 60-90 instructions per key (ncu, 2026-11-22); with a batch, f decides
+ * with bit masks and compacts once per batch.  Body: 16-byte streaming loads,
+ * GS_UNROLL in flight per lane, grid-stride over warps; the unaligned head
+ * and the tail (< V keys each) are one extra batch of warp 0.
+ * nblocks: the blocks taking part (blocks 0 .. nblocks-1; 0 = the grid).
  */
 template <typename K, typename F>
 static __device__ __forceinline__ void
-gs_for_each(const K *p, gs_ull n, F &f)
+gs_for_each(const K *p, gs_ull n, F &f, unsigned nblocks = 0)
 {
-	constexpr int V = 16 / sizeof(K);
+	constexpr int V = gs_batch<K>::V;
+	constexpr int N = gs_batch<K>::N;
 	const unsigned lane = threadIdx.x & 31;
 	const gs_ull gwarp = ((gs_ull) blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-	const gs_ull nwarps = ((gs_ull) gridDim.x * blockDim.x) >> 5;
+	const gs_ull nwarps = ((gs_ull) (nblocks ? nblocks : gridDim.x) * blockDim.x) >> 5;
 	gs_ull		head = ((16 - ((uintptr_t) p & 15)) & 15) / sizeof(K);
 
 	if (head > n)
@@ -66,58 +83,62 @@ gs_for_each(const K *p, gs_ull n, F &f)
 
 	if (gwarp == 0)
 	{
-		bool		v = lane < head;
-		K			x = v ? p[lane] : K(0);
+		K			xs[N];
+		const gs_ull t = tail0 + lane;
+		const bool	vh = lane < head,
+					vt = t < n;
 
-		f(x, v);
-		gs_ull		t = tail0 + lane;
-		bool		v2 = t < n;
-		K			y = v2 ? p[t] : K(0);
-
-		f(y, v2);
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			xs[i] = gs_key_max<K>::v;
+		if (vh)
+			xs[0] = p[lane];
+		if (vt)
+			xs[1] = p[t];
+		f.batch(xs, (unsigned) vh | ((unsigned) vt << 1));
 	}
 	const uint4 *vp = reinterpret_cast<const uint4 *>(p + head);
 
 	for (gs_ull w = gwarp * 32 * GS_UNROLL; w < nvec; w += nwarps * 32 * GS_UNROLL)
 	{
 		uint4		buf[GS_UNROLL];
-		bool		ok[GS_UNROLL];
+		unsigned	valid = 0;
 
 #pragma unroll
 		for (int u = 0; u < GS_UNROLL; u++)
 		{
-			gs_ull		i = w + (gs_ull) u * 32 + lane;
+			const gs_ull i = w + (gs_ull) u * 32 + lane;
 
-			ok[u] = i < nvec;
-			if (ok[u])
+			if (i < nvec)
+			{
 				buf[u] = __ldcs(vp + i);	/* streamed: read once per pass */
+				valid |= ((1u << V) - 1) << (u * V);
+			}
 			else
-				buf[u] = make_uint4(0, 0, 0, 0);
+				buf[u] = make_uint4(~0u, ~0u, ~0u, ~0u);
 		}
+		K			xs[N];
+
 #pragma unroll
 		for (int u = 0; u < GS_UNROLL; u++)
-		{
-			K			xs[V];
-
-			memcpy(xs, &buf[u], 16);
-#pragma unroll
-			for (int v = 0; v < V; v++)
-				f(xs[v], ok[u]);
-		}
+			memcpy(&xs[u * V], &buf[u], 16);
+		f.batch(xs, valid);
 	}
 }
 
 /*
- * Warp-private staging for stream compaction (paper 004: warp-aggregated
- * positions): kept keys go to a shared-memory buffer with ballot/popc; a full
- * buffer is flushed with ONE global atomic per ~224 keys instead of one per
- * warp and slot (a single global counter would otherwise serialise).
+ * Warp-private staging for stream compaction: a batch's kept keys (bit mask
+ * per lane) get their positions from one warp scan of the per-lane counts
+ * and go to a shared-memory buffer; a full buffer is flushed to global memory
+ * with ONE global atomic per flush (a single global counter would otherwise
+ * serialise the grid).  Positions beyond cap are dropped (the plan kernel
+ * sees out_count > cap and does not use the buffer).
  */
 template <typename K>
 struct gs_stage
 {
-	K		   *s;
-	unsigned	cnt;
+	K		   *s;				/* gs_batch<K>::STAGE keys (shared) */
+	unsigned	cnt;			/* warp-uniform */
 	K		   *dst;
 	gs_ull	   *gcnt;
 	gs_ull		cap;
@@ -144,112 +165,35 @@ struct gs_stage
 		cnt = 0;
 	}
 
-	__device__ __forceinline__ void push(bool keep, K x)
+	template <int N>
+	__device__ __forceinline__ void push(const K (&xs)[N], unsigned keep)
 	{
-		unsigned	bal = __ballot_sync(GS_FULL, keep);
-
-		if (bal == 0)
+		if (!__any_sync(GS_FULL, keep))
 			return;
 		const unsigned lane = threadIdx.x & 31;
-
-		if (keep)
-			s[cnt + __popc(bal & ((1u << lane) - 1))] = x;
-		cnt += __popc(bal);
-		if (cnt > GS_STAGE - 32)
-			flush();
-	}
-};
-
-/* ---- implicit search tree (Eytzinger layout in shared memory) ----
- * Node i has children 2i+1 and 2i+2; level l occupies [2^l-1, 2^(l+1)-1), so
- * the nodes a warp can touch at one level are consecutive words: few bank
- * conflicts (a sorted array would put them 2^k words apart, one bank). */
-template <typename K>
-static __device__ void
-gs_build_tree(K *tree, int depth, int m, const gs_ull *dsplit)
-{
-	const int	P = 1 << depth;
-
-	for (int i = threadIdx.x; i < P - 1; i += blockDim.x)
-	{
-		int			l = 31 - __clz(i + 1);
-		int			pos = i + 1 - (1 << l);
-		int			inorder = ((2 * pos + 1) << (depth - 1 - l)) - 1;
-
-		tree[i] = inorder < m ? (K) dsplit[inorder] : gs_key_max<K>::v;
-	}
-}
-
-/* bucket of x: 2j (open, j = #splitters <= x ... strictly below) or 2j-1 (== d[j-1]) */
-template <typename K>
-static __device__ __forceinline__ int
-gs_bucket(const K *tree, int depth, int m, K dlast, K x)
-{
-	int			i = 0;
-	K			last = 0;
-
-	for (int l = 0; l < depth; l++)
-	{
-		K			t = tree[i];
-		bool		ge = x >= t;
-
-		i = 2 * i + 1 + (int) ge;
-		last = ge ? t : last;
-	}
-	int			j = i - ((1 << depth) - 1);	/* tree entries <= x */
-	bool		eq;
-
-	if (j > m)
-	{							/* x == max key, padded nodes counted */
-		j = m;
-		eq = dlast == x;
-	}
-	else
-		eq = j > 0 && last == x;
-	return eq ? 2 * j - 1 : 2 * j;
-}
-
-/* Same search with the depth known at compile time: the loop unrolls, so
- * the searches of the 4-16 keys a lane holds interleave (ILP) instead of
- * running as one dependent chain each with loop overhead.  D == 0: runtime. */
-template <typename K, int D>
-static __device__ __forceinline__ int
-gs_bucket_d(const K *tree, int depth, int m, K dlast, K x)
-{
-	if (D == 0)
-		return gs_bucket<K>(tree, depth, m, dlast, x);
-	int			i = 0;
-	K			last = 0;
+		const unsigned mine = __popc(keep);
+		unsigned	incl = mine;
 
 #pragma unroll
-	for (int l = 0; l < D; l++)
-	{
-		K			t = tree[i];
-		bool		ge = x >= t;
+		for (int o = 1; o < 32; o <<= 1)
+		{
+			const unsigned y = __shfl_up_sync(GS_FULL, incl, o);
 
-		i = 2 * i + 1 + (int) ge;
-		last = ge ? t : last;
+			incl += lane >= (unsigned) o ? y : 0u;
+		}
+		const unsigned total = __shfl_sync(GS_FULL, incl, 31);
+
+		if (cnt + total > (unsigned) gs_batch<K>::STAGE)
+			flush();
+		unsigned	pos = cnt + incl - mine;
+
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			if ((keep >> i) & 1u)
+				s[pos++] = xs[i];
+		cnt += total;
 	}
-	int			j = i - ((1 << D) - 1);
-	bool		eq;
-
-	if (j > m)
-	{
-		j = m;
-		eq = dlast == x;
-	}
-	else
-		eq = j > 0 && last == x;
-	return eq ? 2 * j - 1 : 2 * j;
-}
-
-/* calls body.template run<D>() with D = depth for depths 6..13, else D = 0 */
-#define GS_DEPTH_DISPATCH(depth, CALL) \
-	switch (depth) { \
-		case 6: CALL(6); break; case 7: CALL(7); break; case 8: CALL(8); break; \
-		case 9: CALL(9); break; case 10: CALL(10); break; case 11: CALL(11); break; \
-		case 12: CALL(12); break; case 13: CALL(13); break; \
-		default: CALL(0); break; }
+};
 
 /* ---------------------------------------------------------------- sample */
 
@@ -450,86 +394,167 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 
 /* ------------------------------------------------------ focused counting */
 
-/* 2 splitters, buckets 0..4 from 4 comparisons: no tree, counts in registers */
+/*
+ * Single-rank levels have 1 or 2 splitters, so buckets 0..4 come from four
+ * comparisons (no index).  The kept keys are those of one open bucket, an
+ * interval [a, a + w) of keys, tested with one subtraction and one unsigned
+ * comparison: (x - a) < w.  w = 0 keeps nothing.
+ */
 template <typename K>
+struct gs_keep_range
+{
+	K			a,
+				w;
+};
+
+/* open bucket b (0, 2 or 4) of splitters d0 (< d1 when two) as a key range */
+template <typename K>
+static __device__ __forceinline__ gs_keep_range<K>
+gs_open_bucket_range(int b, K d0, K d1, bool two)
+{
+	gs_keep_range<K> r;
+	const K		top = two ? d1 : gs_key_max<K>::v;	/* exclusive end of bucket 2 */
+
+	if (b == 0)
+	{
+		r.a = 0;
+		r.w = d0;				/* x < d0 */
+	}
+	else if (b == 2)
+	{
+		r.a = (K) (d0 + 1);		/* d0 < x < d1, or x > d0 with one splitter */
+		r.w = d0 == gs_key_max<K>::v ? K(0) : (K) (top - d0 - (two ? 1 : 0));
+	}
+	else if (b == 4 && two)
+	{
+		r.a = (K) (d1 + 1);		/* x > d1 */
+		r.w = d1 == gs_key_max<K>::v ? K(0) : (K) (gs_key_max<K>::v - d1);
+	}
+	else
+	{
+		r.a = 0;
+		r.w = 0;
+	}
+	return r;
+}
+
+/* counts of x < d0, x <= d0 (and x < d1, x <= d1 with TWO) in registers,
+ * plus the predicted bucket's keys written through the stage */
+template <typename K, bool TWO>
 struct gs_focus_fn
 {
 	K			d0,
 				d1;
-	bool		two;
-	bool		spec;
-	unsigned	pmask;
+	gs_keep_range<K> kr;
 	unsigned	nv,
-				gt0,
-				ge0,
-				gt1,
-				ge1;
+				lt0,
+				le0,
+				lt1,
+				le1;
 	gs_stage<K> stage;
 
-	__device__ __forceinline__ int bucket(K x) const
+	template <int N>
+	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid)
 	{
-		return (int) (x > d0) + (int) (x >= d0) + (two ? (int) (x > d1) + (int) (x >= d1) : 0);
-	}
+		unsigned	keep = 0;
 
-	__device__ __forceinline__ void operator() (K x, bool valid)
-	{
-		nv += valid;
-		gt0 += valid && x > d0;
-		ge0 += valid && x >= d0;
-		gt1 += valid && x > d1;
-		ge1 += valid && x >= d1;
-		if (spec)
-			stage.push(valid && ((pmask >> bucket(x)) & 1u), x);
+		if (valid == gs_batch<K>::ALL)
+		{
+#pragma unroll
+			for (int i = 0; i < N; i++)
+			{
+				const K		x = xs[i];
+
+				lt0 += x < d0;
+				le0 += x <= d0;
+				if (TWO)
+				{
+					lt1 += x < d1;
+					le1 += x <= d1;
+				}
+				keep |= (unsigned) ((K) (x - kr.a) < kr.w) << i;
+			}
+		}
+		else
+		{
+#pragma unroll
+			for (int i = 0; i < N; i++)
+			{
+				const K		x = xs[i];
+				const bool	v = (valid >> i) & 1u;
+
+				lt0 += v && x < d0;
+				le0 += v && x <= d0;
+				if (TWO)
+				{
+					lt1 += v && x < d1;
+					le1 += v && x <= d1;
+				}
+				keep |= (unsigned) (v && (K) (x - kr.a) < kr.w) << i;
+			}
+		}
+		nv += __popc(valid);
+		stage.push(xs, keep);
 	}
 };
+
+template <typename K, bool TWO>
+static __device__ __forceinline__ void
+gs_focus_run(gs_level_state *st, const K *src, K *dst, const gs_ull *dsplit, K *stage_mem, unsigned c[5])
+{
+	gs_focus_fn<K, TWO> f;
+	const int	pm = st->pmask;
+
+	f.d0 = (K) dsplit[0];
+	f.d1 = TWO ? (K) dsplit[1] : gs_key_max<K>::v;
+	/* pmask: at most one predicted open bucket (0, 2 or 4) */
+	f.kr = gs_open_bucket_range<K>(pm == 1 ? 0 : (pm == 4 ? 2 : (pm == 16 ? 4 : -1)), f.d0, f.d1, TWO);
+	if (!st->spec)
+		f.kr.w = 0;
+	f.nv = f.lt0 = f.le0 = f.lt1 = f.le1 = 0;
+	f.stage.s = stage_mem;
+	f.stage.cnt = 0;
+	f.stage.dst = dst;
+	f.stage.gcnt = &st->out_count;
+	f.stage.cap = st->cap;
+	gs_for_each<K>(src, st->n, f);
+	f.stage.flush();
+	c[0] = f.lt0;
+	c[1] = f.le0 - f.lt0;
+	if (TWO)
+	{
+		c[2] = f.lt1 - f.le0;
+		c[3] = f.le1 - f.lt1;
+		c[4] = f.nv - f.le1;
+	}
+	else
+	{
+		c[2] = f.nv - f.le0;
+		c[3] = c[4] = 0;
+	}
+}
 
 template <typename K>
 __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit)
 {
-	__shared__ K s_stage[GS_COUNT_THREADS / 32][GS_STAGE];
+	__shared__ K s_stage[GS_COUNT_THREADS / 32][gs_batch<K>::STAGE];
 	__shared__ unsigned s_cnt[5];
 
 	if (st->done || !st->focused)
 		return;
 	const int	warp = threadIdx.x >> 5;
-	const int	m = st->m;
-	gs_focus_fn<K> f;
+	const K    *src = gs_pick_src<K>(st->src, in, bufA, bufB);
+	K		   *dst = st->dst == 1 ? bufA : bufB;
+	unsigned	c[5];
 
-	f.d0 = (K) dsplit[0];
-	f.two = m == 2;
-	f.d1 = f.two ? (K) dsplit[1] : gs_key_max<K>::v;
-	f.spec = st->spec != 0;
-	f.pmask = st->pmask;
-	f.nv = f.gt0 = f.ge0 = f.gt1 = f.ge1 = 0;
-	f.stage.s = s_stage[warp];
-	f.stage.cnt = 0;
-	f.stage.dst = st->dst == 1 ? bufA : bufB;
-	f.stage.gcnt = &st->out_count;
-	f.stage.cap = st->cap;
 	if (threadIdx.x < 5)
 		s_cnt[threadIdx.x] = 0;
 	__syncthreads();
-
-	gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), st->n, f);
-	if (f.spec)
-		f.stage.flush();
-
-	unsigned	c[5];
-
-	c[0] = f.nv - f.ge0;
-	c[1] = f.ge0 - f.gt0;
-	if (f.two)
-	{
-		c[2] = f.gt0 - f.ge1;
-		c[3] = f.ge1 - f.gt1;
-		c[4] = f.gt1;
-	}
+	if (st->m == 2)
+		gs_focus_run<K, true>(st, src, dst, dsplit, s_stage[warp], c);
 	else
-	{
-		c[2] = f.gt0;
-		c[3] = c[4] = 0;
-	}
+		gs_focus_run<K, false>(st, src, dst, dsplit, s_stage[warp], c);
 #pragma unroll
 	for (int q = 0; q < 5; q++)
 	{
@@ -545,44 +570,60 @@ k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, c
 		atomicAdd(&hist[threadIdx.x], (gs_ull) s_cnt[threadIdx.x]);
 }
 
-/* -------------------------------------------------- spread counting (tree) */
+/* ------------------------------------------ spread counting (cell index) */
 
-template <typename K, bool MM, int D>
+/*
+ * Per key: bucket from the cell index, one shared-memory atomic.  With MM
+ * (approximate mode) the input's min and max with their multiplicities are
+ * tracked too: a batch's own min and max are compared with the lane's so far
+ * and only a batch that reaches them is looked at key by key (rare after the
+ * first few batches, unless the extreme value repeats a lot).
+ */
+template <typename K, bool MM>
 struct gs_count_fn
 {
-	const K    *tree;
+	gs_cells<K> cs;
 	unsigned   *shist;
-	int			depth,
-				m;
-	K			dlast;
+	unsigned	ninvalid;		/* padding slots counted (as the largest key) */
 	K			mn,
 				mx;
 	unsigned	cmn,
 				cmx;
 
-	__device__ __forceinline__ void operator() (K x, bool valid)
+	template <int N>
+	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid)
 	{
-		if (!valid)
-			return;
-		int			b = gs_bucket_d<K, D>(tree, depth, m, dlast, x);
-
-		atomicAdd(&shist[b], 1u);
+		/* invalid slots hold the largest key and are counted like keys;
+		 * the kernel takes them off that key's bucket at the end */
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			atomicAdd(&shist[cs.bucket(xs[i])], 1u);
+		ninvalid += N - __popc(valid);
 		if (MM)
 		{
-			if (x < mn)
+			K			bmn = gs_key_max<K>::v,
+						bmx = 0;
+
+#pragma unroll
+			for (int i = 0; i < N; i++)
 			{
-				mn = x;
-				cmn = 1;
+				bmn = xs[i] < bmn ? xs[i] : bmn;
+				bmx = xs[i] > bmx ? xs[i] : bmx;
 			}
-			else if (x == mn)
-				cmn++;
-			if (x > mx)
+			if (valid && (bmn <= mn || bmx >= mx))
 			{
-				mx = x;
-				cmx = 1;
+#pragma unroll
+				for (int i = 0; i < N; i++)
+					if ((valid >> i) & 1u)
+					{
+						const K		x = xs[i];
+
+						cmn = x < mn ? 1 : cmn + (x == mn);
+						mn = x < mn ? x : mn;
+						cmx = x > mx ? 1 : cmx + (x == mx);
+						mx = x > mx ? x : mx;
+					}
 			}
-			else if (x == mx)
-				cmx++;
 		}
 	}
 };
@@ -591,23 +632,40 @@ template <typename K>
 static __device__ __forceinline__ void
 gs_mm_merge(K &mn, gs_ull &cmn, K &mx, gs_ull &cmx, K mn2, gs_ull cmn2, K mx2, gs_ull cmx2)
 {
-	if (mn2 < mn)
+	if (cmn2 != 0)
 	{
-		mn = mn2;
-		cmn = cmn2;
+		if (cmn == 0 || mn2 < mn)
+		{
+			mn = mn2;
+			cmn = cmn2;
+		}
+		else if (mn2 == mn)
+			cmn += cmn2;
 	}
-	else if (mn2 == mn)
-		cmn += cmn2;
-	if (mx2 > mx)
+	if (cmx2 != 0)
 	{
-		mx = mx2;
-		cmx = cmx2;
+		if (cmx == 0 || mx2 > mx)
+		{
+			mx = mx2;
+			cmx = cmx2;
+		}
+		else if (mx2 == mx)
+			cmx += cmx2;
 	}
-	else if (mx2 == mx)
-		cmx += cmx2;
 }
 
-/* dynamic shared memory: K tree[P]; unsigned hist[2P] */
+/* blocks of the grid that take part for a level of n keys: small levels
+ * use fewer (>= 16384 keys each), since each block rebuilds the cell index */
+static __device__ __forceinline__ unsigned
+gs_active_blocks(gs_ull n)
+{
+	const gs_ull per = (gs_ull) GS_COUNT_THREADS * 64;
+	const gs_ull a = (n + per - 1) / per;
+
+	return a < 1 ? 1u : (a < gridDim.x ? (unsigned) a : gridDim.x);
+}
+
+/* dynamic shared memory: gs_count_smem(P, sizeof(K)) */
 template <typename K, bool MM>
 __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
@@ -621,34 +679,36 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 	if (st->done || st->focused)
 		return;
-	const int	depth = st->depth;
+	const gs_ull n = st->n;
 	const int	m = st->m;
-	const int	P = 1 << depth;
+	const int	P = 1 << st->depth;
 	const int	nb = 2 * m + 1;
-	K		   *tree = reinterpret_cast<K *>(gs_dyn_smem);
-	unsigned   *shist = reinterpret_cast<unsigned *>(tree + P);
+	gs_count_fn<K, MM> f;
 
-	gs_build_tree<K>(tree, depth, m, dsplit);
+	f.mn = gs_key_max<K>::v;
+	f.mx = 0;
+	f.cmn = f.cmx = 0;
+	const unsigned nact = gs_active_blocks(n);
+
+	if (blockIdx.x >= nact)
+	{
+		if (MM && threadIdx.x == 0)
+			blk_mm[blockIdx.x].cmn = blk_mm[blockIdx.x].cmx = 0;
+		return;
+	}
+	K		   *spl = reinterpret_cast<K *>(gs_dyn_smem);
+	unsigned   *shist = reinterpret_cast<unsigned *>(gs_dyn_smem + gs_align16((size_t) (P + 2) * sizeof(K)));
+	uint16_t   *tab = reinterpret_cast<uint16_t *>(reinterpret_cast<unsigned char *>(shist) +
+												   gs_align16((size_t) 2 * P * 4));
+
 	for (int b = threadIdx.x; b < nb; b += blockDim.x)
 		shist[b] = 0;
-	__syncthreads();
-
-	K			mn = gs_key_max<K>::v,
-				mx = 0;
-	unsigned	fcmn = 0,
-				fcmx = 0;
-	const K    *src = gs_pick_src<K>(st->src, in, bufA, bufB);
-	const gs_ull n = st->n;
-	const K		dlast = m > 0 ? (K) dsplit[m - 1] : K(0);
-
-#define GS_COUNT_CALL(DD) do { \
-		gs_count_fn<K, MM, DD> f; \
-		f.tree = tree; f.shist = shist; f.depth = depth; f.m = m; f.dlast = dlast; \
-		f.mn = gs_key_max<K>::v; f.mx = 0; f.cmn = f.cmx = 0; \
-		gs_for_each<K>(src, n, f); \
-		mn = f.mn; mx = f.mx; fcmn = f.cmn; fcmx = f.cmx; } while (0)
-	GS_DEPTH_DISPATCH(depth, GS_COUNT_CALL)
-#undef GS_COUNT_CALL
+	gs_cells_build<K>(f.cs, spl, tab, dsplit, m, gs_cells_cap(P));
+	f.shist = shist;
+	f.ninvalid = 0;
+	gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), n, f, nact);
+	if (f.ninvalid)
+		atomicSub(&shist[f.cs.bucket(gs_key_max<K>::v)], f.ninvalid);
 	__syncthreads();
 	for (int b = threadIdx.x; b < nb; b += blockDim.x)
 		if (shist[b])
@@ -656,8 +716,10 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 	if (MM)
 	{
-		gs_ull		cmn = fcmn,
-					cmx = fcmx;
+		K			mn = f.mn,
+					mx = f.mx;
+		gs_ull		cmn = f.cmn,
+					cmx = f.cmx;
 
 		for (int o = 16; o > 0; o >>= 1)
 		{
@@ -855,51 +917,70 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 
 /* ---------------------------------------------------------------- filter */
 
-template <typename K, int D>
+/*
+ * Spread filter: most cells lie wholly inside one bucket, so their keys are
+ * kept or dropped from a per-cell action without any search; only keys in
+ * cells that mix kept and dropped buckets look their bucket up.
+ */
+#define GS_ACT_DROP 0
+#define GS_ACT_KEEP 1
+#define GS_ACT_SEARCH 2
+
+template <typename K>
 struct gs_filter_fn
 {
-	const K    *tree;
+	gs_cells<K> cs;
 	const unsigned char *mask;
-	int			depth,
-				m;
-	K			dlast;
+	const unsigned char *act;
 	gs_stage<K> stage;
 
-	__device__ __forceinline__ void operator() (K x, bool valid)
+	template <int N>
+	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid)
 	{
-		bool		keep = false;
+		unsigned	keep = 0;
 
-		if (valid)
-			keep = mask[gs_bucket_d<K, D>(tree, depth, m, dlast, x)] != 0;
-		stage.push(keep, x);
+#pragma unroll
+		for (int i = 0; i < N; i++)
+		{
+			const int	c = cs.cell(xs[i]);
+			const unsigned a = act[c];
+			bool		k = a == GS_ACT_KEEP;
+
+			if (a == GS_ACT_SEARCH)
+				k = mask[cs.bucket_in(c, xs[i])] != 0;
+			keep |= (unsigned) k << i;
+		}
+		stage.push(xs, keep & valid);
 	}
 };
 
+/* single-rank filter (the speculative write missed): one open bucket kept */
 template <typename K>
 struct gs_filter_focus_fn
 {
-	K			d0,
-				d1;
-	bool		two;
-	unsigned	wm;
+	gs_keep_range<K> kr;
 	gs_stage<K> stage;
 
-	__device__ __forceinline__ void operator() (K x, bool valid)
+	template <int N>
+	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid)
 	{
-		int			b = (int) (x > d0) + (int) (x >= d0) + (two ? (int) (x > d1) + (int) (x >= d1) : 0);
+		unsigned	keep = 0;
 
-		stage.push(valid && ((wm >> b) & 1u), x);
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			keep |= (unsigned) ((K) (xs[i] - kr.a) < kr.w) << i;
+		stage.push(xs, keep & valid);
 	}
 };
 
-/* dynamic shared memory: K tree[P]; unsigned char mask[2P] */
+/* dynamic shared memory: gs_filter_smem(P, sizeof(K)) */
 template <typename K>
 __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit,
 		 const unsigned char *wmask)
 {
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
-	__shared__ K s_stage[GS_COUNT_THREADS / 32][GS_STAGE];
+	__shared__ K s_stage[GS_COUNT_THREADS / 32][gs_batch<K>::STAGE];
 
 	if (st->done || !st->need_filter)
 		return;
@@ -909,6 +990,10 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 	const gs_ull n = st->n;
 	gs_stage<K> stage;
 
+	const unsigned nact = st->focused ? gridDim.x : gs_active_blocks(n);
+
+	if (blockIdx.x >= nact)
+		return;
 	stage.s = s_stage[warp];
 	stage.cnt = 0;
 	stage.dst = st->dst == 1 ? bufA : bufB;
@@ -917,40 +1002,52 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 
 	if (st->focused)
 	{
+		/* one rank: its open bucket (0, 2 or 4) is the only one kept */
 		gs_filter_focus_fn<K> f;
+		const bool	two = m == 2;
+		int			keep_b = -1;
 
-		f.d0 = (K) dsplit[0];
-		f.two = m == 2;
-		f.d1 = f.two ? (K) dsplit[1] : gs_key_max<K>::v;
-		f.wm = 0;
-		for (int b = 0; b < 5 && b < 2 * m + 1; b++)
-			f.wm |= (unsigned) (wmask[b] != 0) << b;
+		for (int b = 0; b < 5 && b < 2 * m + 1; b += 2)
+			if (wmask[b])
+				keep_b = b;
+		f.kr = gs_open_bucket_range<K>(keep_b, (K) dsplit[0], two ? (K) dsplit[1] : gs_key_max<K>::v, two);
 		f.stage = stage;
 		gs_for_each<K>(src, n, f);
 		f.stage.flush();
+		return;
 	}
-	else
+	const int	P = 1 << st->depth;
+	const int	cap = gs_cells_cap(P);
+	K		   *spl = reinterpret_cast<K *>(gs_dyn_smem);
+	uint16_t   *tab = reinterpret_cast<uint16_t *>(gs_dyn_smem + gs_align16((size_t) (P + 2) * sizeof(K)));
+	unsigned char *mask = reinterpret_cast<unsigned char *>(tab) + gs_align16(((size_t) cap + 1) * 2);
+	unsigned char *act = mask + gs_align16((size_t) 2 * P);
+	gs_filter_fn<K> f;
+
+	for (int b = threadIdx.x; b < 2 * m + 1; b += blockDim.x)
+		mask[b] = wmask[b];
+	gs_cells_build<K>(f.cs, spl, tab, dsplit, m, cap);
+	/* cell c holds buckets 2J[c] .. 2J[c+1]: all kept, none kept, or mixed */
+	for (int c = threadIdx.x; c < f.cs.ncells; c += blockDim.x)
 	{
-		const int	depth = st->depth;
-		const int	P = 1 << depth;
-		K		   *tree = reinterpret_cast<K *>(gs_dyn_smem);
-		unsigned char *mask = reinterpret_cast<unsigned char *>(tree + P);
+		const int	b0 = 2 * (int) (tab[c] & GS_CELL_JMASK);
+		const int	b1 = 2 * (int) (tab[c + 1] & GS_CELL_JMASK);
+		bool		any = false,
+					all = true;
 
-		gs_build_tree<K>(tree, depth, m, dsplit);
-		for (int b = threadIdx.x; b < 2 * m + 1; b += blockDim.x)
-			mask[b] = wmask[b];
-		__syncthreads();
-		const K		dlast = m > 0 ? (K) dsplit[m - 1] : K(0);
-
-#define GS_FILTER_CALL(DD) do { \
-		gs_filter_fn<K, DD> f; \
-		f.tree = tree; f.mask = mask; f.depth = depth; f.m = m; f.dlast = dlast; \
-		f.stage = stage; \
-		gs_for_each<K>(src, n, f); \
-		f.stage.flush(); } while (0)
-		GS_DEPTH_DISPATCH(depth, GS_FILTER_CALL)
-#undef GS_FILTER_CALL
+		for (int b = b0; b <= b1; b++)
+		{
+			any |= mask[b] != 0;
+			all &= mask[b] != 0;
+		}
+		act[c] = all ? GS_ACT_KEEP : (any ? GS_ACT_SEARCH : GS_ACT_DROP);
 	}
+	__syncthreads();
+	f.mask = mask;
+	f.act = act;
+	f.stage = stage;
+	gs_for_each<K>(src, n, f, nact);
+	f.stage.flush();
 }
 
 /* after the filter: the compacted buffer is the next level's input */
@@ -1045,21 +1142,37 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 	const int	nb = 2 * m + 1;
 	const gs_ull n = st->n;
 
-	if (tid == 0)
 	{
+		/* merge the blocks' min/max: per thread, per warp, then warp 0 */
+		__shared__ gs_minmax s_w[GS_PLAN_THREADS / 32];
 		K			mn = gs_key_max<K>::v,
 					mx = 0;
 		gs_ull		cmn = 0,
 					cmx = 0;
 
-		for (int i = 0; i < nblk; i++)
-			if (blk_mm[i].cmn)
-				gs_mm_merge<K>(mn, cmn, mx, cmx, (K) blk_mm[i].mn, blk_mm[i].cmn,
-							   (K) blk_mm[i].mx, blk_mm[i].cmx);
-		s_mm[0] = mn;
-		s_mm[1] = cmn;
-		s_mm[2] = mx;
-		s_mm[3] = cmx;
+		for (int i = tid; i < nblk; i += GS_PLAN_THREADS)
+			gs_mm_merge<K>(mn, cmn, mx, cmx, (K) blk_mm[i].mn, blk_mm[i].cmn,
+						   (K) blk_mm[i].mx, blk_mm[i].cmx);
+		for (int o = 16; o > 0; o >>= 1)
+			gs_mm_merge<K>(mn, cmn, mx, cmx, __shfl_xor_sync(GS_FULL, mn, o), __shfl_xor_sync(GS_FULL, cmn, o),
+						   __shfl_xor_sync(GS_FULL, mx, o), __shfl_xor_sync(GS_FULL, cmx, o));
+		if ((tid & 31) == 0)
+		{
+			s_w[tid >> 5].mn = mn;
+			s_w[tid >> 5].cmn = cmn;
+			s_w[tid >> 5].mx = mx;
+			s_w[tid >> 5].cmx = cmx;
+		}
+		__syncthreads();
+		if (tid == 0)
+		{
+			for (int w = 1; w < GS_PLAN_THREADS / 32; w++)
+				gs_mm_merge<K>(mn, cmn, mx, cmx, (K) s_w[w].mn, s_w[w].cmn, (K) s_w[w].mx, s_w[w].cmx);
+			s_mm[0] = mn;
+			s_mm[1] = cmn;
+			s_mm[2] = mx;
+			s_mm[3] = cmx;
+		}
 	}
 	/* prefix sums over 2*8191+1 buckets: 16 per thread, two passes of 8 */
 	gs_ull		carry = 0;

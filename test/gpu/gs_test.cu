@@ -402,7 +402,7 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 		}
 #endif
 		/* approximate */
-		unsigned	Bs[] = {1024, 7};
+		unsigned	Bs[] = {1024, 7, 8192};	/* 8192: the most cells and splitters */
 
 		for (unsigned B : Bs)
 		{
@@ -853,17 +853,27 @@ main(int argc, char **argv)
 	}
 	if (strcmp(mode, "prof") == 0)
 	{
-		/* a few calls of each kind on f32 and f64 2^28 uniform, for a profiler */
+		/* a few calls of each kind on f32 and f64 2^28 uniform, for a profiler;
+		 * GS_PROF_ONLY="kb:kind" limits it to one (test/gpu/run.sh prof runs
+		 * ncu once per kind so that kernel times can be told apart) */
+		const char *only = getenv("GS_PROF_ONLY");
+		const int	reps = getenv("GS_PROF_REPS") ? atoi(getenv("GS_PROF_REPS")) : 5;
+		const int	pdist = getenv("GS_PROF_DIST") ? atoi(getenv("GS_PROF_DIST")) : D_UNIFORM;
+
 		for (int kb = 4; kb <= 8; kb += 4)
 		{
+			if (only && atoi(only) != kb)
+				continue;
 			uint64_t	n = (uint64_t) 1 << 28;
 			void	   *d;
 
 			CK(cudaMalloc(&d, n * kb));
-			k_gen<<<4096, 256>>>(kb == 4 ? T_FLOAT4 : T_FLOAT8, D_UNIFORM, g_seed, n, d);
+			k_gen<<<4096, 256>>>(kb == 4 ? T_FLOAT4 : T_FLOAT8, pdist, g_seed, n, d);
 			CK(cudaDeviceSynchronize());
 			for (int which = 0; which < 4; which++)
 			{
+				if (only && strchr(only, ':') && atoi(strchr(only, ':') + 1) != which)
+					continue;
 				std::vector<uint64_t> ranks;
 				int			k = which == 0 ? 1 : (which == 1 ? 101 : (which == 2 ? 1001 : 101));
 
@@ -875,7 +885,7 @@ main(int argc, char **argv)
 
 				memset(&opt, 0, sizeof opt);
 				opt.approx_buckets = 1024;
-				for (int rep = 0; rep < 5; rep++)
+				for (int rep = 0; rep < reps; rep++)
 				{
 					struct timespec t0, t1;
 

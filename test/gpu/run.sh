@@ -12,14 +12,21 @@ NVCC=${NVCC:-nvcc}
 ARCH="-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90"
 FLAGS="-O3 -std=c++17 $ARCH -Xcompiler -Wall -Ikernels -Isrc"
 EXTRA=""
-if [ -f src/cpu_select.c ]; then
+if [ -z "${GS_PREBUILT:-}" ] && [ -f src/cpu_select.c ]; then
 	gcc -O2 -std=gnu11 -Ikernels -Isrc -c src/cpu_select.c -o test/gpu/cpu_select.o || exit 1
 	EXTRA="-DGS_HAVE_CPU_ENGINE test/gpu/cpu_select.o"
 	echo "linking the CPU engine (src/cpu_select.c)"
 fi
 set -e
-$NVCC $FLAGS -Xcompiler -fPIC -Werror all-warnings -c kernels/gs_gpu.cu -o test/gpu/gs_gpu.o
-$NVCC $FLAGS -lineinfo test/gpu/gs_test.cu test/gpu/gs_gpu.o $EXTRA -o test/gpu/gs_test.bin
+if [ -n "${GS_PREBUILT:-}" ] && [ -x "$GS_PREBUILT/gs_test.bin" ]; then
+	# built beforehand from this same tree (test/gpu/prebuild.sh), to save
+	# device time; the commit it was built from is in the file's name list
+	cp "$GS_PREBUILT/gs_test.bin" test/gpu/gs_test.bin
+	echo "using the prebuilt harness in $GS_PREBUILT ($(cat "$GS_PREBUILT/built-from" 2>/dev/null))"
+else
+	$NVCC $FLAGS -Xcompiler -fPIC -Werror all-warnings -c kernels/gs_gpu.cu -o test/gpu/gs_gpu.o
+	$NVCC $FLAGS -lineinfo test/gpu/gs_test.cu test/gpu/gs_gpu.o $EXTRA -o test/gpu/gs_test.bin
+fi
 set +e
 rc=0
 if [ "$what" = all ] || [ "$what" = check ]; then
@@ -40,13 +47,22 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
 	echo "commit $(git rev-parse --short HEAD 2>/dev/null) date $(date -u +%F)"; cat "$OUTD/bench.log"
 fi
 if [ "$what" = prof ]; then
-	if command -v nsys >/dev/null; then
-		nsys profile -o "$OUTD/prof" --force-overwrite true --stats=false ./test/gpu/gs_test.bin prof > "$OUTD/prof.log" 2>&1
-		nsys stats --report cuda_gpu_kern_sum --format csv "$OUTD/prof.nsys-rep" > "$OUTD/kern.csv" 2>/dev/null
-		rm -f "$OUTD"/prof.sqlite
-		cut -c1-160 "$OUTD/kern.csv" | head -40
-	else
-		./test/gpu/gs_test.bin prof
-	fi
+	# per-kernel device time of each kind of call (2^28 uniform; kinds: 0 one
+	# rank, 1 101 ranks, 2 1001 ranks, 3 approx 101 ranks / 1024 buckets),
+	# from Nsight Compute with the clocks left as found
+	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+	reps=${GS_PROF_REPS:-3}
+	for kb in 4 8; do
+		for kind in 0 1 2 3; do
+			if [ -n "$NCU" ]; then
+				GS_PROF_REPS=$reps GS_PROF_ONLY=$kb:$kind timeout 240 "$NCU" --clock-control none \
+					--metrics gpu__time_duration.sum --csv --log-file "$OUTD/ncu-$kb-$kind.csv" \
+					./test/gpu/gs_test.bin prof > "$OUTD/prof-$kb-$kind.log" 2>&1
+				python3 test/gpu/ncu_summary.py "f$((kb * 8)) kind$kind" "$reps" "$OUTD/ncu-$kb-$kind.csv"
+			else
+				GS_PROF_REPS=$reps GS_PROF_ONLY=$kb:$kind ./test/gpu/gs_test.bin prof
+			fi
+		done
+	done
 fi
 exit $rc

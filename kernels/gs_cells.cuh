@@ -1,0 +1,271 @@
+/*
+ * gs_cells.cuh — the bucket lookup of the many-splitter passes (spread
+ * counting, filtering, approximate counting): a "cell index" over the sorted
+ * splitters, rebuilt in shared memory by every block of a pass.
+ *
+ * Why not a search tree (the previous version): a 10-13 level Eytzinger
+ * search costs ~25 shared-memory wavefronts per warp of keys, because below
+ * level 5 the lanes' random nodes collide on banks.  That made the count and
+ * filter passes shared-memory bound at ~3.5x the time of one read of the
+ * input (test/bench/NOTES-gpu.md).  Here a key goes to one of C equal-width
+ * cells with a subtraction and a shift; the cell's 16-bit entry says how many
+ * splitters lie below the cell and how many inside it, and only those few are
+ * searched (none for most keys, since C is 2-8x the splitter count).  So a
+ * typical key costs one table read, at most a step or two of binary search,
+ * and the histogram atomic.  No library offers this lookup, hence hand-written.
+ *
+ * The gap.  Cells are equal-width over [d0, d_{m-1}].  When one gap between
+ * neighbouring splitters is more than half of that range (floats of both
+ * signs: the order-preserving keys of all the tiny magnitudes lie between the
+ * negative and the positive data), keys above the gap are shifted down by its
+ * width first, so the empty middle costs no cells.  Keys below d0 go to the
+ * first cell, keys above d_{m-1} to the last, keys inside the gap to the cell
+ * of its upper end: the map is monotone, which is all the lookup needs.
+ *
+ * Entry of cell c (uint16): J[c] | min(k, 7) << 13, where J[c] = number of
+ * splitters below the cell's lowest key (m <= 8191 < 2^13) and k = number of
+ * splitters inside the cell; k = 7 means "7 or more: read J[c+1]".  The
+ * table has ncells + 1 entries (the last is J = m).
+ */
+#ifndef GS_CELLS_CUH
+#define GS_CELLS_CUH
+
+#include <stdint.h>
+#include <cuda_runtime.h>
+
+#define GS_CELL_JBITS 13
+#define GS_CELL_JMASK 0x1FFFu
+#define GS_CELL_KCAP 7u
+#define GS_CELLS_MAX 16384
+
+/* cell capacity for a level of at most P - 1 splitters (P a power of two):
+ * 16 cells per splitter slot, 2048 .. 16384, so that cells holding more
+ * than two splitters (the only ones searched) are rare */
+static __host__ __device__ __forceinline__ int
+gs_cells_cap(int P)
+{
+	int			c = 16 * P;
+
+	return c < 2048 ? 2048 : (c > GS_CELLS_MAX ? GS_CELLS_MAX : c);
+}
+
+/* dynamic shared memory of the passes (host and device agree on the layout) */
+static __host__ __device__ __forceinline__ size_t
+gs_align16(size_t x)
+{
+	return (x + 15) & ~(size_t) 15;
+}
+
+/* count: K spl[P+2] | unsigned hist[2P] | uint16 tab[cap+1] */
+static __host__ __device__ __forceinline__ size_t
+gs_count_smem(int P, int kb)
+{
+	return gs_align16((size_t) (P + 2) * kb) + gs_align16((size_t) 2 * P * 4) +
+		gs_align16(((size_t) gs_cells_cap(P) + 1) * 2);
+}
+
+/* filter: K spl[P+2] | uint16 tab[cap+1] | uchar mask[2P] | uchar act[cap] */
+static __host__ __device__ __forceinline__ size_t
+gs_filter_smem(int P, int kb)
+{
+	return gs_align16((size_t) (P + 2) * kb) + gs_align16(((size_t) gs_cells_cap(P) + 1) * 2) +
+		gs_align16((size_t) 2 * P) + gs_align16((size_t) gs_cells_cap(P));
+}
+
+/* binary search over the k > 1 splitters of cell c (k = 7: read J[c+1]);
+ * the rare case of bucket_in, kept out of line of its fast path */
+template <typename K>
+static __device__ int
+gs_cells_search(const K *spl, const uint16_t *tab, int c, K x, int j, unsigned k)
+{
+	int			hi = k == GS_CELL_KCAP ? (int) (tab[c + 1] & GS_CELL_JMASK) : j + (int) k;
+	bool		eq = false;
+
+	while (j < hi)
+	{
+		const int	mid = (j + hi) >> 1;
+		const K		t = spl[mid];
+		const bool	le = t <= x;
+
+		eq = le ? t == x : eq;
+		j = le ? mid + 1 : j;
+		hi = le ? hi : mid;
+	}
+	return 2 * j - (int) eq;
+}
+
+template <typename K>
+struct gs_cells
+{
+	const K    *spl;			/* m sorted distinct splitters (shared), spl[m] = max */
+	uint16_t   *tab;			/* ncells + 1 entries (shared) */
+	K			lo,				/* d0 */
+				split,			/* keys above split are folded down ... */
+				lo_b,			/* ... clamped to at least lo_b ... */
+				gapw;			/* ... and shifted down by the gap (lo_b - split - 1) */
+	int			sh,
+				ncells,
+				m;
+
+	/* monotone map key -> cell (no branches: selects, min/max) */
+	__device__ __forceinline__ int cell(K x) const
+	{
+		const K		y = x > split ? (K) ((x > lo_b ? x : lo_b) - gapw) : x;
+		const K		t = (K) (((y > lo ? y : lo) - lo) >> sh);
+
+		return t < (K) ncells ? (int) t : ncells - 1;
+	}
+
+	/* bucket of x, given its cell: 2j (open) or 2j-1 (x == d[j-1]), where
+	 * j = number of splitters <= x (the layout of gs_select.cuh).  Cells
+	 * with at most two splitters (nearly all) need no search and no branch:
+	 * both are read and compared (spl[m], spl[m+1] are padding). */
+	__device__ __forceinline__ int bucket_in(int c, K x) const
+	{
+		const unsigned e = tab[c];
+		const int	j = (int) (e & GS_CELL_JMASK);
+		const unsigned k = e >> GS_CELL_JBITS;
+		const K		s0 = spl[j],
+					s1 = spl[j + 1];
+		const bool	k1 = k >= 1,
+					k2 = k >= 2;
+		int			b = 2 * j + (int) (k1 && x >= s0) + (int) (k1 && x > s0) +
+			(int) (k2 && x >= s1) + (int) (k2 && x > s1);
+
+		if (k > 2)
+			b = gs_cells_search<K>(spl, tab, c, x, j, k);
+		return b;
+	}
+
+	__device__ __forceinline__ int bucket(K x) const
+	{
+		return bucket_in(cell(x), x);
+	}
+};
+
+/* smallest shift s with (span >> s) < cap */
+template <typename K>
+static __device__ __forceinline__ int
+gs_cells_shift(K span, int cap)
+{
+	int			s = 0;
+
+	while ((span >> s) >= (K) cap)
+		s++;
+	return s;
+}
+
+/*
+ * Block-cooperative: load the m splitters (dsplit, sorted, distinct, m >= 1)
+ * into spl (room for m + 2), choose the windows and fill the table.  Ends with __syncthreads.
+ * Every block of a pass builds the same table (a few microseconds), which
+ * costs less than a separate kernel plus a copy from global memory.
+ */
+template <typename K>
+static __device__ void
+gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long *dsplit, int m, int cap)
+{
+	__shared__ unsigned long long s_gap[32];	/* per-warp largest gap */
+	__shared__ int s_gi[32];
+	const int	tid = threadIdx.x;
+	const int	nthr = blockDim.x;
+
+	for (int i = tid; i < m; i += nthr)
+		spl[i] = (K) dsplit[i];
+	if (tid < 2)
+		spl[m + tid] = (K) ~K(0);	/* padding: bucket_in reads spl[J], spl[J+1] */
+	__syncthreads();
+
+	/* largest gap between neighbours: thread, warp, block */
+	unsigned long long g = 0;
+	int			gi = 0;
+
+	for (int i = tid; i + 1 < m; i += nthr)
+	{
+		unsigned long long d = (unsigned long long) (K) (spl[i + 1] - spl[i]);
+
+		if (d > g)
+		{
+			g = d;
+			gi = i;
+		}
+	}
+	for (int o = 16; o > 0; o >>= 1)
+	{
+		unsigned long long g2 = __shfl_xor_sync(0xFFFFFFFFu, g, o);
+		int			gi2 = __shfl_xor_sync(0xFFFFFFFFu, gi, o);
+
+		if (g2 > g || (g2 == g && gi2 < gi))
+		{
+			g = g2;
+			gi = gi2;
+		}
+	}
+	if ((tid & 31) == 0)
+	{
+		s_gap[tid >> 5] = g;
+		s_gi[tid >> 5] = gi;
+	}
+	__syncthreads();
+	g = 0;
+	gi = 0;
+	for (int w = 0; w < (nthr + 31) / 32; w++)
+		if (s_gap[w] > g)
+		{
+			g = s_gap[w];
+			gi = s_gi[w];
+		}
+
+	/* fold out the largest gap if it is over half the range (every thread
+	 * computes the same values) */
+	const K		span = (K) (spl[m - 1] - spl[0]);
+
+	cs.spl = spl;
+	cs.tab = tab;
+	cs.m = m;
+	cs.lo = spl[0];
+	if (m >= 2 && (K) g > span / 2)
+	{
+		cs.split = spl[gi];
+		cs.lo_b = spl[gi + 1];
+		cs.gapw = (K) (cs.lo_b - cs.split - 1);
+	}
+	else
+	{
+		cs.split = (K) ~K(0);
+		cs.lo_b = cs.split;
+		cs.gapw = 0;
+	}
+	const K		folded = (K) (span - cs.gapw);
+
+	cs.sh = gs_cells_shift<K>(folded, cap);
+	cs.ncells = (int) (folded >> cs.sh) + 1;
+
+	/*
+	 * Fill: the first splitter of each occupied cell writes that cell's entry
+	 * and the entries of the empty cells since the previous occupied one;
+	 * cells after the last splitter's get J = m.  Every entry is written once.
+	 */
+	for (int i = tid; i < m; i += nthr)
+	{
+		const int	ci = cs.cell(spl[i]);
+		const int	cp = i > 0 ? cs.cell(spl[i - 1]) : -1;
+
+		if (ci == cp)
+			continue;
+		unsigned	k = 1;
+
+		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(spl[i + k]) == ci)
+			k++;
+		tab[ci] = (uint16_t) ((unsigned) i | (k << GS_CELL_JBITS));
+		for (int c = cp + 1; c < ci; c++)
+			tab[c] = (uint16_t) i;
+	}
+	const int	clast = cs.cell(spl[m - 1]);
+
+	for (int c = clast + 1 + tid; c <= cs.ncells; c += nthr)
+		tab[c] = (uint16_t) m;
+	__syncthreads();
+}
+
+#endif							/* GS_CELLS_CUH */
