@@ -16,6 +16,11 @@
  *            are gathered from the input into scratch in one pass, otherwise
  *            the next level rescans the input filtered to the live ranges
  *            (bounded memory).
+ *   level 1  on large inputs the first level is the sample bracket [L, H]
+ *            (plus slots below/above it).  When the sample shows its key
+ *            range mostly empty (float8 values straddling zero, far-apart
+ *            clusters) the buckets are spread piecewise by the sample's
+ *            density instead of linearly (pw_layout).
  *   scratch  gathered tasks are finished depth first on their own copy:
  *            slices <= GS_SORT_MAX keys are sorted; larger ones get their
  *            exact min/max (all-equal finishes at once), a histogram, and a
@@ -364,6 +369,7 @@ typedef struct task
 	size_t		nb;				/* buckets */
 	size_t		hoff;			/* offset of its buckets in the flat arrays */
 	int			open;			/* + slots for keys < lo and > hi (level 1) */
+	int			pw;				/* buckets laid out by the pw_layout (level 1) */
 } task;
 
 /* flat index of key k: hoff + bucket, or `dummy` when k is in no task */
@@ -377,6 +383,8 @@ typedef struct lvl_arg
 	size_t		dummy;
 	size_t		under,
 				over;			/* single task: slots of keys < lo, > hi */
+	const uint32_t *pent;		/* pw_layout entries (piecewise first level) */
+	unsigned	ptsh;			/* ... and their width, log2 */
 	/* histogram */
 	uint32_t   *h32;
 	uint64_t   *h64;
@@ -452,6 +460,29 @@ GS_KERNELS(hist1, lvl_arg,
 			   cout++;,
 		   a->tmn[0] = mn; a->tmx[0] = mx; h[un] += cu; h[ov] += cout - cu;)
 
+/*
+ * Piecewise-linear first level (see pw_layout): entry j = d >> tsh holds its
+ * first slot and its sub-bucket shift.  One small-table load more than hist1.
+ */
+#define PW_OFF_BITS 26
+#define PW_OFF_MASK ((UINT32_C(1) << PW_OFF_BITS) - 1)
+#define PW_SLOT(ent_, tsh_, tm_, d_) \
+	((size_t) (ent_[(d_) >> (tsh_)] & PW_OFF_MASK) + \
+	 (size_t) (((d_) & (tm_)) >> (ent_[(d_) >> (tsh_)] >> PW_OFF_BITS)))
+
+GS_KERNELS(histpw, lvl_arg,
+		   uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
+		   const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;
+		   const uint64_t tm = (UINT64_C(1) << tsh) - 1;
+		   const size_t un = a->under; const size_t ov = a->over; uint32_t cu = 0; uint32_t cout = 0;,
+		   uint64_t d = k - lo;
+		   cu += k < lo;
+		   if (d <= w)
+			   h[PW_SLOT(ent, tsh, tm, d)]++;
+		   else
+			   cout++;,
+		   h[un] += cu; h[ov] += cout - cu;)
+
 GS_KERNELS(histn, lvl_arg, uint32_t *h = a->h32; uint64_t *tmn = a->tmn; uint64_t *tmx = a->tmx;,
 		   size_t t = lvl_task(a, k);
 		   if (t < a->nt)
@@ -470,6 +501,27 @@ GS_KERNELS(gath1, lvl_arg,
 		   if (d <= w)
 		   {
 			   size_t ix = (size_t) (d >> sh);
+			   if ((bm[ix >> 6] >> (ix & 63)) & 1)
+				   sc[pos[map[ix]]++] = k;
+		   }
+		   else
+		   {
+			   int32_t c = k < lo ? cun : cov;
+			   if (c >= 0)
+				   sc[pos[c]++] = k;
+		   },
+		   )
+
+GS_KERNELS(gathpw, lvl_arg,
+		   const int32_t *map = a->map; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
+		   const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;
+		   const uint64_t tm = (UINT64_C(1) << tsh) - 1;
+		   size_t *pos = a->pos; uint64_t *sc = a->scratch;
+		   const uint64_t *bm = a->bm; const int32_t cun = map[a->under]; const int32_t cov = map[a->over];,
+		   uint64_t d = k - lo;
+		   if (d <= w)
+		   {
+			   size_t ix = PW_SLOT(ent, tsh, tm, d);
 			   if ((bm[ix >> 6] >> (ix & 63)) & 1)
 				   sc[pos[map[ix]]++] = k;
 		   }
@@ -560,6 +612,8 @@ static const kernset hist1_kernels = {hist1_16, hist1_32, hist1_64, hist_flush};
 static const kernset histn_kernels = {histn_16, histn_32, histn_64, hist_flush};
 static const kernset gath1_kernels = {gath1_16, gath1_32, gath1_64, NULL};
 static const kernset gathn_kernels = {gathn_16, gathn_32, gathn_64, NULL};
+static const kernset histpw_kernels = {histpw_16, histpw_32, histpw_64, hist_flush};
+static const kernset gathpw_kernels = {gathpw_16, gathpw_32, gathpw_64, NULL};
 
 /* ------------------------------------------------------------------ */
 /* engine context                                                       */
@@ -855,10 +909,198 @@ check_input(const gs_input *in, size_t nranks, const uint64_t *ranks, const void
 	return GS_OK;
 }
 
-/* The input levels.  Resolves unique ranks [0, nu) given the input's min/max. */
-static gs_status
-input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, int open)
+/* ------------------------------------------------------------------ */
+/* piecewise-linear first level                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Linear buckets over the sample bracket [L, H] fail when most of its key
+ * range is empty: float8 values straddling zero have their keys at the two
+ * far ends of the range (the tiny exponents of both signs lie between and
+ * hold almost nothing), two far-apart clusters likewise.  The few buckets
+ * over the data then hold most of the input, too much to gather, and the
+ * next levels rescan it all.
+ *
+ * The piecewise layout cuts [L, H] into nent <= 2^GS_PW_ENT_BITS entries of
+ * 2^tsh keys and gives entry j 2^(tsh - sub_j) buckets of 2^sub_j keys, about
+ * as many as its share of the sample keys in [L, H] times 2^GS_MAX_BITS
+ * (rounded down to a power of two; at least one, at most one per key).
+ * Slots stay in key order and each is one contiguous key range, so the rank
+ * walk, the children and the gather work as for linear buckets.  It is used
+ * only at the first level (open task), so the later levels and their bound
+ * are unchanged.
+ */
+#define GS_PW_ENT_BITS	12
+
+typedef struct pw_layout
 {
+	uint64_t	lo,
+				w;				/* [lo, lo + w] = [L, H] */
+	unsigned	tsh;			/* entry width, log2 */
+	size_t		nent,
+				nslots;
+	uint32_t   *ent;			/* entry's first slot | sub << PW_OFF_BITS */
+} pw_layout;
+
+/* s[0..ns): sorted sample keys, all in [lo, hi], ns >= 1.  0 on no memory. */
+static int
+pw_build(pw_layout *pw, uint64_t lo, uint64_t hi, const uint64_t *s, size_t ns)
+{
+	const uint64_t budget = (uint64_t) 1 << GS_MAX_BITS;
+	uint32_t   *cnt;
+	size_t		i,
+				off = 0;
+
+	pw->lo = lo;
+	pw->w = hi - lo;
+	pw->tsh = shift_for(pw->w, GS_PW_ENT_BITS);
+	pw->nent = (size_t) (pw->w >> pw->tsh) + 1;
+	pw->ent = malloc(pw->nent * sizeof(uint32_t));
+	cnt = calloc(pw->nent, sizeof(uint32_t));
+	if (!pw->ent || !cnt)
+	{
+		free(cnt);
+		return 0;
+	}
+	for (i = 0; i < ns; i++)
+		cnt[(s[i] - lo) >> pw->tsh]++;
+	for (i = 0; i < pw->nent; i++)
+	{
+		uint64_t	want = (uint64_t) cnt[i] * budget / ns;
+		unsigned	lb = want > 1 ? floor_log2(want) : 0;
+
+		if (lb > pw->tsh)
+			lb = pw->tsh;		/* no bucket narrower than one key */
+		pw->ent[i] = (uint32_t) off | ((uint32_t) (pw->tsh - lb) << PW_OFF_BITS);
+		off += (size_t) 1 << lb;
+	}
+	/* off <= nent + budget < 2^PW_OFF_BITS; sub <= tsh <= 52 fits the rest */
+	pw->nslots = off;
+	free(cnt);
+	return 1;
+}
+
+static inline size_t
+pw_slot(const pw_layout *pw, uint64_t k)
+{
+	uint64_t	d = k - pw->lo;
+
+	return PW_SLOT(pw->ent, pw->tsh, (UINT64_C(1) << pw->tsh) - 1, d);
+}
+
+/* key range [*lo, *hi] of a slot holding keys */
+static void
+pw_slot_range(const pw_layout *pw, size_t slot, uint64_t *lo, uint64_t *hi)
+{
+	size_t		a = 0,
+				len = pw->nent;
+	unsigned	sub;
+
+	/* last entry whose first slot is <= slot (first slots strictly increase) */
+	while (len > 1)
+	{
+		size_t		half = len / 2;
+
+		a = (pw->ent[a + half] & PW_OFF_MASK) <= slot ? a + half : a;
+		len -= half;
+	}
+	sub = pw->ent[a] >> PW_OFF_BITS;
+	*lo = pw->lo + ((uint64_t) a << pw->tsh) +
+		((uint64_t) (slot - (pw->ent[a] & PW_OFF_MASK)) << sub);
+	*hi = *lo + ((UINT64_C(1) << sub) - 1);
+	if (*hi < *lo || *hi > pw->lo + pw->w)
+		*hi = pw->lo + pw->w;
+}
+
+/*
+ * Expected input keys in the first level's wanted buckets under a layout:
+ * slot[0..ns) are the slots of the sorted sample keys in [L, H] (sample
+ * positions off .. off + ns - 1 of GS_SAMPLE); each wanted rank's sample
+ * position names a slot, whose sample keys, scaled to n, estimate its keys.
+ * Ranks outside the bracket go to the under/over slots under any layout and
+ * are left out.
+ */
+static double
+est_wanted(const size_t *slot, size_t ns, size_t off, const uint64_t *ur, size_t nu, uint64_t n)
+{
+	double		sum = 0;
+	size_t		i,
+				prev = SIZE_MAX;
+
+	for (i = 0; i < nu; i++)
+	{
+		size_t		p = (size_t) ((double) ur[i] / (double) n * GS_SAMPLE),
+					a,
+					b;
+
+		if (p < off || p - off >= ns || slot[p - off] == prev)
+			continue;
+		p -= off;
+		prev = slot[p];
+		for (a = p; a > 0 && slot[a - 1] == prev; a--)
+			;
+		for (b = p + 1; b < ns && slot[b] == prev; b++)
+			;
+		sum += (double) (b - a);
+	}
+	return sum * (double) n / GS_SAMPLE;
+}
+
+/*
+ * Take the piecewise layout for the first level over [mn, mx] when the
+ * sample says linear buckets would leave much of the input in the wanted
+ * buckets (a costly gather or rescans) and the piecewise ones halve that.
+ * Otherwise (e.g. uniform data) linear buckets: one table load less per key.
+ * Returns 1 with *pw built, 0 (nothing to free), -1 on no memory.
+ */
+static int
+pw_choose(pw_layout *pw, uint64_t mn, uint64_t mx, const uint64_t *s, size_t ns, size_t off,
+		  const uint64_t *ur, size_t nu, uint64_t n)
+{
+	size_t	   *slot = malloc(ns * sizeof(size_t));
+	unsigned	sh = shift_for(mx - mn, GS_MAX_BITS);
+	double		lin,
+				pwe;
+	size_t		i;
+
+	memset(pw, 0, sizeof *pw);
+	if (!slot)
+		return -1;
+	for (i = 0; i < ns; i++)
+		slot[i] = (size_t) ((s[i] - mn) >> sh);
+	lin = est_wanted(slot, ns, off, ur, nu, n);
+	if (lin <= (double) n / 32)
+	{
+		free(slot);
+		return 0;
+	}
+	if (!pw_build(pw, mn, mx, s, ns))
+	{
+		free(slot);
+		free(pw->ent);
+		return -1;
+	}
+	for (i = 0; i < ns; i++)
+		slot[i] = pw_slot(pw, s[i]);
+	pwe = est_wanted(slot, ns, off, ur, nu, n);
+	free(slot);
+	if (pwe * 2 < lin)
+		return 1;
+	free(pw->ent);
+	pw->ent = NULL;
+	return 0;
+}
+
+/*
+ * The input levels.  Resolves unique ranks [0, nu) given the input's min/max
+ * (open: a sample bracket, with slots for keys outside).  samp[0..nsamp): the
+ * sorted sample keys inside [mn, mx] at sample positions sampoff.., or NULL.
+ */
+static gs_status
+input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, int open,
+			 const uint64_t *samp, size_t nsamp, size_t sampoff)
+{
+	pw_layout	pw;
 	task	   *tasks = NULL,
 			   *kids = NULL;
 	size_t		nt = 1,
@@ -881,6 +1123,7 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 	gs_status	st = GS_OK;
 	uint64_t	limit;
 
+	memset(&pw, 0, sizeof pw);
 	/* gather when the wanted buckets hold at most this many keys */
 	limit = n / 4;
 	if (limit < ((uint64_t) 1 << 16))
@@ -907,6 +1150,18 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 	tasks[0].r0 = 0;
 	tasks[0].r1 = e->nu;
 	tasks[0].open = open;
+	tasks[0].pw = 0;
+	if (open && samp && nsamp > 0)
+	{
+		int			c = pw_choose(&pw, mn, mx, samp, nsamp, sampoff, e->ur, e->nu, n);
+
+		if (c < 0)
+		{
+			st = NOMEM(e->err);
+			goto done;
+		}
+		tasks[0].pw = c;
+	}
 
 	for (;;)
 	{
@@ -924,8 +1179,8 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 		{
 			uint64_t	range = tasks[t].hi - tasks[t].lo;
 
-			tasks[t].shift = shift_for(range, bits);
-			tasks[t].nb = (size_t) (range >> tasks[t].shift) + 1;
+			tasks[t].shift = tasks[t].pw ? 0 : shift_for(range, bits);
+			tasks[t].nb = tasks[t].pw ? pw.nslots : (size_t) (range >> tasks[t].shift) + 1;
 			tasks[t].hoff = nslots;
 			nslots += tasks[t].nb + (tasks[t].open ? 2 : 0);
 			tlo[t] = tasks[t].lo;
@@ -958,7 +1213,10 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 		la.tmn = tmn;
 		la.tmx = tmx;
 		la.nslots = nslots + 1;
-		st = run_pass(in, nt == 1 ? &hist1_kernels : &histn_kernels, &la, e->opt, e->err);
+		la.pent = pw.ent;
+		la.ptsh = pw.tsh;
+		st = run_pass(in, tasks[0].pw ? &histpw_kernels : nt == 1 ? &hist1_kernels : &histn_kernels,
+					  &la, e->opt, e->err);
 		if (st != GS_OK)
 			goto done;
 		for (t = 0; t <= nslots; t++)
@@ -1007,6 +1265,7 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 				c = &kids[nk++];
 				c->hoff = tk->hoff + slot;	/* flat slot, for the gather map */
 				c->open = 0;
+				c->pw = 0;
 				if (slot == tk->nb)
 				{
 					c->lo = 0;
@@ -1017,6 +1276,8 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 					c->lo = tk->hi + 1;
 					c->hi = e->keymax;
 				}
+				else if (tk->pw)
+					pw_slot_range(&pw, slot, &c->lo, &c->hi);
 				else
 				{
 					c->lo = tk->lo + ((uint64_t) slot << tk->shift);
@@ -1089,7 +1350,8 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 			la.bm = bm;
 			la.pos = pos;
 			la.scratch = sa;
-			st = run_pass(in, nt == 1 ? &gath1_kernels : &gathn_kernels, &la, e->opt, e->err);
+			st = run_pass(in, tasks[0].pw ? &gathpw_kernels : nt == 1 ? &gath1_kernels : &gathn_kernels,
+						  &la, e->opt, e->err);
 			if (st != GS_OK)
 				goto done;
 			off = 0;
@@ -1113,6 +1375,7 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 	}
 
 done:
+	free(pw.ent);
 	free(tasks);
 	free(kids);
 	free(tlo);
@@ -1388,6 +1651,7 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 			   *uval = NULL;
 	mm_arg		mm;
 	eng			e;
+	uint64_t   *sm = NULL;		/* sorted sample (large inputs) */
 
 	st = check_input(in, nranks, ranks, out_keys, err, &n);
 	if (st != GS_OK)
@@ -1436,7 +1700,6 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		 * sample misleads, a wanted rank lands below L or above H and that
 		 * slot simply becomes a child task: correct, just one more level.
 		 */
-		uint64_t   *sm = malloc(GS_SAMPLE * sizeof(uint64_t));
 		size_t		pmin,
 					pmax,
 					il,
@@ -1448,9 +1711,9 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 					narrow,
 					few = 0;
 
+		sm = malloc(GS_SAMPLE * sizeof(uint64_t));
 		if (!sm || !sample_keys(in, n, GS_SAMPLE, GS_EXACT_SEED, sm))
 		{
-			free(sm);
 			st = NOMEM(err);
 			goto done;
 		}
@@ -1503,7 +1766,6 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 				if (!dv || !left)
 				{
 					free(dv);
-					free(sm);
 					st = NOMEM(err);
 					goto done;
 				}
@@ -1537,14 +1799,10 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 				free(ha.tbl);
 				free(dv);
 				if (st != GS_OK)
-				{
-					free(sm);
 					goto done;
-				}
 				few = 1;
 			}
 		}
-		free(sm);
 		if (few)
 		{
 			/* the ranks left over: histogram levels on just those */
@@ -1565,7 +1823,7 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 					e2.ur = sur;
 					e2.uval = suv;
 					e2.nu = nleft;
-					st = input_levels(&e2, in, n, mm.mn, mm.mx, 1);
+					st = input_levels(&e2, in, n, mm.mn, mm.mx, 1, sm + il, ih - il + 1, il);
 					for (i = 0; st == GS_OK && i < nleft; i++)
 						uval[left[i]] = suv[i];
 					eng_free(&e2);
@@ -1633,7 +1891,7 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 				goto answer;
 			}
 		}
-		st = input_levels(&e, in, n, mm.mn, mm.mx, 1);
+		st = input_levels(&e, in, n, mm.mn, mm.mx, 1, sm + il, ih - il + 1, il);
 		if (st != GS_OK)
 			goto done;
 		goto answer;
@@ -1673,7 +1931,7 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	}
 	else
 	{
-		st = input_levels(&e, in, n, mm.mn, mm.mx, 0);
+		st = input_levels(&e, in, n, mm.mn, mm.mx, 0, NULL, 0, 0);
 		if (st != GS_OK)
 			goto done;
 	}
@@ -1693,6 +1951,7 @@ answer:
 	st = set_err(err, GS_OK, "");
 
 done:
+	free(sm);
 	eng_free(&e);
 	free(ri);
 	free(ur);

@@ -176,11 +176,60 @@ cmp_u64(const void *a, const void *b)
 enum dist
 {
 	D_UNIFORM, D_SORTED, D_REVERSED, D_EQUAL, D_TWO, D_SIXTEEN, D_ORGAN, D_CLUSTER,
-	D_MULTICLUSTER, D_NANINF, D_SPECIAL, D_SAMPLEFOOL, D_NDISTS
+	D_MULTICLUSTER, D_NANINF, D_SPECIAL, D_SAMPLEFOOL, D_MIXSIGN, D_FARCLUSTERS, D_MIXOUTLIERS,
+	D_ALLNEG, D_ONESIDE, D_GAPFOOL, D_NDISTS
 };
 static const char *dname[] = {"uniform", "sorted", "reversed", "all-equal", "2-distinct",
 	"16-distinct", "organ-pipe", "cluster+outliers", "4-clusters", "nan/inf-heavy", "specials",
-	"sample-fooling"};
+	"sample-fooling", "mixed-sign", "2-far-clusters", "mixed-sign+huge-outliers", "all-negative",
+	"one-sided-gap", "gap-fooling"};
+
+/*
+ * A real value as a key of type t: floats through gs_keys.h, integer and raw
+ * types rounded toward zero and clamped to a signed integer of their width.
+ * Lets one distribution written in values (e.g. straddling zero) serve every
+ * type; for floats the key space between far-apart values is mostly empty.
+ */
+static uint64_t
+key_of_value(int t, double v)
+{
+	unsigned	bits = 8 * tbytes[t];
+	double		lim = ldexp(1.0, (int) bits - 1);
+	int64_t		iv;
+
+	if (t == T_F64)
+		return gs_key_from_float8(v);
+	if (t == T_F32)
+		return gs_key_from_float4((float) v);
+	if (isnan(v))
+		v = 0;
+	if (v >= lim)
+		iv = (int64_t) ((UINT64_C(1) << (bits - 1)) - 1);
+	else if (v < -lim)
+		iv = -(int64_t) ((UINT64_C(1) << (bits - 1)) - 1) - 1;
+	else
+		iv = (int64_t) v;
+	return ((uint64_t) iv ^ (UINT64_C(1) << (bits - 1))) & key_max(t);
+}
+
+/* scale of the value distributions: +-1e6 for floats, 45% of the range for integers */
+static double
+value_scale(int t)
+{
+	return is_float(t) ? 1e6 : 0.45 * ldexp(1.0, 8 * (int) tbytes[t]);
+}
+
+/* the exact engine's sample positions: splitmix64(0x5E1EC7 + i) % n, i < 16384 */
+static size_t
+engine_sample_pos(size_t i, size_t n)
+{
+	uint64_t	z = UINT64_C(0x5E1EC7) + i + UINT64_C(0x9E3779B97F4A7C15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	z ^= z >> 31;
+	return (size_t) (z % n);
+}
 
 /* keys[n] of type t with distribution d */
 static void
@@ -315,14 +364,71 @@ gen(int t, int d, uint64_t *k, size_t n)
 				k[i] = rand_key(t) | 1;
 			if (n > 0)
 				for (i = 0; i < 16384; i++)
-				{
-					uint64_t	z = UINT64_C(0x5E1EC7) + i + UINT64_C(0x9E3779B97F4A7C15);
+					k[engine_sample_pos(i, n)] = i & 1;
+			break;
+		case D_MIXSIGN:
+			/* like random()*2e6-1e6: the keys of both signs far apart */
+			for (i = 0; i < n; i++)
+				k[i] = key_of_value(t, (rnd_unit() - 0.5) * 2.0 * value_scale(t));
+			break;
+		case D_FARCLUSTERS:
+			/* 30% near -0.9 S, 70% near +0.8 S (floats: -1e12 and 3.5), narrow */
+			for (i = 0; i < n; i++)
+			{
+				double		u = rnd_unit() * 1e-4;
 
-					z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-					z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-					z ^= z >> 31;
-					k[z % n] = i & 1;
-				}
+				if (is_float(t))
+					k[i] = key_of_value(t, rnd_below(10) < 3 ? -1e12 * (1.0 + u) : 3.5 + u);
+				else
+					k[i] = key_of_value(t, value_scale(t) * (rnd_below(10) < 3 ? -0.9 - u : 0.8 + u));
+			}
+			break;
+		case D_MIXOUTLIERS:
+			/* straddling zero plus 1 in 5000 at the extremes (floats: +-1e300, +-Inf) */
+			for (i = 0; i < n; i++)
+			{
+				uint64_t	r = rnd_below(5000);
+				double		big = is_float(t) ? (r & 1 ? 1e300 : INFINITY) : 1e30;
+
+				k[i] = key_of_value(t, r < 2 ? (r ? big : -big)
+									: (rnd_unit() - 0.5) * 2.0 * value_scale(t));
+			}
+			break;
+		case D_ALLNEG:
+			/* half uniform in [-S, 0), half spread over 80 binary orders (floats) */
+			for (i = 0; i < n; i++)
+			{
+				double		u = rnd_unit();
+
+				k[i] = key_of_value(t, rnd() & 1 ? -u * value_scale(t)
+									: is_float(t) ? -exp2(u * 80.0 - 40.0) : -u * 100.0);
+			}
+			break;
+		case D_ONESIDE:
+			/* one huge gap: 2% spread far below, 98% in a narrow band above */
+			for (i = 0; i < n; i++)
+			{
+				double		u = rnd_unit();
+
+				if (rnd_below(50) == 0)
+					k[i] = key_of_value(t, is_float(t) ? -1e9 - u * 1e3 : -0.9 * value_scale(t) * (1 + u * 0.1));
+				else
+					k[i] = key_of_value(t, is_float(t) ? 1.0 + u * 1e-6 : 0.5 * value_scale(t) * (1 + u * 1e-3));
+			}
+			break;
+		case D_GAPFOOL:
+			/*
+			 * The engine's sample sees only the two far ends of a mixed-sign
+			 * range, the rest of the input lies in between (near zero), where
+			 * the sample found nothing.  A first level that trusts the sample
+			 * to be empty there must still be exact.
+			 */
+			for (i = 0; i < n; i++)
+				k[i] = key_of_value(t, (rnd_unit() - 0.5) * 0.2 * (is_float(t) ? 1.0 : value_scale(t)));
+			if (n > 0)
+				for (i = 0; i < 16384; i++)
+					k[engine_sample_pos(i, n)] =
+						key_of_value(t, (i & 1 ? 1 : -1) * value_scale(t) * (0.99 + 0.01 * rnd_unit()));
 			break;
 		default:				/* D_SPECIAL */
 			ns = special_keys(t, pool);
