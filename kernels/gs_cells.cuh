@@ -64,12 +64,12 @@ gs_count_smem(int P, int kb)
 		gs_align16(((size_t) gs_cells_cap(P) + 1) * 2);
 }
 
-/* filter: K spl[P+2] | uint16 tab[cap+1] | uchar mask[2P] | uchar act[cap] */
+/* filter: K spl[P+2] | uint16 tab[cap+1] | uchar mask[2P] */
 static __host__ __device__ __forceinline__ size_t
 gs_filter_smem(int P, int kb)
 {
 	return gs_align16((size_t) (P + 2) * kb) + gs_align16(((size_t) gs_cells_cap(P) + 1) * 2) +
-		gs_align16((size_t) 2 * P) + gs_align16((size_t) gs_cells_cap(P));
+		gs_align16((size_t) 2 * P);
 }
 
 /* binary search over the k > 1 splitters of cell c (k = 7: read J[c+1]);

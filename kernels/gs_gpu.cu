@@ -184,6 +184,15 @@ gs_mopen_for(size_t nu)
 	return mo;
 }
 
+/*
+ * Single rank: once a level has cut the input to at most this many keys, one
+ * radix sort of them replaces the remaining small levels (each ~40-60 us of
+ * one-block sample sort, planning and launches; a sort of 2^21 keys is
+ * ~50 us f32 / ~140 us f64, of the ~620K left after two levels at 2^28
+ * ~30 / ~70 us).
+ */
+#define GS_FOCUS_SORT_MAX ((size_t) 1 << 21)
+
 /* capacity (elements) of each of the two ping-pong buffers */
 static size_t
 gs_buf_cap(size_t n, size_t nu)
@@ -287,8 +296,7 @@ gs_exact_scratch(size_t n, unsigned kb, size_t nu)
 	size_t		sortb = 0;
 
 	gs_exact_layout_for(n, nu, &L);
-	if (nu > 1)
-		sortb = gs_round_up(gs_finish_sort_temp(L.cap, kb));
+	sortb = gs_round_up(gs_finish_sort_temp(nu > 1 ? L.cap : (L.cap < GS_FOCUS_SORT_MAX ? L.cap : GS_FOCUS_SORT_MAX), kb));
 	return L.small_bytes + 2 * gs_round_up(L.cap * kb) + sortb;
 }
 
@@ -605,8 +613,9 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
 		int			levels = 0;
 		const double keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
-		double		sort_below = focused || e->sort_finish == 2 ? 0.0 :
-			(e->sort_finish == 1 ? 1e30 : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep));
+		double		sort_below = e->sort_finish == 2 ? 0.0 :
+			(e->sort_finish == 1 ? 1e30 :
+			 (focused ? (double) GS_FOCUS_SORT_MAX : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep)));
 
 		memset(&hs, 0, sizeof hs);
 		hs.n = n;
@@ -641,7 +650,13 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				double		est;
 
 				if (focused)
-					est = n > GS_SAMPLE_SIZE ? log((double) n / GS_SAMPLE_SIZE) / log(1.0 / keep) : 0.0;
+				{
+					/* the levels down to the finishing sort (or the base case) */
+					double		lim = fmax(sort_below, (double) GS_SAMPLE_SIZE);
+
+					est = (double) n > lim ? log((double) n / lim) / log(1.0 / keep) : 0.0;
+					est = fmax(est - 1.0, 0.0);		/* batch adds one */
+				}
 				else
 				{
 					/* levels until the kept union is below the sort threshold */
@@ -681,11 +696,15 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 			GS_CK(cudaStreamSynchronize(e->s), "selection");
 			if (hs.done)
 				break;
-			if (!focused && !hs.stuck && hs.src != 0 && hs.n > GS_SAMPLE_SIZE && hs.n <= hs.cap &&
+			if (!hs.stuck && hs.src != 0 && hs.n > GS_SAMPLE_SIZE && hs.n <= hs.cap &&
 				(double) hs.n <= sort_below)
 			{
-				/* finish: sort the kept union once, pick every rank */
-				gs_status	frc = gs_finish_sort<K>(e, hs.src == 1 ? bufA : bufB, hs.src == 1 ? bufB : bufA,
+				/* finish: sort the kept union (or bucket) once, pick every rank */
+				gs_status	frc;
+
+				if ((rc = gs_check_interrupt(opt, err)) != GS_OK)
+					goto done;
+				frc = gs_finish_sort<K>(e, hs.src == 1 ? bufA : bufB, hs.src == 1 ? bufB : bufA,
 													(size_t) hs.n, rank_cur, resolved, (int) nu, res, err);
 
 				if (frc == GS_OK)

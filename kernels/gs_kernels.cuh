@@ -200,7 +200,9 @@ struct gs_stage
 template <typename K>
 struct gs_sample_smem
 {
-	typedef cub::BlockRadixSort<K, GS_SAMPLE_THREADS, GS_SAMPLE_ITEMS> Sort;
+	/* 6-bit digits: 11 passes instead of 16 for 64-bit keys, 6 instead of 8
+	 * for 32-bit (the one-block sample sort is on every level's critical path) */
+	typedef cub::BlockRadixSort<K, GS_SAMPLE_THREADS, GS_SAMPLE_ITEMS, cub::NullType, 6> Sort;
 	typedef cub::BlockScan<int, GS_SAMPLE_THREADS> Scan;
 	union
 	{
@@ -918,20 +920,15 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 /* ---------------------------------------------------------------- filter */
 
 /*
- * Spread filter: most cells lie wholly inside one bucket, so their keys are
- * kept or dropped from a per-cell action without any search; only keys in
- * cells that mix kept and dropped buckets look their bucket up.
+ * Spread filter: keep x when its bucket is marked.  (A per-cell keep/drop/
+ * search action table was tried first, 2026-11-22: its 16 KB of shared
+ * memory cost a block per SM, and the bucket lookup is branch-free anyway.)
  */
-#define GS_ACT_DROP 0
-#define GS_ACT_KEEP 1
-#define GS_ACT_SEARCH 2
-
 template <typename K>
 struct gs_filter_fn
 {
 	gs_cells<K> cs;
 	const unsigned char *mask;
-	const unsigned char *act;
 	gs_stage<K> stage;
 
 	template <int N>
@@ -941,15 +938,7 @@ struct gs_filter_fn
 
 #pragma unroll
 		for (int i = 0; i < N; i++)
-		{
-			const int	c = cs.cell(xs[i]);
-			const unsigned a = act[c];
-			bool		k = a == GS_ACT_KEEP;
-
-			if (a == GS_ACT_SEARCH)
-				k = mask[cs.bucket_in(c, xs[i])] != 0;
-			keep |= (unsigned) k << i;
-		}
+			keep |= (unsigned) (mask[cs.bucket(xs[i])] != 0) << i;
 		stage.push(xs, keep & valid);
 	}
 };
@@ -1021,30 +1010,12 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 	K		   *spl = reinterpret_cast<K *>(gs_dyn_smem);
 	uint16_t   *tab = reinterpret_cast<uint16_t *>(gs_dyn_smem + gs_align16((size_t) (P + 2) * sizeof(K)));
 	unsigned char *mask = reinterpret_cast<unsigned char *>(tab) + gs_align16(((size_t) cap + 1) * 2);
-	unsigned char *act = mask + gs_align16((size_t) 2 * P);
 	gs_filter_fn<K> f;
 
 	for (int b = threadIdx.x; b < 2 * m + 1; b += blockDim.x)
 		mask[b] = wmask[b];
 	gs_cells_build<K>(f.cs, spl, tab, dsplit, m, cap);
-	/* cell c holds buckets 2J[c] .. 2J[c+1]: all kept, none kept, or mixed */
-	for (int c = threadIdx.x; c < f.cs.ncells; c += blockDim.x)
-	{
-		const int	b0 = 2 * (int) (tab[c] & GS_CELL_JMASK);
-		const int	b1 = 2 * (int) (tab[c + 1] & GS_CELL_JMASK);
-		bool		any = false,
-					all = true;
-
-		for (int b = b0; b <= b1; b++)
-		{
-			any |= mask[b] != 0;
-			all &= mask[b] != 0;
-		}
-		act[c] = all ? GS_ACT_KEEP : (any ? GS_ACT_SEARCH : GS_ACT_DROP);
-	}
-	__syncthreads();
 	f.mask = mask;
-	f.act = act;
 	f.stage = stage;
 	gs_for_each<K>(src, n, f, nact);
 	f.stage.flush();

@@ -350,6 +350,39 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 
 	CK(cudaMalloc(&d_r, 2048 * 8));
 	CK(cudaMalloc(&d_o, 2048 * 8));
+	if (n > 0)
+	{
+		/* one rank (the single-rank path: two splitters, speculative write,
+		 * finishing sort), also with the finishing sort forced after level 1
+		 * and with it switched off */
+		uint64_t	singles[] = {0, n / 2, n - 1, gs_splitmix64(g_seed ^ n) % n};
+
+		for (uint64_t r : singles)
+		{
+			uint64_t	ref1;
+
+			CK(cudaMemcpy(d_r, &r, 8, cudaMemcpyHostToDevice));
+			k_gather_ref<K><<<1, 32>>>(d_sorted, d_r, 1, d_o);
+			CK(cudaGetLastError());
+			CK(cudaMemcpy(&ref1, d_o, 8, cudaMemcpyDeviceToHost));
+			for (int mode = 0; mode < 3; mode++)
+			{
+				uint64_t	got = 0xDEADBEEFDEADBEEFULL;
+				gs_options	opt;
+				gs_error	err;
+
+				memset(&opt, 0, sizeof opt);
+				opt.seed = g_seed * 17 + r + mode;
+				gs_gpu_test_sort_finish(E, mode);
+				gs_status	st = gs_gpu_select(E, d_keys, n, sizeof(K), &r, 1, &got, &opt, &err);
+
+				gs_gpu_test_sort_finish(E, 0);
+				check(st == GS_OK && got == ref1, "%s one rank %llu (finishing sort mode %d): status %d %s, got %llx want %llx",
+					  tag, (unsigned long long) r, mode, (int) st, err.message, (unsigned long long) got,
+					  (unsigned long long) ref1);
+			}
+		}
+	}
 	for (int which = 0; which < 3; which++)
 	{
 		std::vector<uint64_t> ranks = rank_set(n, which, g_seed + n);

@@ -37,7 +37,7 @@ if [ "$what" = all ] || [ "$what" = sanitize ]; then
 	command -v $CS >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
 	for tool in memcheck racecheck; do
 		tiny=""; [ $tool = racecheck ] && tiny=1	# racecheck is much slower: n <= 9000
-		GS_TINY=$tiny timeout 200 $CS --tool $tool --error-exitcode 9 ./test/gpu/gs_test.bin check small > "$OUTD/sanitize-$tool.log" 2>&1
+		GS_TINY=$tiny timeout ${GS_T_TOOL:-200} $CS --tool $tool --error-exitcode 9 ./test/gpu/gs_test.bin check small > "$OUTD/sanitize-$tool.log" 2>&1
 		r=$?; rc=$((rc | r))
 		echo "compute-sanitizer $tool: exit $r; $(grep -E 'ERROR SUMMARY|passed,' "$OUTD/sanitize-$tool.log" | tr '\n' ' ')"
 	done
