@@ -229,7 +229,10 @@ gs_combine(PG_FUNCTION_ARGS)
 	}
 	if (s1 == NULL)
 	{
-		/* copy s2 (it may live in a short-lived context) into the aggregate context */
+		/*
+		 * s2 lives in per-input-tuple memory: start a state in the aggregate
+		 * context, which copies s2's keys or takes over their memory context
+		 */
 		s1 = gs_state_create(aggcontext, s2->typid);
 		s1->descending = s2->descending;
 	}
@@ -246,7 +249,11 @@ gs_serialize(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(gs_state_serialize((GsState *) PG_GETARG_POINTER(0)));
 }
 
-/* gs_deserialize(bytea, internal) returns internal; strict */
+/*
+ * gs_deserialize(bytea, internal) returns internal; strict.  PostgreSQL calls
+ * it in per-input-tuple memory, where the new state is allocated: a state the
+ * combine function does not take over is freed with the input tuple.
+ */
 Datum
 gs_deserialize(PG_FUNCTION_ARGS)
 {
