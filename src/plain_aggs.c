@@ -57,6 +57,20 @@ gs_agg_arg_is_stable(FunctionCallInfo fcinfo, int argno)
 	return IsA(tle->expr, Param) && ((Param *) tle->expr)->paramkind == PARAM_EXTERN;
 }
 
+/*
+ * Is this a partial aggregation whose states are serialized for a combining
+ * aggregate (a parallel worker's, or the leader's own share)?  Selection then
+ * runs on the combined state only, so these states keep their chunks off the
+ * GPU path: no page-locking, no device copies made during the scan.
+ */
+static bool
+gs_agg_is_partial(FunctionCallInfo fcinfo)
+{
+	Aggref	   *aggref = AggGetAggref(fcinfo);
+
+	return aggref != NULL && DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
+}
+
 /* first call of a group: per-query cache + a new state in the aggregate context */
 static GsState *
 gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
@@ -76,6 +90,7 @@ gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
 			c->arg_stable = gs_agg_arg_is_stable(fcinfo, 1);
 	}
 	st = gs_state_create(aggcontext, c->type.typid);
+	st->partial = gs_agg_is_partial(fcinfo);
 	return st;
 }
 

@@ -105,7 +105,8 @@ gs_state_grow(GsState *st)
 	gs_state_reserve_chunk(st);
 
 	/* large groups headed for the GPU may get page-locked chunks */
-	if (gs_guc_device != GS_DEVICE_CPU && st->nrows >= (int64) gs_guc_gpu_min_rows)
+	if (!st->partial && gs_guc_device != GS_DEVICE_CPU &&
+		st->nrows >= (int64) gs_guc_gpu_min_rows)
 	{
 		mem = gs_gpu_chunk_alloc(st, bytes);
 		pinned = (mem != NULL);

@@ -49,6 +49,7 @@ typedef struct GsState
 	uint8		key_bytes;		/* 2, 4 or 8 */
 	uint8		kind;			/* GsTypeKind (types.h): fixed per state */
 	bool		descending;		/* ordered-set form with ORDER BY x DESC */
+	bool		partial;		/* will be serialized, never selected on: no GPU chunks */
 	int64		nrows;			/* non-NULL values appended */
 
 	int			nchunks;
