@@ -28,7 +28,8 @@ typedef struct GsRunInfo
 /*
  * Chunk memory for a state that is headed for the GPU.  state.c asks for a
  * chunk once the group has at least gpuselect.gpu_min_rows values and the GPU
- * may be used; NULL means "use ordinary palloc memory".  Pinned memory is
+ * may be used, unless the state is a partial one that will be serialized;
+ * NULL means "use ordinary palloc memory".  Pinned memory is
  * released by a reset callback on st->mcxt registered by gpu_path.c.
  */
 extern void *gs_gpu_chunk_alloc(GsState *st, Size bytes);

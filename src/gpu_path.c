@@ -9,13 +9,15 @@
  * backend stays on the CPU path.
  *
  * Data flow.  Once a group holds gpuselect.gpu_min_rows values, state.c asks
- * here for its further chunks: ordinary malloc'd memory registered as
- * page-locked (cudaHostRegister through the engine).  Measured on the H100
- * machine: registering costs ~37 us/MB against ~370 us/MB for cudaHostAlloc,
- * and pinned copies run ~55 GB/s against 7-9 GB/s pageable, so registering
- * per query beats keeping a pinned pool.  Each full chunk is copied to its
- * own device buffer asynchronously while the scan goes on; the final call
- * copies the rest, joins everything into one device buffer, and selects.
+ * here for its further chunks (not for partial states: they are serialized
+ * for the leader's combine, never selected on): ordinary malloc'd memory
+ * registered as page-locked (cudaHostRegister through the engine).  Measured
+ * on the H100 machine: registering costs ~37 us/MB against ~370 us/MB for
+ * cudaHostAlloc, and pinned copies run ~55 GB/s against 7-9 GB/s pageable, so
+ * registering per query beats keeping a pinned pool.  Each full chunk is
+ * copied to its own device buffer asynchronously while the scan goes on; the
+ * final call copies the rest, joins everything into one device buffer, and
+ * selects.
  * The device buffer stays with the state, so a shareable final function run
  * again on the same state (several aggregates over one ORDER BY) copies
  * nothing.

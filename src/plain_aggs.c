@@ -57,6 +57,20 @@ gs_agg_arg_is_stable(FunctionCallInfo fcinfo, int argno)
 	return IsA(tle->expr, Param) && ((Param *) tle->expr)->paramkind == PARAM_EXTERN;
 }
 
+/*
+ * Is this a partial aggregation whose states are serialized for a combining
+ * aggregate (a parallel worker's, or the leader's own share)?  Selection then
+ * runs on the combined state only, so these states keep their chunks off the
+ * GPU path: no page-locking, no device copies made during the scan.
+ */
+static bool
+gs_agg_is_partial(FunctionCallInfo fcinfo)
+{
+	Aggref	   *aggref = AggGetAggref(fcinfo);
+
+	return aggref != NULL && DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
+}
+
 /* first call of a group: per-query cache + a new state in the aggregate context */
 static GsState *
 gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
@@ -76,6 +90,7 @@ gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
 			c->arg_stable = gs_agg_arg_is_stable(fcinfo, 1);
 	}
 	st = gs_state_create(aggcontext, c->type.typid);
+	st->partial = gs_agg_is_partial(fcinfo);
 	return st;
 }
 
@@ -229,7 +244,10 @@ gs_combine(PG_FUNCTION_ARGS)
 	}
 	if (s1 == NULL)
 	{
-		/* copy s2 (it may live in a short-lived context) into the aggregate context */
+		/*
+		 * s2 lives in per-input-tuple memory: start a state in the aggregate
+		 * context, which copies s2's keys or takes over their memory context
+		 */
 		s1 = gs_state_create(aggcontext, s2->typid);
 		s1->descending = s2->descending;
 	}
@@ -246,7 +264,11 @@ gs_serialize(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(gs_state_serialize((GsState *) PG_GETARG_POINTER(0)));
 }
 
-/* gs_deserialize(bytea, internal) returns internal; strict */
+/*
+ * gs_deserialize(bytea, internal) returns internal; strict.  PostgreSQL calls
+ * it in per-input-tuple memory, where the new state is allocated: a state the
+ * combine function does not take over is freed with the input tuple.
+ */
 Datum
 gs_deserialize(PG_FUNCTION_ARGS)
 {

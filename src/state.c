@@ -34,6 +34,7 @@ typedef struct GsSerialHeader
 } GsSerialHeader;
 
 int64		gs_states_created = 0;
+int64		gs_states_taken_over = 0;
 
 GsState *
 gs_state_create(MemoryContext mcxt, Oid typid)
@@ -54,31 +55,20 @@ gs_state_create(MemoryContext mcxt, Oid typid)
 	return st;
 }
 
-/* Add a chunk (the last one is full, or there is none) and return it. */
-GsChunk *
-gs_state_grow(GsState *st)
+/*
+ * Make room for one more chunk descriptor.  The last chunk, if full, is
+ * complete from now on: the GPU path may start copying it to the device.
+ */
+static void
+gs_state_reserve_chunk(GsState *st)
 {
-	uint64		cap;
-	uint64		maxcap = GS_CHUNK_MAX_BYTES / st->key_bytes;
-	Size		bytes;
-	void	   *mem = NULL;
-	bool		pinned = false;
-	GsChunk    *c;
-
 	if (st->nchunks > 0)
 	{
 		GsChunk    *last = &st->chunks[st->nchunks - 1];
 
 		if (last->n == last->cap)
 			gs_gpu_chunk_filled(st, st->nchunks - 1);
-		cap = last->cap * 2;
 	}
-	else
-		cap = GS_CHUNK_MIN_KEYS;
-	if (cap > maxcap)
-		cap = maxcap;
-	bytes = (Size) cap * st->key_bytes;
-
 	if (st->nchunks == st->maxchunks)
 	{
 		int			newmax = st->maxchunks > 0 ? st->maxchunks * 2 : 8;
@@ -89,9 +79,34 @@ gs_state_grow(GsState *st)
 			st->chunks = (GsChunk *) repalloc(st->chunks, newmax * sizeof(GsChunk));
 		st->maxchunks = newmax;
 	}
+}
+
+/*
+ * Add a chunk (the last one is full, or there is none) and return it.
+ * Capacities double from one grown chunk to the next; chunks taken over by
+ * gs_state_combine do not count, so a small append after a large hand-over
+ * does not allocate a chunk as large as the hand-over.
+ */
+GsChunk *
+gs_state_grow(GsState *st)
+{
+	uint64		cap;
+	uint64		maxcap = GS_CHUNK_MAX_BYTES / st->key_bytes;
+	Size		bytes;
+	void	   *mem = NULL;
+	bool		pinned = false;
+	GsChunk    *c;
+
+	cap = st->grow_cap > 0 ? st->grow_cap * 2 : GS_CHUNK_MIN_KEYS;
+	if (cap > maxcap)
+		cap = maxcap;
+	bytes = (Size) cap * st->key_bytes;
+
+	gs_state_reserve_chunk(st);
 
 	/* large groups headed for the GPU may get page-locked chunks */
-	if (gs_guc_device != GS_DEVICE_CPU && st->nrows >= (int64) gs_guc_gpu_min_rows)
+	if (!st->partial && gs_guc_device != GS_DEVICE_CPU &&
+		st->nrows >= (int64) gs_guc_gpu_min_rows)
 	{
 		mem = gs_gpu_chunk_alloc(st, bytes);
 		pinned = (mem != NULL);
@@ -104,6 +119,8 @@ gs_state_grow(GsState *st)
 	c->n = 0;
 	c->cap = cap;
 	c->pinned = pinned;
+	c->handover = NULL;
+	st->grow_cap = cap;
 	return c;
 }
 
@@ -193,8 +210,42 @@ gs_fraction_same(const GsState *a, const GsState *b)
 	return a->fraction == b->fraction || (isnan(a->fraction) && isnan(b->fraction));
 }
 
+/*
+ * Take over a deserialized chunk instead of copying its keys: its memory
+ * context moves under into's, so the keys live and are freed with into (on
+ * success, ERROR and cancel alike).  The chunk is full and never written
+ * again: further appends to into go to a new chunk.  from still points at
+ * the same, unchanged keys; only its right to hand them over is cleared, so
+ * a state combined twice would be copied the second time.
+ */
+static void
+gs_state_adopt_chunk(GsState *into, GsChunk *c)
+{
+	GsChunk    *dst;
+
+	Assert(!c->pinned && c->n > 0);
+	gs_state_reserve_chunk(into);
+	MemoryContextSetParent(c->handover, into->mcxt);
+	c->handover = NULL;
+
+	dst = &into->chunks[into->nchunks++];
+	dst->data = c->data;
+	dst->n = c->n;
+	dst->cap = c->n;
+	dst->pinned = false;
+	dst->handover = NULL;
+	into->nrows += (int64) c->n;
+	gs_states_taken_over++;
+}
+
+/*
+ * Add from's keys to into.  PostgreSQL passes a combine function a freshly
+ * deserialized second argument (in per-input-tuple memory) and never reads it
+ * again, which is what lets handover chunks be taken over; states that were
+ * not deserialized have none and are only read.
+ */
 void
-gs_state_combine(GsState *into, const GsState *from)
+gs_state_combine(GsState *into, GsState *from)
 {
 	if (from == NULL)
 		return;
@@ -221,7 +272,14 @@ gs_state_combine(GsState *into, const GsState *from)
 	}
 
 	for (int i = 0; i < from->nchunks; i++)
-		gs_state_append_keys(into, from->chunks[i].data, from->chunks[i].n);
+	{
+		GsChunk    *c = &from->chunks[i];
+
+		if (c->handover != NULL)
+			gs_state_adopt_chunk(into, c);
+		else
+			gs_state_append_keys(into, c->data, c->n);
+	}
 }
 
 bytea *
@@ -281,6 +339,42 @@ gs_state_serialize(const GsState *st)
 	return b;
 }
 
+/*
+ * A deserialized state's keys: one exact-size chunk (the state is only read,
+ * by the combine function).  Large keys get a memory context of their own, a
+ * child of st->mcxt -- the per-input-tuple context PostgreSQL deserializes
+ * in -- so that gs_state_combine can take them over rather than copy them a
+ * second time.  If nothing takes them over (an ERROR, or a hash aggregate
+ * that spills the input tuple instead of combining it), they are freed with
+ * that short-lived context, as small states are.
+ */
+static void
+gs_state_set_keys(GsState *st, const char *keys, uint64 n)
+{
+	Size		bytes = (Size) n * st->key_bytes;
+	MemoryContext handover = NULL;
+	GsChunk    *c;
+
+	st->chunks = (GsChunk *) MemoryContextAlloc(st->mcxt, sizeof(GsChunk));
+	st->maxchunks = 1;
+	c = &st->chunks[0];
+	if (bytes >= GS_HANDOVER_MIN_BYTES)
+	{
+		handover = AllocSetContextCreate(st->mcxt, "gpuselect partial state keys",
+										 ALLOCSET_SMALL_SIZES);
+		c->data = MemoryContextAllocHuge(handover, bytes);
+	}
+	else
+		c->data = MemoryContextAllocHuge(st->mcxt, bytes);
+	memcpy(c->data, keys, bytes);
+	c->n = n;
+	c->cap = n;
+	c->pinned = false;
+	c->handover = handover;
+	st->nchunks = 1;
+	st->nrows = (int64) n;
+}
+
 GsState *
 gs_state_deserialize(MemoryContext mcxt, bytea *b)
 {
@@ -317,18 +411,7 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 	p += array_padded;
 
 	if (hdr.nrows > 0)
-	{
-		/* one exact-size chunk: this state is only read (combined), never grown */
-		st->chunks = (GsChunk *) MemoryContextAlloc(mcxt, sizeof(GsChunk));
-		st->maxchunks = 1;
-		st->nchunks = 1;
-		st->chunks[0].data = MemoryContextAllocHuge(mcxt, (Size) keybytes);
-		memcpy(st->chunks[0].data, p, (Size) keybytes);
-		st->chunks[0].n = (uint64) hdr.nrows;
-		st->chunks[0].cap = (uint64) hdr.nrows;
-		st->chunks[0].pinned = false;
-		st->nrows = hdr.nrows;
-	}
+		gs_state_set_keys(st, p, (uint64) hdr.nrows);
 	return st;
 }
 

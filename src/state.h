@@ -17,12 +17,27 @@
 #define GS_CHUNK_MIN_KEYS	16
 #define GS_CHUNK_MAX_BYTES	((Size) 64 * 1024 * 1024)
 
+/*
+ * Deserialized partial states with at least this many bytes of keys keep
+ * them in a memory context of their own, which gs_state_combine takes over
+ * instead of copying the keys (see gs_state_deserialize).  Below it, a copy
+ * is cheaper than a memory context per state.
+ */
+#define GS_HANDOVER_MIN_BYTES	((Size) 256 * 1024)
+
 typedef struct GsChunk
 {
 	char	   *data;			/* keys, key_bytes each */
 	uint64		n;				/* keys stored */
 	uint64		cap;			/* capacity in keys */
 	bool		pinned;			/* page-locked, owned by gpu_path.c */
+
+	/*
+	 * Non-NULL: data is the only allocation of this memory context, a child
+	 * of the short-lived context the chunk's state was deserialized in, and
+	 * gs_state_combine may move it under the combined state (never pinned).
+	 */
+	MemoryContext handover;
 } GsChunk;
 
 struct GsGpuState;				/* gpu_path.c's per-state device data */
@@ -34,11 +49,13 @@ typedef struct GsState
 	uint8		key_bytes;		/* 2, 4 or 8 */
 	uint8		kind;			/* GsTypeKind (types.h): fixed per state */
 	bool		descending;		/* ordered-set form with ORDER BY x DESC */
+	bool		partial;		/* will be serialized, never selected on: no GPU chunks */
 	int64		nrows;			/* non-NULL values appended */
 
 	int			nchunks;
 	int			maxchunks;
 	GsChunk    *chunks;
+	uint64		grow_cap;		/* capacity of the last chunk gs_state_grow added */
 
 	/* plain aggregates: the fraction argument, fixed by the first row */
 	bool		have_fraction;
@@ -52,10 +69,13 @@ typedef struct GsState
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);
 /* states created in this backend (gpuselect_status: shows state sharing) */
 extern int64 gs_states_created;
+/* partial states whose keys combine took over instead of copying (gpuselect_status) */
+extern int64 gs_states_taken_over;
 extern GsChunk *gs_state_grow(GsState *st);
 /* append n keys of st->key_bytes each (combine, deserialize) */
 extern void gs_state_append_keys(GsState *st, const char *keys, uint64 n);
-extern void gs_state_combine(GsState *into, const GsState *from);
+/* from's keys may be taken over by into (handover chunks); they stay valid */
+extern void gs_state_combine(GsState *into, GsState *from);
 extern bytea *gs_state_serialize(const GsState *st);
 extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
 /*
