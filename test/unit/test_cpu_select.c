@@ -1019,6 +1019,130 @@ check_heavy(void)
 	free(sorted);
 }
 
+/* ---- approximate mode: keys at and next to every splitter, inside the gap ---- */
+
+/*
+ * The approximate counting pass looks keys up through a table that may fold
+ * out the largest gap between splitters (mixed signs, far clusters).  Its
+ * edge cases are keys equal to a splitter, one off a splitter, inside the
+ * folded gap, and outside the table.  Here the sample (seed known) sees only
+ * far values of both signs (spread over binary orders, or two narrow
+ * clusters), so the splitters and the gap are known, and the
+ * rest of the input is those splitters, their neighbours +-1, values near
+ * zero (inside the gap), and outliers (NaN, +-Inf, +-1e300 or
+ * the key range's ends).  Picks must equal the documented rule exactly.
+ */
+static void
+check_approx_gap(void)
+{
+	static const unsigned Bs[] = {2, 16, 1024, 0};
+	const size_t n = 60000;
+	uint64_t   *k = malloc(n * sizeof(uint64_t));
+	uint64_t   *sorted = malloc(n * sizeof(uint64_t));
+	char	   *is_samp = malloc(n);
+	uint64_t	ranks[120];
+	gs_approx_pick picks[120],
+				want[120];
+	char		desc[128];
+
+	for (int t = 0; t < T_NTYPES; t++)
+		for (size_t b = 0; b < 2 * (sizeof Bs / sizeof Bs[0]); b++)
+		{
+			int			shape = (int) (b & 1);
+			unsigned	B = Bs[b / 2] ? Bs[b / 2] : 2 + (unsigned) rnd_below(4000);
+			size_t		s = (size_t) 8 * B < n ? (size_t) 8 * B : n,
+						i,
+						nr = 0,
+						bad = 0;
+			uint64_t	seed = rnd(),
+						km = key_max(t),
+						outl[6];
+			size_t		nout = 0;
+			tinput		ti;
+			gs_options	opt;
+			gs_error	err;
+			gs_status	st;
+
+			snprintf(desc, sizeof desc, "%s approx gap shape %d B=%u", tname[t], shape, B);
+			ctx_desc = desc;
+			memset(is_samp, 0, n);
+			for (i = 0; i < s; i++)
+			{
+				size_t		p = (size_t) (ref_splitmix64(seed + i) % n);
+				/*
+				 * shape 0: 12 binary orders (float keys of both signs: too
+				 * spread for a plain table); 1: two narrow far clusters
+				 */
+				double		far = value_scale(t) * (shape == 0 ? exp2(-12.0 * rnd_unit())
+													: 1.0 - exp2(-24.0) * rnd_unit());
+
+				is_samp[p] = 1;
+				k[p] = key_of_value(t, rnd() & 1 ? far : -far);
+			}
+			/* the splitters' neighbourhoods come from the sampled keys */
+			for (i = 0, nout = 0; i < n; i++)
+				if (is_samp[i])
+					sorted[nout++] = k[i];
+			if (is_float(t))
+			{
+				outl[0] = key_of_value(t, NAN);
+				outl[1] = key_of_value(t, -NAN);
+				outl[2] = key_of_value(t, INFINITY);
+				outl[3] = key_of_value(t, -INFINITY);
+				outl[4] = key_of_value(t, 1e300);
+				outl[5] = key_of_value(t, -1e300);
+			}
+			else
+			{
+				outl[0] = outl[2] = outl[4] = km;
+				outl[1] = outl[3] = outl[5] = 0;
+			}
+			for (i = 0; i < n; i++)
+			{
+				uint64_t	r = rnd_below(100),
+							v = sorted[rnd_below(nout)];
+
+				if (is_samp[i])
+					continue;
+				if (r < 60)		/* on a sampled key or one off it */
+					k[i] = (v + (uint64_t) rnd_below(3) - 1) & km;
+				else if (r < 95)	/* inside the gap around zero */
+					k[i] = key_of_value(t, (rnd_unit() - 0.5) * value_scale(t) * exp2(-12.0));
+				else
+					k[i] = outl[rnd_below(6)];
+			}
+			memcpy(sorted, k, n * sizeof(uint64_t));
+			qsort(sorted, n, sizeof(uint64_t), cmp_u64);
+			make_input(&ti, k, n, tbytes[t]);
+			for (i = 0; i <= 100; i++)
+				ranks[nr++] = (uint64_t) ((double) i / 100.0 * (double) (n - 1));
+			while (nr < 120)
+				ranks[nr++] = rnd_below(n);
+			memset(&opt, 0, sizeof opt);
+			opt.seed = seed;
+			opt.approx_buckets = B;
+			st = gs_cpu_select_approx(&ti.in, ranks, nr, &opt, picks, &err);
+			CHECK(st == GS_OK, "status %d (%s)", st, err.message);
+			ref_approx(k, sorted, n, B, seed, ranks, nr, want);
+			if (use_wrong_reference)
+				want[0].rank_hi++;
+			for (i = 0; st == GS_OK && i < nr; i++)
+				if (memcmp(&picks[i], &want[i], sizeof picks[i]) != 0 && bad++ < 3)
+					CHECK(0, "rank %llu: key %llx [%llu,%llu], rule says %llx [%llu,%llu]",
+						  (unsigned long long) ranks[i], (unsigned long long) picks[i].key,
+						  (unsigned long long) picks[i].rank_lo,
+						  (unsigned long long) picks[i].rank_hi,
+						  (unsigned long long) want[i].key,
+						  (unsigned long long) want[i].rank_lo,
+						  (unsigned long long) want[i].rank_hi);
+			CHECK(bad == 0, "%zu picks differ from the documented rule", bad);
+			free_input(&ti);
+		}
+	free(k);
+	free(sorted);
+	free(is_samp);
+}
+
 static void
 run_all(uint64_t seed, int big)
 {
@@ -1033,7 +1157,10 @@ run_all(uint64_t seed, int big)
 		for (int t = 0; t < T_NTYPES; t++)
 			for (int d = 0; d < D_NDISTS; d++)
 				if (t == T_F64 || t == T_RAW64 || ((t == T_I32 || t == T_I16) && d % 3 == 0))
-					check_input(t, d, 2000000, d == D_UNIFORM || d == D_CLUSTER);
+					check_input(t, d, 2000000, d == D_UNIFORM || d == D_CLUSTER ||
+								(t == T_F64 && (d == D_MIXSIGN || d == D_FARCLUSTERS ||
+												d == D_MIXOUTLIERS || d == D_NANINF)));
+	check_approx_gap();
 	check_heavy();
 	check_api();
 }
