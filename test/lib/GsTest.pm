@@ -7,7 +7,7 @@ use strict;
 use warnings;
 use File::Temp qw(tempfile);
 use Exporter 'import';
-our @EXPORT = qw(psql psql_ok psql_value);
+our @EXPORT = qw(psql psql_ok psql_value force_parallel);
 
 my $PSQL = $ENV{GS_PSQL} // 'psql';
 
@@ -37,6 +37,17 @@ sub psql_value
 	my ($rc, $out) = psql($sql, %opt);
 	die "psql failed ($rc): $out\nSQL: $sql\n" if $rc != 0;
 	return $out;
+}
+
+# force_parallel($workers) -> SET commands that make the planner choose a
+# parallel plan with that many workers even for small tables
+sub force_parallel
+{
+	my ($workers) = @_;
+	return "SET max_parallel_workers_per_gather = $workers;\n"
+	  . "SET parallel_setup_cost = 0;\n"
+	  . "SET parallel_tuple_cost = 0;\n"
+	  . "SET min_parallel_table_scan_size = 0;\n";
 }
 
 1;

@@ -30,12 +30,7 @@ CREATE TABLE gs_ho AS
 ANALYZE gs_ho;
 });
 
-my $par = q{
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SET gpuselect.device = 'cpu';
+my $par = force_parallel(2) . q{SET gpuselect.device = 'cpu';
 };
 my $taken = q{SELECT 'taken:' || value FROM gpuselect_status() WHERE name = 'states_taken_over';};
 
