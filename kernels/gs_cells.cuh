@@ -4,15 +4,16 @@
  * splitters, rebuilt in shared memory by every block of a pass.
  *
  * Why not a search tree (the previous version): a 10-13 level Eytzinger
- * search costs ~25 shared-memory wavefronts per warp of keys, because below
- * level 5 the lanes' random nodes collide on banks.  That made the count and
- * filter passes shared-memory bound at ~3.5x the time of one read of the
- * input (test/bench/NOTES-gpu.md).  Here a key goes to one of C equal-width
- * cells with a subtraction and a shift; the cell's 16-bit entry says how many
- * splitters lie below the cell and how many inside it, and only those few are
- * searched (none for most keys, since C is 2-8x the splitter count).  So a
- * typical key costs one table read, at most a step or two of binary search,
- * and the histogram atomic.  No library offers this lookup, hence hand-written.
+ * search is 10-13 dependent shared-memory reads and ~40 instructions per key,
+ * and below level 5 the lanes' random nodes collide on banks; the count and
+ * filter passes ran at ~3.5x the time of one read of the input
+ * (test/bench/NOTES-gpu.md).  Here a key goes to one of C equal-width cells
+ * with a subtraction and a shift; the cell's 16-bit entry says how many
+ * splitters lie below the cell and how many inside it.  With C up to 16x the
+ * splitter count nearly every cell holds at most two, which are compared
+ * without a branch; only fuller cells are searched.  So a typical key costs
+ * three shared-memory reads and the histogram atomic.  No library offers this
+ * lookup, hence hand-written.
  *
  * The gap.  Cells are equal-width over [d0, d_{m-1}].  When one gap between
  * neighbouring splitters is more than half of that range (floats of both
@@ -72,7 +73,7 @@ gs_filter_smem(int P, int kb)
 		gs_align16((size_t) 2 * P);
 }
 
-/* binary search over the k > 1 splitters of cell c (k = 7: read J[c+1]);
+/* binary search over the k > 2 splitters of cell c (k = 7: read J[c+1]);
  * the rare case of bucket_in, kept out of line of its fast path */
 template <typename K>
 static __device__ int

@@ -5,7 +5,8 @@
  * (gs_level_state), so the host enqueues several levels without waiting:
  *   k_sample   one block: random sample -> cub::BlockRadixSort -> splitters
  *              (or, if the level's input fits, sort it all: base case)
- *   k_count_*  grid-stride over the input: bucket of every key, per-block
+ *   k_count_*  grid-stride over the input in per-lane batches: bucket of every
+ *              key (many splitters: the cell index of gs_cells.cuh), per-block
  *              histograms merged with global atomics; in single-rank
  *              ("focused") mode also writes the predicted bucket's keys
  *              (speculative filter fused into the count pass)

@@ -23,7 +23,6 @@
 #define GS_MAX_SPLIT_EXACT 4095		/* exact mode: at most 4096 open buckets */
 #define GS_MAX_APPROX_BUCKETS 8192
 #define GS_MAX_SPLIT 8191			/* approx mode: approx_buckets-1 splitters */
-#define GS_MAX_TREE 8192			/* power of two >= GS_MAX_SPLIT + 1 */
 #define GS_COUNT_THREADS 256
 #define GS_UNROLL 4
 
@@ -58,7 +57,7 @@ struct gs_level_state
 	int			need_filter;	/* plan found the prediction wrong: run the filter pass */
 	int			m;				/* distinct splitters */
 	int			nb;				/* buckets = 2m+1 */
-	int			depth;			/* search tree depth: P = 1 << depth >= m+1 */
+	int			depth;			/* P = 1 << depth >= m+1: padded splitter count (shared-memory layout) */
 	int			nranks;			/* distinct ranks */
 	int			nactive;		/* unresolved ranks */
 	int			mopen;			/* spread mode: wanted open buckets */
