@@ -33,6 +33,7 @@
 
 #include <stdint.h>
 #include <cuda_runtime.h>
+#include <cub/block/block_reduce.cuh>
 
 #define GS_CELL_JBITS 13
 #define GS_CELL_JMASK 0x1FFFu
@@ -105,8 +106,7 @@ struct gs_cells
 				lo_b,			/* ... clamped to at least lo_b ... */
 				gapw;			/* ... and shifted down by the gap (lo_b - split - 1) */
 	int			sh,
-				ncells,
-				m;
+				ncells;
 
 	/* monotone map key -> cell (no branches: selects, min/max) */
 	__device__ __forceinline__ int cell(K x) const
@@ -156,66 +156,60 @@ gs_cells_shift(K span, int cap)
 	return s;
 }
 
+/* a gap between neighbouring splitters: its width and its lower splitter */
+struct gs_gap
+{
+	unsigned long long w;
+	int			at;
+};
+
+/* the wider gap; of two equal ones the lower (deterministic across blocks) */
+struct gs_gap_max
+{
+	__device__ __forceinline__ gs_gap operator() (const gs_gap &a, const gs_gap &b) const
+	{
+		return (b.w > a.w || (b.w == a.w && b.at < a.at)) ? b : a;
+	}
+};
+
 /*
- * Block-cooperative: load the m splitters (dsplit, sorted, distinct, m >= 1)
- * into spl (room for m + 2), choose the windows and fill the table.  Ends with __syncthreads.
- * Every block of a pass builds the same table (a few microseconds), which
- * costs less than a separate kernel plus a copy from global memory.
+ * Block-cooperative (THREADS threads): load the m splitters (dsplit, sorted,
+ * distinct, m >= 1) into spl (room for m + 2), choose the fold and fill the
+ * table.  Ends with __syncthreads.  Every block of a pass builds the same
+ * table (a few microseconds), which costs less than a separate kernel plus a
+ * copy from global memory.
  */
-template <typename K>
+template <typename K, int THREADS>
 static __device__ void
 gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long *dsplit, int m, int cap)
 {
-	__shared__ unsigned long long s_gap[32];	/* per-warp largest gap */
-	__shared__ int s_gi[32];
+	typedef cub::BlockReduce<gs_gap, THREADS> GapReduce;
+	__shared__ typename GapReduce::TempStorage s_red;
+	__shared__ gs_gap s_widest;
 	const int	tid = threadIdx.x;
-	const int	nthr = blockDim.x;
 
-	for (int i = tid; i < m; i += nthr)
+	for (int i = tid; i < m; i += THREADS)
 		spl[i] = (K) dsplit[i];
 	if (tid < 2)
 		spl[m + tid] = (K) ~K(0);	/* padding: bucket_in reads spl[J], spl[J+1] */
 	__syncthreads();
 
-	/* largest gap between neighbours: thread, warp, block */
-	unsigned long long g = 0;
-	int			gi = 0;
+	/* the widest gap between neighbours (thread, then block) */
+	gs_gap		mine = {0, 0};
 
-	for (int i = tid; i + 1 < m; i += nthr)
+	for (int i = tid; i + 1 < m; i += THREADS)
 	{
-		unsigned long long d = (unsigned long long) (K) (spl[i + 1] - spl[i]);
+		const gs_gap here = {(unsigned long long) (K) (spl[i + 1] - spl[i]), i};
 
-		if (d > g)
-		{
-			g = d;
-			gi = i;
-		}
+		mine = gs_gap_max()(mine, here);
 	}
-	for (int o = 16; o > 0; o >>= 1)
-	{
-		unsigned long long g2 = __shfl_xor_sync(0xFFFFFFFFu, g, o);
-		int			gi2 = __shfl_xor_sync(0xFFFFFFFFu, gi, o);
+	const gs_gap widest = GapReduce(s_red).Reduce(mine, gs_gap_max());
 
-		if (g2 > g || (g2 == g && gi2 < gi))
-		{
-			g = g2;
-			gi = gi2;
-		}
-	}
-	if ((tid & 31) == 0)
-	{
-		s_gap[tid >> 5] = g;
-		s_gi[tid >> 5] = gi;
-	}
+	if (tid == 0)
+		s_widest = widest;
 	__syncthreads();
-	g = 0;
-	gi = 0;
-	for (int w = 0; w < (nthr + 31) / 32; w++)
-		if (s_gap[w] > g)
-		{
-			g = s_gap[w];
-			gi = s_gi[w];
-		}
+	const unsigned long long g = s_widest.w;
+	const int	gi = s_widest.at;
 
 	/* fold out the largest gap if it is over half the range (every thread
 	 * computes the same values) */
@@ -223,7 +217,6 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 
 	cs.spl = spl;
 	cs.tab = tab;
-	cs.m = m;
 	cs.lo = spl[0];
 	if (m >= 2 && (K) g > span / 2)
 	{
@@ -247,7 +240,7 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 	 * and the entries of the empty cells since the previous occupied one;
 	 * cells after the last splitter's get J = m.  Every entry is written once.
 	 */
-	for (int i = tid; i < m; i += nthr)
+	for (int i = tid; i < m; i += THREADS)
 	{
 		const int	ci = cs.cell(spl[i]);
 		const int	cp = i > 0 ? cs.cell(spl[i - 1]) : -1;
@@ -264,7 +257,7 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 	}
 	const int	clast = cs.cell(spl[m - 1]);
 
-	for (int c = clast + 1 + tid; c <= cs.ncells; c += nthr)
+	for (int c = clast + 1 + tid; c <= cs.ncells; c += THREADS)
 		tab[c] = (uint16_t) m;
 	__syncthreads();
 }

@@ -293,11 +293,13 @@ static size_t
 gs_exact_scratch(size_t n, unsigned kb, size_t nu)
 {
 	gs_exact_layout L;
-	size_t		sortb = 0;
+	size_t		sort_keys;
 
 	gs_exact_layout_for(n, nu, &L);
-	sortb = gs_round_up(gs_finish_sort_temp(nu > 1 ? L.cap : (L.cap < GS_FOCUS_SORT_MAX ? L.cap : GS_FOCUS_SORT_MAX), kb));
-	return L.small_bytes + 2 * gs_round_up(L.cap * kb) + sortb;
+	/* the finishing sort: the kept union (many ranks), or at most
+	 * GS_FOCUS_SORT_MAX keys of one rank's bucket */
+	sort_keys = nu > 1 || L.cap < GS_FOCUS_SORT_MAX ? L.cap : GS_FOCUS_SORT_MAX;
+	return L.small_bytes + 2 * gs_round_up(L.cap * kb) + gs_round_up(gs_finish_sort_temp(sort_keys, kb));
 }
 
 /*

@@ -25,6 +25,7 @@
 
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cub/block/block_reduce.cuh>
 #include "gs_select.cuh"
 #include "gs_cells.cuh"
 
@@ -631,31 +632,40 @@ struct gs_count_fn
 	}
 };
 
-template <typename K>
-static __device__ __forceinline__ void
-gs_mm_merge(K &mn, gs_ull &cmn, K &mx, gs_ull &cmx, K mn2, gs_ull cmn2, K mx2, gs_ull cmx2)
+/*
+ * Merge of two (min, count of min, max, count of max) summaries, for
+ * cub::BlockReduce; a count of 0 means "no keys".  Keys are compared as the
+ * zero-extended 64-bit values the summaries hold, which orders them as K does.
+ */
+struct gs_mm_merge
 {
-	if (cmn2 != 0)
+	__device__ __forceinline__ gs_minmax operator() (const gs_minmax &a, const gs_minmax &b) const
 	{
-		if (cmn == 0 || mn2 < mn)
+		gs_minmax	r = a;
+
+		if (b.cmn != 0)
 		{
-			mn = mn2;
-			cmn = cmn2;
+			if (r.cmn == 0 || b.mn < r.mn)
+			{
+				r.mn = b.mn;
+				r.cmn = b.cmn;
+			}
+			else if (b.mn == r.mn)
+				r.cmn += b.cmn;
 		}
-		else if (mn2 == mn)
-			cmn += cmn2;
-	}
-	if (cmx2 != 0)
-	{
-		if (cmx == 0 || mx2 > mx)
+		if (b.cmx != 0)
 		{
-			mx = mx2;
-			cmx = cmx2;
+			if (r.cmx == 0 || b.mx > r.mx)
+			{
+				r.mx = b.mx;
+				r.cmx = b.cmx;
+			}
+			else if (b.mx == r.mx)
+				r.cmx += b.cmx;
 		}
-		else if (mx2 == mx)
-			cmx += cmx2;
+		return r;
 	}
-}
+};
 
 /* blocks of the grid that take part for a level of n keys: small levels
  * use fewer (>= 16384 keys each), since each block rebuilds the cell index */
@@ -674,11 +684,9 @@ __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
 		gs_minmax *blk_mm)
 {
+	typedef cub::BlockReduce<gs_minmax, GS_COUNT_THREADS> MMReduce;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
-	__shared__ K s_mn[GS_COUNT_THREADS / 32],
-				s_mx[GS_COUNT_THREADS / 32];
-	__shared__ gs_ull s_cmn[GS_COUNT_THREADS / 32],
-				s_cmx[GS_COUNT_THREADS / 32];
+	__shared__ typename MMReduce::TempStorage s_mm;
 
 	if (st->done || st->focused)
 		return;
@@ -706,7 +714,7 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 	for (int b = threadIdx.x; b < nb; b += blockDim.x)
 		shist[b] = 0;
-	gs_cells_build<K>(f.cs, spl, tab, dsplit, m, gs_cells_cap(P));
+	gs_cells_build<K, GS_COUNT_THREADS>(f.cs, spl, tab, dsplit, m, gs_cells_cap(P));
 	f.shist = shist;
 	f.ninvalid = 0;
 	gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), n, f, nact);
@@ -719,39 +727,11 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 	if (MM)
 	{
-		K			mn = f.mn,
-					mx = f.mx;
-		gs_ull		cmn = f.cmn,
-					cmx = f.cmx;
+		const gs_minmax mine = {f.mn, f.mx, f.cmn, f.cmx};
+		const gs_minmax blk = MMReduce(s_mm).Reduce(mine, gs_mm_merge());
 
-		for (int o = 16; o > 0; o >>= 1)
-		{
-			K			mn2 = __shfl_xor_sync(GS_FULL, mn, o);
-			K			mx2 = __shfl_xor_sync(GS_FULL, mx, o);
-			gs_ull		cmn2 = __shfl_xor_sync(GS_FULL, cmn, o);
-			gs_ull		cmx2 = __shfl_xor_sync(GS_FULL, cmx, o);
-
-			gs_mm_merge<K>(mn, cmn, mx, cmx, mn2, cmn2, mx2, cmx2);
-		}
-		const int	w = threadIdx.x >> 5;
-
-		if ((threadIdx.x & 31) == 0)
-		{
-			s_mn[w] = mn;
-			s_mx[w] = mx;
-			s_cmn[w] = cmn;
-			s_cmx[w] = cmx;
-		}
-		__syncthreads();
 		if (threadIdx.x == 0)
-		{
-			for (int i = 1; i < GS_COUNT_THREADS / 32; i++)
-				gs_mm_merge<K>(mn, cmn, mx, cmx, s_mn[i], s_cmn[i], s_mx[i], s_cmx[i]);
-			blk_mm[blockIdx.x].mn = mn;
-			blk_mm[blockIdx.x].mx = mx;
-			blk_mm[blockIdx.x].cmn = cmn;
-			blk_mm[blockIdx.x].cmx = cmx;
-		}
+			blk_mm[blockIdx.x] = blk;
 	}
 }
 
@@ -1015,7 +995,7 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 
 	for (int b = threadIdx.x; b < 2 * m + 1; b += blockDim.x)
 		mask[b] = wmask[b];
-	gs_cells_build<K>(f.cs, spl, tab, dsplit, m, cap);
+	gs_cells_build<K, GS_COUNT_THREADS>(f.cs, spl, tab, dsplit, m, cap);
 	f.mask = mask;
 	f.stage = stage;
 	gs_for_each<K>(src, n, f, nact);
@@ -1106,46 +1086,21 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 			  gs_ull *cand_hi, gs_approx_pick *out)
 {
 	typedef cub::BlockScan<gs_ull, GS_PLAN_THREADS> Scan;
+	typedef cub::BlockReduce<gs_minmax, GS_PLAN_THREADS> MMReduce;
 	__shared__ typename Scan::TempStorage ts;
-	__shared__ gs_ull s_mm[4];
+	__shared__ typename MMReduce::TempStorage ts_mm;
 	__shared__ int s_nc;
 	const int	tid = threadIdx.x;
 	const int	m = st->m;
 	const int	nb = 2 * m + 1;
 	const gs_ull n = st->n;
 
-	{
-		/* merge the blocks' min/max: per thread, per warp, then warp 0 */
-		__shared__ gs_minmax s_w[GS_PLAN_THREADS / 32];
-		K			mn = gs_key_max<K>::v,
-					mx = 0;
-		gs_ull		cmn = 0,
-					cmx = 0;
+	/* the input's min and max with their counts: merge the blocks' (thread 0) */
+	gs_minmax	mm = {0, 0, 0, 0};
 
-		for (int i = tid; i < nblk; i += GS_PLAN_THREADS)
-			gs_mm_merge<K>(mn, cmn, mx, cmx, (K) blk_mm[i].mn, blk_mm[i].cmn,
-						   (K) blk_mm[i].mx, blk_mm[i].cmx);
-		for (int o = 16; o > 0; o >>= 1)
-			gs_mm_merge<K>(mn, cmn, mx, cmx, __shfl_xor_sync(GS_FULL, mn, o), __shfl_xor_sync(GS_FULL, cmn, o),
-						   __shfl_xor_sync(GS_FULL, mx, o), __shfl_xor_sync(GS_FULL, cmx, o));
-		if ((tid & 31) == 0)
-		{
-			s_w[tid >> 5].mn = mn;
-			s_w[tid >> 5].cmn = cmn;
-			s_w[tid >> 5].mx = mx;
-			s_w[tid >> 5].cmx = cmx;
-		}
-		__syncthreads();
-		if (tid == 0)
-		{
-			for (int w = 1; w < GS_PLAN_THREADS / 32; w++)
-				gs_mm_merge<K>(mn, cmn, mx, cmx, (K) s_w[w].mn, s_w[w].cmn, (K) s_w[w].mx, s_w[w].cmx);
-			s_mm[0] = mn;
-			s_mm[1] = cmn;
-			s_mm[2] = mx;
-			s_mm[3] = cmx;
-		}
-	}
+	for (int i = tid; i < nblk; i += GS_PLAN_THREADS)
+		mm = gs_mm_merge()(mm, blk_mm[i]);
+	mm = MMReduce(ts_mm).Reduce(mm, gs_mm_merge());
 	/* prefix sums over 2*8191+1 buckets: 16 per thread, two passes of 8 */
 	gs_ull		carry = 0;
 
@@ -1187,11 +1142,11 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 		/* min and max, unless they are splitters already */
 		int			nc = m + 2;
 
-		cand_key[0] = s_mm[0];
+		cand_key[0] = mm.mn;
 		cand_lo[0] = 0;
-		cand_hi[0] = s_mm[1] - 1;
-		cand_key[m + 1] = s_mm[2];
-		cand_lo[m + 1] = n - s_mm[3];
+		cand_hi[0] = mm.cmn - 1;
+		cand_key[m + 1] = mm.mx;
+		cand_lo[m + 1] = n - mm.cmx;
 		cand_hi[m + 1] = n - 1;
 		s_nc = nc;
 	}
