@@ -497,45 +497,36 @@ GS_KERNELS(histn, lvl_arg, uint32_t *h = a->h32; uint64_t *tmn = a->tmn; uint64_
 		   }
 		   ,)
 
-GS_KERNELS(gath1, lvl_arg,
-		   const int32_t *map = a->map; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
-		   const unsigned sh = a->shift[0]; size_t *pos = a->pos; uint64_t *sc = a->scratch;
-		   const uint64_t *bm = a->bm; const int32_t cun = map[a->under]; const int32_t cov = map[a->over];,
-		   uint64_t d = k - lo;
-		   if (d <= w)
-		   {
-			   size_t ix = (size_t) (d >> sh);
-			   if ((bm[ix >> 6] >> (ix & 63)) & 1)
-				   sc[pos[map[ix]]++] = k;
-		   }
-		   else
-		   {
-			   int32_t c = k < lo ? cun : cov;
-			   if (c >= 0)
-				   sc[pos[c]++] = k;
-		   },
-		   )
+/*
+ * First-level gather: keys whose slot is marked go to their task's part of
+ * the scratch buffer, out-of-range keys to the below/above tasks if those are
+ * kept.  SLOT: the slot of the offset d (linear or piecewise first level).
+ */
+#define GATH1_SETUP \
+	const int32_t *map = a->map; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0]; \
+	size_t *pos = a->pos; uint64_t *sc = a->scratch; \
+	const uint64_t *bm = a->bm; const int32_t cun = map[a->under]; const int32_t cov = map[a->over];
+#define GATH1_BODY(SLOT) \
+	uint64_t d = k - lo; \
+	if (d <= w) \
+	{ \
+		size_t ix = (SLOT); \
+		if ((bm[ix >> 6] >> (ix & 63)) & 1) \
+			sc[pos[map[ix]]++] = k; \
+	} \
+	else \
+	{ \
+		int32_t c = k < lo ? cun : cov; \
+		if (c >= 0) \
+			sc[pos[c]++] = k; \
+	}
 
+GS_KERNELS(gath1, lvl_arg, GATH1_SETUP const unsigned sh = a->shift[0];,
+		   GATH1_BODY((size_t) (d >> sh)),)
 GS_KERNELS(gathpw, lvl_arg,
-		   const int32_t *map = a->map; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
-		   const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;
-		   const uint64_t tm = (UINT64_C(1) << tsh) - 1;
-		   size_t *pos = a->pos; uint64_t *sc = a->scratch;
-		   const uint64_t *bm = a->bm; const int32_t cun = map[a->under]; const int32_t cov = map[a->over];,
-		   uint64_t d = k - lo;
-		   if (d <= w)
-		   {
-			   size_t ix = PW_SLOT(ent, tsh, tm, d);
-			   if ((bm[ix >> 6] >> (ix & 63)) & 1)
-				   sc[pos[map[ix]]++] = k;
-		   }
-		   else
-		   {
-			   int32_t c = k < lo ? cun : cov;
-			   if (c >= 0)
-				   sc[pos[c]++] = k;
-		   },
-		   )
+		   GATH1_SETUP const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;
+		   const uint64_t tm = (UINT64_C(1) << tsh) - 1;,
+		   GATH1_BODY(PW_SLOT(ent, tsh, tm, d)),)
 
 GS_KERNELS(gathn, lvl_arg,
 		   const int32_t *map = a->map; size_t *pos = a->pos; uint64_t *sc = a->scratch;,
