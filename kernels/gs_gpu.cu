@@ -41,6 +41,9 @@ struct gs_gpu_engine
 	size_t		internal_in_use;	/* temporaries of a running call */
 	int			inject;
 	int			sort_finish;	/* test hook: 0 cost model, 1 always, 2 never */
+	long long	focus_sort;		/* test hook: single-rank sort threshold, -1 default */
+	int			last_sort_bits;	/* test hook: key bits of the last finishing sort */
+	double		focus_z;		/* single-rank splitters at -/+ focus_z sigma (test hook) */
 	gs_alloc_rec *recs;
 	char		name[256];
 };
@@ -186,12 +189,27 @@ gs_mopen_for(size_t nu)
 
 /*
  * Single rank: once a level has cut the input to at most this many keys, one
- * radix sort of them replaces the remaining small levels (each ~40-60 us of
- * one-block sample sort, planning and launches; a sort of 2^21 keys is
- * ~50 us f32 / ~140 us f64, of the ~620K left after two levels at 2^28
- * ~30 / ~70 us).
+ * radix sort of them replaces the remaining small levels.  GS_FOCUS_SORT_MAX
+ * bounds every threshold (it sizes the sort's temp storage).
  */
 #define GS_FOCUS_SORT_MAX ((size_t) 1 << 21)
+#define GS_FOCUS_SORT_F32 ((size_t) 1 << 21)
+#define GS_FOCUS_SORT_F64 ((size_t) 1 << 21)
+
+/*
+ * Single rank: the kept bucket is the sample's p -/+ (z sigma + 16).  z = 3
+ * keeps ~3.7% of a level's keys (z = 4: 4.8%) and misses the rank in ~0.3%
+ * of levels, which then cost one filter pass over the level's input.
+ */
+#define GS_FOCUS_Z 3.0
+
+static size_t
+gs_focus_sort_below(const gs_gpu_engine *e, unsigned kb)
+{
+	if (e->focus_sort >= 0)
+		return (size_t) e->focus_sort < GS_FOCUS_SORT_MAX ? (size_t) e->focus_sort : GS_FOCUS_SORT_MAX;
+	return kb == 8 ? GS_FOCUS_SORT_F64 : GS_FOCUS_SORT_F32;
+}
 
 /* capacity (elements) of each of the two ping-pong buffers */
 static size_t
@@ -332,13 +350,13 @@ gs_sort_finish_below(unsigned kb, int mopen, double keep)
 
 template <typename K>
 __global__ void
-k_finish_gather(const K *sorted, const gs_ull *rank_cur, int *resolved, int nu, gs_ull *res)
+k_finish_gather(const K *sorted, const gs_ull *rank_cur, int *resolved, int nu, gs_ull *res, K kbase)
 {
 	int			i = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (i < nu && !resolved[i])
 	{
-		res[i] = sorted[rank_cur[i]];
+		res[i] = (K) (sorted[rank_cur[i]] + kbase);
 		resolved[i] = 1;
 	}
 }
@@ -396,6 +414,8 @@ gs_gpu_open_impl(int ordinal, gs_gpu_engine **out, gs_error *err)
 	if (!e)
 		return gs_fail(err, GS_ERR_NOMEM, "out of host memory");
 	e->dev = ordinal;
+	e->focus_sort = -1;
+	e->focus_z = GS_FOCUS_Z;
 	GS_CK(cudaSetDevice(ordinal), "cudaSetDevice");
 	GS_CK(cudaFree(0), "creating the CUDA context");
 	GS_CK(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
@@ -518,20 +538,25 @@ gs_occ_grid(gs_gpu_engine *e, const void *fn, size_t dyn)
 template <typename K>
 static gs_status
 gs_finish_sort(gs_gpu_engine *e, K *a, K *b, size_t n, const gs_ull *rank_cur, int *resolved, int nu,
-			   gs_ull *res, gs_error *err)
+			   gs_ull *res, gs_ull kbase, gs_ull kspan, gs_error *err)
 {
 	gs_status	rc = GS_OK;
 	void	   *tmp = NULL;
 	size_t		tb = 0;
 	cub::DoubleBuffer<K> db(a, b);
+	/* every value is <= kspan: the bits above kspan's highest are zero (a
+	 * single rank's bucket after two levels: 16 of 32 bits, ~45 of 64) */
+	const int	end_bit = kspan == 0 ? 1 : 64 - __builtin_clzll(kspan);
 
-	GS_CK(cub::DeviceRadixSort::SortKeys(NULL, tb, db, (int64_t) n, 0, (int) sizeof(K) * 8, e->s),
+	e->last_sort_bits = end_bit;
+
+	GS_CK(cub::DeviceRadixSort::SortKeys(NULL, tb, db, (int64_t) n, 0, end_bit, e->s),
 		  "DeviceRadixSort (size)");
 	if ((rc = gs_dev_alloc_internal(e, tb, &tmp, err)) != GS_OK)
 		goto done;
-	GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, db, (int64_t) n, 0, (int) sizeof(K) * 8, e->s),
+	GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, db, (int64_t) n, 0, end_bit, e->s),
 		  "DeviceRadixSort (kept union)");
-	k_finish_gather<K><<<(nu + 255) / 256, 256, 0, e->s>>>(db.Current(), rank_cur, resolved, nu, res);
+	k_finish_gather<K><<<(nu + 255) / 256, 256, 0, e->s>>>(db.Current(), rank_cur, resolved, nu, res, (K) kbase);
 	GS_CK(cudaGetLastError(), "launch k_finish_gather");
 	GS_CK(cudaStreamSynchronize(e->s), "finishing sort");
 done:
@@ -557,6 +582,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 	gs_level_state hs;
 
 	memset(&L, 0, sizeof L);
+	e->last_sort_bits = 0;
 	pairs = (gs_rank_pair *) malloc(nranks * sizeof *pairs);
 	uniq = (uint64_t *) malloc(nranks * sizeof *uniq);
 	map = (size_t *) malloc(nranks * sizeof *map);
@@ -617,7 +643,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		const double keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
 		double		sort_below = e->sort_finish == 2 ? 0.0 :
 			(e->sort_finish == 1 ? 1e30 :
-			 (focused ? (double) GS_FOCUS_SORT_MAX : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep)));
+			 (focused ? (double) gs_focus_sort_below(e, (unsigned) sizeof(K)) : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep)));
 
 		memset(&hs, 0, sizeof hs);
 		hs.n = n;
@@ -625,6 +651,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		hs.seed = opt ? opt->seed : 0;
 		hs.src = 0;
 		hs.focused = focused;
+		hs.focus_z = e->focus_z;
 		hs.nranks = (int) nu;
 		hs.nactive = (int) nu;
 		hs.mopen = mopen;
@@ -683,12 +710,18 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				k_sample<K><<<1, GS_SAMPLE_THREADS, sizeof(gs_sample_smem<K>), e->s>>>(
 					st, d_in, bufA, bufB, hist, dsplit, rank_cur, resolved, res);
 				if (focused)
+				{
 					k_count_focus<K><<<grid_count, GS_COUNT_THREADS, 0, e->s>>>(st, d_in, bufA, bufB, hist, dsplit);
+					k_plan<K, GS_PLAN_THREADS_FOCUS><<<1, GS_PLAN_THREADS_FOCUS, 0, e->s>>>(
+						st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
+				}
 				else
+				{
 					k_count<K, false><<<grid_count, GS_COUNT_THREADS, smem_count, e->s>>>(
 						st, d_in, bufA, bufB, hist, dsplit, NULL);
-				k_plan<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, hist, start, below, dsplit, wmask,
-														   rank_cur, resolved, rbucket, res);
+					k_plan<K, GS_PLAN_THREADS><<<1, GS_PLAN_THREADS, 0, e->s>>>(
+						st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
+				}
 				k_filter<K><<<grid_filter, GS_COUNT_THREADS, smem_filter, e->s>>>(st, d_in, bufA, bufB, dsplit, wmask);
 				k_advance<<<1, 1, 0, e->s>>>(st, below);
 				GS_CK(cudaGetLastError(), "kernel launch");
@@ -707,7 +740,8 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				if ((rc = gs_check_interrupt(opt, err)) != GS_OK)
 					goto done;
 				frc = gs_finish_sort<K>(e, hs.src == 1 ? bufA : bufB, hs.src == 1 ? bufB : bufA,
-													(size_t) hs.n, rank_cur, resolved, (int) nu, res, err);
+													(size_t) hs.n, rank_cur, resolved, (int) nu, res,
+													hs.kbase, hs.kspan, err);
 
 				if (frc == GS_OK)
 					break;
@@ -755,7 +789,7 @@ done:
 static size_t
 gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, size_t *cub_bytes)
 {
-	size_t		s = (size_t) 8 * B;
+	size_t		s = (size_t) GS_APPROX_OVERSAMPLE * B;
 
 	if (s > n)
 		s = n;
@@ -780,7 +814,7 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 {
 	gs_status	rc = GS_OK;
 	const unsigned B = opt->approx_buckets;
-	const size_t s = (size_t) 8 * B < n ? (size_t) 8 * B : n;
+	const size_t s = (size_t) GS_APPROX_OVERSAMPLE * B < n ? (size_t) GS_APPROX_OVERSAMPLE * B : n;
 	int			P = 1;
 
 	while (P < (int) B)
@@ -1278,6 +1312,37 @@ gs_gpu_test_sort_finish(gs_gpu_engine *e, int mode)
 {
 	if (e)
 		e->sort_finish = mode;
+}
+
+/* test hook (not in gs_gpu.h): single-rank finishing-sort threshold in
+ * keys (0: never sort; negative: the default) */
+void		gs_gpu_test_focus_sort(gs_gpu_engine *e, long long below);
+
+void
+gs_gpu_test_focus_sort(gs_gpu_engine *e, long long below)
+{
+	if (e)
+		e->focus_sort = below < 0 ? -1 : below;
+}
+
+/* test hook (not in gs_gpu.h): single-rank splitter distance in sigmas
+ * (<= 0: the default) */
+void		gs_gpu_test_focus_z(gs_gpu_engine *e, double z);
+
+void
+gs_gpu_test_focus_z(gs_gpu_engine *e, double z)
+{
+	if (e)
+		e->focus_z = z > 0 ? z : GS_FOCUS_Z;
+}
+
+/* test hook (not in gs_gpu.h): key bits the last finishing sort sorted on */
+int			gs_gpu_test_last_sort_bits(gs_gpu_engine *e);
+
+int
+gs_gpu_test_last_sort_bits(gs_gpu_engine *e)
+{
+	return e ? e->last_sort_bits : 0;
 }
 
 void

@@ -3,8 +3,10 @@
  *
  * One exact level = four launches, all parameters read from device memory
  * (gs_level_state), so the host enqueues several levels without waiting:
- *   k_sample   one block: random sample -> cub::BlockRadixSort -> splitters
- *              (or, if the level's input fits, sort it all: base case)
+ *   k_sample   one block: random sample -> splitters (many ranks:
+ *              cub::BlockRadixSort; one rank: two order statistics by block
+ *              radix selection); if the level's input fits, the base
+ *              case: sort it (or select the one rank) and read the answers
  *   k_count_*  grid-stride over the input in per-lane batches: bucket of every
  *              key (many splitters: the cell index of gs_cells.cuh), per-block
  *              histograms merged with global atomics; in single-rank
@@ -28,6 +30,7 @@
 #include <cub/block/block_reduce.cuh>
 #include "gs_select.cuh"
 #include "gs_cells.cuh"
+#include "gs_block_select.cuh"
 
 typedef unsigned long long gs_ull;
 
@@ -203,16 +206,148 @@ template <typename K>
 struct gs_sample_smem
 {
 	/* 6-bit digits: 11 passes instead of 16 for 64-bit keys, 6 instead of 8
-	 * for 32-bit (the one-block sample sort is on every level's critical path) */
+	 * for 32-bit (the one-block sample sort is on every spread level's
+	 * critical path) */
 	typedef cub::BlockRadixSort<K, GS_SAMPLE_THREADS, GS_SAMPLE_ITEMS, cub::NullType, 6> Sort;
 	typedef cub::BlockScan<int, GS_SAMPLE_THREADS> Scan;
+	typedef gs_block_select<K, GS_SAMPLE_THREADS, GS_SAMPLE_ITEMS> Select;
 	union
 	{
 		typename Sort::TempStorage sort;
 		K			sorted[GS_SAMPLE_SIZE];
+		typename Select::TempStorage select;
 	};
 	typename Scan::TempStorage scan;
 };
+
+/*
+ * Single rank (Floyd-Rivest style choice of SampleSelect's splitters): two
+ * splitters at sample positions p -/+ delta around the rank's expected
+ * sample position, delta = z sigma + 16; the open bucket between them holds
+ * the rank with probability ~1 - 2.7e-3 (z = 3; a miss costs one filter
+ * pass) and ~2*delta/8192 of the keys, and is written during counting.  Equality buckets on both splitters keep clusters at the edges
+ * out of it.  Only those two order statistics of the sample are needed, so
+ * they are selected, not sorted (gs_block_select.cuh); the base case (the
+ * whole level input in the block) selects the rank itself.
+ */
+template <typename K>
+static __device__ void
+gs_sample_focused(gs_level_state *st, gs_sample_smem<K> &sm, K (&items)[GS_SAMPLE_ITEMS], bool base,
+				  gs_ull *dsplit, const gs_ull *rank_cur, int *resolved, gs_ull *result)
+{
+	typename gs_sample_smem<K>::Select sel(sm.select);
+	const int	nranks = st->nranks;
+	const gs_ull n = st->n;
+	int			k = 0;
+	unsigned	tr[2];
+	K			v[2];
+
+	while (k < nranks - 1 && resolved[k])
+		k++;
+	const gs_ull r = rank_cur[k];
+
+	if (base)
+	{
+		/* the padding (largest key) sorts after every key: rank r < n is exact */
+		tr[0] = tr[1] = (unsigned) r;
+		sel.select(items, 1, tr, v);
+		if (threadIdx.x == 0)
+		{
+			result[k] = (K) (v[0] + (K) st->kbase);
+			resolved[k] = 1;
+			st->nactive = 0;
+			st->done = 1;
+		}
+		return;
+	}
+	const double q = (double) r / (double) n;
+	const double S = GS_SAMPLE_SIZE;
+	const long long p = (long long) (q * S);
+	const long long delta = (long long) (st->focus_z * sqrt(S * q * (1.0 - q))) + 16;
+	const long long lo = p - delta,
+				hi = p + delta;
+
+	tr[0] = (unsigned) (lo >= 0 ? lo : 0);
+	tr[1] = (unsigned) (hi < GS_SAMPLE_SIZE ? hi : GS_SAMPLE_SIZE - 1);
+	sel.select(items, 2, tr, v);
+	if (threadIdx.x == 0)
+	{
+		int			m = 0;
+		unsigned	pmask;
+
+		if (lo >= 0)
+			dsplit[m++] = v[0];
+		if (hi < GS_SAMPLE_SIZE && (m == 0 || v[0] != v[1]))
+			dsplit[m++] = v[1];
+		/* predicted open buckets */
+		if (lo < 0)
+			pmask = 1u;			/* below hi */
+		else if (hi >= GS_SAMPLE_SIZE)
+			pmask = 1u << 2;	/* above lo */
+		else if (m == 2)
+			pmask = 1u << 2;	/* between lo and hi */
+		else
+			pmask = 0;			/* lo == hi: expected in the equality bucket */
+		st->m = m;
+		st->nb = 2 * m + 1;
+		st->pmask = pmask;
+		st->spec = 1;
+	}
+}
+
+/* spread: mopen-1 evenly spaced positions of the sorted sample, deduplicated */
+template <typename K>
+static __device__ void
+gs_sample_spread(gs_level_state *st, gs_sample_smem<K> &sm, gs_ull *dsplit, int *s_m)
+{
+	const int	tid = threadIdx.x;
+	const int	mopen = st->mopen;
+	const int	mraw = mopen - 1;
+	int			flags[8];
+	K			keys[8];
+
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+	{
+		int			s = tid * 8 + i;
+
+		flags[i] = 0;
+		keys[i] = 0;
+		if (s < mraw)
+		{
+			int			pos = (int) (((long long) (s + 1) * GS_SAMPLE_SIZE) / mopen);
+			int			prv = (int) (((long long) s * GS_SAMPLE_SIZE) / mopen);
+
+			keys[i] = sm.sorted[pos];
+			flags[i] = (s == 0 || sm.sorted[prv] != keys[i]) ? 1 : 0;
+		}
+	}
+	int			total;
+
+	typename gs_sample_smem<K>::Scan(sm.scan).ExclusiveSum(flags, flags, total);
+	/* flags[] now holds output positions; recompute the keep test */
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+	{
+		int			s = tid * 8 + i;
+
+		if (s < mraw)
+		{
+			int			prv = (int) (((long long) s * GS_SAMPLE_SIZE) / mopen);
+
+			if (s == 0 || sm.sorted[prv] != keys[i])
+				dsplit[flags[i]] = keys[i];
+		}
+	}
+	if (tid == 0)
+	{
+		*s_m = total;
+		st->m = total;
+		st->nb = 2 * total + 1;
+		st->pmask = 0;
+		st->spec = 0;
+	}
+}
 
 template <typename K>
 __global__ void __launch_bounds__(GS_SAMPLE_THREADS)
@@ -248,133 +383,40 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 
 #pragma unroll
 		for (int i = 0; i < GS_SAMPLE_ITEMS; i++)
-			items[i] = src[gs_splitmix64(salt + (gs_ull) tid * GS_SAMPLE_ITEMS + i) % n];
-	}
-	typename S::Sort(sm.sort).Sort(items);
-	__syncthreads();
-#pragma unroll
-	for (int i = 0; i < GS_SAMPLE_ITEMS; i++)
-		sm.sorted[tid * GS_SAMPLE_ITEMS + i] = items[i];
-	__syncthreads();
-
-	const int	nranks = st->nranks;
-
-	if (base)
-	{
-		/* base case: the whole level input is sorted; every rank is read off */
-		for (int k = tid; k < nranks; k += GS_SAMPLE_THREADS)
-			if (!resolved[k])
-			{
-				result[k] = sm.sorted[rank_cur[k]];
-				resolved[k] = 1;
-			}
-		if (tid == 0)
-		{
-			st->nactive = 0;
-			st->done = 1;
-		}
-		return;
+			items[i] = src[__umul64hi(gs_splitmix64(salt + (gs_ull) tid * GS_SAMPLE_ITEMS + i), n)];
 	}
 
 	if (st->focused)
 	{
-		/*
-		 * Single rank (Floyd-Rivest style choice of SampleSelect's splitters):
-		 * two splitters at sample positions p -/+ delta around the rank's
-		 * expected sample position; the open bucket between them holds the
-		 * rank with probability ~1 - 6e-5 and ~2*delta/8192 of the keys, and
-		 * is written during counting.  Equality buckets on both splitters
-		 * keep clusters at the edges out of it.
-		 */
-		if (tid == 0)
-		{
-			int			k = 0;
-
-			while (k < nranks - 1 && resolved[k])
-				k++;
-			const gs_ull r = rank_cur[k];
-			const double q = (double) r / (double) n;
-			const double S = GS_SAMPLE_SIZE;
-			long long	p = (long long) (q * S);
-			long long	delta = (long long) (4.0 * sqrt(S * q * (1.0 - q))) + 16;
-			long long	lo = p - delta,
-						hi = p + delta;
-			int			m = 0;
-			unsigned	pmask;
-
-			if (lo >= 0)
-				dsplit[m++] = sm.sorted[lo];
-			if (hi < GS_SAMPLE_SIZE)
-			{
-				K			v = sm.sorted[hi];
-
-				if (m == 0 || (K) dsplit[0] != v)
-					dsplit[m++] = v;
-			}
-			/* predicted open buckets */
-			if (lo < 0)
-				pmask = 1u;		/* below hi */
-			else if (hi >= GS_SAMPLE_SIZE)
-				pmask = 1u << 2;	/* above lo */
-			else if (m == 2)
-				pmask = 1u << 2;	/* between lo and hi */
-			else
-				pmask = 0;		/* lo == hi: expected in the equality bucket */
-			st->m = m;
-			st->nb = 2 * m + 1;
-			st->pmask = pmask;
-			st->spec = 1;
-		}
+		gs_sample_focused<K>(st, sm, items, base, dsplit, rank_cur, resolved, result);
+		if (base)
+			return;
 	}
 	else
 	{
-		/* spread: mopen-1 evenly spaced sample positions, deduplicated */
-		const int	mopen = st->mopen;
-		const int	mraw = mopen - 1;
-		int			flags[8];
-		K			keys[8];
-
+		typename S::Sort(sm.sort).Sort(items);
+		__syncthreads();
 #pragma unroll
-		for (int i = 0; i < 8; i++)
+		for (int i = 0; i < GS_SAMPLE_ITEMS; i++)
+			sm.sorted[tid * GS_SAMPLE_ITEMS + i] = items[i];
+		__syncthreads();
+		if (base)
 		{
-			int			s = tid * 8 + i;
-
-			flags[i] = 0;
-			keys[i] = 0;
-			if (s < mraw)
+			/* base case: the whole level input is sorted; every rank is read off */
+			for (int k = tid; k < st->nranks; k += GS_SAMPLE_THREADS)
+				if (!resolved[k])
+				{
+					result[k] = (K) (sm.sorted[rank_cur[k]] + (K) st->kbase);
+					resolved[k] = 1;
+				}
+			if (tid == 0)
 			{
-				int			pos = (int) (((long long) (s + 1) * GS_SAMPLE_SIZE) / mopen);
-				int			prv = (int) (((long long) s * GS_SAMPLE_SIZE) / mopen);
-
-				keys[i] = sm.sorted[pos];
-				flags[i] = (s == 0 || sm.sorted[prv] != keys[i]) ? 1 : 0;
+				st->nactive = 0;
+				st->done = 1;
 			}
+			return;
 		}
-		int			total;
-
-		typename S::Scan(sm.scan).ExclusiveSum(flags, flags, total);
-		/* flags[] now holds output positions; recompute the keep test */
-#pragma unroll
-		for (int i = 0; i < 8; i++)
-		{
-			int			s = tid * 8 + i;
-
-			if (s < mraw)
-			{
-				int			prv = (int) (((long long) s * GS_SAMPLE_SIZE) / mopen);
-
-				if (s == 0 || sm.sorted[prv] != keys[i])
-					dsplit[flags[i]] = keys[i];
-			}
-		}
-		if (tid == 0)
-		{
-			s_m = total;
-			st->m = total;
-			st->nb = 2 * total + 1;
-			st->pmask = 0;
-			st->spec = 0;
-		}
+		gs_sample_spread<K>(st, sm, dsplit, &s_m);
 	}
 	__syncthreads();
 	if (tid == 0)
@@ -442,6 +484,20 @@ gs_open_bucket_range(int b, K d0, K d1, bool two)
 	return r;
 }
 
+/* the kept keys of a single-rank level go out as offsets from their
+ * bucket's lowest key a (gs_level_state::kbase) */
+template <typename K, int N>
+static __device__ __forceinline__ void
+gs_push_offsets(gs_stage<K> &stage, const K (&xs)[N], unsigned keep, K a)
+{
+	K			ys[N];
+
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		ys[i] = (K) (xs[i] - a);
+	stage.push(ys, keep);
+}
+
 /* counts of x < d0, x <= d0 (and x < d1, x <= d1 with TWO) in registers,
  * plus the predicted bucket's keys written through the stage */
 template <typename K, bool TWO>
@@ -498,7 +554,7 @@ struct gs_focus_fn
 			}
 		}
 		nv += __popc(valid);
-		stage.push(xs, keep);
+		gs_push_offsets(stage, xs, keep, kr.a);
 	}
 };
 
@@ -739,13 +795,17 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 #define GS_PLAN_THREADS 1024
 #define GS_PLAN_ITEMS 8			/* 8192 >= 2*4095+1 buckets */
+#define GS_PLAN_THREADS_FOCUS 32
 
-template <typename K>
-__global__ void __launch_bounds__(GS_PLAN_THREADS)
+/* THREADS * GS_PLAN_ITEMS >= the level's buckets: GS_PLAN_THREADS for
+ * spread levels (up to 2*4095+1 buckets), GS_PLAN_THREADS_FOCUS for
+ * single-rank levels (5 buckets; a 1024-thread block cost ~9 us there) */
+template <typename K, int THREADS>
+__global__ void __launch_bounds__(THREADS)
 k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, const gs_ull *dsplit,
 	   unsigned char *wmask, gs_ull *rank_cur, int *resolved, int *rank_bucket, gs_ull *result)
 {
-	typedef cub::BlockScan<gs_ull, GS_PLAN_THREADS> Scan;
+	typedef cub::BlockScan<gs_ull, THREADS> Scan;
 	__shared__ typename Scan::TempStorage ts;
 	__shared__ int s_allpred,
 				s_unres;
@@ -787,7 +847,7 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 	}
 	__syncthreads();
 
-	for (int k = tid; k < nranks; k += GS_PLAN_THREADS)
+	for (int k = tid; k < nranks; k += THREADS)
 	{
 		if (resolved[k])
 			continue;
@@ -807,7 +867,7 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 		}
 		if (lo & 1)
 		{
-			result[k] = dsplit[lo >> 1];	/* equality bucket: done */
+			result[k] = (K) ((K) dsplit[lo >> 1] + (K) st->kbase);	/* equality bucket: done */
 			resolved[k] = 1;
 		}
 		else
@@ -833,7 +893,7 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 
 	if (spec_ok)
 	{
-		for (int b = tid; b < nb; b += GS_PLAN_THREADS)
+		for (int b = tid; b < nb; b += THREADS)
 			wmask[b] = (pmask >> b) & 1u;
 	}
 	__syncthreads();
@@ -876,7 +936,7 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 		}
 		return;
 	}
-	for (int k = tid; k < nranks; k += GS_PLAN_THREADS)
+	for (int k = tid; k < nranks; k += THREADS)
 		if (!resolved[k])
 			rank_cur[k] -= below[rank_bucket[k]];
 	if (tid == 0)
@@ -895,6 +955,18 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 		else
 			st->out_count = 0;
 		below[nb] = new_n;		/* new size, for the filter's epilogue */
+		/* one rank: the next input is its open bucket [a, a + w) as offsets
+		 * from a (both write paths subtract the same a) */
+		st->kspan = (gs_ull) gs_key_max<K>::v;
+		if (focused)
+		{
+			const gs_keep_range<K> kr = gs_open_bucket_range<K>(rank_bucket[0], (K) dsplit[0],
+																 st->m == 2 ? (K) dsplit[1] : gs_key_max<K>::v,
+																 st->m == 2);
+
+			st->kbase = (gs_ull) (K) ((K) st->kbase + kr.a);
+			st->kspan = (gs_ull) (K) (kr.w - 1);	/* w >= 1: the bucket holds the rank */
+		}
 	}
 }
 
@@ -939,7 +1011,7 @@ struct gs_filter_focus_fn
 #pragma unroll
 		for (int i = 0; i < N; i++)
 			keep |= (unsigned) ((K) (xs[i] - kr.a) < kr.w) << i;
-		stage.push(xs, keep & valid);
+		gs_push_offsets(stage, xs, keep & valid, kr.a);
 	}
 };
 

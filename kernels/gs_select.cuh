@@ -62,6 +62,12 @@ struct gs_level_state
 	int			nactive;		/* unresolved ranks */
 	int			mopen;			/* spread mode: wanted open buckets */
 	unsigned	pmask;			/* focused mode: predicted (written) buckets, bit per bucket */
+	/* Focused mode keeps one bucket per level and writes its keys as offsets
+	 * from the bucket's lowest key: the level input holds key - kbase (a
+	 * finishing sort then needs only the bits of kspan).  Spread mode: 0. */
+	unsigned long long kbase;
+	double		focus_z;		/* focused mode: splitters at -/+ focus_z sigma (+16) around the rank */
+	unsigned long long kspan;	/* every value in the level's output is <= kspan */
 };
 
 /* Min/max with multiplicity, for the approximate mode's extra candidates. */

@@ -33,7 +33,7 @@
  *
  * Approximate multiselect (gs_cpu_select_approx): one level of SampleSelect.
  *   B = approx_buckets (default 1024), n = number of keys,
- *   sample size  s = min(8 * B, n),
+ *   sample size  s = min(GS_APPROX_OVERSAMPLE * B, n)  (32 * B),
  *   sample i (0 <= i < s) is the key at global position
  *                    splitmix64(seed + i) % n
  *   (global position = index into the concatenation of the segments; the
@@ -2094,8 +2094,8 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	if (poll_interrupt(opt))
 		return CANCELED(err);
 
-	/* sample: position splitmix64(seed + i) % n, i < s = min(8B, n) */
-	nsamp = (size_t) 8 * B;
+	/* sample: position splitmix64(seed + i) % n, i < s = min(32B, n) */
+	nsamp = (size_t) GS_APPROX_OVERSAMPLE * B;
 	if (nsamp > n)
 		nsamp = n;
 	samp = malloc(nsamp * sizeof(uint64_t));

@@ -4,7 +4,7 @@
 # compute-sanitizer on small sizes.  Everything is logged; the logs come back
 # as $OUT/engine-logs.tgz, the benchmark table as $OUT/bench.md, and a short
 # summary is printed last.
-#   test/gpu/device_engine.sh [STAGES]     STAGES: any of "check bench prof sanitize"
+#   test/gpu/device_engine.sh [STAGES]     STAGES: any of "check bench prof sanitize sweep"
 # Each stage has a time limit (GS_T_<STAGE> seconds) so the whole call ends
 # inside the device tool's 10-minute limit.  GS_PREBUILT=DIR uses a harness
 # built beforehand by test/gpu/prebuild.sh DIR (carry DIR).
@@ -17,7 +17,7 @@ L=$(mktemp -d)
 summary=()
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,memory.used --format=csv | tee "$L/gpu.txt"
 echo "tree: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+changes')  date: $(date -u +%FT%TZ)" | tee "$L/tree.txt"
-declare -A LIMIT=([check]=${GS_T_CHECK:-300} [bench]=${GS_T_BENCH:-150} [prof]=${GS_T_PROF:-170} [sanitize]=${GS_T_SANITIZE:-150})
+declare -A LIMIT=([check]=${GS_T_CHECK:-300} [bench]=${GS_T_BENCH:-150} [prof]=${GS_T_PROF:-170} [sanitize]=${GS_T_SANITIZE:-150} [sweep]=${GS_T_SWEEP:-90})
 for s in $STAGES; do
 	t0=$SECONDS
 	OUT=$L timeout "${LIMIT[$s]}" test/gpu/run.sh "$s" > "$L/$s.out" 2>&1
@@ -35,6 +35,7 @@ echo
 for s in $STAGES; do
 	case $s in
 	bench) echo "== bench"; grep -E '^\|' "$L/bench.out" ;;
+	sweep) echo "== sweep (one rank, ms)"; grep -E '^\||sweep:' "$L/sweep.out" ;;
 	prof) echo "== prof (us per call)"; grep -vE '^(using|linking)' "$L/prof.out" ;;
 	esac
 done

@@ -4,7 +4,8 @@
  *   gs_test check [small]   correctness: every entry point vs. a CUB radix
  *                           sort of a copy (and vs. the CPU engine
  *                           src/cpu_select.c when built with -DGS_HAVE_CPU_ENGINE)
- *   gs_test bench [out.md]  timing table (CUDA events, median of 15 after warm-up)
+ *   gs_test bench [out.md]  timing table (CUDA events, median of 25 after warm-up)
+ *   gs_test sweep           one rank at 2^28 under several single-rank settings
  *
  * Data is generated on the device from a seed (printed; GS_SEED=... repeats a
  * run), for the 8 PostgreSQL types, mapped to keys with gs_keys.h.
@@ -24,6 +25,7 @@
 #include "gs_gpu.h"
 #include "gs_keys.h"
 #include "gs_select.cuh"
+#include "gs_block_select.cuh"
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
 	fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); exit(2); } } while (0)
@@ -317,6 +319,9 @@ rank_set(uint64_t n, int which, uint64_t seed)
 }
 
 extern "C" void gs_gpu_test_sort_finish(gs_gpu_engine *e, int mode);
+extern "C" void gs_gpu_test_focus_sort(gs_gpu_engine *e, long long below);
+extern "C" int gs_gpu_test_last_sort_bits(gs_gpu_engine *e);
+extern "C" void gs_gpu_test_focus_z(gs_gpu_engine *e, double z);
 
 template <typename K>
 static void
@@ -365,7 +370,10 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 			k_gather_ref<K><<<1, 32>>>(d_sorted, d_r, 1, d_o);
 			CK(cudaGetLastError());
 			CK(cudaMemcpy(&ref1, d_o, 8, cudaMemcpyDeviceToHost));
-			for (int mode = 0; mode < 3; mode++)
+			/* modes 0-2: finishing sort by the threshold, always, never;
+			 * mode 3: splitters a hair around the rank (z = 0.05), so the
+			 * speculative write misses often and the filter pass runs */
+			for (int mode = 0; mode < 4; mode++)
 			{
 				uint64_t	got = 0xDEADBEEFDEADBEEFULL;
 				gs_options	opt;
@@ -373,10 +381,12 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 
 				memset(&opt, 0, sizeof opt);
 				opt.seed = g_seed * 17 + r + mode;
-				gs_gpu_test_sort_finish(E, mode);
+				gs_gpu_test_sort_finish(E, mode < 3 ? mode : 2);
+				gs_gpu_test_focus_z(E, mode == 3 ? 0.05 : 0);
 				gs_status	st = gs_gpu_select(E, d_keys, n, sizeof(K), &r, 1, &got, &opt, &err);
 
 				gs_gpu_test_sort_finish(E, 0);
+				gs_gpu_test_focus_z(E, 0);
 				check(st == GS_OK && got == ref1, "%s one rank %llu (finishing sort mode %d): status %d %s, got %llx want %llx",
 					  tag, (unsigned long long) r, mode, (int) st, err.message, (unsigned long long) got,
 					  (unsigned long long) ref1);
@@ -465,9 +475,9 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 			CK(cudaFree(d_lo));
 			CK(cudaFree(d_hi));
 			bad = 0;
-			/* 4n/B for a full sample; with n < 8B the s = n draws are made
+			/* 4n/B for a full sample; with n < 32B the s = n draws are made
 			 * with replacement and may miss a quarter of the keys or more */
-			double		bound = 4.0 * (double) n / B + 2 + (n < (uint64_t) 8 * B ? 0.5 * (double) n : 0.0);
+			double		bound = 4.0 * (double) n / B + 2 + (n < (uint64_t) GS_APPROX_OVERSAMPLE * B ? 0.5 * (double) n : 0.0);
 
 			for (size_t i = 0; i < nr; i++)
 			{
@@ -554,6 +564,84 @@ run_type(int type, int dist, uint64_t n, bool with_cpu)
 	gs_gpu_memory_in_use(E, &dev, &host);
 	check(dev == 0 && host == 0, "memory in use after %s/%s/%llu: %zu device, %zu host", type_name[type],
 		  dist_name[dist], (unsigned long long) n, dev, host);
+}
+
+/* ------------------------------------------------------------ block select */
+
+/* one block of 512 threads x 16 keys selects ranks r[0], r[1] of in[0..8192) */
+template <typename K>
+__global__ void __launch_bounds__(512)
+k_test_select(const K *in, unsigned r0, unsigned r1, int nt, K *out)
+{
+	typedef gs_block_select<K, 512, 16> Sel;
+	__shared__ typename Sel::TempStorage ts;
+	K			items[16];
+	unsigned	r[2] = {r0, r1};
+	K			v[2];
+
+	for (int i = 0; i < 16; i++)
+		items[i] = in[threadIdx.x * 16 + i];
+	Sel(ts).select(items, nt, r, v);
+	if (threadIdx.x == 0)
+	{
+		out[0] = v[0];
+		out[1] = v[1];
+	}
+}
+
+/* gs_block_select (the single-rank levels' splitters) against std::sort:
+ * a wrong splitter would only slow the engine down, never change an answer,
+ * so the end-to-end checks cannot see it */
+template <typename K>
+static void
+block_select_checks(void)
+{
+	const int	S = 8192;
+	std::vector<K> h(S), sorted;
+	K		   *d_in,
+			   *d_out;
+	K			got[2];
+
+	CK(cudaMalloc(&d_in, S * sizeof(K)));
+	CK(cudaMalloc(&d_out, 2 * sizeof(K)));
+	for (int shape = 0; shape < 7; shape++)
+	{
+		uint64_t	x = g_seed + 77 * shape;
+
+		for (int i = 0; i < S; i++)
+		{
+			const uint64_t u = gs_splitmix64(x + i);
+			K			k;
+
+			switch (shape)
+			{
+				case 0: k = (K) u; break;								/* all bits random */
+				case 1: k = (K) (u % 3); break;							/* three values */
+				case 2: k = (K) 12345; break;							/* all equal */
+				case 3: k = (K) ((~K(0) >> 1) + (K) (u % 1000)); break;	/* shared high bits */
+				case 4: k = i % 7 == 0 ? ~K(0) : (K) (u >> 40); break;	/* padding-like maxima */
+				case 5: k = (K) (i / 64); break;						/* runs */
+				default: k = (K) (i < S / 2 ? 0 : u); break;			/* half zero */
+			}
+			h[i] = k;
+		}
+		sorted = h;
+		std::sort(sorted.begin(), sorted.end());
+		CK(cudaMemcpy(d_in, h.data(), S * sizeof(K), cudaMemcpyHostToDevice));
+		const unsigned pairs[][2] = {{0, S - 1}, {S / 2, S / 2}, {1, 2}, {3000, 5000}, {S - 1, 0}, {4095, 4096}};
+
+		for (auto &pr : pairs)
+			for (int nt = 1; nt <= 2; nt++)
+			{
+				k_test_select<K><<<1, 512>>>(d_in, pr[0], pr[1], nt, d_out);
+				CK(cudaGetLastError());
+				CK(cudaMemcpy(got, d_out, sizeof got, cudaMemcpyDeviceToHost));
+				check(got[0] == sorted[pr[0]] && (nt == 1 || got[1] == sorted[pr[1]]),
+					  "block select kb=%d shape=%d ranks %u,%u nt=%d", (int) sizeof(K), shape, pr[0], pr[1], nt);
+			}
+	}
+	CK(cudaFree(d_in));
+	CK(cudaFree(d_out));
 }
 
 static int
@@ -670,8 +758,8 @@ bench_one(FILE *md, const char *tname, int type, int dist, uint64_t n)
 			   *d_o;
 	cudaEvent_t a,
 				b;
-	const int	REPS = 15,
-				WARM = 3;
+	const int	REPS = 25,		/* median of 25 after 5 warm-up calls */
+				WARM = 5;
 
 	CK(cudaMalloc(&d_keys, n * sizeof(K)));
 	CK(cudaMalloc(&d_sorted, n * sizeof(K)));
@@ -863,6 +951,8 @@ main(int argc, char **argv)
 		bool		race = argc > 2 && strcmp(argv[2], "race") == 0;
 
 		api_checks();
+		block_select_checks<uint32_t>();
+		block_select_checks<uint64_t>();
 		uint64_t	sizes[] = {0, 1, 2, 3, 31, 1000, 9000, 100000, 1 << 20, 1 << 24, 1 << 26, 1 << 28};
 		int			nsz = sizeof sizes / sizeof sizes[0];
 
@@ -949,6 +1039,69 @@ main(int argc, char **argv)
 			}
 			CK(cudaFree(d));
 		}
+		gs_gpu_close(E);
+		return 0;
+	}
+	if (strcmp(mode, "sweep") == 0)
+	{
+		/* single rank at n = 2^28 under several finishing-sort thresholds
+		 * (keys; -1 = default) and splitter distances (sigmas; 0 = default),
+		 * to choose the defaults; the key bits of the last call's finishing
+		 * sort in brackets */
+		struct { long long th; double z; const char *name; } cf[] = {
+			{-1, 0, "default"}, {-1, 4.0, "z=4"}, {-1, 2.5, "z=2.5"}, {1 << 19, 0, "sort<=2^19"},
+			{1 << 17, 0, "sort<=2^17"}, {0, 0, "never sort"}};
+		const uint64_t n = (uint64_t) 1 << 28;
+
+		printf("| type | dist | rank |");
+		for (auto &c : cf)
+			printf(" %s |", c.name);
+		printf("\n|---|---|---|---|---|---|---|---|---|\n");
+		for (int kb = 4; kb <= 8; kb += 4)
+			for (int dist : {D_UNIFORM, D_ADVERSARIAL})
+			{
+				void	   *d;
+
+				CK(cudaMalloc(&d, n * kb));
+				k_gen<<<4096, 256>>>(kb == 4 ? T_FLOAT4 : T_FLOAT8, dist, g_seed, n, d);
+				CK(cudaDeviceSynchronize());
+				for (uint64_t r : {n / 2, n / 100})
+				{
+					printf("| f%d | %s | %s |", kb * 8, dist_name[dist], r == n / 2 ? "n/2" : "n/100");
+					uint64_t	first = 0;
+
+					for (auto &c : cf)
+					{
+						std::vector<float> ts;
+						uint64_t	out = 0;
+						gs_options	opt;
+
+						memset(&opt, 0, sizeof opt);
+						gs_gpu_test_focus_sort(E, c.th);
+						gs_gpu_test_focus_z(E, c.z);
+						/* 10 warm-up calls: the clocks ramp up from idle */
+						for (int rep = 0; rep < 25; rep++)
+						{
+							struct timespec t0, t1;
+
+							opt.seed = g_seed + rep;
+							clock_gettime(CLOCK_MONOTONIC, &t0);
+							if (gs_gpu_select(E, d, n, kb, &r, 1, &out, &opt, &err) != GS_OK)
+								printf("sweep: %s\n", err.message);
+							clock_gettime(CLOCK_MONOTONIC, &t1);
+							if (rep >= 10)
+								ts.push_back((float) ((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6));
+						}
+						if (&c == &cf[0])
+							first = out;
+						printf(" %.3f%s (%db) |", median(ts), out == first ? "" : " MISMATCH", gs_gpu_test_last_sort_bits(E));
+					}
+					printf("\n");
+				}
+				gs_gpu_test_focus_sort(E, -1);
+				gs_gpu_test_focus_z(E, 0);
+				CK(cudaFree(d));
+			}
 		gs_gpu_close(E);
 		return 0;
 	}

@@ -1,6 +1,6 @@
 #!/bin/bash
 # test/gpu/ncu_detail.sh — Nsight Compute detail (throughput, stalls,
-# occupancy, instruction mix) of the level-1 pass kernels at 2^28 f32 uniform,
+# occupancy, instruction mix) of the level-1 kernels at 2^28 f32 uniform,
 # plus their SASS, for finding out what bounds a pass.  Writes to $OUT (or
 # test/gpu/out); prints the headline metrics of each kernel.
 # Needs test/gpu/gs_test.bin (test/gpu/run.sh builds it; or GS_PREBUILT).
@@ -12,9 +12,10 @@ mkdir -p "$OUTD"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 SECT="--section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section Occupancy --section InstructionStats --section LaunchStats"
 # kind: 0 one rank, 1 101 ranks, 3 approximate; kernel; which launch (0 = level 1)
-for spec in "0 k_count_focus" "1 k_count" "1 k_filter" "3 k_count"; do
-	set -- $spec
-	GS_PROF_REPS=1 GS_PROF_ONLY=4:$1 timeout 120 "$NCU" --clock-control none $SECT \
+# GS_DETAIL_SPECS="kind:kernel ..." and GS_DETAIL_KB (4 or 8) pick others
+for spec in ${GS_DETAIL_SPECS:-0:k_count_focus 1:k_count 1:k_filter 3:k_count}; do
+	set -- ${spec/:/ }
+	GS_PROF_REPS=1 GS_PROF_ONLY=${GS_DETAIL_KB:-4}:$1 timeout 120 "$NCU" --clock-control none $SECT \
 		--kernel-name "$2" --launch-count 1 ./test/gpu/gs_test.bin prof > "$OUTD/detail-$1-$2.txt" 2>&1
 	echo "=== kind $1 $2"
 	grep -E "^ +(Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Issue Slots Busy|Executed Ipc Active|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Warp Cycles Per Issued Instruction|Block Limit [A-Za-z ]+|L1/TEX Hit Rate|Mem Busy|Max Bandwidth|Shared Memory Configuration Size|Dynamic Shared Memory Per Block|Executed Instructions) " \

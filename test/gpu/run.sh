@@ -1,7 +1,7 @@
 #!/bin/bash
 # test/gpu/run.sh — build the CUDA engine + harness, run the correctness
 # checks, compute-sanitizer (memcheck, racecheck) on small sizes, and the
-# benchmark.  Usage: test/gpu/run.sh [check|sanitize|bench|all] (default all)
+# benchmark.  Usage: test/gpu/run.sh [check|sanitize|bench|sweep|prof|all] (default all)
 # Logs and the benchmark table go to $OUT (or test/gpu/out).
 set -u
 cd "$(dirname "$0")/../.."
@@ -48,14 +48,20 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
 	./test/gpu/gs_test.bin bench "$OUTD/bench.md" > "$OUTD/bench.log" 2>&1; rc=$((rc | $?))
 	echo "commit $(git rev-parse --short HEAD 2>/dev/null) date $(date -u +%F)"; cat "$OUTD/bench.log"
 fi
+if [ "$what" = sweep ]; then
+	# one rank at 2^28 under several single-rank finishing-sort thresholds
+	./test/gpu/gs_test.bin sweep; rc=$((rc | $?))
+fi
 if [ "$what" = prof ]; then
 	# per-kernel device time of each kind of call (2^28 uniform; kinds: 0 one
 	# rank, 1 101 ranks, 2 1001 ranks, 3 approx 101 ranks / 1024 buckets),
 	# from Nsight Compute with the clocks left as found
 	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 	reps=${GS_PROF_REPS:-3}
+	# GS_PROF_KINDS="8:0 4:1" limits it to those kb:kind pairs
 	for kb in 4 8; do
 		for kind in 0 1 2 3; do
+			case " ${GS_PROF_KINDS:-$kb:$kind} " in *" $kb:$kind "*) ;; *) continue ;; esac
 			if [ -n "$NCU" ]; then
 				GS_PROF_REPS=$reps GS_PROF_ONLY=$kb:$kind timeout 240 "$NCU" --clock-control none \
 					--metrics gpu__time_duration.sum --csv --log-file "$OUTD/ncu-$kb-$kind.csv" \

@@ -538,7 +538,7 @@ ref_splitmix64(uint64_t x)
 
 /*
  * k: keys in input order (segments concatenated), sorted: the same sorted.
- * Sample s = min(8B, n) keys at splitmix64(seed + i) % n, sorted; splitters
+ * Sample s = min(32B, n) keys at splitmix64(seed + i) % n, sorted; splitters
  * at floor(j*s/B), j = 1..B-1, deduplicated; candidates min, splitters, max
  * with their true rank ranges; each rank takes the nearest, ties lower.
  */
@@ -546,7 +546,7 @@ static void
 ref_approx(const uint64_t *k, const uint64_t *sorted, size_t n, unsigned B, uint64_t seed,
 		   const uint64_t *ranks, size_t nr, gs_approx_pick *out)
 {
-	size_t		s = (size_t) 8 * B < n ? (size_t) 8 * B : n,
+	size_t		s = (size_t) GS_APPROX_OVERSAMPLE * B < n ? (size_t) GS_APPROX_OVERSAMPLE * B : n,
 				i,
 				nc = 0;
 	uint64_t   *samp = malloc(s * sizeof(uint64_t));
@@ -1050,7 +1050,7 @@ check_approx_gap(void)
 		{
 			int			shape = (int) (b & 1);
 			unsigned	B = Bs[b / 2] ? Bs[b / 2] : 2 + (unsigned) rnd_below(4000);
-			size_t		s = (size_t) 8 * B < n ? (size_t) 8 * B : n,
+			size_t		s = (size_t) GS_APPROX_OVERSAMPLE * B < n ? (size_t) GS_APPROX_OVERSAMPLE * B : n,
 						i,
 						nr = 0,
 						bad = 0;
