@@ -432,6 +432,17 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 			gs_gpu_test_sort_finish(E, 0);
 			check(st == GS_OK && out2 == ref, "%s exact(%zu ranks, finishing sort forced): status %d %s", tag, nr,
 				  (int) st, err.message);
+			if (n <= (1u << 24))
+			{
+				/* no finishing sort: levels on virtual keys down to the base case */
+				std::vector<uint64_t> out3(nr, 0xDEADBEEFDEADBEEFULL);
+
+				gs_gpu_test_sort_finish(E, 2);
+				st = gs_gpu_select(E, d_keys, n, sizeof(K), ranks.data(), nr, out3.data(), &opt, &err);
+				gs_gpu_test_sort_finish(E, 0);
+				check(st == GS_OK && out3 == ref, "%s exact(%zu ranks, no finishing sort): status %d %s", tag, nr,
+					  (int) st, err.message);
+			}
 		}
 #ifdef GS_HAVE_CPU_ENGINE
 		if (with_cpu)
