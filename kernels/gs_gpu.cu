@@ -534,7 +534,8 @@ gs_occ_grid(gs_gpu_engine *e, const void *fn, size_t dyn)
 }
 
 /* sort the kept union (n keys in a; b is the other level buffer, same
- * capacity) and read every unresolved rank off it; synchronous */
+ * capacity) and read every unresolved rank off it; enqueued only (the
+ * caller's copy of the results waits for it and reports its errors) */
 template <typename K>
 static gs_status
 gs_finish_sort(gs_gpu_engine *e, K *a, K *b, size_t n, const gs_ull *rank_cur, int *resolved, int nu,
@@ -558,7 +559,6 @@ gs_finish_sort(gs_gpu_engine *e, K *a, K *b, size_t n, const gs_ull *rank_cur, i
 		  "DeviceRadixSort (kept union)");
 	k_finish_gather<K><<<(nu + 255) / 256, 256, 0, e->s>>>(db.Current(), rank_cur, resolved, nu, res, (K) kbase);
 	GS_CK(cudaGetLastError(), "launch k_finish_gather");
-	GS_CK(cudaStreamSynchronize(e->s), "finishing sort");
 done:
 	gs_dev_free_internal(e, tmp, tb);
 	return rc;
