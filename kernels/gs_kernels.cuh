@@ -225,10 +225,11 @@ struct gs_sample_smem
  * splitters at sample positions p -/+ delta around the rank's expected
  * sample position, delta = z sigma + 16; the open bucket between them holds
  * the rank with probability ~1 - 2.7e-3 (z = 3; a miss costs one filter
- * pass) and ~2*delta/8192 of the keys, and is written during counting.  Equality buckets on both splitters keep clusters at the edges
- * out of it.  Only those two order statistics of the sample are needed, so
- * they are selected, not sorted (gs_block_select.cuh); the base case (the
- * whole level input in the block) selects the rank itself.
+ * pass) and ~2*delta/8192 of the keys, and is written during counting.
+ * Equality buckets on both splitters keep clusters at the edges out of it.
+ * Only those two order statistics of the sample are needed, so they are
+ * selected, not sorted (gs_block_select.cuh); the base case (the whole level
+ * input in the block) selects the rank itself.
  */
 template <typename K>
 static __device__ void
