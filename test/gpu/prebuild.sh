@@ -11,7 +11,7 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 ARCH="-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90"
 FLAGS="-O3 -std=c++17 $ARCH -Xcompiler -Wall -Ikernels -Isrc"
 gcc -O2 -std=gnu11 -Ikernels -Isrc -c src/cpu_select.c -o "$dir/cpu_select.o"
-$NVCC $FLAGS -Xcompiler -fPIC -Werror all-warnings -c kernels/gs_gpu.cu -o "$dir/gs_gpu.o" &
+$NVCC $FLAGS -lineinfo -Xcompiler -fPIC -Werror all-warnings -c kernels/gs_gpu.cu -o "$dir/gs_gpu.o" &
 $NVCC $FLAGS -lineinfo -DGS_HAVE_CPU_ENGINE -c test/gpu/gs_test.cu -o "$dir/gs_test.o" &
 wait %1 && wait %2
 $NVCC $FLAGS "$dir/gs_test.o" "$dir/gs_gpu.o" "$dir/cpu_select.o" -o "$dir/gs_test.bin"
