@@ -34,11 +34,14 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 #include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cuda/functional>
 
 #define GS_CELL_JBITS 13
 #define GS_CELL_JMASK 0x1FFFu
 #define GS_CELL_KCAP 7u
 #define GS_CELLS_MAX 16384
+#define GS_CELL_EMPTY 0xFFFFu	/* while building: J | k << 13 is at most 8190 | 7 << 13 */
 
 /* cell capacity for a level of at most P - 1 splitters (P a power of two):
  * 16 cells per splitter slot, 2048 .. 16384, so that cells holding more
@@ -236,29 +239,65 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 	cs.ncells = (int) (folded >> cs.sh) + 1;
 
 	/*
-	 * Fill: the first splitter of each occupied cell writes that cell's entry
-	 * and the entries of the empty cells since the previous occupied one;
-	 * cells after the last splitter's get J = m.  Every entry is written once.
+	 * Fill, in block-wide steps.  (It was: the first splitter of each occupied
+	 * cell also filled the empty cells since the previous occupied one, one
+	 * thread per stretch; when splitters crowd into a few cells, as after a
+	 * spread level, a few threads filled thousands of cells while the block
+	 * waited: ncu showed that loop as most of level 2's time, NOTES-gpu.md
+	 * §5 J.)
+	 * 1. Every entry is marked empty; the first splitter of each occupied cell
+	 *    writes that cell's entry.
+	 * 2. An empty cell's J is the J of the next occupied cell above it (m
+	 *    above the last one; the entry after the last cell is always empty).
+	 *    Thread t takes the run of `per` cells numbered THREADS-1-t from the
+	 *    bottom, so that a scan in thread order runs from the top down: the
+	 *    lowest J in each run, a block exclusive min-scan, then each thread
+	 *    fills its run from its top.
 	 */
+	typedef cub::BlockScan<int, THREADS> RunScan;
+	__shared__ typename RunScan::TempStorage s_scan;
+	const int	nent = cs.ncells + 1;
+	const int	per = (nent + THREADS - 1) / THREADS;
+
+	for (int c = tid; c < nent; c += THREADS)
+		tab[c] = GS_CELL_EMPTY;
+	__syncthreads();
 	for (int i = tid; i < m; i += THREADS)
 	{
 		const int	ci = cs.cell(spl[i]);
-		const int	cp = i > 0 ? cs.cell(spl[i - 1]) : -1;
 
-		if (ci == cp)
+		if (i > 0 && cs.cell(spl[i - 1]) == ci)
 			continue;
 		unsigned	k = 1;
 
 		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(spl[i + k]) == ci)
 			k++;
 		tab[ci] = (uint16_t) ((unsigned) i | (k << GS_CELL_JBITS));
-		for (int c = cp + 1; c < ci; c++)
-			tab[c] = (uint16_t) i;
 	}
-	const int	clast = cs.cell(spl[m - 1]);
+	__syncthreads();
 
-	for (int c = clast + 1 + tid; c <= cs.ncells; c += THREADS)
-		tab[c] = (uint16_t) m;
+	const int	c0 = (THREADS - 1 - tid) * per;
+	const int	c1 = c0 + per < nent ? c0 + per : nent;
+	int			lowest = m,
+				above;
+
+	for (int c = c1 - 1; c >= c0; c--)
+	{
+		const unsigned e = tab[c];
+
+		if (e != GS_CELL_EMPTY)
+			lowest = (int) (e & GS_CELL_JMASK);
+	}
+	RunScan(s_scan).ExclusiveScan(lowest, above, m, cuda::minimum<int>());
+	for (int c = c1 - 1; c >= c0; c--)
+	{
+		const unsigned e = tab[c];
+
+		if (e == GS_CELL_EMPTY)
+			tab[c] = (uint16_t) above;
+		else
+			above = (int) (e & GS_CELL_JMASK);
+	}
 	__syncthreads();
 }
 
