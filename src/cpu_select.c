@@ -20,7 +20,9 @@
  *            (plus slots below/above it).  When the sample shows its key
  *            range mostly empty (float8 values straddling zero, far-apart
  *            clusters) the buckets are spread piecewise by the sample's
- *            density instead of linearly (pw_layout).
+ *            density instead of linearly (pw_layout); entries where the
+ *            sample clumps (clusters far narrower than an entry) are split
+ *            again by child tables.
  *   scratch  gathered tasks are finished depth first on their own copy:
  *            slices <= GS_SORT_MAX keys are sorted; larger ones get their
  *            exact min/max (all-equal finishes at once), a histogram, and a
@@ -473,6 +475,31 @@ GS_KERNELS(hist1, lvl_arg,
 #define PW_SLOT(ent_, tsh_, tm_, d_) \
 	((size_t) (ent_[(d_) >> (tsh_)] & PW_OFF_MASK) + \
 	 (size_t) (((d_) & (tm_)) >> (ent_[(d_) >> (tsh_)] >> PW_OFF_BITS)))
+#define GS_PW_ENT_BITS	12		/* entries per pw_layout table, log2 */
+#define PW_NODE			63		/* "sub" of an entry refined into a child table */
+
+/*
+ * Slot of offset d when the layout has child tables (pw_build refines an
+ * entry whose sample keys sit in a tiny part of it): table t holds entries
+ * t << GS_PW_ENT_BITS ..; an entry marked PW_NODE names the child table that
+ * splits its 2^sh keys into 2^GS_PW_ENT_BITS entries.  At most a few steps:
+ * each one narrows the entry width by 2^GS_PW_ENT_BITS.
+ */
+static inline size_t
+pw_tree_slot(const uint32_t *ent, unsigned tsh, uint64_t d)
+{
+	uint32_t	e = ent[d >> tsh];
+	unsigned	sh = tsh;
+
+	while ((e >> PW_OFF_BITS) == PW_NODE)
+	{
+		sh -= GS_PW_ENT_BITS;
+		e = ent[((size_t) (e & PW_OFF_MASK) << GS_PW_ENT_BITS) +
+				(size_t) ((d >> sh) & ((UINT64_C(1) << GS_PW_ENT_BITS) - 1))];
+	}
+	return (size_t) (e & PW_OFF_MASK) +
+		(size_t) ((d & ((UINT64_C(1) << sh) - 1)) >> (e >> PW_OFF_BITS));
+}
 
 GS_KERNELS(histpw, lvl_arg,
 		   uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
@@ -527,6 +554,22 @@ GS_KERNELS(gathpw, lvl_arg,
 		   GATH1_SETUP const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;
 		   const uint64_t tm = (UINT64_C(1) << tsh) - 1;,
 		   GATH1_BODY(PW_SLOT(ent, tsh, tm, d)),)
+
+/* the same two with child tables (pw_tree_slot) */
+GS_KERNELS(histpwt, lvl_arg,
+		   uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
+		   const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;
+		   const size_t un = a->under; const size_t ov = a->over; uint32_t cu = 0; uint32_t cout = 0;,
+		   uint64_t d = k - lo;
+		   cu += k < lo;
+		   if (d <= w)
+			   h[pw_tree_slot(ent, tsh, d)]++;
+		   else
+			   cout++;,
+		   h[un] += cu; h[ov] += cout - cu;)
+GS_KERNELS(gathpwt, lvl_arg,
+		   GATH1_SETUP const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;,
+		   GATH1_BODY(pw_tree_slot(ent, tsh, d)),)
 
 GS_KERNELS(gathn, lvl_arg,
 		   const int32_t *map = a->map; size_t *pos = a->pos; uint64_t *sc = a->scratch;,
@@ -609,6 +652,8 @@ static const kernset gath1_kernels = {gath1_16, gath1_32, gath1_64, NULL};
 static const kernset gathn_kernels = {gathn_16, gathn_32, gathn_64, NULL};
 static const kernset histpw_kernels = {histpw_16, histpw_32, histpw_64, hist_flush};
 static const kernset gathpw_kernels = {gathpw_16, gathpw_32, gathpw_64, NULL};
+static const kernset histpwt_kernels = {histpwt_16, histpwt_32, histpwt_64, hist_flush};
+static const kernset gathpwt_kernels = {gathpwt_16, gathpwt_32, gathpwt_64, NULL};
 
 /* ------------------------------------------------------------------ */
 /* engine context                                                       */
@@ -924,87 +969,190 @@ check_input(const gs_input *in, size_t nranks, const uint64_t *ranks, const void
  * walk, the children and the gather work as for linear buckets.  It is used
  * only at the first level (open task), so the later levels and their bound
  * are unchanged.
+ *
+ * An entry is 2^tsh keys, about 2^-12 of [L, H]; a cluster much narrower
+ * than that (far-apart clusters each narrow relative to its magnitude, e.g.
+ * float8 values near -1e12 and near 3.5) gets its entry's slots spread over
+ * the whole entry, lands in a handful of them, and the layout gains nothing
+ * over linear buckets.  pw_fill gives such entries child tables (below).
  */
-#define GS_PW_ENT_BITS	12
+#define GS_PW_MAX_NODES	16		/* tables, the root included (2 x 16 KB each) */
+#define GS_PW_REFINE_LB	6		/* refine entries owed >= 2^6 slots ... */
+#define GS_PW_CLUMP		8		/* ... whose sample values outnumber the slots
+								 * they hit 8 to 1 */
 
 typedef struct pw_layout
 {
 	uint64_t	lo,
 				w;				/* [lo, lo + w] = [L, H] */
-	unsigned	tsh;			/* entry width, log2 */
-	size_t		nent,
-				nslots;
-	uint32_t   *ent;			/* entry's first slot | sub << PW_OFF_BITS */
+	unsigned	tsh;			/* root entry width, log2 */
+	size_t		nent,			/* root entries */
+				nslots,
+				nnodes;			/* tables; > 1: pw_tree_slot kernels */
+	uint32_t   *ent;			/* nnodes tables of 2^GS_PW_ENT_BITS: entry's
+								 * first slot | sub << PW_OFF_BITS, or child
+								 * table | PW_NODE << PW_OFF_BITS */
+	uint32_t   *first;			/* the same shape: entry's first slot */
 } pw_layout;
+
+/*
+ * Fill table `node` (entries of 2^sh keys from offset dbase) from the sorted
+ * sample keys s[0..ns) that fall in it; ntot: all sample keys of the layout.
+ *
+ * The entries are fixed-width, so a cluster much narrower than its entry
+ * (two far clusters, each narrow relative to its magnitude) gets its share
+ * of slots spread over the whole entry and sits in a handful of them: the
+ * wanted slots would hold most of the input.  Such an entry is refined
+ * instead: its slots go to a child table of 2^GS_PW_ENT_BITS entries over
+ * the same keys, filled the same way (recursively; a child whose cluster is
+ * still narrower is refined again).  Slots stay in key order: a child's
+ * slots are numbered where its parent entry's would have been.  0 on no
+ * memory.
+ */
+static int
+pw_fill(pw_layout *pw, size_t node, unsigned sh, size_t nent, uint64_t dbase,
+		const uint64_t *s, size_t ns, size_t ntot)
+{
+	const uint64_t budget = (uint64_t) 1 << GS_MAX_BITS;
+	const size_t tb = node << GS_PW_ENT_BITS;
+	size_t		i,
+				j = 0;
+
+	for (i = 0; i < nent; i++)
+	{
+		size_t		j0 = j,
+					x,
+					nval = 1,
+					nhit = 1;
+		uint64_t	want;
+		unsigned	lb;
+
+		while (j < ns && (s[j] - pw->lo - dbase) >> sh == i)
+			j++;
+		want = (uint64_t) (j - j0) * budget / ntot;
+		lb = want > 1 ? floor_log2(want) : 0;
+		if (lb > sh)
+			lb = sh;			/* no bucket narrower than one key */
+		pw->first[tb + i] = (uint32_t) pw->nslots;
+
+		/*
+		 * Clumped: many distinct sample values share few of the entry's
+		 * slots (spread data hits about as many slots as it has values; one
+		 * heavy value is one value, which no finer slot would split).  The
+		 * count of values, not the sample's min/max span, so that a few
+		 * stragglers around a narrow cluster do not hide it.
+		 */
+		if (lb >= GS_PW_REFINE_LB && sh >= 2 * GS_PW_ENT_BITS &&
+			pw->nnodes < GS_PW_MAX_NODES)
+			for (x = j0 + 1; x < j; x++)
+			{
+				nval += s[x] != s[x - 1];
+				nhit += (s[x] - pw->lo - dbase) >> (sh - lb) !=
+					(s[x - 1] - pw->lo - dbase) >> (sh - lb);
+			}
+		if (nval >= GS_PW_CLUMP * nhit)
+		{
+			size_t		child = pw->nnodes++;
+			size_t		sz = pw->nnodes << GS_PW_ENT_BITS;
+			uint32_t   *ne = realloc(pw->ent, sz * sizeof(uint32_t));
+
+			if (!ne)
+				return 0;
+			pw->ent = ne;
+			ne = realloc(pw->first, sz * sizeof(uint32_t));
+			if (!ne)
+				return 0;
+			pw->first = ne;
+			pw->ent[tb + i] = (uint32_t) child | ((uint32_t) PW_NODE << PW_OFF_BITS);
+			if (!pw_fill(pw, child, sh - GS_PW_ENT_BITS, (size_t) 1 << GS_PW_ENT_BITS,
+						 dbase + ((uint64_t) i << sh), s + j0, j - j0, ntot))
+				return 0;
+			continue;
+		}
+		pw->ent[tb + i] = (uint32_t) pw->nslots | ((uint32_t) (sh - lb) << PW_OFF_BITS);
+		pw->nslots += (size_t) 1 << lb;
+	}
+	return 1;
+}
 
 /* s[0..ns): sorted sample keys, all in [lo, hi], ns >= 1.  0 on no memory. */
 static int
 pw_build(pw_layout *pw, uint64_t lo, uint64_t hi, const uint64_t *s, size_t ns)
 {
-	const uint64_t budget = (uint64_t) 1 << GS_MAX_BITS;
-	uint32_t   *cnt;
-	size_t		i,
-				off = 0;
-
 	pw->lo = lo;
 	pw->w = hi - lo;
 	pw->tsh = shift_for(pw->w, GS_PW_ENT_BITS);
 	pw->nent = (size_t) (pw->w >> pw->tsh) + 1;
-	pw->ent = malloc(pw->nent * sizeof(uint32_t));
-	cnt = calloc(pw->nent, sizeof(uint32_t));
-	if (!pw->ent || !cnt)
-	{
-		free(cnt);
+	pw->nslots = 0;
+	pw->nnodes = 1;
+	pw->ent = malloc(sizeof(uint32_t) << GS_PW_ENT_BITS);
+	pw->first = malloc(sizeof(uint32_t) << GS_PW_ENT_BITS);
+	if (!pw->ent || !pw->first)
 		return 0;
-	}
-	for (i = 0; i < ns; i++)
-		cnt[(s[i] - lo) >> pw->tsh]++;
-	for (i = 0; i < pw->nent; i++)
-	{
-		uint64_t	want = (uint64_t) cnt[i] * budget / ns;
-		unsigned	lb = want > 1 ? floor_log2(want) : 0;
 
-		if (lb > pw->tsh)
-			lb = pw->tsh;		/* no bucket narrower than one key */
-		pw->ent[i] = (uint32_t) off | ((uint32_t) (pw->tsh - lb) << PW_OFF_BITS);
-		off += (size_t) 1 << lb;
-	}
-	/* off <= nent + budget < 2^PW_OFF_BITS; sub <= tsh <= 52 fits the rest */
-	pw->nslots = off;
-	free(cnt);
-	return 1;
+	/*
+	 * nslots <= budget + GS_PW_MAX_NODES * 2^GS_PW_ENT_BITS < 2^PW_OFF_BITS;
+	 * sub <= tsh <= 52 < PW_NODE fits the rest
+	 */
+	return pw_fill(pw, 0, pw->tsh, pw->nent, 0, s, ns, ns);
+}
+
+static void
+pw_free(pw_layout *pw)
+{
+	free(pw->ent);
+	free(pw->first);
+	pw->ent = NULL;
+	pw->first = NULL;
 }
 
 static inline size_t
 pw_slot(const pw_layout *pw, uint64_t k)
 {
-	uint64_t	d = k - pw->lo;
-
-	return PW_SLOT(pw->ent, pw->tsh, (UINT64_C(1) << pw->tsh) - 1, d);
+	return pw_tree_slot(pw->ent, pw->tsh, k - pw->lo);
 }
 
 /* key range [*lo, *hi] of a slot holding keys */
 static void
 pw_slot_range(const pw_layout *pw, size_t slot, uint64_t *lo, uint64_t *hi)
 {
-	size_t		a = 0,
-				len = pw->nent;
-	unsigned	sub;
+	size_t		tb = 0,
+				nent = pw->nent;
+	unsigned	sh = pw->tsh;
+	uint64_t	dbase = 0;
 
-	/* last entry whose first slot is <= slot (first slots strictly increase) */
-	while (len > 1)
+	for (;;)
 	{
-		size_t		half = len / 2;
+		size_t		a = 0,
+					len = nent;
+		uint32_t	e;
+		unsigned	sub;
 
-		a = (pw->ent[a + half] & PW_OFF_MASK) <= slot ? a + half : a;
-		len -= half;
+		/* last entry whose first slot is <= slot (first slots strictly increase) */
+		while (len > 1)
+		{
+			size_t		half = len / 2;
+
+			a = pw->first[tb + a + half] <= slot ? a + half : a;
+			len -= half;
+		}
+		e = pw->ent[tb + a];
+		sub = e >> PW_OFF_BITS;
+		if (sub == PW_NODE)
+		{
+			dbase += (uint64_t) a << sh;
+			tb = (size_t) (e & PW_OFF_MASK) << GS_PW_ENT_BITS;
+			nent = (size_t) 1 << GS_PW_ENT_BITS;
+			sh -= GS_PW_ENT_BITS;
+			continue;
+		}
+		*lo = pw->lo + dbase + ((uint64_t) a << sh) +
+			((uint64_t) (slot - (e & PW_OFF_MASK)) << sub);
+		*hi = *lo + ((UINT64_C(1) << sub) - 1);
+		if (*hi < *lo || *hi > pw->lo + pw->w)
+			*hi = pw->lo + pw->w;
+		return;
 	}
-	sub = pw->ent[a] >> PW_OFF_BITS;
-	*lo = pw->lo + ((uint64_t) a << pw->tsh) +
-		((uint64_t) (slot - (pw->ent[a] & PW_OFF_MASK)) << sub);
-	*hi = *lo + ((UINT64_C(1) << sub) - 1);
-	if (*hi < *lo || *hi > pw->lo + pw->w)
-		*hi = pw->lo + pw->w;
 }
 
 /*
@@ -1072,7 +1220,7 @@ pw_choose(pw_layout *pw, uint64_t mn, uint64_t mx, const uint64_t *s, size_t ns,
 	if (!pw_build(pw, mn, mx, s, ns))
 	{
 		free(slot);
-		free(pw->ent);
+		pw_free(pw);
 		return -1;
 	}
 	for (i = 0; i < ns; i++)
@@ -1081,8 +1229,7 @@ pw_choose(pw_layout *pw, uint64_t mn, uint64_t mx, const uint64_t *s, size_t ns,
 	free(slot);
 	if (pwe * 2 < lin)
 		return 1;
-	free(pw->ent);
-	pw->ent = NULL;
+	pw_free(pw);
 	return 0;
 }
 
@@ -1210,7 +1357,8 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 		la.nslots = nslots + 1;
 		la.pent = pw.ent;
 		la.ptsh = pw.tsh;
-		st = run_pass(in, tasks[0].pw ? &histpw_kernels : nt == 1 ? &hist1_kernels : &histn_kernels,
+		st = run_pass(in, !tasks[0].pw ? (nt == 1 ? &hist1_kernels : &histn_kernels) :
+					  pw.nnodes > 1 ? &histpwt_kernels : &histpw_kernels,
 					  &la, e->opt, e->err);
 		if (st != GS_OK)
 			goto done;
@@ -1345,7 +1493,8 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 			la.bm = bm;
 			la.pos = pos;
 			la.scratch = sa;
-			st = run_pass(in, tasks[0].pw ? &gathpw_kernels : nt == 1 ? &gath1_kernels : &gathn_kernels,
+			st = run_pass(in, !tasks[0].pw ? (nt == 1 ? &gath1_kernels : &gathn_kernels) :
+						  pw.nnodes > 1 ? &gathpwt_kernels : &gathpw_kernels,
 						  &la, e->opt, e->err);
 			if (st != GS_OK)
 				goto done;
@@ -1370,7 +1519,7 @@ input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, i
 	}
 
 done:
-	free(pw.ent);
+	pw_free(&pw);
 	free(tasks);
 	free(kids);
 	free(tlo);

@@ -177,12 +177,12 @@ enum dist
 {
 	D_UNIFORM, D_SORTED, D_REVERSED, D_EQUAL, D_TWO, D_SIXTEEN, D_ORGAN, D_CLUSTER,
 	D_MULTICLUSTER, D_NANINF, D_SPECIAL, D_SAMPLEFOOL, D_MIXSIGN, D_FARCLUSTERS, D_MIXOUTLIERS,
-	D_ALLNEG, D_ONESIDE, D_GAPFOOL, D_NDISTS
+	D_ALLNEG, D_ONESIDE, D_GAPFOOL, D_NESTED, D_NDISTS
 };
 static const char *dname[] = {"uniform", "sorted", "reversed", "all-equal", "2-distinct",
 	"16-distinct", "organ-pipe", "cluster+outliers", "4-clusters", "nan/inf-heavy", "specials",
 	"sample-fooling", "mixed-sign", "2-far-clusters", "mixed-sign+huge-outliers", "all-negative",
-	"one-sided-gap", "gap-fooling"};
+	"one-sided-gap", "gap-fooling", "nested-clusters"};
 
 /*
  * A real value as a key of type t: floats through gs_keys.h, integer and raw
@@ -429,6 +429,40 @@ gen(int t, int d, uint64_t *k, size_t n)
 				for (i = 0; i < 16384; i++)
 					k[engine_sample_pos(i, n)] =
 						key_of_value(t, (i & 1 ? 1 : -1) * value_scale(t) * (0.99 + 0.01 * rnd_unit()));
+			break;
+		case D_NESTED:
+			/*
+			 * Narrow clusters at several scales, two of them close to each
+			 * other relative to their distance from the rest (floats: near
+			 * 3.5 at 1e-3 apart, one only 1e-12 wide), a run of one value,
+			 * and 4% stragglers scattered around the clusters where the
+			 * sample sees little: the first level's piecewise layout refines
+			 * its entries into child tables (several deep), and the sparse
+			 * slots around the clusters still have to count exactly.
+			 */
+			for (i = 0; i < n; i++)
+			{
+				uint64_t	r = rnd_below(100);
+				double		u = rnd_unit();
+				double		S = value_scale(t);
+				double		v;
+
+				if (r < 25)
+					v = is_float(t) ? -1e12 * (1.0 + 1e-4 * u) : -0.9 * S * (1.0 + 1e-4 * u);
+				else if (r < 45)
+					v = is_float(t) ? 3.5 * (1.0 + 1e-9 * u) : 0.3 * S * (1.0 + 1e-7 * u);
+				else if (r < 70)
+					v = is_float(t) ? 3.5 * (1.0 + 1e-3 + 1e-12 * u) : 0.3 * S * (1.0 + 1e-3 + 1e-9 * u);
+				else if (r < 86)
+					v = is_float(t) ? 7e5 : 0.6 * S;
+				else if (r < 96)
+					v = is_float(t) ? 7e5 * (1.0 + 1e-6 * u) : 0.6 * S * (1.0 + 1e-6 * u);
+				else if (r < 98)
+					v = is_float(t) ? 3.5 * (1.0 + 1e-2 * (u - 0.5)) : 0.3 * S * (1.0 + 1e-2 * (u - 0.5));
+				else
+					v = is_float(t) ? -1e12 * (1.0 + 1e-2 * (u - 0.5)) : -0.9 * S * (1.0 + 1e-2 * (u - 0.5));
+				k[i] = key_of_value(t, v);
+			}
 			break;
 		default:				/* D_SPECIAL */
 			ns = special_keys(t, pool);
@@ -1158,7 +1192,7 @@ run_all(uint64_t seed, int big)
 			for (int d = 0; d < D_NDISTS; d++)
 				if (t == T_F64 || t == T_RAW64 || ((t == T_I32 || t == T_I16) && d % 3 == 0))
 					check_input(t, d, 2000000, d == D_UNIFORM || d == D_CLUSTER ||
-								(t == T_F64 && (d == D_MIXSIGN || d == D_FARCLUSTERS ||
+								(t == T_F64 && (d == D_MIXSIGN || d == D_FARCLUSTERS || d == D_NESTED ||
 												d == D_MIXOUTLIERS || d == D_NANINF)));
 	check_approx_gap();
 	check_heavy();
