@@ -501,18 +501,22 @@ pw_tree_slot(const uint32_t *ent, unsigned tsh, uint64_t d)
 		(size_t) ((d & ((UINT64_C(1) << sh) - 1)) >> (e >> PW_OFF_BITS));
 }
 
-GS_KERNELS(histpw, lvl_arg,
-		   uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
-		   const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;
-		   const uint64_t tm = (UINT64_C(1) << tsh) - 1;
-		   const size_t un = a->under; const size_t ov = a->over; uint32_t cu = 0; uint32_t cout = 0;,
-		   uint64_t d = k - lo;
-		   cu += k < lo;
-		   if (d <= w)
-			   h[PW_SLOT(ent, tsh, tm, d)]++;
-		   else
-			   cout++;,
-		   h[un] += cu; h[ov] += cout - cu;)
+/* piecewise first-level histogram; SLOT: the slot of the offset d */
+#define HISTPW_SETUP \
+	uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0]; \
+	const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh; \
+	const size_t un = a->under; const size_t ov = a->over; uint32_t cu = 0; uint32_t cout = 0;
+#define HISTPW_BODY(SLOT) \
+	uint64_t d = k - lo; \
+	cu += k < lo; \
+	if (d <= w) \
+		h[(SLOT)]++; \
+	else \
+		cout++;
+#define HISTPW_FINISH h[un] += cu; h[ov] += cout - cu;
+
+GS_KERNELS(histpw, lvl_arg, HISTPW_SETUP const uint64_t tm = (UINT64_C(1) << tsh) - 1;,
+		   HISTPW_BODY(PW_SLOT(ent, tsh, tm, d)), HISTPW_FINISH)
 
 GS_KERNELS(histn, lvl_arg, uint32_t *h = a->h32; uint64_t *tmn = a->tmn; uint64_t *tmx = a->tmx;,
 		   size_t t = lvl_task(a, k);
@@ -556,17 +560,7 @@ GS_KERNELS(gathpw, lvl_arg,
 		   GATH1_BODY(PW_SLOT(ent, tsh, tm, d)),)
 
 /* the same two with child tables (pw_tree_slot) */
-GS_KERNELS(histpwt, lvl_arg,
-		   uint32_t *h = a->h32; const uint64_t lo = a->lo[0]; const uint64_t w = a->width[0];
-		   const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;
-		   const size_t un = a->under; const size_t ov = a->over; uint32_t cu = 0; uint32_t cout = 0;,
-		   uint64_t d = k - lo;
-		   cu += k < lo;
-		   if (d <= w)
-			   h[pw_tree_slot(ent, tsh, d)]++;
-		   else
-			   cout++;,
-		   h[un] += cu; h[ov] += cout - cu;)
+GS_KERNELS(histpwt, lvl_arg, HISTPW_SETUP, HISTPW_BODY(pw_tree_slot(ent, tsh, d)), HISTPW_FINISH)
 GS_KERNELS(gathpwt, lvl_arg,
 		   GATH1_SETUP const uint32_t *ent = a->pent; const unsigned tsh = a->ptsh;,
 		   GATH1_BODY(pw_tree_slot(ent, tsh, d)),)

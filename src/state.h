@@ -72,7 +72,7 @@ extern int64 gs_states_created;
 /* partial states whose keys combine took over instead of copying (gpuselect_status) */
 extern int64 gs_states_taken_over;
 extern GsChunk *gs_state_grow(GsState *st);
-/* append n keys of st->key_bytes each (combine, deserialize) */
+/* append n keys of st->key_bytes each (combine) */
 extern void gs_state_append_keys(GsState *st, const char *keys, uint64 n);
 /* from's keys may be taken over by into (handover chunks); they stay valid */
 extern void gs_state_combine(GsState *into, GsState *from);
