@@ -189,12 +189,11 @@ gs_mopen_for(size_t nu)
 
 /*
  * Single rank: once a level has cut the input to at most this many keys, one
- * radix sort of them replaces the remaining small levels.  GS_FOCUS_SORT_MAX
- * bounds every threshold (it sizes the sort's temp storage).
+ * radix sort of them replaces the remaining small levels (2^21 was best or
+ * tied for both key widths in `gs_test sweep`, 2026-11-22).  It also bounds
+ * the test hook's thresholds, since it sizes the sort's temp storage.
  */
 #define GS_FOCUS_SORT_MAX ((size_t) 1 << 21)
-#define GS_FOCUS_SORT_F32 ((size_t) 1 << 21)
-#define GS_FOCUS_SORT_F64 ((size_t) 1 << 21)
 
 /*
  * Single rank: the kept bucket is the sample's p -/+ (z sigma + 16).  z = 3
@@ -204,11 +203,11 @@ gs_mopen_for(size_t nu)
 #define GS_FOCUS_Z 3.0
 
 static size_t
-gs_focus_sort_below(const gs_gpu_engine *e, unsigned kb)
+gs_focus_sort_below(const gs_gpu_engine *e)
 {
-	if (e->focus_sort >= 0)
-		return (size_t) e->focus_sort < GS_FOCUS_SORT_MAX ? (size_t) e->focus_sort : GS_FOCUS_SORT_MAX;
-	return kb == 8 ? GS_FOCUS_SORT_F64 : GS_FOCUS_SORT_F32;
+	if (e->focus_sort >= 0 && (size_t) e->focus_sort < GS_FOCUS_SORT_MAX)
+		return (size_t) e->focus_sort;
+	return GS_FOCUS_SORT_MAX;
 }
 
 /* capacity (elements) of each of the two ping-pong buffers */
@@ -643,7 +642,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		const double keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
 		double		sort_below = e->sort_finish == 2 ? 0.0 :
 			(e->sort_finish == 1 ? 1e30 :
-			 (focused ? (double) gs_focus_sort_below(e, (unsigned) sizeof(K)) : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep)));
+			 (focused ? (double) gs_focus_sort_below(e) : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep)));
 
 		memset(&hs, 0, sizeof hs);
 		hs.n = n;
