@@ -13,6 +13,7 @@ OBJS = \
 	src/guc.o \
 	src/types.o \
 	src/state.o \
+	src/shared_state.o \
 	src/ranks.o \
 	src/ordered_set.o \
 	src/plain_aggs.o \

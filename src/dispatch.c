@@ -14,6 +14,7 @@
 #include "gs_engine.h"
 #include "dispatch.h"
 #include "guc.h"
+#include "shared_state.h"
 
 /* per-backend record of the selection runs */
 static int64 gs_gpu_runs = 0;
@@ -285,6 +286,7 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("cpu_runs", psprintf(INT64_FORMAT, gs_cpu_runs), &ea);
 	gs_emit("states_created", psprintf(INT64_FORMAT, gs_states_created), &ea);
 	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);
+	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
 	gs_emit("last_path", gs_have_last ? gs_last.path : NULL, &ea);
 	gs_emit("last_n", gs_have_last ? psprintf(INT64_FORMAT, gs_last.n) : NULL, &ea);
 	gs_emit("last_ranks", gs_have_last ? psprintf("%d", gs_last_nranks) : NULL, &ea);

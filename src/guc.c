@@ -17,6 +17,8 @@ int			gs_guc_approx_buckets = 1024;
 int			gs_guc_seed = 42;
 bool		gs_guc_debug = false;
 int			gs_guc_test_max_serial_bytes = 0;
+bool		gs_guc_shared_partial_states = true;
+bool		gs_guc_test_fail_shared_attach = false;
 
 static const struct config_enum_entry gs_device_options[] = {
 	{"auto", GS_DEVICE_AUTO, false},
@@ -114,6 +116,17 @@ gs_guc_define(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("gpuselect.shared_partial_states",
+							 "Pass parallel workers' large partial states to the leader in dynamic shared memory.",
+							 "On: a worker's partial state of at least 1 MB of values (plain aggregates, no GROUP BY) "
+							 "goes through a dynamic shared memory segment instead of the tuple queue, several times "
+							 "faster. Off: always the tuple queue, e.g. where /dev/shm is too small for the segments.",
+							 &gs_guc_shared_partial_states,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomIntVariable("gpuselect.test_max_serial_bytes",
 							"Test hook: largest serialized partial aggregate state (0: MaxAllocSize, PostgreSQL's 1 GB limit).",
 							"Lowers the limit above which passing a partial state between parallel "
@@ -122,4 +135,12 @@ gs_guc_define(void)
 							0, 0, (int) MaxAllocSize,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuselect.test_fail_shared_attach",
+							 "Test hook: raise an ERROR right after the leader attaches a worker's shared partial state.",
+							 "Tests that an ERROR while workers still hold shared partial states leaves no segment and no waiting worker behind.",
+							 &gs_guc_test_fail_shared_attach,
+							 false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 }

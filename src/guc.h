@@ -1,5 +1,5 @@
 /*
- * guc.h — gpuselect's configuration parameters (USERSET, except the test hook).
+ * guc.h — gpuselect's configuration parameters (USERSET, except the test hooks).
  *
  *   gpuselect.device          auto | gpu | cpu                 (default auto)
  *   gpuselect.gpu_min_rows    GPU only for groups this large   (default 1000000)
@@ -7,13 +7,17 @@
  *   gpuselect.approx_buckets  buckets of the approximate mode  (default 1024)
  *   gpuselect.seed            sampling seed                    (default 42)
  *   gpuselect.debug           NOTICE per selection run         (default off)
+ *   gpuselect.shared_partial_states  large parallel partial states
+ *                             through shared memory            (default on)
  *
- * Test hook (superuser only, not in postgresql.conf.sample):
+ * Test hooks (superuser only, not in postgresql.conf.sample):
  *
  *   gpuselect.test_max_serial_bytes  lower the serialized partial-state limit
  *                                    (default 0: MaxAllocSize), so the "state
  *                                    too large" error can be tested without
  *                                    1 GB of data
+ *   gpuselect.test_fail_shared_attach  ERROR right after the leader
+ *                                    attaches a worker's shared state
  *
  * Defined by gs_guc_define(), called from _PG_init (gpuselect.c).
  */
@@ -34,6 +38,8 @@ extern int	gs_guc_approx_buckets;
 extern int	gs_guc_seed;
 extern bool gs_guc_debug;
 extern int	gs_guc_test_max_serial_bytes;
+extern bool gs_guc_shared_partial_states;
+extern bool gs_guc_test_fail_shared_attach;
 
 extern void gs_guc_define(void);
 extern const char *gs_device_name(int device);

@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "nodes/execnodes.h"
 #include "nodes/primnodes.h"
 #include "utils/array.h"
 #include "utils/memutils.h"
@@ -255,13 +256,22 @@ gs_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(s1);
 }
 
-/* gs_serialize(internal) returns bytea; strict */
+/*
+ * gs_serialize(internal) returns bytea; strict.  A partial plain aggregate
+ * (no GROUP BY) sends one state per participant, and the finalizing one
+ * deserializes all of them before it returns anything: only then may a
+ * worker's state travel in shared memory (shared_state.c).
+ */
 Datum
 gs_serialize(PG_FUNCTION_ARGS)
 {
+	bool		plain;
+
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "gs_serialize called in non-aggregate context");
-	PG_RETURN_BYTEA_P(gs_state_serialize((GsState *) PG_GETARG_POINTER(0)));
+	plain = fcinfo->context != NULL && IsA(fcinfo->context, AggState) &&
+		((AggState *) fcinfo->context)->aggstrategy == AGG_PLAIN;
+	PG_RETURN_BYTEA_P(gs_state_serialize((GsState *) PG_GETARG_POINTER(0), plain));
 }
 
 /*

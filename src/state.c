@@ -12,6 +12,7 @@
 
 #include "gpu.h"
 #include "guc.h"
+#include "shared_state.h"
 #include "state.h"
 #include "types.h"
 
@@ -19,6 +20,7 @@
 #define GS_SF_HAVE_FRACTION	0x01
 #define GS_SF_FRACTION_NULL	0x02
 #define GS_SF_HAVE_ARRAY	0x04
+#define GS_SF_SHARED		0x08	/* keys in a shared memory segment (shared_state.c) */
 
 typedef struct GsSerialHeader
 {
@@ -32,6 +34,14 @@ typedef struct GsSerialHeader
 	float8		fraction;
 	int64		nrows;
 } GsSerialHeader;
+
+/* follows the fraction array instead of the keys when GS_SF_SHARED is set */
+typedef struct GsSerialSharedRef
+{
+	dsm_handle	handle;
+	uint32		pad;
+	uint64		key_bytes;
+} GsSerialSharedRef;
 
 int64		gs_states_created = 0;
 int64		gs_states_taken_over = 0;
@@ -282,19 +292,51 @@ gs_state_combine(GsState *into, GsState *from)
 	}
 }
 
+static void
+gs_state_copy_keys(const GsState *st, char *p)
+{
+	for (int i = 0; i < st->nchunks; i++)
+	{
+		Size		sz = (Size) st->chunks[i].n * st->key_bytes;
+
+		memcpy(p, st->chunks[i].data, sz);
+		p += sz;
+	}
+}
+
+/*
+ * allow_shared: the caller knows the leader deserializes every partial state
+ * (shared_state.c says why that matters); large ones then travel in shared
+ * memory and the bytea carries only the segment's handle.
+ */
 bytea *
-gs_state_serialize(const GsState *st)
+gs_state_serialize(const GsState *st, bool allow_shared)
 {
 	GsSerialHeader hdr;
 	uint32		array_bytes = st->fractions ? VARSIZE(st->fractions) : 0;
 	Size		array_padded = MAXALIGN(array_bytes);
 	uint64		keybytes = (uint64) st->nrows * st->key_bytes;
-	uint64		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + keybytes;
+	GsSerialSharedRef ref;
+	char	   *shared_keys = NULL;
+	uint64		total;
 	/* gpuselect.test_max_serial_bytes (test hook) lowers the limit */
 	uint64		limit = gs_guc_test_max_serial_bytes > 0 ?
 		(uint64) gs_guc_test_max_serial_bytes : (uint64) MaxAllocSize;
 	bytea	   *b;
 	char	   *p;
+
+	memset(&ref, 0, sizeof(ref));
+	if (allow_shared && keybytes <= SIZE_MAX - 64 &&
+		gs_shared_state_wanted((Size) keybytes))
+		shared_keys = gs_shared_state_create((Size) keybytes, &ref.handle);
+	if (shared_keys != NULL)
+	{
+		ref.key_bytes = keybytes;
+		gs_state_copy_keys(st, shared_keys);
+		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + sizeof(ref);
+	}
+	else
+		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + keybytes;
 
 	if (total > limit)
 		ereport(ERROR,
@@ -312,7 +354,8 @@ gs_state_serialize(const GsState *st)
 	hdr.key_bytes = st->key_bytes;
 	hdr.flags = (st->have_fraction ? GS_SF_HAVE_FRACTION : 0) |
 		(st->fraction_null ? GS_SF_FRACTION_NULL : 0) |
-		(st->fractions ? GS_SF_HAVE_ARRAY : 0);
+		(st->fractions ? GS_SF_HAVE_ARRAY : 0) |
+		(shared_keys ? GS_SF_SHARED : 0);
 	hdr.descending = st->descending ? 1 : 0;
 	hdr.array_bytes = array_bytes;
 	hdr.fraction = st->fraction;
@@ -329,13 +372,10 @@ gs_state_serialize(const GsState *st)
 		memset(p + array_bytes, 0, array_padded - array_bytes);
 	}
 	p += array_padded;
-	for (int i = 0; i < st->nchunks; i++)
-	{
-		Size		sz = (Size) st->chunks[i].n * st->key_bytes;
-
-		memcpy(p, st->chunks[i].data, sz);
-		p += sz;
-	}
+	if (shared_keys)
+		memcpy(p, &ref, sizeof(ref));
+	else
+		gs_state_copy_keys(st, p);
 	return b;
 }
 
@@ -375,6 +415,33 @@ gs_state_set_keys(GsState *st, const char *keys, uint64 n)
 	st->nrows = (int64) n;
 }
 
+/*
+ * A deserialized state whose keys are in a worker's shared memory segment:
+ * the mapping belongs to a handover context, so the combine takes it over
+ * like copied keys (and it is unmapped with whichever context ends up
+ * owning it).
+ */
+static void
+gs_state_map_shared_keys(GsState *st, dsm_handle handle, uint64 n)
+{
+	Size		bytes = (Size) n * st->key_bytes;
+	MemoryContext handover;
+	GsChunk    *c;
+
+	st->chunks = (GsChunk *) MemoryContextAlloc(st->mcxt, sizeof(GsChunk));
+	st->maxchunks = 1;
+	handover = AllocSetContextCreate(st->mcxt, "gpuselect shared partial state",
+									 ALLOCSET_SMALL_SIZES);
+	c = &st->chunks[0];
+	c->data = gs_shared_state_attach(handle, bytes, handover);
+	c->n = n;
+	c->cap = n;
+	c->pinned = false;
+	c->handover = handover;
+	st->nchunks = 1;
+	st->nrows = (int64) n;
+}
+
 GsState *
 gs_state_deserialize(MemoryContext mcxt, bytea *b)
 {
@@ -392,7 +459,9 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 		elog(ERROR, "gpuselect: serialized state has a bad header");
 	array_padded = MAXALIGN(hdr.array_bytes);
 	keybytes = (uint64) hdr.nrows * hdr.key_bytes;
-	if (hdr.nrows < 0 || sizeof(hdr) + array_padded + keybytes != len)
+	if (hdr.nrows < 0 || hdr.array_bytes > len ||
+		sizeof(hdr) + array_padded +
+		((hdr.flags & GS_SF_SHARED) ? sizeof(GsSerialSharedRef) : keybytes) != len)
 		elog(ERROR, "gpuselect: serialized state has a bad length");
 	p += sizeof(hdr);
 
@@ -410,7 +479,16 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 	}
 	p += array_padded;
 
-	if (hdr.nrows > 0)
+	if (hdr.flags & GS_SF_SHARED)
+	{
+		GsSerialSharedRef ref;
+
+		memcpy(&ref, p, sizeof(ref));
+		if (ref.key_bytes != keybytes || hdr.nrows == 0)
+			elog(ERROR, "gpuselect: serialized state has a bad length");
+		gs_state_map_shared_keys(st, ref.handle, (uint64) hdr.nrows);
+	}
+	else if (hdr.nrows > 0)
 		gs_state_set_keys(st, p, (uint64) hdr.nrows);
 	return st;
 }

@@ -42,6 +42,34 @@ timeq() { # timeq SETTINGS REPS QUERY
 	} | $PSQL -o /dev/null 2>&1 | awk '/^Time:/ {print $2}' | sort -g |
 		awk '{a[NR]=$1} END {if (NR == 0) print "ERR"; else printf "%.1f\n", a[int((NR + 1) / 2)]}'
 }
+# the same, for several queries alternating in ONE session (rep 1 of each,
+# then rep 2 ...): medians, space-separated.  Each argument is
+# "SETTINGS;QUERY" split at the first "|" -- the settings run before every
+# repetition of that query.  Used where a ratio matters more than the absolute
+# time: the GPU machine's scan times vary by up to 2x between sessions.
+timeq_alt() { # timeq_alt REPS "SETTINGS|QUERY"...
+	local reps=$1; shift
+	local nq=$# q a
+	{
+		echo "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 10) g;"
+		echo '\timing on'
+		for _ in $(seq "$reps"); do
+			q=0
+			for a in "$@"; do echo "${a%%|*}"; echo "\\echo @Q$q"; echo "${a#*|};"; q=$((q + 1)); done
+		done
+	} | $PSQL -o /dev/null 2>&1 |
+		awk -v nq="$nq" '
+			/^@Q/ { cur = substr($0, 3) + 0; want = 1; next }
+			/^Time:/ { if (want) { t[cur, ++c[cur]] = $2; want = 0 } }
+			END {
+				for (q = 0; q < nq; q++) {
+					n = c[q]; for (i = 1; i <= n; i++) v[i] = t[q, i]
+					for (i = 2; i <= n; i++) { x = v[i]; j = i - 1; while (j > 0 && v[j] > x) { v[j + 1] = v[j]; j-- } v[j + 1] = x }
+					printf "%s%s", (q ? " " : ""), (n ? sprintf("%.1f", v[int((n + 1) / 2)]) : "ERR")
+				}
+				print ""
+			}'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }'; }
 
 SER="SET max_parallel_workers_per_gather = 0; SET gpuselect.gpu_min_rows = 0;"
@@ -94,6 +122,23 @@ for n in $SIZES; do
 			SELECT value FROM gpuselect_status() WHERE name = 'last_rank_bound';" | tail -1)
 		row "[$path] approximate quantiles(101) bound=$bound" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_s")"
 	done
+	# parallel, alternating in one session: the floor, gpu_quantiles with the
+	# workers' states in shared memory (the default), and through the tuple queue
+	read -r a_sum a_shm a_q <<<"$(timeq_alt "$reps" \
+		"$PAR|SELECT sum(x) FROM $t" \
+		"$GPU $PAR SET gpuselect.shared_partial_states = on;|SELECT gpu_quantiles(x, $F101) FROM $t" \
+		"$GPU $PAR SET gpuselect.shared_partial_states = off;|SELECT gpu_quantiles(x, $F101) FROM $t")"
+	row "alternating: sum(x) parallel [floor]" "$n" "$a_sum" "-" "1.00x"
+	row "alternating: [gpu] quantiles(101) parallel" "$n" "$a_shm" "$(ratio "$b101" "$a_shm")" "$(ratio "$a_shm" "$a_sum") par"
+	row "alternating: same, states via tuple queue" "$n" "$a_q" "$(ratio "$b101" "$a_q")" "$(ratio "$a_q" "$a_sum") par"
+	# serial, alternating: the floor, the built-in, gpuselect's ordered-set form on the GPU
+	read -r a_ssum a_sb a_sg <<<"$(timeq_alt "$reps" \
+		"$SER|SELECT sum(x) FROM $t" \
+		"$SER|SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
+		"$GPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
+	row "alternating: sum(x) serial [floor]" "$n" "$a_ssum" "-" "1.00x"
+	row "alternating: built-in percentile_disc(0.5)" "$n" "$a_sb" "1.00x" "$(ratio "$a_sb" "$a_ssum")"
+	row "alternating: [gpu] gpu_percentile_disc(0.5)" "$n" "$a_sg" "$(ratio "$a_sb" "$a_sg")" "$(ratio "$a_sg" "$a_ssum")"
 	[ "$n" -ge 100000000 ] && $PSQL -c "DROP TABLE $t;" >/dev/null
 done
 

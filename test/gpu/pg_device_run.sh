@@ -7,15 +7,17 @@
 #      (gpuselect.device = gpu, gpu_min_rows = 0), same expected files as CI
 #   3. test/gpu/pg_gpu_check.sh: large inputs, approximate, faults, cancel,
 #      leaks, 16 concurrent sessions
-#   4. test/bench/e2e_bench.sh: the end-to-end benchmark table
+#   4. the TAP test of shared partial states (test/t/006_shared_states.pl)
+#      with the leader finalizing on the GPU (GS_TAP_DEVICE=gpu)
+#   5. test/bench/e2e_bench.sh: the end-to-end benchmark table
 # Logs go to $OUT (or test/gpu/out).
-# Usage: test/gpu/pg_device_run.sh [STAGES]   STAGES: any of "regress check bench"
-# (default all three); GS_BENCH_* variables pass through to e2e_bench.sh.
+# Usage: test/gpu/pg_device_run.sh [STAGES]   STAGES: any of "regress check tap bench"
+# (default all four); GS_BENCH_* variables pass through to e2e_bench.sh.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 OUTD=${OUT:-test/gpu/out}
 mkdir -p "$OUTD"
-STAGES=${1:-"regress check bench"}
+STAGES=${1:-"regress check tap bench"}
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # shellcheck disable=SC1091
@@ -41,6 +43,16 @@ fi
 if has check; then
 	test/gpu/pg_gpu_check.sh 2>&1 | tee "$OUTD/pg_gpu_check.log"
 	stage "pg_gpu_check.sh" "$(tail -1 "$OUTD/pg_gpu_check.log")"
+fi
+if has tap; then
+	if command -v prove >/dev/null 2>&1; then
+		GS_TAP_DEVICE=gpu prove -v test/t/006_shared_states.pl >"$OUTD/tap-shared-gpu.log" 2>&1
+		rc=$?
+		grep -E '^(not ok|ok)' "$OUTD/tap-shared-gpu.log" | tail -25
+		stage "TAP 006_shared_states, device=gpu" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-shared-gpu.log") ok)"
+	else
+		stage "TAP 006_shared_states" "skipped: no prove"
+	fi
 fi
 if has bench; then
 	GS_BENCH_OUT="$OUTD/e2e-bench.md" test/bench/e2e_bench.sh >"$OUTD/e2e-bench.log" 2>&1
