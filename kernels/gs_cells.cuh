@@ -69,12 +69,13 @@ gs_count_smem(int P, int kb)
 		gs_align16(((size_t) gs_cells_cap(P) + 1) * 2);
 }
 
-/* filter: K spl[P+2] | uint16 tab[cap+1] | uchar mask[2P] */
+/* filter: the keep mask of up to 2P - 1 buckets, one copy per bank
+ * (unsigned smask[32 * words]; gs_kernels.cuh, gs_filter_ora) */
 static __host__ __device__ __forceinline__ size_t
 gs_filter_smem(int P, int kb)
 {
-	return gs_align16((size_t) (P + 2) * kb) + gs_align16(((size_t) gs_cells_cap(P) + 1) * 2) +
-		gs_align16((size_t) 2 * P);
+	(void) kb;
+	return (size_t) ((2 * P + 31) / 32) * 32 * 4;
 }
 
 /* binary search over the k > 2 splitters of cell c (k = 7: read J[c+1]);

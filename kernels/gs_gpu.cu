@@ -306,6 +306,13 @@ gs_finish_sort_temp(size_t cap, unsigned kb)
 	return tb;
 }
 
+/* the oracles of spread levels: one uint16 per key of the first level */
+static size_t
+gs_ora_bytes(size_t n)
+{
+	return gs_round_up((n + GS_ORA_PAD) * sizeof(uint16_t));
+}
+
 static size_t
 gs_exact_scratch(size_t n, unsigned kb, size_t nu)
 {
@@ -316,7 +323,8 @@ gs_exact_scratch(size_t n, unsigned kb, size_t nu)
 	/* the finishing sort: the kept union (many ranks), or at most
 	 * GS_FOCUS_SORT_MAX keys of one rank's bucket */
 	sort_keys = nu > 1 || L.cap < GS_FOCUS_SORT_MAX ? L.cap : GS_FOCUS_SORT_MAX;
-	return L.small_bytes + 2 * gs_round_up(L.cap * kb) + gs_round_up(gs_finish_sort_temp(sort_keys, kb));
+	return L.small_bytes + 2 * gs_round_up(L.cap * kb) + gs_round_up(gs_finish_sort_temp(sort_keys, kb)) +
+		(nu > 1 ? gs_ora_bytes(n) : 0);
 }
 
 /*
@@ -576,8 +584,10 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 	unsigned char *small = NULL;
 	K		   *bufA = NULL,
 			   *bufB = NULL;
+	uint16_t   *ora = NULL;
 	gs_exact_layout L;
-	size_t		bufbytes = 0;
+	size_t		bufbytes = 0,
+				orabytes = 0;
 	gs_level_state hs;
 
 	memset(&L, 0, sizeof L);
@@ -617,6 +627,13 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		if ((rc = gs_dev_alloc_internal(e, bufbytes, (void **) &bufA, err)) != GS_OK)
 			goto done;
 		if ((rc = gs_dev_alloc_internal(e, bufbytes, (void **) &bufB, err)) != GS_OK)
+			goto done;
+	}
+	if (nu > 1)
+	{
+		/* spread levels: the count pass's oracles, read by the filter */
+		orabytes = gs_ora_bytes(n);
+		if ((rc = gs_dev_alloc_internal(e, orabytes, (void **) &ora, err)) != GS_OK)
 			goto done;
 	}
 	{
@@ -717,11 +734,12 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				else
 				{
 					k_count<K, false><<<grid_count, GS_COUNT_THREADS, smem_count, e->s>>>(
-						st, d_in, bufA, bufB, hist, dsplit, NULL);
+						st, d_in, bufA, bufB, hist, dsplit, NULL, ora);
 					k_plan<K, GS_PLAN_THREADS><<<1, GS_PLAN_THREADS, 0, e->s>>>(
 						st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
 				}
-				k_filter<K><<<grid_filter, GS_COUNT_THREADS, smem_filter, e->s>>>(st, d_in, bufA, bufB, dsplit, wmask);
+				k_filter<K><<<grid_filter, GS_COUNT_THREADS, smem_filter, e->s>>>(st, d_in, bufA, bufB, dsplit,
+																				   wmask, ora);
 				k_advance<<<1, 1, 0, e->s>>>(st, below);
 				GS_CK(cudaGetLastError(), "kernel launch");
 				levels++;
@@ -762,7 +780,9 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 			/* release the level buffers first: the sort needs 2n */
 			gs_dev_free_internal(e, bufA, bufbytes);
 			gs_dev_free_internal(e, bufB, bufbytes);
+			gs_dev_free_internal(e, ora, orabytes);
 			bufA = bufB = NULL;
+			ora = NULL;
 			GS_CK(cudaMemcpyAsync(rank_cur, uniq, nu * 8, cudaMemcpyHostToDevice, e->s), "copy ranks");
 			if ((rc = gs_sort_fallback<K>(e, d_in, n, rank_cur, (int) nu, res, err)) != GS_OK)
 				goto done;
@@ -776,6 +796,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 done:
 	gs_dev_free_internal(e, bufA, bufbytes);
 	gs_dev_free_internal(e, bufB, bufbytes);
+	gs_dev_free_internal(e, ora, orabytes);
 	gs_dev_free_internal(e, small, L.small_bytes);
 	free(pairs);
 	free(uniq);
@@ -888,7 +909,8 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 		GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
 			  "DeviceRadixSort (sample)");
 		k_approx_split<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, sorted, s, (int) B, dsplit, hist);
-		k_count<K, true><<<grid, GS_COUNT_THREADS, smem_count, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm);
+		k_count<K, true><<<grid, GS_COUNT_THREADS, smem_count, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm,
+																		NULL);
 		k_approx_pick<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, hist, dsplit, mm, grid, dranks, (int) nranks,
 														  ck, clo, chi, dpicks);
 		GS_CK(cudaGetLastError(), "kernel launch");

@@ -51,6 +51,18 @@ struct gs_batch
 	static constexpr unsigned ALL = (1u << N) - 1;
 };
 
+/*
+ * Where a batch's keys sit, for passes that keep per-key side data (the
+ * oracles): in the main loop, a lane's u-th 16-byte vector is vector
+ * vec + 32 u of the aligned body (keys head + V (vec + 32 u) ...); the one
+ * edge batch holds the unaligned head (slot 0) and the tail (slot 1) keys.
+ */
+struct gs_at
+{
+	gs_ull		vec;			/* this lane's first vector; edge: nvec */
+	bool		edge;
+};
+
 template <typename K>
 static __device__ __forceinline__ const K *
 gs_pick_src(int sel, const K *in, const K *a, const K *b)
@@ -100,7 +112,7 @@ gs_for_each(const K *p, gs_ull n, F &f, unsigned nblocks = 0)
 			xs[0] = p[lane];
 		if (vt)
 			xs[1] = p[t];
-		f.batch(xs, (unsigned) vh | ((unsigned) vt << 1));
+		f.batch(xs, (unsigned) vh | ((unsigned) vt << 1), gs_at{nvec, true});
 	}
 	const uint4 *vp = reinterpret_cast<const uint4 *>(p + head);
 
@@ -127,7 +139,7 @@ gs_for_each(const K *p, gs_ull n, F &f, unsigned nblocks = 0)
 #pragma unroll
 		for (int u = 0; u < GS_UNROLL; u++)
 			memcpy(&xs[u * V], &buf[u], 16);
-		f.batch(xs, valid);
+		f.batch(xs, valid, gs_at{w + lane, false});
 	}
 }
 
@@ -515,7 +527,7 @@ struct gs_focus_fn
 	gs_stage<K> stage;
 
 	template <int N>
-	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid)
+	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid, gs_at)
 	{
 		unsigned	keep = 0;
 
@@ -640,11 +652,57 @@ k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, c
  * and only a batch that reaches them is looked at key by key (rare after the
  * first few batches, unless the extreme value repeats a lot).
  */
+/*
+ * Oracles: the count pass of a spread level stores every key's bucket
+ * (uint16: up to 8191 buckets) so that the filter pass reads 2 bytes per key
+ * instead of looking the bucket up again -- the lookup's bank-conflicted
+ * shared-memory reads bound both passes (NOTES-gpu.md §5 H) -- and reads a
+ * key only if one of its vector's keys is kept.  Slots follow gs_for_each's
+ * layout for the level's input pointer: body vector v's keys at V v .. V v +
+ * V - 1, the tail's keys at V nvec + t, the head's at V nvec + V + h; so a
+ * level of n keys uses fewer than n + 2 V <= n + GS_ORA_PAD slots.
+ */
+#define GS_ORA_PAD 8
+
+template <typename K, int N>
+static __device__ __forceinline__ void
+gs_ora_store(uint16_t *ora, const int (&b)[N], unsigned valid, gs_at at)
+{
+	constexpr int V = gs_batch<K>::V;
+
+	if (at.edge)
+	{
+		const unsigned lane = threadIdx.x & 31;
+
+		if (valid & 1u)
+			ora[at.vec * V + V + lane] = (uint16_t) b[0];
+		if (valid & 2u)
+			ora[at.vec * V + lane] = (uint16_t) b[1];
+		return;
+	}
+#pragma unroll
+	for (int u = 0; u < GS_UNROLL; u++)
+	{
+		if (!((valid >> (u * V)) & 1u))
+			continue;			/* a body vector is valid as a whole */
+		const gs_ull v = at.vec + (gs_ull) u * 32;
+
+		if (V == 4)
+			__stcs(reinterpret_cast<uint2 *>(ora) + v,
+				   make_uint2((unsigned) b[u * V] | (unsigned) b[u * V + 1] << 16,
+							  (unsigned) b[u * V + (2 % V)] | (unsigned) b[u * V + (3 % V)] << 16));
+		else
+			__stcs(reinterpret_cast<unsigned *>(ora) + v,
+				   (unsigned) b[u * V] | (unsigned) b[u * V + 1] << 16);
+	}
+}
+
 template <typename K, bool MM>
 struct gs_count_fn
 {
 	gs_cells<K> cs;
 	unsigned   *shist;
+	uint16_t   *ora;			/* !MM (spread levels): oracles out */
 	unsigned	ninvalid;		/* padding slots counted (as the largest key) */
 	K			mn,
 				mx;
@@ -652,14 +710,21 @@ struct gs_count_fn
 				cmx;
 
 	template <int N>
-	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid)
+	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid, gs_at at)
 	{
+		int			b[N];
+
 		/* invalid slots hold the largest key and are counted like keys;
 		 * the kernel takes them off that key's bucket at the end */
 #pragma unroll
 		for (int i = 0; i < N; i++)
-			atomicAdd(&shist[cs.bucket(xs[i])], 1u);
+		{
+			b[i] = cs.bucket(xs[i]);
+			atomicAdd(&shist[b[i]], 1u);
+		}
 		ninvalid += N - __popc(valid);
+		if (!MM)
+			gs_ora_store<K, N>(ora, b, valid, at);
 		if (MM)
 		{
 			K			bmn = gs_key_max<K>::v,
@@ -739,7 +804,7 @@ gs_active_blocks(gs_ull n)
 template <typename K, bool MM>
 __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
-		gs_minmax *blk_mm)
+		gs_minmax *blk_mm, uint16_t *ora)
 {
 	typedef cub::BlockReduce<gs_minmax, GS_COUNT_THREADS> MMReduce;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
@@ -773,6 +838,7 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 		shist[b] = 0;
 	gs_cells_build<K, GS_COUNT_THREADS>(f.cs, spl, tab, dsplit, m, gs_cells_cap(P));
 	f.shist = shist;
+	f.ora = ora;
 	f.ninvalid = 0;
 	gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), n, f, nact);
 	if (f.ninvalid)
@@ -974,28 +1040,102 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 /* ---------------------------------------------------------------- filter */
 
 /*
- * Spread filter: keep x when its bucket is marked.  (A per-cell keep/drop/
- * search action table was tried first, 2026-11-22: its 16 KB of shared
- * memory cost a block per SM, and the bucket lookup is branch-free anyway.)
+ * Spread filter from the count pass's oracles (gs_ora_store's layout): a key
+ * is kept when its bucket's bit is set in smask, the keep mask replicated
+ * once per bank (word w of lane l at smask[32 w + l]: conflict-free reads);
+ * a key vector is read only when one of its keys is kept.  The oracle loads
+ * of a batch go out first, then its key loads.
  */
 template <typename K>
-struct gs_filter_fn
+static __device__ __forceinline__ unsigned
+gs_kept(const unsigned *smask, unsigned b, unsigned lane)
 {
-	gs_cells<K> cs;
-	const unsigned char *mask;
-	gs_stage<K> stage;
+	return (smask[(b >> 5) * 32 + lane] >> (b & 31)) & 1u;
+}
 
-	template <int N>
-	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid)
+template <typename K>
+static __device__ __forceinline__ void
+gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, gs_stage<K> &stage,
+			  unsigned nblocks)
+{
+	constexpr int V = gs_batch<K>::V;
+	constexpr int N = gs_batch<K>::N;
+	const unsigned lane = threadIdx.x & 31;
+	const gs_ull gwarp = ((gs_ull) blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	const gs_ull nwarps = ((gs_ull) nblocks * blockDim.x) >> 5;
+	gs_ull		head = ((16 - ((uintptr_t) p & 15)) & 15) / sizeof(K);
+
+	if (head > n)
+		head = n;
+	const gs_ull nvec = (n - head) / V;
+	const gs_ull tail0 = head + nvec * V;
+	K			xs[N];
+
+	if (gwarp == 0)
+	{
+		unsigned	keep = 0;
+		const gs_ull t = tail0 + lane;
+
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			xs[i] = gs_key_max<K>::v;
+		if (lane < head && gs_kept<K>(smask, ora[nvec * V + V + lane], lane))
+		{
+			xs[0] = p[lane];
+			keep |= 1u;
+		}
+		if (t < n && gs_kept<K>(smask, ora[nvec * V + lane], lane))
+		{
+			xs[1] = p[t];
+			keep |= 2u;
+		}
+		stage.push(xs, keep);
+	}
+	const uint4 *vp = reinterpret_cast<const uint4 *>(p + head);
+
+	for (gs_ull w = gwarp * 32 * GS_UNROLL; w < nvec; w += nwarps * 32 * GS_UNROLL)
 	{
 		unsigned	keep = 0;
 
 #pragma unroll
-		for (int i = 0; i < N; i++)
-			keep |= (unsigned) (mask[cs.bucket(xs[i])] != 0) << i;
-		stage.push(xs, keep & valid);
+		for (int u = 0; u < GS_UNROLL; u++)
+		{
+			const gs_ull i = w + (gs_ull) u * 32 + lane;
+
+			if (i < nvec)
+			{
+				unsigned	o[2];
+
+				if (V == 4)
+				{
+					const uint2 q = __ldcs(reinterpret_cast<const uint2 *>(ora) + i);
+
+					o[0] = q.x;
+					o[1] = q.y;
+				}
+				else
+					o[0] = o[1] = __ldcs(reinterpret_cast<const unsigned *>(ora) + i);
+#pragma unroll
+				for (int j = 0; j < V; j++)
+				{
+					const unsigned b = (o[j >> 1] >> ((j & 1) * 16)) & 0xFFFFu;
+
+					keep |= gs_kept<K>(smask, b, lane) << (u * V + j);
+				}
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < GS_UNROLL; u++)
+		{
+			uint4		v = make_uint4(0, 0, 0, 0);
+
+			if ((keep >> (u * V)) & ((1u << V) - 1))
+				v = __ldcs(vp + w + (gs_ull) u * 32 + lane);
+			memcpy(&xs[u * V], &v, 16);
+		}
+		stage.push(xs, keep);
 	}
-};
+}
 
 /* single-rank filter (the speculative write missed): one open bucket kept */
 template <typename K>
@@ -1005,7 +1145,7 @@ struct gs_filter_focus_fn
 	gs_stage<K> stage;
 
 	template <int N>
-	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid)
+	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid, gs_at)
 	{
 		unsigned	keep = 0;
 
@@ -1020,7 +1160,7 @@ struct gs_filter_focus_fn
 template <typename K>
 __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit,
-		 const unsigned char *wmask)
+		 const unsigned char *wmask, const uint16_t *ora)
 {
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	__shared__ K s_stage[GS_COUNT_THREADS / 32][gs_batch<K>::STAGE];
@@ -1059,20 +1199,20 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 		f.stage.flush();
 		return;
 	}
-	const int	P = 1 << st->depth;
-	const int	cap = gs_cells_cap(P);
-	K		   *spl = reinterpret_cast<K *>(gs_dyn_smem);
-	uint16_t   *tab = reinterpret_cast<uint16_t *>(gs_dyn_smem + gs_align16((size_t) (P + 2) * sizeof(K)));
-	unsigned char *mask = reinterpret_cast<unsigned char *>(tab) + gs_align16(((size_t) cap + 1) * 2);
-	gs_filter_fn<K> f;
+	/* the keep mask, one copy per bank: warp w builds words w, w + 8, ... */
+	unsigned   *smask = reinterpret_cast<unsigned *>(gs_dyn_smem);
+	const int	nb = 2 * m + 1;
+	const unsigned lane = threadIdx.x & 31;
 
-	for (int b = threadIdx.x; b < 2 * m + 1; b += blockDim.x)
-		mask[b] = wmask[b];
-	gs_cells_build<K, GS_COUNT_THREADS>(f.cs, spl, tab, dsplit, m, cap);
-	f.mask = mask;
-	f.stage = stage;
-	gs_for_each<K>(src, n, f, nact);
-	f.stage.flush();
+	for (int wd = warp; wd < (nb + 31) >> 5; wd += GS_COUNT_THREADS / 32)
+	{
+		const int	b = wd * 32 + (int) lane;
+
+		smask[wd * 32 + lane] = __ballot_sync(GS_FULL, b < nb && wmask[b] != 0);
+	}
+	__syncthreads();
+	gs_filter_ora<K>(src, n, ora, smask, stage, nact);
+	stage.flush();
 }
 
 /* after the filter: the compacted buffer is the next level's input */
