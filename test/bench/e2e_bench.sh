@@ -127,7 +127,8 @@ for n in $SIZES; do
 	done
 	# parallel, alternating in one session: the floor, gpu_quantiles with the
 	# workers' states in shared memory (the default), and through the tuple queue
-	read -r a_sum a_shm a_q <<<"$(timeq_alt "$reps" \
+	# (GS_BENCH_REPS runs also at 100M rows: parallel runs are short)
+	read -r a_sum a_shm a_q <<<"$(timeq_alt "$REPS" \
 		"$PAR|SELECT sum(x) FROM $t" \
 		"$GPU $PAR SET gpuselect.shared_partial_states = on;|SELECT gpu_quantiles(x, $F101) FROM $t" \
 		"$GPU $PAR SET gpuselect.shared_partial_states = off;|SELECT gpu_quantiles(x, $F101) FROM $t")"
