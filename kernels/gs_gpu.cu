@@ -388,6 +388,10 @@ gs_set_attrs(size_t optin)
 	ce = cudaFuncSetAttribute(k_count<K, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) dyn);
 	if (ce != cudaSuccess)
 		return ce;
+	ce = cudaFuncSetAttribute(k_count<K, false, GS_COUNT_THREADS_WIDE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) dyn);
+	if (ce != cudaSuccess)
+		return ce;
 	ce = cudaFuncSetAttribute(k_filter<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) (dyn - 32 * 1024));
 	return ce;
 }
@@ -528,11 +532,11 @@ gs_check_interrupt(const gs_options *opt, gs_error *err)
 
 template <typename K>
 static int
-gs_occ_grid(gs_gpu_engine *e, const void *fn, size_t dyn)
+gs_occ_grid(gs_gpu_engine *e, const void *fn, size_t dyn, int threads = GS_COUNT_THREADS)
 {
 	int			per = 0;
 
-	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, GS_COUNT_THREADS, dyn) != cudaSuccess || per < 1)
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, threads, dyn) != cudaSuccess || per < 1)
 	{
 		(void) cudaGetLastError();
 		per = 1;
@@ -652,8 +656,12 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		const int	P = focused ? 0 : mopen;
 		const size_t smem_count = focused ? 0 : gs_count_smem(P, (int) sizeof(K));
 		const size_t smem_filter = focused ? 0 : gs_filter_smem(P, (int) sizeof(K));
+		/* wide count blocks where 256-thread ones would fit only twice per SM */
+		const bool	wide = !focused && smem_count > 64 * 1024;
 		const int	grid_count = focused ? gs_occ_grid<K>(e, (const void *) k_count_focus<K>, 0)
-			: gs_occ_grid<K>(e, (const void *) k_count<K, false>, smem_count);
+			: (wide ? gs_occ_grid<K>(e, (const void *) k_count<K, false, GS_COUNT_THREADS_WIDE>, smem_count,
+									 GS_COUNT_THREADS_WIDE)
+			   : gs_occ_grid<K>(e, (const void *) k_count<K, false>, smem_count));
 		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
 		int			levels = 0;
 		const double keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
@@ -733,8 +741,12 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				}
 				else
 				{
-					k_count<K, false><<<grid_count, GS_COUNT_THREADS, smem_count, e->s>>>(
-						st, d_in, bufA, bufB, hist, dsplit, NULL, ora);
+					if (wide)
+						k_count<K, false, GS_COUNT_THREADS_WIDE><<<grid_count, GS_COUNT_THREADS_WIDE, smem_count,
+						e->s>>>(st, d_in, bufA, bufB, hist, dsplit, NULL, ora);
+					else
+						k_count<K, false><<<grid_count, GS_COUNT_THREADS, smem_count, e->s>>>(
+							st, d_in, bufA, bufB, hist, dsplit, NULL, ora);
 					k_plan<K, GS_PLAN_THREADS><<<1, GS_PLAN_THREADS, 0, e->s>>>(
 						st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
 				}

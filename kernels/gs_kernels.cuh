@@ -646,13 +646,6 @@ k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, c
 /* ------------------------------------------ spread counting (cell index) */
 
 /*
- * Per key: bucket from the cell index, one shared-memory atomic.  With MM
- * (approximate mode) the input's min and max with their multiplicities are
- * tracked too: a batch's own min and max are compared with the lane's so far
- * and only a batch that reaches them is looked at key by key (rare after the
- * first few batches, unless the extreme value repeats a lot).
- */
-/*
  * Oracles: the count pass of a spread level stores every key's bucket
  * (uint16: up to 8191 buckets) so that the filter pass reads 2 bytes per key
  * instead of looking the bucket up again -- the lookup's bank-conflicted
@@ -697,6 +690,14 @@ gs_ora_store(uint16_t *ora, const int (&b)[N], unsigned valid, gs_at at)
 	}
 }
 
+/*
+ * Per key: bucket from the cell index, one shared-memory atomic; without MM
+ * (spread levels) the bucket is stored as the key's oracle.  With MM
+ * (approximate mode) the input's min and max with their multiplicities are
+ * tracked too: a batch's own min and max are compared with the lane's so far
+ * and only a batch that reaches them is looked at key by key (rare after the
+ * first few batches, unless the extreme value repeats a lot).
+ */
 template <typename K, bool MM>
 struct gs_count_fn
 {
@@ -725,7 +726,7 @@ struct gs_count_fn
 		ninvalid += N - __popc(valid);
 		if (!MM)
 			gs_ora_store<K, N>(ora, b, valid, at);
-		if (MM)
+		else
 		{
 			K			bmn = gs_key_max<K>::v,
 						bmx = 0;
@@ -790,23 +791,27 @@ struct gs_mm_merge
 };
 
 /* blocks of the grid that take part for a level of n keys: small levels
- * use fewer (>= 16384 keys each), since each block rebuilds the cell index */
+ * use fewer (>= 64 keys per thread), since each block rebuilds the cell index */
 static __device__ __forceinline__ unsigned
 gs_active_blocks(gs_ull n)
 {
-	const gs_ull per = (gs_ull) GS_COUNT_THREADS * 64;
+	const gs_ull per = (gs_ull) blockDim.x * 64;
 	const gs_ull a = (n + per - 1) / per;
 
 	return a < 1 ? 1u : (a < gridDim.x ? (unsigned) a : gridDim.x);
 }
 
-/* dynamic shared memory: gs_count_smem(P, sizeof(K)) */
-template <typename K, bool MM>
-__global__ void __launch_bounds__(GS_COUNT_THREADS)
+/*
+ * dynamic shared memory: gs_count_smem(P, sizeof(K)).  THREADS: 256, or
+ * GS_COUNT_THREADS_WIDE where that memory allows only two blocks per SM
+ * (P = 4096), so that twice as many warps keep loads in flight.
+ */
+template <typename K, bool MM, int THREADS = GS_COUNT_THREADS>
+__global__ void __launch_bounds__(THREADS)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
 		gs_minmax *blk_mm, uint16_t *ora)
 {
-	typedef cub::BlockReduce<gs_minmax, GS_COUNT_THREADS> MMReduce;
+	typedef cub::BlockReduce<gs_minmax, THREADS> MMReduce;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	__shared__ typename MMReduce::TempStorage s_mm;
 
@@ -836,7 +841,7 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 	for (int b = threadIdx.x; b < nb; b += blockDim.x)
 		shist[b] = 0;
-	gs_cells_build<K, GS_COUNT_THREADS>(f.cs, spl, tab, dsplit, m, gs_cells_cap(P));
+	gs_cells_build<K, THREADS>(f.cs, spl, tab, dsplit, m, gs_cells_cap(P));
 	f.shist = shist;
 	f.ora = ora;
 	f.ninvalid = 0;
@@ -1046,7 +1051,6 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
  * a key vector is read only when one of its keys is kept.  The oracle loads
  * of a batch go out first, then its key loads.
  */
-template <typename K>
 static __device__ __forceinline__ unsigned
 gs_kept(const unsigned *smask, unsigned b, unsigned lane)
 {
@@ -1079,12 +1083,12 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 #pragma unroll
 		for (int i = 0; i < N; i++)
 			xs[i] = gs_key_max<K>::v;
-		if (lane < head && gs_kept<K>(smask, ora[nvec * V + V + lane], lane))
+		if (lane < head && gs_kept(smask, ora[nvec * V + V + lane], lane))
 		{
 			xs[0] = p[lane];
 			keep |= 1u;
 		}
-		if (t < n && gs_kept<K>(smask, ora[nvec * V + lane], lane))
+		if (t < n && gs_kept(smask, ora[nvec * V + lane], lane))
 		{
 			xs[1] = p[t];
 			keep |= 2u;
@@ -1120,7 +1124,7 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 				{
 					const unsigned b = (o[j >> 1] >> ((j & 1) * 16)) & 0xFFFFu;
 
-					keep |= gs_kept<K>(smask, b, lane) << (u * V + j);
+					keep |= gs_kept(smask, b, lane) << (u * V + j);
 				}
 			}
 		}

@@ -379,6 +379,24 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	return b;
 }
 
+/* a deserialized state's only chunk: n keys at data, full, maybe a handover */
+static void
+gs_state_set_chunk(GsState *st, char *data, uint64 n, MemoryContext handover)
+{
+	GsChunk    *c;
+
+	st->chunks = (GsChunk *) MemoryContextAlloc(st->mcxt, sizeof(GsChunk));
+	st->maxchunks = 1;
+	c = &st->chunks[0];
+	c->data = data;
+	c->n = n;
+	c->cap = n;
+	c->pinned = false;
+	c->handover = handover;
+	st->nchunks = 1;
+	st->nrows = (int64) n;
+}
+
 /*
  * A deserialized state's keys: one exact-size chunk (the state is only read,
  * by the combine function).  Large keys get a memory context of their own, a
@@ -389,30 +407,22 @@ gs_state_serialize(const GsState *st, bool allow_shared)
  * that short-lived context, as small states are.
  */
 static void
-gs_state_set_keys(GsState *st, const char *keys, uint64 n)
+gs_state_copy_in_keys(GsState *st, const char *keys, uint64 n)
 {
 	Size		bytes = (Size) n * st->key_bytes;
 	MemoryContext handover = NULL;
-	GsChunk    *c;
+	char	   *data;
 
-	st->chunks = (GsChunk *) MemoryContextAlloc(st->mcxt, sizeof(GsChunk));
-	st->maxchunks = 1;
-	c = &st->chunks[0];
 	if (bytes >= GS_HANDOVER_MIN_BYTES)
 	{
 		handover = AllocSetContextCreate(st->mcxt, "gpuselect partial state keys",
 										 ALLOCSET_SMALL_SIZES);
-		c->data = MemoryContextAllocHuge(handover, bytes);
+		data = MemoryContextAllocHuge(handover, bytes);
 	}
 	else
-		c->data = MemoryContextAllocHuge(st->mcxt, bytes);
-	memcpy(c->data, keys, bytes);
-	c->n = n;
-	c->cap = n;
-	c->pinned = false;
-	c->handover = handover;
-	st->nchunks = 1;
-	st->nrows = (int64) n;
+		data = MemoryContextAllocHuge(st->mcxt, bytes);
+	memcpy(data, keys, bytes);
+	gs_state_set_chunk(st, data, n, handover);
 }
 
 /*
@@ -424,22 +434,11 @@ gs_state_set_keys(GsState *st, const char *keys, uint64 n)
 static void
 gs_state_map_shared_keys(GsState *st, dsm_handle handle, uint64 n)
 {
-	Size		bytes = (Size) n * st->key_bytes;
-	MemoryContext handover;
-	GsChunk    *c;
+	MemoryContext handover = AllocSetContextCreate(st->mcxt, "gpuselect shared partial state",
+												   ALLOCSET_SMALL_SIZES);
 
-	st->chunks = (GsChunk *) MemoryContextAlloc(st->mcxt, sizeof(GsChunk));
-	st->maxchunks = 1;
-	handover = AllocSetContextCreate(st->mcxt, "gpuselect shared partial state",
-									 ALLOCSET_SMALL_SIZES);
-	c = &st->chunks[0];
-	c->data = gs_shared_state_attach(handle, bytes, handover);
-	c->n = n;
-	c->cap = n;
-	c->pinned = false;
-	c->handover = handover;
-	st->nchunks = 1;
-	st->nrows = (int64) n;
+	gs_state_set_chunk(st, gs_shared_state_attach(handle, (Size) n * st->key_bytes, handover),
+					   n, handover);
 }
 
 GsState *
@@ -489,7 +488,7 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 		gs_state_map_shared_keys(st, ref.handle, (uint64) hdr.nrows);
 	}
 	else if (hdr.nrows > 0)
-		gs_state_set_keys(st, p, (uint64) hdr.nrows);
+		gs_state_copy_in_keys(st, p, (uint64) hdr.nrows);
 	return st;
 }
 
