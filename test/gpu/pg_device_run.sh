@@ -62,4 +62,4 @@ cp /tmp/pg.log "$OUTD/server.log" 2>/dev/null
 
 echo; echo "===== summary ====="
 printf '%s\n' "${summary[@]}"
-echo; cat "$OUTD/e2e-bench.md" 2>/dev/null || tail -20 "$OUTD/e2e-bench.log"
+if has bench; then echo; cat "$OUTD/e2e-bench.md" 2>/dev/null || tail -20 "$OUTD/e2e-bench.log"; fi
