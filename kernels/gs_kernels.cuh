@@ -71,9 +71,10 @@ gs_pick_src(int sel, const K *in, const K *a, const K *b)
 }
 
 /*
- * Streams p[0..n) through f in per-lane batches: f.batch(xs, valid) gets
+ * Streams p[0..n) through f in per-lane batches: f.batch(xs, valid, at) gets
  * N = gs_batch<K>::N keys, bit i of valid saying whether xs[i] is a key
- * (invalid slots hold the largest key).  Calls are warp-uniform (every lane
+ * (invalid slots hold the largest key), and where they sit (gs_at, for the
+ * oracles).  Calls are warp-uniform (every lane
  * of a warp makes the same calls), so f may use warp collectives.  Why
  * batches: per-key branches and per-key warp votes made the passes issue-bound
  * at 60-90 instructions per key (ncu, 2026-11-22); with a batch, f decides
