@@ -72,9 +72,8 @@ gs_count_smem(int P, int kb)
 /* filter: the keep mask of up to 2P - 1 buckets, one copy per bank
  * (unsigned smask[32 * words]; gs_kernels.cuh, gs_filter_ora) */
 static __host__ __device__ __forceinline__ size_t
-gs_filter_smem(int P, int kb)
+gs_filter_smem(int P)
 {
-	(void) kb;
 	return (size_t) ((2 * P + 31) / 32) * 32 * 4;
 }
 

@@ -663,7 +663,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		const int	mopen = gs_mopen_for(nu);
 		const int	P = focused ? 0 : mopen;
 		const size_t smem_count = focused ? 0 : gs_count_smem(P, (int) sizeof(K));
-		const size_t smem_filter = focused ? 0 : gs_filter_smem(P, (int) sizeof(K));
+		const size_t smem_filter = focused ? 0 : gs_filter_smem(P);
 		/* wide count blocks where 256-thread ones would fit only twice per SM */
 		const bool	wide = !focused && smem_count > 64 * 1024;
 		const int	grid_count = focused ? gs_occ_grid<K>(e, (const void *) k_count_focus<K>, 0)

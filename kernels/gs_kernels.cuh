@@ -1161,7 +1161,7 @@ struct gs_filter_focus_fn
 	}
 };
 
-/* dynamic shared memory: gs_filter_smem(P, sizeof(K)) */
+/* dynamic shared memory: gs_filter_smem(P) */
 template <typename K>
 __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit,

@@ -326,8 +326,7 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	char	   *p;
 
 	memset(&ref, 0, sizeof(ref));
-	if (allow_shared && keybytes <= SIZE_MAX - 64 &&
-		gs_shared_state_wanted((Size) keybytes))
+	if (allow_shared && gs_shared_state_wanted((Size) keybytes))
 		shared_keys = gs_shared_state_create((Size) keybytes, &ref.handle);
 	if (shared_keys != NULL)
 	{
