@@ -10,10 +10,10 @@
  * (test/bench/NOTES-gpu.md).  Here a key goes to one of C equal-width cells
  * with a subtraction and a shift; the cell's 16-bit entry says how many
  * splitters lie below the cell and how many inside it.  With C up to 16x the
- * splitter count nearly every cell holds at most two, which are compared
- * without a branch; only fuller cells are searched.  So a typical key costs
- * three shared-memory reads and the histogram atomic.  No library offers this
- * lookup, hence hand-written.
+ * splitter count nearly every cell holds at most one or two splitters,
+ * which are compared without a branch; only fuller cells are searched.  So a
+ * typical key costs two or three shared-memory reads and the histogram
+ * atomic.  No library offers this lookup, hence hand-written.
  *
  * The gap.  Cells are equal-width over [d0, d_{m-1}].  When one gap between
  * neighbouring splitters is more than half of that range (floats of both
@@ -41,6 +41,7 @@
 #define GS_CELL_JMASK 0x1FFFu
 #define GS_CELL_KCAP 7u
 #define GS_CELLS_MAX 16384
+#define GS_CELL_SLOW (2u << GS_CELL_JBITS)	/* entries >= this: two or more splitters */
 #define GS_CELL_EMPTY 0xFFFFu	/* while building: J | k << 13 is at most 8190 | 7 << 13 */
 
 /* cell capacity for a level of at most P - 1 splitters (P a power of two):
@@ -61,11 +62,11 @@ gs_align16(size_t x)
 	return (x + 15) & ~(size_t) 15;
 }
 
-/* count: K spl[P+2] | unsigned hist[2P] | uint16 tab[cap+1] */
+/* count: K spl[P] (m < P splitters and the padding) | unsigned hist[2P] | uint16 tab[cap+1] */
 static __host__ __device__ __forceinline__ size_t
 gs_count_smem(int P, int kb)
 {
-	return gs_align16((size_t) (P + 2) * kb) + gs_align16((size_t) 2 * P * 4) +
+	return gs_align16((size_t) P * kb) + gs_align16((size_t) 2 * P * 4) +
 		gs_align16(((size_t) gs_cells_cap(P) + 1) * 2);
 }
 
@@ -77,8 +78,8 @@ gs_filter_smem(int P)
 	return (size_t) ((2 * P + 31) / 32) * 32 * 4;
 }
 
-/* binary search over the k > 2 splitters of cell c (k = 7: read J[c+1]);
- * the rare case of bucket_in, kept out of line of its fast path */
+/* binary search over the k >= 2 splitters of cell c (k = 7: read J[c+1]);
+ * the rare case of the lookups below, kept out of line of their fast paths */
 template <typename K>
 static __device__ int
 gs_cells_search(const K *spl, const uint16_t *tab, int c, K x, int j, unsigned k)
@@ -120,17 +121,36 @@ struct gs_cells
 		return t < (K) ncells ? (int) t : ncells - 1;
 	}
 
-	/* bucket of x, given its cell: 2j (open) or 2j-1 (x == d[j-1]), where
-	 * j = number of splitters <= x (the layout of gs_select.cuh).  Cells
-	 * with at most two splitters (nearly all) need no search and no branch:
-	 * both are read and compared (spl[m], spl[m+1] are padding). */
-	__device__ __forceinline__ int bucket_in(int c, K x) const
+	/*
+	 * Bucket of x: 2j (open) or 2j-1 (x == d[j-1]), where j = number of
+	 * splitters <= x (the layout of gs_select.cuh).  Two fast paths, both
+	 * without a branch; which pays depends on how many cells hold two
+	 * splitters (measured, NOTES-gpu.md section 7):
+	 *
+	 * bucket_two: exact for cells with at most two splitters; reads d[J]
+	 * and d[J+1] and compares under guards on k; k > 2 is searched.  For
+	 * spread levels: the key space of floats is not uniform (half of the
+	 * keys of uniform data share one exponent), so at 4-8 cells per
+	 * splitter slot many keys' cells hold two splitters.
+	 *
+	 * bucket_fast: exact for cells with at most one splitter; reads d[J]
+	 * only, no guards.  Why that suffices: J counts the splitters below the
+	 * cell, so d[J] is the first splitter at or above it; with k = 0 it
+	 * lies in a later cell, hence above every key of this cell (the map is
+	 * monotone), and with k = 1 it is the cell's one splitter and the next
+	 * lies in a later cell.  J < m always (the last cell holds the last
+	 * splitter).  Fuller cells show in e (e >= GS_CELL_SLOW); the caller
+	 * takes bucket() for those keys.  About half the instructions of
+	 * bucket_two, for the approximate count (16 cells per splitter slot).
+	 */
+	__device__ __forceinline__ int bucket_two(K x) const
 	{
+		const int	c = cell(x);
 		const unsigned e = tab[c];
 		const int	j = (int) (e & GS_CELL_JMASK);
 		const unsigned k = e >> GS_CELL_JBITS;
 		const K		s0 = spl[j],
-					s1 = spl[j + 1];
+					s1 = spl[j + 1];	/* j + 1 <= m: spl[m] is padding */
 		const bool	k1 = k >= 1,
 					k2 = k >= 2;
 		int			b = 2 * j + (int) (k1 && x >= s0) + (int) (k1 && x > s0) +
@@ -141,9 +161,28 @@ struct gs_cells
 		return b;
 	}
 
+	__device__ __forceinline__ int bucket_fast(K x, unsigned &e) const
+	{
+		e = tab[cell(x)];
+		const int	j = (int) (e & GS_CELL_JMASK);
+		const K		s0 = spl[j];
+
+		return 2 * j + (int) (x >= s0) + (int) (x > s0);
+	}
+
+	/* bucket of x, any cell */
 	__device__ __forceinline__ int bucket(K x) const
 	{
-		return bucket_in(cell(x), x);
+		const int	c = cell(x);
+		const unsigned e = tab[c];
+		const int	j = (int) (e & GS_CELL_JMASK);
+		const unsigned k = e >> GS_CELL_JBITS;
+
+		if (k >= 2)
+			return gs_cells_search<K>(spl, tab, c, x, j, k);
+		const K		s0 = spl[j];
+
+		return 2 * j + (int) (x >= s0) + (int) (x > s0);
 	}
 };
 
@@ -177,7 +216,7 @@ struct gs_gap_max
 
 /*
  * Block-cooperative (THREADS threads): load the m splitters (dsplit, sorted,
- * distinct, m >= 1) into spl (room for m + 2), choose the fold and fill the
+ * distinct, 1 <= m < P) into spl (room for m + 1), choose the fold and fill the
  * table.  Ends with __syncthreads.  Every block of a pass builds the same
  * table (a few microseconds), which costs less than a separate kernel plus a
  * copy from global memory.
@@ -193,8 +232,8 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 
 	for (int i = tid; i < m; i += THREADS)
 		spl[i] = (K) dsplit[i];
-	if (tid < 2)
-		spl[m + tid] = (K) ~K(0);	/* padding: bucket_in reads spl[J], spl[J+1] */
+	if (tid == 0)
+		spl[m] = (K) ~K(0);		/* padding: bucket_two reads spl[J + 1] */
 	__syncthreads();
 
 	/* the widest gap between neighbours (thread, then block) */

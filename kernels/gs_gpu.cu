@@ -396,6 +396,10 @@ gs_set_attrs(size_t optin)
 	ce = cudaFuncSetAttribute(k_count<K, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) dyn);
 	if (ce != cudaSuccess)
 		return ce;
+	ce = cudaFuncSetAttribute(k_count<K, true, GS_COUNT_THREADS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) dyn);
+	if (ce != cudaSuccess)
+		return ce;
 	ce = cudaFuncSetAttribute(k_count<K, false, GS_COUNT_THREADS_WIDE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 							  (int) dyn);
 	if (ce != cudaSuccess)
@@ -860,7 +864,12 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 	while (P < (int) B)
 		P <<= 1;
 	const size_t smem_count = gs_count_smem(P, (int) sizeof(K));
-	const int	grid = gs_occ_grid<K>(e, (const void *) k_count<K, true>, smem_count);
+	/* one-splitter lookup where the table has 16 cells per splitter slot
+	 * (up to 1024 buckets): measured 627 -> 522 us for the 2^28 f32 count */
+	const bool	one = 16 * P <= gs_cells_cap(P);
+	const void *kcount = one ? (const void *) k_count<K, true, GS_COUNT_THREADS, true>
+		: (const void *) k_count<K, true>;
+	const int	grid = gs_occ_grid<K>(e, kcount, smem_count);
 	size_t		tb = 0;
 	const size_t total = gs_approx_scratch(n, sizeof(K), nranks, B, grid, &tb);
 	unsigned char *mem = NULL;
@@ -929,8 +938,12 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 		GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
 			  "DeviceRadixSort (sample)");
 		k_approx_split<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, sorted, s, (int) B, dsplit, hist);
-		k_count<K, true><<<grid, GS_COUNT_THREADS, smem_count, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm,
-																		NULL);
+		if (one)
+			k_count<K, true, GS_COUNT_THREADS, true><<<grid, GS_COUNT_THREADS, smem_count, e->s>>>(
+				st, d_in, NULL, NULL, hist, dsplit, mm, NULL);
+		else
+			k_count<K, true><<<grid, GS_COUNT_THREADS, smem_count, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm,
+																			NULL);
 		k_approx_pick<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, hist, dsplit, mm, grid, dranks, (int) nranks,
 														  ck, clo, chi, dpicks);
 		GS_CK(cudaGetLastError(), "kernel launch");

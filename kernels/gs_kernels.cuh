@@ -25,6 +25,7 @@
 #ifndef GS_KERNELS_CUH
 #define GS_KERNELS_CUH
 
+#include <type_traits>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/block/block_reduce.cuh>
@@ -699,7 +700,7 @@ gs_ora_store(uint16_t *ora, const int (&b)[N], unsigned valid, gs_at at)
  * and only a batch that reaches them is looked at key by key (rare after the
  * first few batches, unless the extreme value repeats a lot).
  */
-template <typename K, bool MM>
+template <typename K, bool MM, bool ONE>
 struct gs_count_fn
 {
 	gs_cells<K> cs;
@@ -718,11 +719,50 @@ struct gs_count_fn
 
 		/* invalid slots hold the largest key and are counted like keys;
 		 * the kernel takes them off that key's bucket at the end */
-#pragma unroll
-		for (int i = 0; i < N; i++)
+		if constexpr (!ONE)
 		{
-			b[i] = cs.bucket(xs[i]);
-			atomicAdd(&shist[b[i]], 1u);
+#pragma unroll
+			for (int i = 0; i < N; i++)
+			{
+				b[i] = cs.bucket_two(xs[i]);
+				atomicAdd(&shist[b[i]], 1u);
+			}
+		}
+		else
+		{
+			/*
+			 * In chunks of C keys: the lookups, then the atomics, so that
+			 * a chunk's shared-memory loads need not wait behind atomics on
+			 * the same memory.  C = 4 measured best (approximate count f32
+			 * 2^28: 522 us; C = 8: 546; C = 16: 668, where ptxas spills).
+			 */
+			constexpr int C = N < 4 ? N : 4;
+
+#pragma unroll
+			for (int h = 0; h < N; h += C)
+			{
+				unsigned	slow = 0;
+
+#pragma unroll
+				for (int i = h; i < h + C; i++)
+				{
+					unsigned	e;
+
+					b[i] = cs.bucket_fast(xs[i], e);
+					slow |= (unsigned) (e >= GS_CELL_SLOW) << (i - h);
+				}
+				/* keys in cells with two or more splitters: looked up again */
+				if (slow)
+				{
+#pragma unroll
+					for (int i = h; i < h + C; i++)
+						if ((slow >> (i - h)) & 1u)
+							b[i] = cs.bucket(xs[i]);
+				}
+#pragma unroll
+				for (int i = h; i < h + C; i++)
+					atomicAdd(&shist[b[i]], 1u);
+			}
 		}
 		ninvalid += N - __popc(valid);
 		if (!MM)
@@ -805,10 +845,13 @@ gs_active_blocks(gs_ull n)
 /*
  * dynamic shared memory: gs_count_smem(P, sizeof(K)).  THREADS: 256, or
  * GS_COUNT_THREADS_WIDE where that memory allows only two blocks per SM
- * (P = 4096), so that twice as many warps keep loads in flight.
+ * (P = 4096), so that twice as many warps keep loads in flight.  ONE: the
+ * lookup bucket_fast (gs_cells.cuh says when it pays), held to 64 registers
+ * (1024 threads per SM): left alone, ptxas gave its batch ~100, i.e. half
+ * the warps (a minimum of 0 blocks means none, as without the argument).
  */
-template <typename K, bool MM, int THREADS = GS_COUNT_THREADS>
-__global__ void __launch_bounds__(THREADS)
+template <typename K, bool MM, int THREADS = GS_COUNT_THREADS, bool ONE = false>
+__global__ void __launch_bounds__(THREADS, ONE ? 1024 / THREADS : 0)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
 		gs_minmax *blk_mm, uint16_t *ora)
 {
@@ -822,7 +865,7 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 	const int	m = st->m;
 	const int	P = 1 << st->depth;
 	const int	nb = 2 * m + 1;
-	gs_count_fn<K, MM> f;
+	gs_count_fn<K, MM, ONE> f;
 
 	f.mn = gs_key_max<K>::v;
 	f.mx = 0;
@@ -836,7 +879,7 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 		return;
 	}
 	K		   *spl = reinterpret_cast<K *>(gs_dyn_smem);
-	unsigned   *shist = reinterpret_cast<unsigned *>(gs_dyn_smem + gs_align16((size_t) (P + 2) * sizeof(K)));
+	unsigned   *shist = reinterpret_cast<unsigned *>(gs_dyn_smem + gs_align16((size_t) P * sizeof(K)));
 	uint16_t   *tab = reinterpret_cast<uint16_t *>(reinterpret_cast<unsigned char *>(shist) +
 												   gs_align16((size_t) 2 * P * 4));
 
@@ -1097,8 +1140,33 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 		stage.push(xs, keep);
 	}
 	const uint4 *vp = reinterpret_cast<const uint4 *>(p + head);
+	const gs_ull stride = nwarps * 32 * GS_UNROLL;
+	/* this lane's oracles of one batch: V 16-bit buckets per key vector, as
+	 * 8 (f32) or 4 (f64) bytes */
+	typedef typename std::conditional<V == 4, uint2, unsigned>::type ora_vec;
+	const ora_vec *ov = reinterpret_cast<const ora_vec *>(ora);
+	ora_vec		o[GS_UNROLL];
 
-	for (gs_ull w = gwarp * 32 * GS_UNROLL; w < nvec; w += nwarps * 32 * GS_UNROLL)
+	/*
+	 * Software-pipelined: the next batch's oracles are loaded before this
+	 * batch's keys, so a warp has one DRAM round trip per batch on its
+	 * critical path instead of two (oracles, then the keys they select).
+	 */
+	auto		load_ora = [&](gs_ull w) {
+#pragma unroll
+		for (int u = 0; u < GS_UNROLL; u++)
+		{
+			const gs_ull i = w + (gs_ull) u * 32 + lane;
+
+			if (i < nvec)
+				o[u] = __ldcs(ov + i);
+		}
+	};
+	gs_ull		w = gwarp * 32 * GS_UNROLL;
+
+	if (w < nvec)
+		load_ora(w);
+	for (; w < nvec; w += stride)
 	{
 		unsigned	keep = 0;
 
@@ -1109,26 +1177,26 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 
 			if (i < nvec)
 			{
-				unsigned	o[2];
+				unsigned	ow[2];
 
-				if (V == 4)
+				if constexpr (V == 4)
 				{
-					const uint2 q = __ldcs(reinterpret_cast<const uint2 *>(ora) + i);
-
-					o[0] = q.x;
-					o[1] = q.y;
+					ow[0] = o[u].x;
+					ow[1] = o[u].y;
 				}
 				else
-					o[0] = o[1] = __ldcs(reinterpret_cast<const unsigned *>(ora) + i);
+					ow[0] = ow[1] = o[u];
 #pragma unroll
 				for (int j = 0; j < V; j++)
 				{
-					const unsigned b = (o[j >> 1] >> ((j & 1) * 16)) & 0xFFFFu;
+					const unsigned b = (ow[j >> 1] >> ((j & 1) * 16)) & 0xFFFFu;
 
 					keep |= gs_kept(smask, b, lane) << (u * V + j);
 				}
 			}
 		}
+		if (w + stride < nvec)
+			load_ora(w + stride);
 #pragma unroll
 		for (int u = 0; u < GS_UNROLL; u++)
 		{
