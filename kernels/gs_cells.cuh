@@ -40,19 +40,35 @@
 #define GS_CELL_JBITS 13
 #define GS_CELL_JMASK 0x1FFFu
 #define GS_CELL_KCAP 7u
-#define GS_CELLS_MAX 16384
+#define GS_CELLS_MAX 32768
 #define GS_CELL_SLOW (2u << GS_CELL_JBITS)	/* entries >= this: two or more splitters */
 #define GS_CELL_EMPTY 0xFFFFu	/* while building: J | k << 13 is at most 8190 | 7 << 13 */
 
-/* cell capacity for a level of at most P - 1 splitters (P a power of two):
- * 16 cells per splitter slot, 2048 .. 16384, so that cells holding more
- * than two splitters (the only ones searched) are rare */
+/*
+ * Cell capacity for a level of at most P - 1 splitters (P a power of two)
+ * and kb-byte keys: 16 cells per splitter slot, at least 2048, so that cells
+ * holding two or more splitters (the only ones searched) are rare.  At most
+ * 16384 (a 32 KB table), except 32768 for 4-byte keys at P = 2048: there the
+ * count is bound by instructions and the one-splitter lookup that 16 cells
+ * per slot allow pays (101 ranks f32 2^28: level-1 count 665 -> 589 us),
+ * while 8-byte keys are bound by DRAM and lost by it (941 -> 1043 us: the
+ * larger table leaves fewer warps).  Not monotone in P: see k_count.
+ */
 static __host__ __device__ __forceinline__ int
-gs_cells_cap(int P)
+gs_cells_cap(int P, int kb)
 {
-	int			c = 16 * P;
+	const int	c = 16 * P;
+	const int	max = kb == 4 && P == 2048 ? GS_CELLS_MAX : 16384;
 
-	return c < 2048 ? 2048 : (c > GS_CELLS_MAX ? GS_CELLS_MAX : c);
+	return c < 2048 ? 2048 : (c > max ? max : c);
+}
+
+/* whether a level gets 16 cells per splitter slot, so that the one-splitter
+ * lookup (bucket_fast) pays */
+static __host__ __device__ __forceinline__ bool
+gs_cells_one(int P, int kb)
+{
+	return 16 * P <= gs_cells_cap(P, kb);
 }
 
 /* dynamic shared memory of the passes (host and device agree on the layout) */
@@ -67,7 +83,7 @@ static __host__ __device__ __forceinline__ size_t
 gs_count_smem(int P, int kb)
 {
 	return gs_align16((size_t) P * kb) + gs_align16((size_t) 2 * P * 4) +
-		gs_align16(((size_t) gs_cells_cap(P) + 1) * 2);
+		gs_align16(((size_t) gs_cells_cap(P, kb) + 1) * 2);
 }
 
 /* filter: the keep mask of up to 2P - 1 buckets, one copy per bank

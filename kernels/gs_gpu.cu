@@ -378,6 +378,43 @@ k_finish_gather(const K *sorted, const gs_ull *rank_cur, int *resolved, int nu, 
 
 /* ------------------------------------------------------------ lifecycle */
 
+/*
+ * The count kernel of a many-splitter level of P splitter slots (mm:
+ * approximate mode, which also finds the min and max): 512 threads where
+ * its shared memory leaves room for only two blocks per SM (so that twice
+ * as many warps keep loads in flight), else 256; the one-splitter lookup
+ * where the cell table has 16 cells per slot (gs_cells_one).
+ */
+template <typename K>
+struct gs_count_launch
+{
+	void		(*fn) (gs_level_state *, const K *, K *, K *, gs_ull *, const gs_ull *, gs_minmax *, uint16_t *, int);
+	int			threads;
+};
+
+template <typename K, bool MM>
+static gs_count_launch<K>
+gs_count_kernel_mm(int P)
+{
+	const bool	wide = gs_count_smem(P, (int) sizeof(K)) > 64 * 1024;
+	const bool	one = gs_cells_one(P, (int) sizeof(K));
+	gs_count_launch<K> r;
+
+	r.threads = wide ? GS_COUNT_THREADS_WIDE : GS_COUNT_THREADS;
+	if (wide)
+		r.fn = one ? k_count<K, MM, GS_COUNT_THREADS_WIDE, true> : k_count<K, MM, GS_COUNT_THREADS_WIDE, false>;
+	else
+		r.fn = one ? k_count<K, MM, GS_COUNT_THREADS, true> : k_count<K, MM, GS_COUNT_THREADS, false>;
+	return r;
+}
+
+template <typename K>
+static gs_count_launch<K>
+gs_count_kernel(bool mm, int P)
+{
+	return mm ? gs_count_kernel_mm<K, true>(P) : gs_count_kernel_mm<K, false>(P);
+}
+
 template <typename K>
 static cudaError_t
 gs_set_attrs(size_t optin)
@@ -390,20 +427,16 @@ gs_set_attrs(size_t optin)
 		return ce;
 	size_t		dyn = optin - 16 * 1024;	/* leave room for static shared memory */
 
-	ce = cudaFuncSetAttribute(k_count<K, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) dyn);
-	if (ce != cudaSuccess)
-		return ce;
-	ce = cudaFuncSetAttribute(k_count<K, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) dyn);
-	if (ce != cudaSuccess)
-		return ce;
-	ce = cudaFuncSetAttribute(k_count<K, true, GS_COUNT_THREADS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) dyn);
-	if (ce != cudaSuccess)
-		return ce;
-	ce = cudaFuncSetAttribute(k_count<K, false, GS_COUNT_THREADS_WIDE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) dyn);
-	if (ce != cudaSuccess)
-		return ce;
+	/* every (threads, lookup) pair that gs_count_kernel picks occurs for
+	 * one of these P */
+	for (int P = 1024; P <= 4096; P *= 2)
+		for (int mm = 0; mm < 2; mm++)
+		{
+			ce = cudaFuncSetAttribute(gs_count_kernel<K>(mm != 0, P).fn,
+									  cudaFuncAttributeMaxDynamicSharedMemorySize, (int) dyn);
+			if (ce != cudaSuccess)
+				return ce;
+		}
 	ce = cudaFuncSetAttribute(k_filter<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) (dyn - 32 * 1024));
 	return ce;
 }
@@ -668,12 +701,9 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		const int	P = focused ? 0 : mopen;
 		const size_t smem_count = focused ? 0 : gs_count_smem(P, (int) sizeof(K));
 		const size_t smem_filter = focused ? 0 : gs_filter_smem(P);
-		/* wide count blocks where 256-thread ones would fit only twice per SM */
-		const bool	wide = !focused && smem_count > 64 * 1024;
+		const gs_count_launch<K> kc = gs_count_kernel<K>(false, focused ? 1024 : P);
 		const int	grid_count = focused ? gs_occ_grid<K>(e, (const void *) k_count_focus<K>, 0)
-			: (wide ? gs_occ_grid<K>(e, (const void *) k_count<K, false, GS_COUNT_THREADS_WIDE>, smem_count,
-									 GS_COUNT_THREADS_WIDE)
-			   : gs_occ_grid<K>(e, (const void *) k_count<K, false>, smem_count));
+			: gs_occ_grid<K>(e, (const void *) kc.fn, smem_count, kc.threads);
 		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
 		int			levels = 0;
 		const double keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
@@ -753,12 +783,8 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				}
 				else
 				{
-					if (wide)
-						k_count<K, false, GS_COUNT_THREADS_WIDE><<<grid_count, GS_COUNT_THREADS_WIDE, smem_count,
-						e->s>>>(st, d_in, bufA, bufB, hist, dsplit, NULL, ora);
-					else
-						k_count<K, false><<<grid_count, GS_COUNT_THREADS, smem_count, e->s>>>(
-							st, d_in, bufA, bufB, hist, dsplit, NULL, ora);
+					kc.fn<<<grid_count, kc.threads, smem_count, e->s>>>(st, d_in, bufA, bufB, hist, dsplit, NULL,
+																		   ora, gs_cells_cap(P, (int) sizeof(K)));
 					k_plan<K, GS_PLAN_THREADS><<<1, GS_PLAN_THREADS, 0, e->s>>>(
 						st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
 				}
@@ -864,12 +890,8 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 	while (P < (int) B)
 		P <<= 1;
 	const size_t smem_count = gs_count_smem(P, (int) sizeof(K));
-	/* one-splitter lookup where the table has 16 cells per splitter slot
-	 * (up to 1024 buckets): measured 627 -> 522 us for the 2^28 f32 count */
-	const bool	one = 16 * P <= gs_cells_cap(P);
-	const void *kcount = one ? (const void *) k_count<K, true, GS_COUNT_THREADS, true>
-		: (const void *) k_count<K, true>;
-	const int	grid = gs_occ_grid<K>(e, kcount, smem_count);
+	const gs_count_launch<K> kc = gs_count_kernel<K>(true, P);
+	const int	grid = gs_occ_grid<K>(e, (const void *) kc.fn, smem_count, kc.threads);
 	size_t		tb = 0;
 	const size_t total = gs_approx_scratch(n, sizeof(K), nranks, B, grid, &tb);
 	unsigned char *mem = NULL;
@@ -938,12 +960,8 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 		GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
 			  "DeviceRadixSort (sample)");
 		k_approx_split<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, sorted, s, (int) B, dsplit, hist);
-		if (one)
-			k_count<K, true, GS_COUNT_THREADS, true><<<grid, GS_COUNT_THREADS, smem_count, e->s>>>(
-				st, d_in, NULL, NULL, hist, dsplit, mm, NULL);
-		else
-			k_count<K, true><<<grid, GS_COUNT_THREADS, smem_count, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm,
-																			NULL);
+		kc.fn<<<grid, kc.threads, smem_count, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm, NULL,
+													 gs_cells_cap(P, (int) sizeof(K)));
 		k_approx_pick<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, hist, dsplit, mm, grid, dranks, (int) nranks,
 														  ck, clo, chi, dpicks);
 		GS_CK(cudaGetLastError(), "kernel launch");

@@ -843,7 +843,8 @@ gs_active_blocks(gs_ull n)
 }
 
 /*
- * dynamic shared memory: gs_count_smem(P, sizeof(K)).  THREADS: 256, or
+ * dynamic shared memory: gs_count_smem(P, sizeof(K)) for the P the launch
+ * was sized for, whose cell capacity is cells_cap.  THREADS: 256, or
  * GS_COUNT_THREADS_WIDE where that memory allows only two blocks per SM
  * (P = 4096), so that twice as many warps keep loads in flight.  ONE: the
  * lookup bucket_fast (gs_cells.cuh says when it pays), held to 64 registers
@@ -853,7 +854,7 @@ gs_active_blocks(gs_ull n)
 template <typename K, bool MM, int THREADS = GS_COUNT_THREADS, bool ONE = false>
 __global__ void __launch_bounds__(THREADS, ONE ? 1024 / THREADS : 0)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
-		gs_minmax *blk_mm, uint16_t *ora)
+		gs_minmax *blk_mm, uint16_t *ora, int cells_cap)
 {
 	typedef cub::BlockReduce<gs_minmax, THREADS> MMReduce;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
@@ -885,7 +886,9 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 	for (int b = threadIdx.x; b < nb; b += blockDim.x)
 		shist[b] = 0;
-	gs_cells_build<K, THREADS>(f.cs, spl, tab, dsplit, m, gs_cells_cap(P));
+	/* this level may have fewer splitters than the launch was sized for;
+	 * its table stays within the launch's (gs_cells_cap is not monotone) */
+	gs_cells_build<K, THREADS>(f.cs, spl, tab, dsplit, m, min(gs_cells_cap(P, (int) sizeof(K)), cells_cap));
 	f.shist = shist;
 	f.ora = ora;
 	f.ninvalid = 0;
