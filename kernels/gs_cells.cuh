@@ -40,7 +40,7 @@
 #define GS_CELL_JBITS 13
 #define GS_CELL_JMASK 0x1FFFu
 #define GS_CELL_KCAP 7u
-#define GS_CELLS_MAX 32768
+#define GS_CELLS_MAX 65536
 #define GS_CELL_SLOW (2u << GS_CELL_JBITS)	/* entries >= this: two or more splitters */
 #define GS_CELL_EMPTY 0xFFFFu	/* while building: J | k << 13 is at most 8190 | 7 << 13 */
 
@@ -48,17 +48,18 @@
  * Cell capacity for a level of at most P - 1 splitters (P a power of two)
  * and kb-byte keys: 16 cells per splitter slot, at least 2048, so that cells
  * holding two or more splitters (the only ones searched) are rare.  At most
- * 16384 (a 32 KB table), except 32768 for 4-byte keys at P = 2048: there the
- * count is bound by instructions and the one-splitter lookup that 16 cells
- * per slot allow pays (101 ranks f32 2^28: level-1 count 665 -> 589 us),
- * while 8-byte keys are bound by DRAM and lost by it (941 -> 1043 us: the
+ * 16384 (a 32 KB table), except for 4-byte keys up to P = 4096 (tables of
+ * 64 and 128 KB): there the count is bound by instructions, and the
+ * one-splitter lookup that 16 cells per slot allow pays (f32 2^28 level-1
+ * count: 101 ranks 665 -> 589 us, 1001 ranks 1022 -> 661 us), while 8-byte
+ * keys are bound by DRAM and lost by it (101 ranks 941 -> 1043 us: the
  * larger table leaves fewer warps).  Not monotone in P: see k_count.
  */
 static __host__ __device__ __forceinline__ int
 gs_cells_cap(int P, int kb)
 {
 	const int	c = 16 * P;
-	const int	max = kb == 4 && P == 2048 ? GS_CELLS_MAX : 16384;
+	const int	max = kb == 4 && P <= 4096 ? GS_CELLS_MAX : 16384;
 
 	return c < 2048 ? 2048 : (c > max ? max : c);
 }

@@ -380,9 +380,10 @@ k_finish_gather(const K *sorted, const gs_ull *rank_cur, int *resolved, int nu, 
 
 /*
  * The count kernel of a many-splitter level of P splitter slots (mm:
- * approximate mode, which also finds the min and max): 512 threads where
- * its shared memory leaves room for only two blocks per SM (so that twice
- * as many warps keep loads in flight), else 256; the one-splitter lookup
+ * approximate mode, which also finds the min and max): 1024 threads per SM
+ * or fewer, in as many blocks as its shared memory allows (up to 64 KB:
+ * three or four 256-thread blocks; up to 112 KB: two of 512; else one of
+ * 1024), so that enough warps keep loads in flight; the one-splitter lookup
  * where the cell table has 16 cells per slot (gs_cells_one).
  */
 template <typename K>
@@ -392,20 +393,29 @@ struct gs_count_launch
 	int			threads;
 };
 
+template <typename K, bool MM, int THREADS>
+static gs_count_launch<K>
+gs_count_kernel_t(bool one)
+{
+	gs_count_launch<K> r;
+
+	r.threads = THREADS;
+	r.fn = one ? k_count<K, MM, THREADS, true> : k_count<K, MM, THREADS, false>;
+	return r;
+}
+
 template <typename K, bool MM>
 static gs_count_launch<K>
 gs_count_kernel_mm(int P)
 {
-	const bool	wide = gs_count_smem(P, (int) sizeof(K)) > 64 * 1024;
+	const size_t smem = gs_count_smem(P, (int) sizeof(K));
 	const bool	one = gs_cells_one(P, (int) sizeof(K));
-	gs_count_launch<K> r;
 
-	r.threads = wide ? GS_COUNT_THREADS_WIDE : GS_COUNT_THREADS;
-	if (wide)
-		r.fn = one ? k_count<K, MM, GS_COUNT_THREADS_WIDE, true> : k_count<K, MM, GS_COUNT_THREADS_WIDE, false>;
-	else
-		r.fn = one ? k_count<K, MM, GS_COUNT_THREADS, true> : k_count<K, MM, GS_COUNT_THREADS, false>;
-	return r;
+	if (smem > 112 * 1024)
+		return gs_count_kernel_t<K, MM, GS_COUNT_THREADS_FULL>(one);
+	if (smem > 64 * 1024)
+		return gs_count_kernel_t<K, MM, GS_COUNT_THREADS_WIDE>(one);
+	return gs_count_kernel_t<K, MM, GS_COUNT_THREADS>(one);
 }
 
 template <typename K>
@@ -429,7 +439,7 @@ gs_set_attrs(size_t optin)
 
 	/* every (threads, lookup) pair that gs_count_kernel picks occurs for
 	 * one of these P */
-	for (int P = 1024; P <= 4096; P *= 2)
+	for (int P = 1024; P <= 8192; P *= 2)
 		for (int mm = 0; mm < 2; mm++)
 		{
 			ce = cudaFuncSetAttribute(gs_count_kernel<K>(mm != 0, P).fn,

@@ -25,6 +25,7 @@
 #define GS_MAX_SPLIT 8191			/* approx mode: approx_buckets-1 splitters */
 #define GS_COUNT_THREADS 256
 #define GS_COUNT_THREADS_WIDE 512	/* k_count where shared memory allows two blocks per SM */
+#define GS_COUNT_THREADS_FULL 1024	/* k_count where shared memory allows one block per SM */
 #define GS_UNROLL 4
 
 /* splitmix64 (Steele, Lea, Flood 2014): the sampler's hash; the CPU engine
