@@ -15,6 +15,7 @@
 # that do not depend on which CPU a session landed on (this matters on the
 # GPU machine, whose scan times vary by up to 2x between sessions).
 # Each time is the median of GS_BENCH_REPS runs (default 3; 1 at 100M rows),
+# or ERR when any run of it failed (psql stops there: ON_ERROR_STOP),
 # wall time measured by psql's \timing in one session whose CUDA context
 # already exists (the first-call cost is reported separately).
 # Prints one table; writes it to $GS_BENCH_OUT (default stdout only).
@@ -42,8 +43,8 @@ timeq() { # timeq SETTINGS REPS QUERY
 		echo "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 10) g;"
 		echo '\timing on'
 		for _ in $(seq "$reps"); do echo "$query;"; done
-	} | $PSQL -o /dev/null 2>&1 | awk '/^Time:/ {print $2}' | sort -g |
-		awk '{a[NR]=$1} END {if (NR == 0) print "ERR"; else printf "%.1f\n", a[int((NR + 1) / 2)]}'
+	} | $PSQL -o /dev/null 2>&1 | awk '/ERROR:/ {print "ERR"} /^Time:/ {print $2}' | sort -g |
+		awk '/ERR/ {err = 1} {a[NR]=$1} END {if (NR == 0 || err) print "ERR"; else printf "%.1f\n", a[int((NR + 1) / 2)]}'
 }
 # the same, for several queries alternating in ONE session (rep 1 of each,
 # then rep 2 ...): medians, space-separated.  Each argument is
@@ -63,8 +64,10 @@ timeq_alt() { # timeq_alt REPS "SETTINGS|QUERY"...
 	} | $PSQL -o /dev/null 2>&1 |
 		awk -v nq="$nq" '
 			/^@Q/ { cur = substr($0, 3) + 0; want = 1; next }
+			/ERROR:/ { err = 1 }
 			/^Time:/ { if (want) { t[cur, ++c[cur]] = $2; want = 0 } }
 			END {
+				if (err) { for (q = 0; q < nq; q++) printf "%sERR", (q ? " " : ""); print ""; exit }
 				for (q = 0; q < nq; q++) {
 					n = c[q]; for (i = 1; i <= n; i++) v[i] = t[q, i]
 					for (i = 2; i <= n; i++) { x = v[i]; j = i - 1; while (j > 0 && v[j] > x) { v[j + 1] = v[j]; j-- } v[j + 1] = x }
@@ -170,13 +173,19 @@ row "dashboard gpu_percentile_disc per hour" "${GS_BENCH_DASH_ROWS:-10000000}" "
 row "dashboard gpu_quantiles per hour" "${GS_BENCH_DASH_ROWS:-10000000}" "$dp" "$(ratio "$db" "$dp")" "$(ratio "$dp" "$ds")"
 row "dashboard gpu_quantiles per hour, parallel" "${GS_BENCH_DASH_ROWS:-10000000}" "$dpp" "$(ratio "$db" "$dpp")" "-"
 
-# crossover for gpuselect.gpu_min_rows: same query, CPU vs GPU path, growing n
-$PSQL -c "CREATE TABLE IF NOT EXISTS bench_cross AS SELECT random() AS x FROM generate_series(1, 2000000);" -c "VACUUM ANALYZE bench_cross;" >/dev/null
-for k in 10000 30000 100000 300000 1000000 2000000; do
-	q="SELECT gpu_quantiles(x, $F101) FROM (SELECT x FROM bench_cross LIMIT $k) s"
-	c=$(timeq "$CPU $SER" 5 "$q")
-	g=$(timeq "$GPU $SER" 5 "$q")
-	row "crossover gpu_quantiles(101): cpu | gpu" "$k" "$c | $g" "$(ratio "$c" "$g")" "-"
+# crossover for gpuselect.gpu_min_rows: same query, CPU vs GPU path, growing
+# n, the two paths alternating in one session (7 runs each); both the
+# ordered-set form and gpu_quantiles
+$PSQL -c "CREATE TABLE IF NOT EXISTS bench_cross AS SELECT random() * 1000 AS x FROM generate_series(1, 4000000);" \
+	-c "VACUUM ANALYZE bench_cross;" >/dev/null
+$PSQL -o /dev/null -c "SELECT sum(x) FROM bench_cross"
+for k in ${GS_BENCH_CROSS_SIZES:-10000 100000 300000 1000000 2000000 4000000}; do
+	for form in "gpu_quantiles(101)|SELECT gpu_quantiles(x, $F101)" \
+		"gpu_percentile_disc(0.5)|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x)"; do
+		q="${form#*|} FROM (SELECT x FROM bench_cross LIMIT $k) s"
+		read -r c g <<<"$(timeq_alt 7 "$CPU $SER|$q" "$GPU $SER|$q")"
+		row "crossover ${form%%|*}: cpu | gpu" "$k" "$c | $g" "$(ratio "$c" "$g")" "-"
+	done
 done
 fi
 
