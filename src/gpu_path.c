@@ -13,8 +13,12 @@
  * for the leader's combine, never selected on): ordinary malloc'd memory
  * registered as page-locked (cudaHostRegister through the engine).  Measured
  * on the H100 machine: registering costs ~37 us/MB against ~370 us/MB for
- * cudaHostAlloc, and pinned copies run ~55 GB/s against 7-9 GB/s pageable, so
- * registering per query beats keeping a pinned pool.  Each full chunk is
+ * cudaHostAlloc, and pinned copies run ~55 GB/s against 7-9 GB/s pageable.
+ * Released chunks are kept, still registered, in a per-backend pool of up to
+ * gpuselect.pinned_pool_size and reused by later queries: a fresh chunk's
+ * pages are faulted in and locked on every query, and at 10M float8 rows
+ * (~30K page faults per query) that cost ~50 ms on the H100 machine, ~12% of
+ * a serial scan (test/bench/results/e2e-2026-11-23-h100-session5.md).  Each full chunk is
  * copied to its own device buffer asynchronously while the scan goes on; the
  * final call copies the rest, joins everything into one device buffer, and
  * selects.
@@ -59,7 +63,23 @@ static char gpu_reason[256] = "not initialized yet (the context is created at fi
 static char gpu_device_name[256] = "";
 static double gpu_init_ms = 0;
 static uint32 gpu_noticed = 0;	/* bit per gs_status: one NOTICE per backend and reason */
-static int64 gpu_pinned_bytes = 0;	/* host bytes currently registered by this file */
+static int64 gpu_pinned_bytes = 0;	/* registered host bytes held by states */
+
+/*
+ * The pool of registered chunks no state holds (oldest first).  Chunk sizes
+ * are powers of two times the key width, rounded to pages, so a query
+ * mostly finds the sizes it needs.  Bounded by gpuselect.pinned_pool_size
+ * (trimmed whenever a state returns chunks) and by its slot count.
+ */
+#define GS_POOL_SLOTS 64
+typedef struct GsPooledChunk
+{
+	void	   *p;
+	Size		bytes;
+} GsPooledChunk;
+static GsPooledChunk gpu_pool[GS_POOL_SLOTS];
+static int	gpu_pool_n = 0;
+static int64 gpu_pool_bytes = 0;
 
 /* test hooks (CUDA builds only; see gs_gpu_define_gucs) */
 static int	gs_guc_test_device_memory_cap_mb = 0;
@@ -167,6 +187,56 @@ gs_gpu_ready(void)
 	return true;
 }
 
+/* unregister and free the oldest pooled chunks until the pool fits in limit */
+static void
+gs_gpu_pool_trim(int64 limit)
+{
+	int			drop = 0;
+
+	while (drop < gpu_pool_n && gpu_pool_bytes > limit)
+	{
+		gs_gpu_host_unregister(gpu_engine, gpu_pool[drop].p);
+		free(gpu_pool[drop].p);
+		gpu_pool_bytes -= (int64) gpu_pool[drop].bytes;
+		drop++;
+	}
+	if (drop > 0)
+	{
+		memmove(gpu_pool, gpu_pool + drop, sizeof(GsPooledChunk) * (gpu_pool_n - drop));
+		gpu_pool_n -= drop;
+	}
+}
+
+/* a registered chunk no state holds any more: into the pool (the caller
+ * trims it to its limit); when every slot is taken, the oldest goes first */
+static void
+gs_gpu_pool_put(void *p, Size bytes)
+{
+	if (gpu_pool_n == GS_POOL_SLOTS)
+		gs_gpu_pool_trim(gpu_pool_bytes - (int64) gpu_pool[0].bytes);
+	gpu_pool[gpu_pool_n].p = p;
+	gpu_pool[gpu_pool_n].bytes = bytes;
+	gpu_pool_n++;
+	gpu_pool_bytes += (int64) bytes;
+}
+
+/* a pooled chunk of exactly this size (the newest), or NULL */
+static void *
+gs_gpu_pool_take(Size bytes)
+{
+	for (int i = gpu_pool_n - 1; i >= 0; i--)
+		if (gpu_pool[i].bytes == bytes)
+		{
+			void	   *p = gpu_pool[i].p;
+
+			memmove(gpu_pool + i, gpu_pool + i + 1, sizeof(GsPooledChunk) * (gpu_pool_n - i - 1));
+			gpu_pool_n--;
+			gpu_pool_bytes -= (int64) bytes;
+			return p;
+		}
+	return NULL;
+}
+
 /* Release everything a state holds on the GPU side (reset callback). */
 static void
 gs_gpu_state_release(void *arg)
@@ -191,11 +261,11 @@ gs_gpu_state_release(void *arg)
 	}
 	for (int i = 0; i < g->npinned; i++)
 	{
-		gs_gpu_host_unregister(gpu_engine, g->pinned[i]);
-		free(g->pinned[i]);
+		gs_gpu_pool_put(g->pinned[i], g->pinned_bytes[i]);
 		gpu_pinned_bytes -= (int64) g->pinned_bytes[i];
 	}
 	g->npinned = 0;
+	gs_gpu_pool_trim((int64) gs_guc_pinned_pool_size * 1024 * 1024);
 	g->st->gpu = NULL;
 }
 
@@ -239,14 +309,18 @@ gs_gpu_chunk_alloc(GsState *st, Size bytes)
 			: (Size *) MemoryContextAlloc(st->mcxt, newmax * sizeof(Size));
 		g->maxpinned = newmax;
 	}
-	if (posix_memalign(&p, 4096, rounded) != 0)
-		return NULL;
-	memset(&err, 0, sizeof(err));
-	if (gs_gpu_host_register(gpu_engine, p, rounded, &err) != GS_OK)
+	p = gs_gpu_pool_take(rounded);
+	if (p == NULL)
 	{
-		free(p);
-		elog(DEBUG1, "gpuselect: could not page-lock a %zu-byte chunk: %s", rounded, err.message);
-		return NULL;
+		if (posix_memalign(&p, 4096, rounded) != 0)
+			return NULL;
+		memset(&err, 0, sizeof(err));
+		if (gs_gpu_host_register(gpu_engine, p, rounded, &err) != GS_OK)
+		{
+			free(p);
+			elog(DEBUG1, "gpuselect: could not page-lock a %zu-byte chunk: %s", rounded, err.message);
+			return NULL;
+		}
 	}
 	g->pinned[g->npinned] = p;
 	g->pinned_bytes[g->npinned++] = rounded;
@@ -516,5 +590,6 @@ gs_gpu_status(void (*emit) (const char *name, const char *value, void *arg), voi
 		gs_gpu_memory_in_use(gpu_engine, &dev_b, &host_b);
 		emit("gpu_device_bytes_in_use", psprintf("%zu", dev_b), arg);
 		emit("gpu_pinned_bytes_in_use", psprintf(INT64_FORMAT, gpu_pinned_bytes + (int64) host_b), arg);
+		emit("gpu_pinned_pool_bytes", psprintf(INT64_FORMAT, gpu_pool_bytes), arg);
 	}
 }

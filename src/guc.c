@@ -18,6 +18,7 @@ int			gs_guc_seed = 42;
 bool		gs_guc_debug = false;
 int			gs_guc_test_max_serial_bytes = 0;
 bool		gs_guc_shared_partial_states = true;
+int			gs_guc_pinned_pool_size = 256;
 bool		gs_guc_test_fail_shared_attach = false;
 
 static const struct config_enum_entry gs_device_options[] = {
@@ -73,6 +74,17 @@ gs_guc_define(void)
 							0, INT_MAX,
 							PGC_USERSET,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.pinned_pool_size",
+							"Page-locked chunks a backend keeps for later queries, at most this much.",
+							"Reusing them saves locking and faulting in fresh memory on every "
+							"query (GPU path only); 0 releases chunks at the end of each query.",
+							&gs_guc_pinned_pool_size,
+							256,
+							0, INT_MAX / 2,
+							PGC_USERSET,
+							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.approximate",

@@ -9,6 +9,8 @@
  *   gpuselect.debug           NOTICE per selection run         (default off)
  *   gpuselect.shared_partial_states  large parallel partial states
  *                             through shared memory            (default on)
+ *   gpuselect.pinned_pool_size  page-locked chunks kept per backend
+ *                             for later queries (GPU path)     (default 256MB)
  *
  * Test hooks (superuser only, not in postgresql.conf.sample):
  *
@@ -37,6 +39,7 @@ extern bool gs_guc_approximate;
 extern int	gs_guc_approx_buckets;
 extern int	gs_guc_seed;
 extern bool gs_guc_debug;
+extern int	gs_guc_pinned_pool_size;	/* MB */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;
 extern bool gs_guc_test_fail_shared_attach;

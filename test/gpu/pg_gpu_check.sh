@@ -11,7 +11,8 @@
 #   - cancel during a GPU query: 57014, the backend survives, the next
 #     query is right
 #   - no leak: device and pinned bytes in use return to baseline after 100
-#     repetitions (errors included)
+#     repetitions (errors included); the pool of page-locked chunks is
+#     reused and held to gpuselect.pinned_pool_size
 #   - 16 concurrent sessions (pgbench) with correct results
 # Ends with "N passed, M failed".
 set -u
@@ -145,6 +146,26 @@ r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
 	SELECT :'before';")
 check "no device/pinned leak after 100 repetitions" "t" "$(echo "$r" | grep -E '^[tf]$')"
 echo "    (device,pinned bytes in use at baseline: $(echo "$r" | tail -1))"
+
+# the pool of page-locked chunks: filled by a query, reused by the next (no
+# new chunk is registered: in-use bytes come back from it), held to
+# gpuselect.pinned_pool_size, emptied by 0
+pool() { echo "SELECT value::bigint FROM gpuselect_status() WHERE name = 'gpu_pinned_pool_bytes';"; }
+r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
+	SELECT count(*) > 0 FROM (SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk) s;
+	$(pool)
+	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) = percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk;
+	$(pool)
+	SET gpuselect.pinned_pool_size = '8MB';
+	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) = percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) FROM gchk;
+	$(pool)
+	SET gpuselect.pinned_pool_size = 0;
+	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) = percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) FROM gchk;
+	$(pool)")
+set -- $r
+check "pinned pool: filled, reused with the same size, right answers" "t t" "$([ "${2:-0}" -gt 0 ] && [ "${4:-x}" = "${2:-y}" ] && echo t || echo f) $3"
+check "pinned pool: within pinned_pool_size, emptied by 0" "t t t 0" "$5 $([ "${6:-x}" -le $((8 << 20)) ] && echo t || echo f) $7 $8"
+echo "    (pool bytes: after query 1 ${2:-?}, after query 2 ${4:-?}, at 8MB ${6:-?}, at 0 ${8:-?})"
 
 # 16 concurrent sessions
 $PSQL -q -c "DROP TABLE IF EXISTS gchk_expect; CREATE TABLE gchk_expect AS
