@@ -150,22 +150,24 @@ echo "    (device,pinned bytes in use at baseline: $(echo "$r" | tail -1))"
 # the pool of page-locked chunks: filled by a query, reused by the next (no
 # new chunk is registered: in-use bytes come back from it), held to
 # gpuselect.pinned_pool_size, emptied by 0
-pool() { echo "SELECT value::bigint FROM gpuselect_status() WHERE name = 'gpu_pinned_pool_bytes';"; }
+pool() { echo "SELECT value::bigint AS $1 FROM gpuselect_status() WHERE name = 'gpu_pinned_pool_bytes' \\gset"; }
+same() { echo "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY $1) = percentile_disc(0.5) WITHIN GROUP (ORDER BY $1) AS $2 FROM gchk \\gset"; }
 r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
-	SELECT count(*) > 0 FROM (SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk) s;
-	$(pool)
-	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) = percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk;
-	$(pool)
+	$(same f8 a1)
+	$(pool p1)
+	$(same f8 a2)
+	$(pool p2)
 	SET gpuselect.pinned_pool_size = '8MB';
-	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) = percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) FROM gchk;
-	$(pool)
+	$(same i4 a3)
+	$(pool p3)
 	SET gpuselect.pinned_pool_size = 0;
-	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) = percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) FROM gchk;
-	$(pool)")
+	$(same i4 a4)
+	$(pool p4)
+	SELECT concat_ws(' ', :'a1', :'a2', :'a3', :'a4', :p1 > 0, :p2 = :p1, :p3 <= 8 * 1024 * 1024, :p4, :p1, :p2, :p3);" | tail -1)
 set -- $r
-check "pinned pool: filled, reused with the same size, right answers" "t t" "$([ "${2:-0}" -gt 0 ] && [ "${4:-x}" = "${2:-y}" ] && echo t || echo f) $3"
-check "pinned pool: within pinned_pool_size, emptied by 0" "t t t 0" "$5 $([ "${6:-x}" -le $((8 << 20)) ] && echo t || echo f) $7 $8"
-echo "    (pool bytes: after query 1 ${2:-?}, after query 2 ${4:-?}, at 8MB ${6:-?}, at 0 ${8:-?})"
+check "pinned pool: filled by a query, reused by the next, right answers" "t t t t" "$1 $2 $5 $6"
+check "pinned pool: held to pinned_pool_size, emptied by 0" "t t t 0" "$3 $4 $7 $8"
+echo "    (pool bytes: after query 1 ${9:-?}, after query 2 ${10:-?}, at 8MB ${11:-?}, at 0 ${8:-?})"
 
 # 16 concurrent sessions
 $PSQL -q -c "DROP TABLE IF EXISTS gchk_expect; CREATE TABLE gchk_expect AS
