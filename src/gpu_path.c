@@ -15,10 +15,11 @@
  * on the H100 machine: registering costs ~37 us/MB against ~370 us/MB for
  * cudaHostAlloc, and pinned copies run ~55 GB/s against 7-9 GB/s pageable.
  * Released chunks are kept, still registered, in a per-backend pool of up to
- * gpuselect.pinned_pool_size and reused by later queries: a fresh chunk's
- * pages are faulted in and locked on every query, and at 10M float8 rows
- * (~30K page faults per query) that cost ~50 ms on the H100 machine, ~12% of
- * a serial scan (test/bench/results/e2e-2026-11-23-h100-session5.md).  Each full chunk is
+ * gpuselect.pinned_pool_size and reused by later queries: otherwise a fresh
+ * chunk's pages are faulted in and locked on every query (~30K page faults
+ * at 10M float8 rows), and the serial GPU path cost 11-12% more than sum(x)
+ * on the H100 machine instead of 5-6%
+ * (test/bench/results/e2e-2026-11-23-h100-session5.md).  Each full chunk is
  * copied to its own device buffer asynchronously while the scan goes on; the
  * final call copies the rest, joins everything into one device buffer, and
  * selects.
