@@ -144,13 +144,8 @@ struct gs_cells
 	 * without a branch; which pays depends on how many cells hold two
 	 * splitters (measured, NOTES-gpu.md section 7):
 	 *
-	 * bucket_two: exact for cells with at most two splitters; reads d[J]
-	 * and d[J+1] and compares under guards on k; k > 2 is searched.  For
-	 * spread levels: the key space of floats is not uniform (half of the
-	 * keys of uniform data share one exponent), so at 4-8 cells per
-	 * splitter slot many keys' cells hold two splitters.
-	 *
-	 * bucket_fast: exact for cells with at most one splitter; reads d[J]
+	 * bucket_fast, where the table has 16 cells per splitter slot
+	 * (gs_cells_one): exact for cells with at most one splitter; reads d[J]
 	 * only, no guards.  Why that suffices: J counts the splitters below the
 	 * cell, so d[J] is the first splitter at or above it; with k = 0 it
 	 * lies in a later cell, hence above every key of this cell (the map is
@@ -158,7 +153,14 @@ struct gs_cells
 	 * lies in a later cell.  J < m always (the last cell holds the last
 	 * splitter).  Fuller cells show in e (e >= GS_CELL_SLOW); the caller
 	 * takes bucket() for those keys.  About half the instructions of
-	 * bucket_two, for the approximate count (16 cells per splitter slot).
+	 * bucket_two.
+	 *
+	 * bucket_two, with fewer cells per slot: exact for cells with at most
+	 * two splitters; reads d[J] and d[J+1] and compares under guards on k;
+	 * k > 2 is searched.  There the key space of floats is not uniform
+	 * (half of the keys of uniform data share one exponent), many keys'
+	 * cells hold two splitters, and bucket_fast's second lookups would
+	 * diverge in most warps.
 	 */
 	__device__ __forceinline__ int bucket_two(K x) const
 	{
