@@ -448,7 +448,11 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 		}
 #endif
 		/* approximate */
-		unsigned	Bs[] = {1024, 7, 8192};	/* 8192: the most cells and splitters */
+		/* every count-kernel variant: 7 and 1024 (256 threads, one-splitter
+		 * lookup), 2048 (512 threads; one-splitter for 4-byte keys), 4096
+		 * (4-byte keys: 65536 cells, 1024 threads), 8192 (the most splitters;
+		 * 1024 threads, two-splitter lookup) */
+		unsigned	Bs[] = {1024, 7, 8192, 2048, 4096};
 
 		for (unsigned B : Bs)
 		{
