@@ -176,13 +176,13 @@ row "dashboard gpu_quantiles per hour, parallel" "${GS_BENCH_DASH_ROWS:-10000000
 # crossover for gpuselect.gpu_min_rows: same query, CPU vs GPU path, growing
 # n, the two paths alternating in one session (7 runs each); both the
 # ordered-set form and gpu_quantiles
-$PSQL -c "CREATE TABLE IF NOT EXISTS bench_cross AS SELECT random() * 1000 AS x FROM generate_series(1, 4000000);" \
-	-c "VACUUM ANALYZE bench_cross;" >/dev/null
-$PSQL -o /dev/null -c "SELECT sum(x) FROM bench_cross"
+$PSQL -c "CREATE TABLE IF NOT EXISTS bench_cross_4m AS SELECT random() * 1000 AS x FROM generate_series(1, 4000000);" \
+	-c "VACUUM ANALYZE bench_cross_4m;" >/dev/null
+$PSQL -o /dev/null -c "SELECT sum(x) FROM bench_cross_4m"
 for k in ${GS_BENCH_CROSS_SIZES:-10000 100000 300000 1000000 2000000 4000000}; do
 	for form in "gpu_quantiles(101)|SELECT gpu_quantiles(x, $F101)" \
 		"gpu_percentile_disc(0.5)|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x)"; do
-		q="${form#*|} FROM (SELECT x FROM bench_cross LIMIT $k) s"
+		q="${form#*|} FROM (SELECT x FROM bench_cross_4m LIMIT $k) s"
 		read -r c g <<<"$(timeq_alt 7 "$CPU $SER|$q" "$GPU $SER|$q")"
 		row "crossover ${form%%|*}: cpu | gpu" "$k" "$c | $g" "$(ratio "$c" "$g")" "-"
 	done

@@ -165,8 +165,8 @@ r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
 	$(pool p4)
 	SELECT concat_ws(' ', :'a1', :'a2', :'a3', :'a4', :p1 > 0, :p2 = :p1, :p3 <= 8 * 1024 * 1024, :p4, :p1, :p2, :p3);" | tail -1)
 set -- $r
-check "pinned pool: filled by a query, reused by the next, right answers" "t t t t" "$1 $2 $5 $6"
-check "pinned pool: held to pinned_pool_size, emptied by 0" "t t t 0" "$3 $4 $7 $8"
+check "pinned pool: filled by a query, reused by the next, right answers" "t t t t" "${1:-} ${2:-} ${5:-} ${6:-}"
+check "pinned pool: held to pinned_pool_size, emptied by 0" "t t t 0" "${3:-} ${4:-} ${7:-} ${8:-}"
 echo "    (pool bytes: after query 1 ${9:-?}, after query 2 ${10:-?}, at 8MB ${11:-?}, at 0 ${8:-?})"
 
 # 16 concurrent sessions
