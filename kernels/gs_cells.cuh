@@ -64,12 +64,16 @@ gs_cells_cap(int P, int kb)
 	return c < 2048 ? 2048 : (c > max ? max : c);
 }
 
-/* whether a level gets 16 cells per splitter slot, so that the one-splitter
- * lookup (bucket_fast) pays */
+/* whether the one-splitter lookup (bucket_fast) pays: 4-byte keys with 16
+ * cells per splitter slot.  8-byte keys are bound by DRAM; for them it was
+ * neutral on uniform data (approximate count 1090 -> 1080 us) and slower on
+ * clustered data, whose keys mostly take its second lookup (approximate
+ * f64 2^28, adversarial distribution: 2.35-2.40 ms with it, 1.95x the
+ * uniform time against a goal of 2x; 2.13 ms, 1.70x, without) */
 static __host__ __device__ __forceinline__ bool
 gs_cells_one(int P, int kb)
 {
-	return 16 * P <= gs_cells_cap(P, kb);
+	return kb == 4 && 16 * P <= gs_cells_cap(P, kb);
 }
 
 /* dynamic shared memory of the passes (host and device agree on the layout) */
