@@ -184,13 +184,19 @@ struct gs_cells
 		return b;
 	}
 
-	__device__ __forceinline__ int bucket_fast(K x, unsigned &e) const
+	/* the bucket of x in a cell of entry e that holds at most one splitter */
+	__device__ __forceinline__ int bucket_one(unsigned e, K x) const
 	{
-		e = tab[cell(x)];
 		const int	j = (int) (e & GS_CELL_JMASK);
 		const K		s0 = spl[j];
 
 		return 2 * j + (int) (x >= s0) + (int) (x > s0);
+	}
+
+	__device__ __forceinline__ int bucket_fast(K x, unsigned &e) const
+	{
+		e = tab[cell(x)];
+		return bucket_one(e, x);
 	}
 
 	/* bucket of x, any cell */
@@ -198,14 +204,11 @@ struct gs_cells
 	{
 		const int	c = cell(x);
 		const unsigned e = tab[c];
-		const int	j = (int) (e & GS_CELL_JMASK);
 		const unsigned k = e >> GS_CELL_JBITS;
 
 		if (k >= 2)
-			return gs_cells_search<K>(spl, tab, c, x, j, k);
-		const K		s0 = spl[j];
-
-		return 2 * j + (int) (x >= s0) + (int) (x > s0);
+			return gs_cells_search<K>(spl, tab, c, x, (int) (e & GS_CELL_JMASK), k);
+		return bucket_one(e, x);
 	}
 };
 
