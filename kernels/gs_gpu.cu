@@ -391,31 +391,34 @@ struct gs_count_launch
 {
 	void		(*fn) (gs_level_state *, const K *, K *, K *, gs_ull *, const gs_ull *, gs_minmax *, uint16_t *, int);
 	int			threads;
+	size_t		smem;			/* dynamic shared memory: gs_count_smem(P) */
+	int			cells_cap;		/* the kernel's last argument: gs_cells_cap(P) */
 };
 
 template <typename K, bool MM, int THREADS>
-static gs_count_launch<K>
-gs_count_kernel_t(bool one)
+static void
+gs_count_kernel_t(gs_count_launch<K> &r, bool one)
 {
-	gs_count_launch<K> r;
-
 	r.threads = THREADS;
 	r.fn = one ? k_count<K, MM, THREADS, true> : k_count<K, MM, THREADS, false>;
-	return r;
 }
 
 template <typename K, bool MM>
 static gs_count_launch<K>
 gs_count_kernel_mm(int P)
 {
-	const size_t smem = gs_count_smem(P, (int) sizeof(K));
 	const bool	one = gs_cells_one(P, (int) sizeof(K));
+	gs_count_launch<K> r;
 
-	if (smem > 112 * 1024)
-		return gs_count_kernel_t<K, MM, GS_COUNT_THREADS_FULL>(one);
-	if (smem > 64 * 1024)
-		return gs_count_kernel_t<K, MM, GS_COUNT_THREADS_WIDE>(one);
-	return gs_count_kernel_t<K, MM, GS_COUNT_THREADS>(one);
+	r.smem = gs_count_smem(P, (int) sizeof(K));
+	r.cells_cap = gs_cells_cap(P, (int) sizeof(K));
+	if (r.smem > 112 * 1024)
+		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_FULL>(r, one);
+	else if (r.smem > 64 * 1024)
+		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_WIDE>(r, one);
+	else
+		gs_count_kernel_t<K, MM, GS_COUNT_THREADS>(r, one);
+	return r;
 }
 
 template <typename K>
@@ -709,11 +712,10 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 		const bool	focused = nu == 1;
 		const int	mopen = gs_mopen_for(nu);
 		const int	P = focused ? 0 : mopen;
-		const size_t smem_count = focused ? 0 : gs_count_smem(P, (int) sizeof(K));
 		const size_t smem_filter = focused ? 0 : gs_filter_smem(P);
 		const gs_count_launch<K> kc = gs_count_kernel<K>(false, focused ? 1024 : P);
 		const int	grid_count = focused ? gs_occ_grid<K>(e, (const void *) k_count_focus<K>, 0)
-			: gs_occ_grid<K>(e, (const void *) kc.fn, smem_count, kc.threads);
+			: gs_occ_grid<K>(e, (const void *) kc.fn, kc.smem, kc.threads);
 		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
 		int			levels = 0;
 		const double keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
@@ -793,8 +795,8 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				}
 				else
 				{
-					kc.fn<<<grid_count, kc.threads, smem_count, e->s>>>(st, d_in, bufA, bufB, hist, dsplit, NULL,
-																		   ora, gs_cells_cap(P, (int) sizeof(K)));
+					kc.fn<<<grid_count, kc.threads, kc.smem, e->s>>>(st, d_in, bufA, bufB, hist, dsplit, NULL, ora,
+																		kc.cells_cap);
 					k_plan<K, GS_PLAN_THREADS><<<1, GS_PLAN_THREADS, 0, e->s>>>(
 						st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
 				}
@@ -899,9 +901,8 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 
 	while (P < (int) B)
 		P <<= 1;
-	const size_t smem_count = gs_count_smem(P, (int) sizeof(K));
 	const gs_count_launch<K> kc = gs_count_kernel<K>(true, P);
-	const int	grid = gs_occ_grid<K>(e, (const void *) kc.fn, smem_count, kc.threads);
+	const int	grid = gs_occ_grid<K>(e, (const void *) kc.fn, kc.smem, kc.threads);
 	size_t		tb = 0;
 	const size_t total = gs_approx_scratch(n, sizeof(K), nranks, B, grid, &tb);
 	unsigned char *mem = NULL;
@@ -970,8 +971,7 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 		GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
 			  "DeviceRadixSort (sample)");
 		k_approx_split<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, sorted, s, (int) B, dsplit, hist);
-		kc.fn<<<grid, kc.threads, smem_count, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm, NULL,
-													 gs_cells_cap(P, (int) sizeof(K)));
+		kc.fn<<<grid, kc.threads, kc.smem, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm, NULL, kc.cells_cap);
 		k_approx_pick<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, hist, dsplit, mm, grid, dranks, (int) nranks,
 														  ck, clo, chi, dpicks);
 		GS_CK(cudaGetLastError(), "kernel launch");
