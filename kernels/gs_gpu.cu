@@ -434,8 +434,12 @@ gs_set_attrs(size_t optin)
 {
 	cudaError_t ce;
 
-	ce = cudaFuncSetAttribute(k_sample<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) sizeof(gs_sample_smem<K>));
+	ce = cudaFuncSetAttribute(k_sample<K, GS_SAMPLE_ITEMS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS>));
+	if (ce != cudaSuccess)
+		return ce;
+	ce = cudaFuncSetAttribute(k_sample<K, GS_SAMPLE_ITEMS_WIDE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>));
 	if (ce != cudaSuccess)
 		return ce;
 	size_t		dyn = optin - 16 * 1024;	/* leave room for static shared memory */
@@ -718,7 +722,25 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 			: gs_occ_grid<K>(e, (const void *) kc.fn, kc.smem, kc.threads);
 		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
 		int			levels = 0;
-		const double keep = focused ? 0.05 : fmin(0.5, 1.3 * (double) nu / mopen);
+		/*
+		 * The sample: 8192 keys, 16384 (512 threads x 32) for 4096 buckets.
+		 * Each open bucket is then ~4 sample keys wide instead of 2, and a
+		 * level keeps ~1.1 nu / mopen of its input instead of ~1.3 (1001
+		 * ranks f32 2^28: 2.88-2.93 -> 2.59-2.67 ms, f64 5.26 -> 4.76-4.83;
+		 * test/bench/NOTES-gpu.md section 8).  At fewer buckets, and for one
+		 * rank, the larger sample's one-block sort cost more than it saved
+		 * (101 ranks f64 2.15 -> 2.20 ms, one rank f64 1.085 -> 1.108).  A
+		 * 1024 x 16 block sorted the same sample slower (ptxas spills at 64
+		 * registers: f32 k_sample 57 -> 72 us per level).
+		 */
+		const bool	wide = !focused && mopen >= 4096;
+		void		(*sample_fn) (gs_level_state *, const K *, K *, K *, gs_ull *, gs_ull *, gs_ull *, int *, gs_ull *) =
+			wide ? k_sample<K, GS_SAMPLE_ITEMS_WIDE> : k_sample<K, GS_SAMPLE_ITEMS>;
+		const size_t sample_smem = wide ? sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>)
+			: sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS>);
+		const double sample_size = wide ? gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>::SIZE
+			: gs_sample_smem<K, GS_SAMPLE_ITEMS>::SIZE;
+		const double keep = focused ? 0.05 : fmin(0.5, (wide ? 1.1 : 1.3) * (double) nu / mopen);
 		double		sort_below = e->sort_finish == 2 ? 0.0 :
 			(e->sort_finish == 1 ? 1e30 :
 			 (focused ? (double) gs_focus_sort_below(e) : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep)));
@@ -759,7 +781,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				if (focused)
 				{
 					/* the levels down to the finishing sort (or the base case) */
-					double		lim = fmax(sort_below, (double) GS_SAMPLE_SIZE);
+					double		lim = fmax(sort_below, sample_size);
 
 					est = (double) n > lim ? log((double) n / lim) / log(1.0 / keep) : 0.0;
 					est = fmax(est - 1.0, 0.0);		/* batch adds one */
@@ -767,7 +789,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				else
 				{
 					/* levels until the kept union is below the sort threshold */
-					double		lim = fmax(sort_below, (double) GS_SAMPLE_SIZE);
+					double		lim = fmax(sort_below, sample_size);
 
 					est = (double) n > lim ? log((double) n / lim) / log(1.0 / keep) : 0.0;
 					if (est < 1.5)
@@ -785,7 +807,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 					cudaStreamSynchronize(e->s);
 					goto done;
 				}
-				k_sample<K><<<1, GS_SAMPLE_THREADS, sizeof(gs_sample_smem<K>), e->s>>>(
+				sample_fn<<<1, GS_SAMPLE_THREADS, sample_smem, e->s>>>(
 					st, d_in, bufA, bufB, hist, dsplit, rank_cur, resolved, res);
 				if (focused)
 				{
@@ -810,7 +832,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 			GS_CK(cudaStreamSynchronize(e->s), "selection");
 			if (hs.done)
 				break;
-			if (!hs.stuck && hs.src != 0 && hs.n > GS_SAMPLE_SIZE && hs.n <= hs.cap &&
+			if (!hs.stuck && hs.src != 0 && (double) hs.n > sample_size && hs.n <= hs.cap &&
 				(double) hs.n <= sort_below)
 			{
 				/* finish: sort the kept union (or bucket) once, pick every rank */

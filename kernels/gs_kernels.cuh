@@ -216,19 +216,20 @@ struct gs_stage
 
 /* ---------------------------------------------------------------- sample */
 
-template <typename K>
+template <typename K, int ITEMS>
 struct gs_sample_smem
 {
+	static constexpr int SIZE = GS_SAMPLE_THREADS * ITEMS;	/* sample size, also the base case */
 	/* 6-bit digits: 11 passes instead of 16 for 64-bit keys, 6 instead of 8
 	 * for 32-bit (the one-block sample sort is on every spread level's
 	 * critical path) */
-	typedef cub::BlockRadixSort<K, GS_SAMPLE_THREADS, GS_SAMPLE_ITEMS, cub::NullType, 6> Sort;
+	typedef cub::BlockRadixSort<K, GS_SAMPLE_THREADS, ITEMS, cub::NullType, 6> Sort;
 	typedef cub::BlockScan<int, GS_SAMPLE_THREADS> Scan;
-	typedef gs_block_select<K, GS_SAMPLE_THREADS, GS_SAMPLE_ITEMS> Select;
+	typedef gs_block_select<K, GS_SAMPLE_THREADS, ITEMS> Select;
 	union
 	{
 		typename Sort::TempStorage sort;
-		K			sorted[GS_SAMPLE_SIZE];
+		K			sorted[SIZE];
 		typename Select::TempStorage select;
 	};
 	typename Scan::TempStorage scan;
@@ -245,12 +246,14 @@ struct gs_sample_smem
  * selected, not sorted (gs_block_select.cuh); the base case (the whole level
  * input in the block) selects the rank itself.
  */
-template <typename K>
+template <typename K, int ITEMS>
 static __device__ void
-gs_sample_focused(gs_level_state *st, gs_sample_smem<K> &sm, K (&items)[GS_SAMPLE_ITEMS], bool base,
+gs_sample_focused(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, K (&items)[ITEMS], bool base,
 				  gs_ull *dsplit, const gs_ull *rank_cur, int *resolved, gs_ull *result)
 {
-	typename gs_sample_smem<K>::Select sel(sm.select);
+	typedef gs_sample_smem<K, ITEMS> Smem;
+	constexpr int SIZE = Smem::SIZE;
+	typename Smem::Select sel(sm.select);
 	const int	nranks = st->nranks;
 	const gs_ull n = st->n;
 	int			k = 0;
@@ -276,14 +279,14 @@ gs_sample_focused(gs_level_state *st, gs_sample_smem<K> &sm, K (&items)[GS_SAMPL
 		return;
 	}
 	const double q = (double) r / (double) n;
-	const double S = GS_SAMPLE_SIZE;
+	const double S = SIZE;
 	const long long p = (long long) (q * S);
 	const long long delta = (long long) (st->focus_z * sqrt(S * q * (1.0 - q))) + 16;
 	const long long lo = p - delta,
 				hi = p + delta;
 
 	tr[0] = (unsigned) (lo >= 0 ? lo : 0);
-	tr[1] = (unsigned) (hi < GS_SAMPLE_SIZE ? hi : GS_SAMPLE_SIZE - 1);
+	tr[1] = (unsigned) (hi < SIZE ? hi : SIZE - 1);
 	sel.select(items, 2, tr, v);
 	if (threadIdx.x == 0)
 	{
@@ -292,12 +295,12 @@ gs_sample_focused(gs_level_state *st, gs_sample_smem<K> &sm, K (&items)[GS_SAMPL
 
 		if (lo >= 0)
 			dsplit[m++] = v[0];
-		if (hi < GS_SAMPLE_SIZE && (m == 0 || v[0] != v[1]))
+		if (hi < SIZE && (m == 0 || v[0] != v[1]))
 			dsplit[m++] = v[1];
 		/* predicted open buckets */
 		if (lo < 0)
 			pmask = 1u;			/* below hi */
-		else if (hi >= GS_SAMPLE_SIZE)
+		else if (hi >= SIZE)
 			pmask = 1u << 2;	/* above lo */
 		else if (m == 2)
 			pmask = 1u << 2;	/* between lo and hi */
@@ -311,10 +314,11 @@ gs_sample_focused(gs_level_state *st, gs_sample_smem<K> &sm, K (&items)[GS_SAMPL
 }
 
 /* spread: mopen-1 evenly spaced positions of the sorted sample, deduplicated */
-template <typename K>
+template <typename K, int ITEMS>
 static __device__ void
-gs_sample_spread(gs_level_state *st, gs_sample_smem<K> &sm, gs_ull *dsplit, int *s_m)
+gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dsplit, int *s_m)
 {
+	constexpr int SIZE = gs_sample_smem<K, ITEMS>::SIZE;
 	const int	tid = threadIdx.x;
 	const int	mopen = st->mopen;
 	const int	mraw = mopen - 1;
@@ -330,8 +334,8 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K> &sm, gs_ull *dsplit, int 
 		keys[i] = 0;
 		if (s < mraw)
 		{
-			int			pos = (int) (((long long) (s + 1) * GS_SAMPLE_SIZE) / mopen);
-			int			prv = (int) (((long long) s * GS_SAMPLE_SIZE) / mopen);
+			int			pos = (int) (((long long) (s + 1) * SIZE) / mopen);
+			int			prv = (int) (((long long) s * SIZE) / mopen);
 
 			keys[i] = sm.sorted[pos];
 			flags[i] = (s == 0 || sm.sorted[prv] != keys[i]) ? 1 : 0;
@@ -339,7 +343,7 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K> &sm, gs_ull *dsplit, int 
 	}
 	int			total;
 
-	typename gs_sample_smem<K>::Scan(sm.scan).ExclusiveSum(flags, flags, total);
+	typename gs_sample_smem<K, ITEMS>::Scan(sm.scan).ExclusiveSum(flags, flags, total);
 	/* flags[] now holds output positions; recompute the keep test */
 #pragma unroll
 	for (int i = 0; i < 8; i++)
@@ -348,7 +352,7 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K> &sm, gs_ull *dsplit, int 
 
 		if (s < mraw)
 		{
-			int			prv = (int) (((long long) s * GS_SAMPLE_SIZE) / mopen);
+			int			prv = (int) (((long long) s * SIZE) / mopen);
 
 			if (s == 0 || sm.sorted[prv] != keys[i])
 				dsplit[flags[i]] = keys[i];
@@ -364,12 +368,12 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K> &sm, gs_ull *dsplit, int 
 	}
 }
 
-template <typename K>
+template <typename K, int ITEMS>
 __global__ void __launch_bounds__(GS_SAMPLE_THREADS)
 k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull *dsplit,
 		 gs_ull *rank_cur, int *resolved, gs_ull *result)
 {
-	typedef gs_sample_smem<K> S;
+	typedef gs_sample_smem<K, ITEMS> S;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	S		   &sm = *reinterpret_cast<S *>(gs_dyn_smem);
 	__shared__ int s_m;
@@ -379,15 +383,15 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 		return;
 	const gs_ull n = st->n;
 	const K    *src = gs_pick_src<K>(st->src, in, bufA, bufB);
-	const bool	base = n <= GS_SAMPLE_SIZE;
-	K			items[GS_SAMPLE_ITEMS];
+	const bool	base = n <= S::SIZE;
+	K			items[ITEMS];
 
 	if (base)
 	{
 #pragma unroll
-		for (int i = 0; i < GS_SAMPLE_ITEMS; i++)
+		for (int i = 0; i < ITEMS; i++)
 		{
-			gs_ull		idx = (gs_ull) tid * GS_SAMPLE_ITEMS + i;
+			gs_ull		idx = (gs_ull) tid * ITEMS + i;
 
 			items[i] = idx < n ? src[idx] : gs_key_max<K>::v;
 		}
@@ -397,13 +401,13 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 		const gs_ull salt = st->seed + (gs_ull) (st->iter + 1) * UINT64_C(0x632BE59BD9B4E019);
 
 #pragma unroll
-		for (int i = 0; i < GS_SAMPLE_ITEMS; i++)
-			items[i] = src[__umul64hi(gs_splitmix64(salt + (gs_ull) tid * GS_SAMPLE_ITEMS + i), n)];
+		for (int i = 0; i < ITEMS; i++)
+			items[i] = src[__umul64hi(gs_splitmix64(salt + (gs_ull) tid * ITEMS + i), n)];
 	}
 
 	if (st->focused)
 	{
-		gs_sample_focused<K>(st, sm, items, base, dsplit, rank_cur, resolved, result);
+		gs_sample_focused<K, ITEMS>(st, sm, items, base, dsplit, rank_cur, resolved, result);
 		if (base)
 			return;
 	}
@@ -412,8 +416,8 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 		typename S::Sort(sm.sort).Sort(items);
 		__syncthreads();
 #pragma unroll
-		for (int i = 0; i < GS_SAMPLE_ITEMS; i++)
-			sm.sorted[tid * GS_SAMPLE_ITEMS + i] = items[i];
+		for (int i = 0; i < ITEMS; i++)
+			sm.sorted[tid * ITEMS + i] = items[i];
 		__syncthreads();
 		if (base)
 		{
@@ -431,7 +435,7 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 			}
 			return;
 		}
-		gs_sample_spread<K>(st, sm, dsplit, &s_m);
+		gs_sample_spread<K, ITEMS>(st, sm, dsplit, &s_m);
 	}
 	__syncthreads();
 	if (tid == 0)

@@ -20,6 +20,7 @@
 #define GS_SAMPLE_THREADS 512
 #define GS_SAMPLE_ITEMS 16
 #define GS_SAMPLE_SIZE (GS_SAMPLE_THREADS * GS_SAMPLE_ITEMS)	/* 8192: also the base-case size */
+#define GS_SAMPLE_ITEMS_WIDE 32		/* spread levels of 4096 buckets: a 16384-key sample */
 #define GS_MAX_SPLIT_EXACT 4095		/* exact mode: at most 4096 open buckets */
 #define GS_MAX_APPROX_BUCKETS 8192
 #define GS_MAX_SPLIT 8191			/* approx mode: approx_buckets-1 splitters */
