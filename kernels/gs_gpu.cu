@@ -241,6 +241,27 @@ gs_buf_cap(size_t n, size_t nu)
 	return (size_t) c;
 }
 
+/*
+ * Spread levels of 4096 buckets draw a 16384-key sample (512 threads x 32),
+ * sorted by a grid (k_sample_runs, k_sample_merge); other levels 8192 keys,
+ * sorted by k_sample's block.  The larger sample puts ~4 sample keys into
+ * each open bucket instead of 2, so a level keeps ~1.1 nu / mopen of its
+ * input instead of ~1.3 (1001 ranks f32 2^28: 2.88-2.93 -> 2.59-2.67 ms, f64
+ * 5.26 -> 4.76-4.83, with the one-block sort of it; test/bench/NOTES-gpu.md
+ * section 8).  At fewer buckets, and for one rank, it cost more than it saved
+ * (101 ranks f64 2.15 -> 2.20 ms, one rank f64 1.085 -> 1.108).
+ */
+#define GS_RUN_BLOCKS 16
+#define GS_SAMPLE_WIDE_SIZE ((size_t) GS_RUN_BLOCKS * GS_RUN_KEYS)
+static_assert(GS_SAMPLE_WIDE_SIZE == (size_t) GS_SAMPLE_THREADS * GS_SAMPLE_ITEMS_WIDE,
+			  "the grid-sorted sample fills k_sample's wide block");
+
+static bool
+gs_wide_sample(size_t nu)
+{
+	return nu > 1 && gs_mopen_for(nu) >= 4096;
+}
+
 struct gs_exact_layout
 {
 	size_t		off_state,
@@ -253,6 +274,8 @@ struct gs_exact_layout
 				off_res,
 				off_resolved,
 				off_bucket,
+				off_runs,			/* wide sample (gs_wide_sample): drawn runs */
+				off_sample,			/* ... and the sorted sample */
 				small_bytes;
 	size_t		cap;
 };
@@ -283,6 +306,12 @@ gs_exact_layout_for(size_t n, size_t nu, gs_exact_layout *L)
 	o += gs_round_up(nu * 4);
 	L->off_bucket = o;
 	o += gs_round_up(nu * 4);
+	L->off_runs = o;
+	if (gs_wide_sample(nu))
+		o += gs_round_up(GS_SAMPLE_WIDE_SIZE * 8);
+	L->off_sample = o;
+	if (gs_wide_sample(nu))
+		o += gs_round_up(GS_SAMPLE_WIDE_SIZE * 8);
 	L->small_bytes = o;
 	L->cap = gs_buf_cap(n, nu);
 }
@@ -438,8 +467,12 @@ gs_set_attrs(size_t optin)
 							  (int) sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS>));
 	if (ce != cudaSuccess)
 		return ce;
-	ce = cudaFuncSetAttribute(k_sample<K, GS_SAMPLE_ITEMS_WIDE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	ce = cudaFuncSetAttribute(k_sample<K, GS_SAMPLE_ITEMS_WIDE, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 							  (int) sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>));
+	if (ce != cudaSuccess)
+		return ce;
+	ce = cudaFuncSetAttribute(k_sample_merge<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) (GS_SAMPLE_WIDE_SIZE * sizeof(K)));
 	if (ce != cudaSuccess)
 		return ce;
 	size_t		dyn = optin - 16 * 1024;	/* leave room for static shared memory */
@@ -722,20 +755,12 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 			: gs_occ_grid<K>(e, (const void *) kc.fn, kc.smem, kc.threads);
 		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
 		int			levels = 0;
-		/*
-		 * The sample: 8192 keys, 16384 (512 threads x 32) for 4096 buckets.
-		 * Each open bucket is then ~4 sample keys wide instead of 2, and a
-		 * level keeps ~1.1 nu / mopen of its input instead of ~1.3 (1001
-		 * ranks f32 2^28: 2.88-2.93 -> 2.59-2.67 ms, f64 5.26 -> 4.76-4.83;
-		 * test/bench/NOTES-gpu.md section 8).  At fewer buckets, and for one
-		 * rank, the larger sample's one-block sort cost more than it saved
-		 * (101 ranks f64 2.15 -> 2.20 ms, one rank f64 1.085 -> 1.108).  A
-		 * 1024 x 16 block sorted the same sample slower (ptxas spills at 64
-		 * registers: f32 k_sample 57 -> 72 us per level).
-		 */
-		const bool	wide = !focused && mopen >= 4096;
-		void		(*sample_fn) (gs_level_state *, const K *, K *, K *, gs_ull *, gs_ull *, gs_ull *, int *, gs_ull *) =
-			wide ? k_sample<K, GS_SAMPLE_ITEMS_WIDE> : k_sample<K, GS_SAMPLE_ITEMS>;
+		const bool	wide = gs_wide_sample(nu);
+		K		   *runs = (K *) (small + L.off_runs),
+				   *sorted_sample = (K *) (small + L.off_sample);
+		void		(*sample_fn) (gs_level_state *, const K *, K *, K *, gs_ull *, gs_ull *, gs_ull *, int *, gs_ull *,
+								  const K *) =
+			wide ? k_sample<K, GS_SAMPLE_ITEMS_WIDE, true> : k_sample<K, GS_SAMPLE_ITEMS, false>;
 		const size_t sample_smem = wide ? sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>)
 			: sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS>);
 		const double sample_size = wide ? gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>::SIZE
@@ -807,8 +832,14 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 					cudaStreamSynchronize(e->s);
 					goto done;
 				}
+				if (wide)
+				{
+					k_sample_runs<K><<<GS_RUN_BLOCKS, GS_RUN_THREADS, 0, e->s>>>(st, d_in, bufA, bufB, runs);
+					k_sample_merge<K><<<GS_RUN_BLOCKS, GS_RUN_KEYS, GS_SAMPLE_WIDE_SIZE * sizeof(K), e->s>>>(
+						st, runs, sorted_sample);
+				}
 				sample_fn<<<1, GS_SAMPLE_THREADS, sample_smem, e->s>>>(
-					st, d_in, bufA, bufB, hist, dsplit, rank_cur, resolved, res);
+					st, d_in, bufA, bufB, hist, dsplit, rank_cur, resolved, res, wide ? sorted_sample : NULL);
 				if (focused)
 				{
 					k_count_focus<K><<<grid_count, GS_COUNT_THREADS, 0, e->s>>>(st, d_in, bufA, bufB, hist, dsplit);

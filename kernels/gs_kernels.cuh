@@ -6,7 +6,9 @@
  *   k_sample   one block: random sample -> splitters (many ranks:
  *              cub::BlockRadixSort; one rank: two order statistics by block
  *              radix selection); if the level's input fits, the base
- *              case: sort it (or select the one rank) and read the answers
+ *              case: sort it (or select the one rank) and read the answers.
+ *              Levels of 4096 buckets draw a sample twice as large, sorted
+ *              by a grid first (k_sample_runs, k_sample_merge)
  *   k_count_*  grid-stride over the input in per-lane batches: bucket of every
  *              key (many splitters: the cell index of gs_cells.cuh), per-block
  *              histograms merged with global atomics; in single-rank
@@ -224,7 +226,6 @@ struct gs_sample_smem
 	 * for 32-bit (the one-block sample sort is on every spread level's
 	 * critical path) */
 	typedef cub::BlockRadixSort<K, GS_SAMPLE_THREADS, ITEMS, cub::NullType, 6> Sort;
-	typedef cub::BlockScan<int, GS_SAMPLE_THREADS> Scan;
 	typedef gs_block_select<K, GS_SAMPLE_THREADS, ITEMS> Select;
 	union
 	{
@@ -232,7 +233,7 @@ struct gs_sample_smem
 		K			sorted[SIZE];
 		typename Select::TempStorage select;
 	};
-	typename Scan::TempStorage scan;
+	unsigned	warp_count[GS_SAMPLE_THREADS / 32];	/* gs_sample_spread */
 };
 
 /*
@@ -313,51 +314,68 @@ gs_sample_focused(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, K (&items)[I
 	}
 }
 
-/* spread: mopen-1 evenly spaced positions of the sorted sample, deduplicated */
+/*
+ * spread: mopen-1 evenly spaced positions of the sorted sample, deduplicated.
+ * Warp w takes positions [256 w, 256 w + 256) in rounds of 32 consecutive
+ * ones, so a round's lanes read the sample step keys apart (with 8 positions
+ * per thread in a row, every lane of a read hit the same bank); a key's place
+ * among the distinct splitters is the warp's count so far (ballot, popc)
+ * plus the counts of the warps before it.
+ */
+#define GS_SPREAD_PER_WARP 256	/* 16 warps x 256 >= 4095 splitters */
+static_assert((GS_SAMPLE_THREADS / 32) * GS_SPREAD_PER_WARP >= GS_MAX_SPLIT_EXACT, "spread positions");
+
 template <typename K, int ITEMS>
 static __device__ void
 gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dsplit, int *s_m)
 {
 	constexpr int SIZE = gs_sample_smem<K, ITEMS>::SIZE;
+	constexpr int ROUNDS = GS_SPREAD_PER_WARP / 32;
 	const int	tid = threadIdx.x;
-	const int	mopen = st->mopen;
-	const int	mraw = mopen - 1;
-	int			flags[8];
-	K			keys[8];
+	const int	warp = tid >> 5;
+	const unsigned lane = tid & 31;
+	const int	mraw = st->mopen - 1;
+	/* positions s * SIZE / mopen: both are powers of two and mopen <= SIZE,
+	 * so a multiplication (three 64-bit divisions per position before) */
+	const int	step = SIZE / st->mopen;
+	int			place[ROUNDS];
+	K			keys[ROUNDS];
+	unsigned	mine = 0,
+				count = 0;
 
 #pragma unroll
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < ROUNDS; i++)
 	{
-		int			s = tid * 8 + i;
+		const int	s = warp * GS_SPREAD_PER_WARP + i * 32 + (int) lane;
+		bool		keep = false;
 
-		flags[i] = 0;
 		keys[i] = 0;
 		if (s < mraw)
 		{
-			int			pos = (int) (((long long) (s + 1) * SIZE) / mopen);
-			int			prv = (int) (((long long) s * SIZE) / mopen);
-
-			keys[i] = sm.sorted[pos];
-			flags[i] = (s == 0 || sm.sorted[prv] != keys[i]) ? 1 : 0;
+			keys[i] = sm.sorted[(s + 1) * step];
+			keep = s == 0 || sm.sorted[s * step] != keys[i];
 		}
-	}
-	int			total;
+		const unsigned ballot = __ballot_sync(GS_FULL, keep);
 
-	typename gs_sample_smem<K, ITEMS>::Scan(sm.scan).ExclusiveSum(flags, flags, total);
-	/* flags[] now holds output positions; recompute the keep test */
-#pragma unroll
-	for (int i = 0; i < 8; i++)
+		place[i] = (int) (count + __popc(ballot & ((1u << lane) - 1)));
+		count += __popc(ballot);
+		mine |= (unsigned) keep << i;
+	}
+	if (lane == 0)
+		sm.warp_count[warp] = count;
+	__syncthreads();
+	int			before = 0,
+				total = 0;
+
+	for (int w = 0; w < GS_SAMPLE_THREADS / 32; w++)
 	{
-		int			s = tid * 8 + i;
-
-		if (s < mraw)
-		{
-			int			prv = (int) (((long long) s * SIZE) / mopen);
-
-			if (s == 0 || sm.sorted[prv] != keys[i])
-				dsplit[flags[i]] = keys[i];
-		}
+		before += w < warp ? (int) sm.warp_count[w] : 0;
+		total += (int) sm.warp_count[w];
 	}
+#pragma unroll
+	for (int i = 0; i < ROUNDS; i++)
+		if ((mine >> i) & 1u)
+			dsplit[before + place[i]] = keys[i];
 	if (tid == 0)
 	{
 		*s_m = total;
@@ -368,10 +386,106 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dspli
 	}
 }
 
-template <typename K, int ITEMS>
+/*
+ * The sample of a level of 4096 buckets (16384 keys) is drawn and sorted by
+ * a grid instead of one block: a one-block sort of it took ~57 us per level,
+ * ~1/8 of a 1001-rank level (the block's random gather alone ~10 us).
+ * k_sample_runs: each of GS_RUN_BLOCKS blocks draws GS_RUN_KEYS keys (the
+ * whole level input, padded with the largest key, when it fits) and sorts
+ * them (cub::BlockRadixSort) into one run; k_sample_merge: every key's place
+ * in the whole sample is its index in its run plus, for every other run, how
+ * many of that run's keys precede it (binary search; equal keys ordered by
+ * run), and it is written there; k_sample<K, ITEMS, true> then reads the
+ * sorted sample instead of drawing and sorting it.  (A merge path of sorted
+ * runs is what this is; CUB's device-wide sorts took ~40 us in 6 launches for
+ * a sample of this size, and it has no small multi-block merge.)
+ */
+#define GS_RUN_THREADS 256
+#define GS_RUN_ITEMS 4
+#define GS_RUN_KEYS (GS_RUN_THREADS * GS_RUN_ITEMS)
+
+template <typename K>
+__global__ void __launch_bounds__(GS_RUN_THREADS)
+k_sample_runs(gs_level_state *st, const K *in, K *bufA, K *bufB, K *runs)
+{
+	typedef cub::BlockRadixSort<K, GS_RUN_THREADS, GS_RUN_ITEMS> Sort;
+	__shared__ typename Sort::TempStorage ts;
+
+	if (st->done)
+		return;
+	const gs_ull n = st->n;
+	const gs_ull size = (gs_ull) gridDim.x * GS_RUN_KEYS;
+	const K    *src = gs_pick_src<K>(st->src, in, bufA, bufB);
+	const gs_ull salt = st->seed + (gs_ull) (st->iter + 1) * UINT64_C(0x632BE59BD9B4E019);
+	const gs_ull first = (gs_ull) blockIdx.x * GS_RUN_KEYS + (gs_ull) threadIdx.x * GS_RUN_ITEMS;
+	K			items[GS_RUN_ITEMS];
+
+#pragma unroll
+	for (int i = 0; i < GS_RUN_ITEMS; i++)
+	{
+		const gs_ull g = first + i;
+
+		if (n <= size)
+			items[i] = g < n ? src[g] : gs_key_max<K>::v;
+		else
+			items[i] = src[__umul64hi(gs_splitmix64(salt + g), n)];
+	}
+	Sort(ts).Sort(items);
+#pragma unroll
+	for (int i = 0; i < GS_RUN_ITEMS; i++)
+		runs[first + i] = items[i];
+}
+
+/* GS_RUN_KEYS threads per block, one key each (the searches are chains of
+ * dependent loads: many warps hide them); dynamic shared memory: the whole
+ * sample (gridDim.x runs) */
+template <typename K>
+__global__ void __launch_bounds__(GS_RUN_KEYS)
+k_sample_merge(const gs_level_state *st, const K *runs, K *sorted)
+{
+	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
+	K		   *all = reinterpret_cast<K *>(gs_dyn_smem);
+	const int	nruns = (int) gridDim.x;
+	const int	r = (int) blockIdx.x;
+
+	if (st->done)
+		return;
+	for (int i = threadIdx.x; i < nruns * GS_RUN_KEYS; i += GS_RUN_KEYS)
+		all[i] = runs[i];
+	__syncthreads();
+	{
+		const int	li = threadIdx.x;
+		const K		x = all[r * GS_RUN_KEYS + li];
+		int			place = li;
+
+		for (int j = 0; j < nruns; j++)
+		{
+			const K    *run = all + j * GS_RUN_KEYS;
+			int			lo = 0,
+						hi = GS_RUN_KEYS;
+
+			if (j == r)
+				continue;
+			/* keys of run j before x: those below it, and equal ones of a lower run */
+			while (lo < hi)
+			{
+				const int	mid = (lo + hi) >> 1;
+				const bool	before = j < r ? run[mid] <= x : run[mid] < x;
+
+				lo = before ? mid + 1 : lo;
+				hi = before ? hi : mid;
+			}
+			place += lo;
+		}
+		sorted[place] = x;
+	}
+}
+
+/* PRE: the sample comes sorted from k_sample_runs / k_sample_merge (pre) */
+template <typename K, int ITEMS, bool PRE = false>
 __global__ void __launch_bounds__(GS_SAMPLE_THREADS)
 k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull *dsplit,
-		 gs_ull *rank_cur, int *resolved, gs_ull *result)
+		 gs_ull *rank_cur, int *resolved, gs_ull *result, const K *pre)
 {
 	typedef gs_sample_smem<K, ITEMS> S;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
@@ -386,7 +500,14 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 	const bool	base = n <= S::SIZE;
 	K			items[ITEMS];
 
-	if (base)
+	if (PRE)
+	{
+		/* straight into shared memory, coalesced (the spread path below
+		 * needs the sorted sample there, not in registers) */
+		for (int i = tid; i < S::SIZE; i += GS_SAMPLE_THREADS)
+			sm.sorted[i] = pre[i];
+	}
+	else if (base)
 	{
 #pragma unroll
 		for (int i = 0; i < ITEMS; i++)
@@ -413,11 +534,18 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 	}
 	else
 	{
-		typename S::Sort(sm.sort).Sort(items);
-		__syncthreads();
+		if (!PRE)
+		{
+			/* sorted into the striped arrangement (thread t holds ranks t,
+			 * t + THREADS, ...), so that the copy to shared memory below is
+			 * conflict-free (from the blocked one, ITEMS keys per thread,
+			 * every lane of a store hit the same bank) */
+			typename S::Sort(sm.sort).SortBlockedToStriped(items);
+			__syncthreads();
 #pragma unroll
-		for (int i = 0; i < ITEMS; i++)
-			sm.sorted[tid * ITEMS + i] = items[i];
+			for (int i = 0; i < ITEMS; i++)
+				sm.sorted[i * GS_SAMPLE_THREADS + tid] = items[i];
+		}
 		__syncthreads();
 		if (base)
 		{

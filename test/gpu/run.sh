@@ -39,7 +39,7 @@ if [ "$what" = all ] || [ "$what" = sanitize ]; then
 		# racecheck is much slower: only the "race" cases (n = 9000 and 100000,
 		# f32/f64, three distributions), which run every kernel with real work
 		sel=small; [ $tool = racecheck ] && sel=race
-		timeout ${GS_T_TOOL:-200} $CS --tool $tool --error-exitcode 9 ./test/gpu/gs_test.bin check $sel > "$OUTD/sanitize-$tool.log" 2>&1
+		timeout ${GS_T_TOOL:-480} $CS --tool $tool --error-exitcode 9 ./test/gpu/gs_test.bin check $sel > "$OUTD/sanitize-$tool.log" 2>&1
 		r=$?; rc=$((rc | r))
 		echo "compute-sanitizer $tool: exit $r; $(grep -E 'ERROR SUMMARY|passed,' "$OUTD/sanitize-$tool.log" | tr '\n' ' ')"
 	done
