@@ -247,9 +247,10 @@ gs_buf_cap(size_t n, size_t nu)
  * sorted by k_sample's block.  The larger sample puts ~4 sample keys into
  * each open bucket instead of 2, so a level keeps ~1.1 nu / mopen of its
  * input instead of ~1.3 (1001 ranks f32 2^28: 2.88-2.93 -> 2.59-2.67 ms, f64
- * 5.26 -> 4.76-4.83, with the one-block sort of it; test/bench/NOTES-gpu.md
- * section 8).  At fewer buckets, and for one rank, it cost more than it saved
- * (101 ranks f64 2.15 -> 2.20 ms, one rank f64 1.085 -> 1.108).
+ * 5.26 -> 4.76-4.83, with a one-block sort of it; 2.52-2.60 ms with the grid
+ * sort; test/bench/NOTES-gpu.md section 8).  At fewer buckets, and for one
+ * rank, it cost more than it saved (one-block sort: 101 ranks f64 2.15 ->
+ * 2.20 ms, one rank f64 1.085 -> 1.108).
  */
 #define GS_RUN_BLOCKS 16
 #define GS_SAMPLE_WIDE_SIZE ((size_t) GS_RUN_BLOCKS * GS_RUN_KEYS)
