@@ -307,12 +307,12 @@ gs_exact_layout_for(size_t n, size_t nu, gs_exact_layout *L)
 	o += gs_round_up(nu * 4);
 	L->off_bucket = o;
 	o += gs_round_up(nu * 4);
+	const size_t wide_bytes = gs_wide_sample(nu) ? gs_round_up(GS_SAMPLE_WIDE_SIZE * 8) : 0;
+
 	L->off_runs = o;
-	if (gs_wide_sample(nu))
-		o += gs_round_up(GS_SAMPLE_WIDE_SIZE * 8);
+	o += wide_bytes;
 	L->off_sample = o;
-	if (gs_wide_sample(nu))
-		o += gs_round_up(GS_SAMPLE_WIDE_SIZE * 8);
+	o += wide_bytes;
 	L->small_bytes = o;
 	L->cap = gs_buf_cap(n, nu);
 }

@@ -401,6 +401,22 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dspli
  * 6 launches for the approximate mode's 32768-key sample.  (Measured: the
  * three sample kernels take ~34 us per level, against 57.)
  */
+/* a level's random sample, drawn with replacement: key i is
+ * src[splitmix64(salt + i) * n >> 64]; every sampling kernel of the level
+ * draws with the same salt */
+static __device__ __forceinline__ gs_ull
+gs_sample_salt(const gs_level_state *st)
+{
+	return st->seed + (gs_ull) (st->iter + 1) * UINT64_C(0x632BE59BD9B4E019);
+}
+
+template <typename K>
+static __device__ __forceinline__ K
+gs_sample_key(const K *src, gs_ull n, gs_ull salt, gs_ull i)
+{
+	return src[__umul64hi(gs_splitmix64(salt + i), n)];
+}
+
 #define GS_RUN_THREADS 256
 #define GS_RUN_ITEMS 4
 #define GS_RUN_KEYS (GS_RUN_THREADS * GS_RUN_ITEMS)
@@ -417,7 +433,7 @@ k_sample_runs(gs_level_state *st, const K *in, K *bufA, K *bufB, K *runs)
 	const gs_ull n = st->n;
 	const gs_ull size = (gs_ull) gridDim.x * GS_RUN_KEYS;
 	const K    *src = gs_pick_src<K>(st->src, in, bufA, bufB);
-	const gs_ull salt = st->seed + (gs_ull) (st->iter + 1) * UINT64_C(0x632BE59BD9B4E019);
+	const gs_ull salt = gs_sample_salt(st);
 	const gs_ull first = (gs_ull) blockIdx.x * GS_RUN_KEYS + (gs_ull) threadIdx.x * GS_RUN_ITEMS;
 	K			items[GS_RUN_ITEMS];
 
@@ -429,7 +445,7 @@ k_sample_runs(gs_level_state *st, const K *in, K *bufA, K *bufB, K *runs)
 		if (n <= size)
 			items[i] = g < n ? src[g] : gs_key_max<K>::v;
 		else
-			items[i] = src[__umul64hi(gs_splitmix64(salt + g), n)];
+			items[i] = gs_sample_key(src, n, salt, g);
 	}
 	Sort(ts).Sort(items);
 #pragma unroll
@@ -520,11 +536,11 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 	}
 	else
 	{
-		const gs_ull salt = st->seed + (gs_ull) (st->iter + 1) * UINT64_C(0x632BE59BD9B4E019);
+		const gs_ull salt = gs_sample_salt(st);
 
 #pragma unroll
 		for (int i = 0; i < ITEMS; i++)
-			items[i] = src[__umul64hi(gs_splitmix64(salt + (gs_ull) tid * ITEMS + i), n)];
+			items[i] = gs_sample_key(src, n, salt, (gs_ull) tid * ITEMS + i);
 	}
 
 	if (st->focused)
