@@ -14,6 +14,7 @@ OBJS = \
 	src/types.o \
 	src/state.o \
 	src/shared_state.o \
+	src/arena.o \
 	src/ranks.o \
 	src/ordered_set.o \
 	src/plain_aggs.o \

@@ -12,6 +12,7 @@
 #include "utils/tuplestore.h"
 
 #include "gs_engine.h"
+#include "arena.h"
 #include "dispatch.h"
 #include "guc.h"
 #include "shared_state.h"
@@ -287,6 +288,15 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("states_created", psprintf(INT64_FORMAT, gs_states_created), &ea);
 	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);
 	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
+	gs_emit("states_in_arena", psprintf(INT64_FORMAT, gs_states_in_arena), &ea);
+	{
+		uint64		size,
+					used;
+
+		gs_arena_usage(&size, &used);
+		gs_emit("parallel_arena_bytes", psprintf(UINT64_FORMAT, size), &ea);
+		gs_emit("parallel_arena_used_bytes", psprintf(UINT64_FORMAT, used), &ea);
+	}
 	gs_emit("last_path", gs_have_last ? gs_last.path : NULL, &ea);
 	gs_emit("last_n", gs_have_last ? psprintf(INT64_FORMAT, gs_last.n) : NULL, &ea);
 	gs_emit("last_ranks", gs_have_last ? psprintf("%d", gs_last_nranks) : NULL, &ea);

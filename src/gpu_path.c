@@ -39,11 +39,13 @@
 
 #include "access/parallel.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "portability/instr_time.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "gs_gpu.h"
+#include "arena.h"
 #include "dispatch.h"
 #include "gpu.h"
 #include "guc.h"
@@ -81,6 +83,15 @@ typedef struct GsPooledChunk
 static GsPooledChunk gpu_pool[GS_POOL_SLOTS];
 static int	gpu_pool_n = 0;
 static int64 gpu_pool_bytes = 0;
+
+/*
+ * The leader's key arena (arena.c), page-locked once at its first use here
+ * and kept so: parallel workers write later queries' keys into memory that
+ * is already locked.
+ */
+static char *arena_locked = NULL;
+static Size arena_locked_bytes = 0;
+static bool arena_lock_tried = false;
 
 /* test hooks (CUDA builds only; see gs_gpu_define_gucs) */
 static int	gs_guc_test_device_memory_cap_mb = 0;
@@ -399,6 +410,43 @@ gs_gpu_drop_all(GsGpuState *g)
 	}
 }
 
+static void
+gs_gpu_arena_unlock(int code, Datum arg)
+{
+	/* before the arena's segment is unmapped at backend exit */
+	if (arena_locked && gpu_engine)
+		gs_gpu_host_unregister(gpu_engine, arena_locked);
+	arena_locked = NULL;
+}
+
+/* is this arena chunk in page-locked memory?  Locks the arena the first time. */
+static bool
+gs_gpu_arena_chunk_locked(const GsChunk *c, Size bytes)
+{
+	if (!arena_lock_tried)
+	{
+		char	   *base;
+		Size		size;
+		gs_error	err;
+
+		arena_lock_tried = true;
+		memset(&err, 0, sizeof(err));
+		if (gs_arena_region(&base, &size))
+		{
+			if (gs_gpu_host_register(gpu_engine, base, size, &err) == GS_OK)
+			{
+				arena_locked = base;
+				arena_locked_bytes = size;
+				before_shmem_exit(gs_gpu_arena_unlock, (Datum) 0);
+			}
+			else
+				elog(DEBUG1, "gpuselect: could not page-lock the key arena: %s", err.message);
+		}
+	}
+	return arena_locked != NULL && c->data >= arena_locked &&
+		c->data + bytes <= arena_locked + arena_locked_bytes;
+}
+
 /*
  * Put the state's keys, contiguous, on the device: join the chunks copied
  * during the scan and copy the rest.  2-byte keys are widened to 4 bytes.
@@ -440,6 +488,7 @@ gs_gpu_stage(GsGpuState *g, gs_error *err)
 			/* large pageable chunks (combined or deserialized states) are
 			 * page-locked for the copy: several times faster than pageable */
 			if (!c->pinned && bytes >= ((Size) 1 << 20) &&
+				!(c->arena && gs_gpu_arena_chunk_locked(c, bytes)) &&
 				gs_gpu_host_register(gpu_engine, c->data, bytes, err) == GS_OK)
 				registered[nregistered++] = c->data;
 			s = gs_gpu_copy_to_device_async(gpu_engine, d_raw + off * kb, c->data, bytes, err);
@@ -592,5 +641,6 @@ gs_gpu_status(void (*emit) (const char *name, const char *value, void *arg), voi
 		emit("gpu_device_bytes_in_use", psprintf("%zu", dev_b), arg);
 		emit("gpu_pinned_bytes_in_use", psprintf(INT64_FORMAT, gpu_pinned_bytes + (int64) host_b), arg);
 		emit("gpu_pinned_pool_bytes", psprintf(INT64_FORMAT, gpu_pool_bytes), arg);
+		emit("gpu_arena_locked_bytes", psprintf("%zu", (size_t) arena_locked_bytes), arg);
 	}
 }

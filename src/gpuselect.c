@@ -1,13 +1,16 @@
 /*
  * gpuselect.c — module entry point.  _PG_init only defines the GUCs: nothing
  * here touches CUDA (a CUDA context must be created lazily in the backend
- * that uses it, never in the postmaster).
+ * that uses it, never in the postmaster).  It also installs the executor
+ * hook that hands the leader's key arena to parallel workers (arena.c),
+ * which creates nothing at load time.
  */
 #include "postgres.h"
 
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "arena.h"
 #include "gpu.h"
 #include "guc.h"
 
@@ -21,4 +24,5 @@ _PG_init(void)
 	gs_guc_define();
 	gs_gpu_define_gucs();
 	MarkGUCPrefixReserved("gpuselect");
+	gs_arena_install_hook();
 }

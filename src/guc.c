@@ -20,6 +20,8 @@ int			gs_guc_test_max_serial_bytes = 0;
 bool		gs_guc_shared_partial_states = true;
 int			gs_guc_pinned_pool_size = 256;
 bool		gs_guc_test_fail_shared_attach = false;
+int			gs_guc_parallel_arena_size = 256;
+char	   *gs_guc_parallel_arena = NULL;
 
 static const struct config_enum_entry gs_device_options[] = {
 	{"auto", GS_DEVICE_AUTO, false},
@@ -138,6 +140,28 @@ gs_guc_define(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.parallel_arena_size",
+							"Shared memory a backend keeps for its parallel workers' keys.",
+							"Parallel workers (and the leader) of plain aggregates without GROUP BY write their "
+							"values there during the scan, so the leader neither copies nor maps them per query. "
+							"Created, once per backend, at the first parallel query after one that passed a large "
+							"partial state; its size is fixed then. 0: no arena.",
+							&gs_guc_parallel_arena_size,
+							256,
+							0, INT_MAX / 2,
+							PGC_USERSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("gpuselect.parallel_arena",
+							   "Internal: the handle of the leader's key arena, for its parallel workers.",
+							   NULL,
+							   &gs_guc_parallel_arena,
+							   "",
+							   PGC_SUSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuselect.test_max_serial_bytes",
 							"Test hook: largest serialized partial aggregate state (0: MaxAllocSize, PostgreSQL's 1 GB limit).",

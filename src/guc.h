@@ -11,6 +11,8 @@
  *                             through shared memory            (default on)
  *   gpuselect.pinned_pool_size  page-locked chunks kept per backend
  *                             for later queries (GPU path)     (default 256MB)
+ *   gpuselect.parallel_arena_size  shared memory a leader keeps for
+ *                             its workers' keys (arena.c)      (default 256MB)
  *
  * Test hooks (superuser only, not in postgresql.conf.sample):
  *
@@ -20,6 +22,10 @@
  *                                    1 GB of data
  *   gpuselect.test_fail_shared_attach  ERROR right after the leader
  *                                    attaches a worker's shared state
+ *
+ * Internal (set by the leader for its parallel workers, hidden):
+ *
+ *   gpuselect.parallel_arena         handle of the leader's key arena
  *
  * Defined by gs_guc_define(), called from _PG_init (gpuselect.c).
  */
@@ -43,6 +49,8 @@ extern int	gs_guc_pinned_pool_size;	/* MB */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;
 extern bool gs_guc_test_fail_shared_attach;
+extern int	gs_guc_parallel_arena_size;	/* MB */
+extern char *gs_guc_parallel_arena;
 
 extern void gs_guc_define(void);
 extern const char *gs_device_name(int device);

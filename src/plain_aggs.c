@@ -24,7 +24,9 @@
 #include "utils/array.h"
 #include "utils/memutils.h"
 
+#include "arena.h"
 #include "ranks.h"
+#include "shared_state.h"
 #include "state.h"
 #include "types.h"
 
@@ -72,6 +74,19 @@ gs_agg_is_partial(FunctionCallInfo fcinfo)
 	return aggref != NULL && DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
 }
 
+/*
+ * Is this a plain aggregate (no GROUP BY)?  Its finalizing step reads every
+ * partial state before it returns anything, which lets a worker's state wait
+ * in shared memory (shared_state.c) and lets partial states keep their keys
+ * in the leader's arena (arena.c).
+ */
+static bool
+gs_agg_is_plain(FunctionCallInfo fcinfo)
+{
+	return fcinfo->context != NULL && IsA(fcinfo->context, AggState) &&
+		((AggState *) fcinfo->context)->aggstrategy == AGG_PLAIN;
+}
+
 /* first call of a group: per-query cache + a new state in the aggregate context */
 static GsState *
 gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
@@ -92,6 +107,7 @@ gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
 	}
 	st = gs_state_create(aggcontext, c->type.typid);
 	st->partial = gs_agg_is_partial(fcinfo);
+	st->arena_ok = st->partial && gs_agg_is_plain(fcinfo);
 	return st;
 }
 
@@ -265,24 +281,28 @@ gs_combine(PG_FUNCTION_ARGS)
 Datum
 gs_serialize(PG_FUNCTION_ARGS)
 {
-	bool		plain;
-
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "gs_serialize called in non-aggregate context");
-	plain = fcinfo->context != NULL && IsA(fcinfo->context, AggState) &&
-		((AggState *) fcinfo->context)->aggstrategy == AGG_PLAIN;
-	PG_RETURN_BYTEA_P(gs_state_serialize((GsState *) PG_GETARG_POINTER(0), plain));
+	PG_RETURN_BYTEA_P(gs_state_serialize((GsState *) PG_GETARG_POINTER(0), gs_agg_is_plain(fcinfo)));
 }
 
 /*
  * gs_deserialize(bytea, internal) returns internal; strict.  PostgreSQL calls
  * it in per-input-tuple memory, where the new state is allocated: a state the
- * combine function does not take over is freed with the input tuple.
+ * combine function does not take over is freed with the input tuple.  Keys in
+ * the leader's arena are only referred to (arena.c).
  */
 Datum
 gs_deserialize(PG_FUNCTION_ARGS)
 {
+	GsState    *st;
+
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "gs_deserialize called in non-aggregate context");
-	PG_RETURN_POINTER(gs_state_deserialize(CurrentMemoryContext, PG_GETARG_BYTEA_P(0)));
+	st = gs_state_deserialize(CurrentMemoryContext, PG_GETARG_BYTEA_P(0));
+	/* a large state of a plain aggregate came the slow way: later ones get an arena */
+	if (gs_agg_is_plain(fcinfo) &&
+		gs_state_keys_outside_arena(st) * st->key_bytes >= GS_SHARED_STATE_MIN_BYTES)
+		gs_arena_note_large_state();
+	PG_RETURN_POINTER(st);
 }

@@ -118,13 +118,13 @@ gs_shared_xact_callback(XactEvent event, void *arg)
 }
 
 /*
- * Is there room for the segment?  With the default posix implementation a
- * segment lives in /dev/shm, which containers often keep small (64 MB); a
- * segment that does not fit is an ERROR in the worker, the queue is merely
- * slower.  Several workers create segments at once, so ask for slack.
+ * Is there room for a segment of this many bytes?  With the default posix
+ * implementation a segment lives in /dev/shm, which containers often keep
+ * small (64 MB); a segment that does not fit is an ERROR, not a NULL.
+ * Callers ask for slack: several workers may create segments at once.
  */
-static bool
-gs_shared_room_for(Size bytes)
+bool
+gs_dsm_room_for(Size bytes)
 {
 	struct statvfs vfs;
 
@@ -132,15 +132,15 @@ gs_shared_room_for(Size bytes)
 		return true;
 	if (statvfs("/dev/shm", &vfs) != 0)
 		return false;
-	return (uint64) vfs.f_bavail * (uint64) vfs.f_frsize >=
-		(uint64) bytes * 4 + ((uint64) 64 << 20);
+	return (uint64) vfs.f_bavail * (uint64) vfs.f_frsize >= (uint64) bytes;
 }
 
 bool
 gs_shared_state_wanted(Size key_bytes)
 {
 	return IsParallelWorker() && gs_guc_shared_partial_states &&
-		key_bytes >= GS_SHARED_STATE_MIN_BYTES && gs_shared_room_for(key_bytes);
+		key_bytes >= GS_SHARED_STATE_MIN_BYTES &&
+		gs_dsm_room_for(key_bytes * 4 + ((Size) 64 << 20));
 }
 
 char *

@@ -43,4 +43,7 @@ extern char *gs_shared_state_create(Size key_bytes, dsm_handle *handle);
 extern char *gs_shared_state_attach(dsm_handle handle, Size key_bytes,
 									MemoryContext owner);
 
+/* room in /dev/shm (posix segments) for a segment of this many bytes */
+extern bool gs_dsm_room_for(Size bytes);
+
 #endif							/* GS_SHARED_STATE_H */

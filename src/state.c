@@ -10,6 +10,7 @@
 #include "utils/array.h"
 #include "utils/memutils.h"
 
+#include "arena.h"
 #include "gpu.h"
 #include "guc.h"
 #include "shared_state.h"
@@ -21,6 +22,7 @@
 #define GS_SF_FRACTION_NULL	0x02
 #define GS_SF_HAVE_ARRAY	0x04
 #define GS_SF_SHARED		0x08	/* keys in a shared memory segment (shared_state.c) */
+#define GS_SF_ARENA			0x10	/* some keys in the leader's arena (arena.c) */
 
 typedef struct GsSerialHeader
 {
@@ -35,7 +37,23 @@ typedef struct GsSerialHeader
 	int64		nrows;
 } GsSerialHeader;
 
-/* follows the fraction array instead of the keys when GS_SF_SHARED is set */
+/*
+ * With GS_SF_ARENA the fraction array is followed by this and nrefs
+ * GsSerialArenaChunk entries; the keys not in the arena follow them.
+ */
+typedef struct GsSerialArenaHead
+{
+	uint32		nrefs;
+	uint32		pad;
+} GsSerialArenaHead;
+
+typedef struct GsSerialArenaChunk
+{
+	GsArenaRef	ref;
+	uint64		n;				/* keys in the chunk */
+} GsSerialArenaChunk;
+
+/* follows the fraction array (and arena references) instead of the keys when GS_SF_SHARED is set */
 typedef struct GsSerialSharedRef
 {
 	dsm_handle	handle;
@@ -107,6 +125,23 @@ gs_state_grow(GsState *st)
 	bool		pinned = false;
 	GsChunk    *c;
 
+	/* a large partial state of a parallel plain aggregate: the arena */
+	if (st->arena_ok && (Size) st->grow_cap * st->key_bytes >= GS_ARENA_START_BYTES)
+	{
+		mem = gs_arena_alloc();
+		if (mem != NULL)
+		{
+			gs_state_reserve_chunk(st);
+			c = &st->chunks[st->nchunks++];
+			memset(c, 0, sizeof(*c));
+			c->data = (char *) mem;
+			c->cap = GS_ARENA_CHUNK_BYTES / st->key_bytes;
+			c->arena = true;
+			return c;
+		}
+		st->arena_ok = false;	/* none, or full: palloc from now on */
+	}
+
 	cap = st->grow_cap > 0 ? st->grow_cap * 2 : GS_CHUNK_MIN_KEYS;
 	if (cap > maxcap)
 		cap = maxcap;
@@ -129,6 +164,7 @@ gs_state_grow(GsState *st)
 	c->n = 0;
 	c->cap = cap;
 	c->pinned = pinned;
+	c->arena = false;
 	c->handover = NULL;
 	st->grow_cap = cap;
 	return c;
@@ -243,9 +279,27 @@ gs_state_adopt_chunk(GsState *into, GsChunk *c)
 	dst->n = c->n;
 	dst->cap = c->n;
 	dst->pinned = false;
+	dst->arena = false;
 	dst->handover = NULL;
 	into->nrows += (int64) c->n;
 	gs_states_taken_over++;
+}
+
+/*
+ * A chunk in the leader's arena is referred to, not copied: the arena keeps
+ * it until the end of the transaction, which every state of it ends before.
+ */
+static void
+gs_state_refer_arena_chunk(GsState *into, const GsChunk *c)
+{
+	GsChunk    *dst;
+
+	gs_state_reserve_chunk(into);
+	dst = &into->chunks[into->nchunks++];
+	*dst = *c;
+	dst->cap = c->n;			/* full: appends go to a new chunk */
+	dst->handover = NULL;
+	into->nrows += (int64) c->n;
 }
 
 /*
@@ -285,7 +339,12 @@ gs_state_combine(GsState *into, GsState *from)
 	{
 		GsChunk    *c = &from->chunks[i];
 
-		if (c->handover != NULL)
+		if (c->arena)
+		{
+			if (c->n > 0)
+				gs_state_refer_arena_chunk(into, c);
+		}
+		else if (c->handover != NULL)
 			gs_state_adopt_chunk(into, c);
 		else
 			gs_state_append_keys(into, c->data, c->n);
@@ -299,6 +358,8 @@ gs_state_copy_keys(const GsState *st, char *p)
 	{
 		Size		sz = (Size) st->chunks[i].n * st->key_bytes;
 
+		if (st->chunks[i].arena)
+			continue;			/* travels as a reference */
 		memcpy(p, st->chunks[i].data, sz);
 		p += sz;
 	}
@@ -315,7 +376,10 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	GsSerialHeader hdr;
 	uint32		array_bytes = st->fractions ? VARSIZE(st->fractions) : 0;
 	Size		array_padded = MAXALIGN(array_bytes);
-	uint64		keybytes = (uint64) st->nrows * st->key_bytes;
+	uint32		nrefs = 0;
+	uint64		arena_keys = 0;
+	uint64		keybytes;
+	Size		arena_bytes;
 	GsSerialSharedRef ref;
 	char	   *shared_keys = NULL;
 	uint64		total;
@@ -325,6 +389,16 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	bytea	   *b;
 	char	   *p;
 
+	for (int i = 0; i < st->nchunks; i++)
+		if (st->chunks[i].arena && st->chunks[i].n > 0)
+		{
+			nrefs++;
+			arena_keys += st->chunks[i].n;
+		}
+	/* the keys that are not in the arena travel as before */
+	keybytes = ((uint64) st->nrows - arena_keys) * st->key_bytes;
+	arena_bytes = nrefs > 0 ? sizeof(GsSerialArenaHead) + (Size) nrefs * sizeof(GsSerialArenaChunk) : 0;
+
 	memset(&ref, 0, sizeof(ref));
 	if (allow_shared && gs_shared_state_wanted((Size) keybytes))
 		shared_keys = gs_shared_state_create((Size) keybytes, &ref.handle);
@@ -332,10 +406,10 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	{
 		ref.key_bytes = keybytes;
 		gs_state_copy_keys(st, shared_keys);
-		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + sizeof(ref);
+		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + arena_bytes + sizeof(ref);
 	}
 	else
-		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + keybytes;
+		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + arena_bytes + keybytes;
 
 	if (total > limit)
 		ereport(ERROR,
@@ -354,7 +428,8 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	hdr.flags = (st->have_fraction ? GS_SF_HAVE_FRACTION : 0) |
 		(st->fraction_null ? GS_SF_FRACTION_NULL : 0) |
 		(st->fractions ? GS_SF_HAVE_ARRAY : 0) |
-		(shared_keys ? GS_SF_SHARED : 0);
+		(shared_keys ? GS_SF_SHARED : 0) |
+		(nrefs > 0 ? GS_SF_ARENA : 0);
 	hdr.descending = st->descending ? 1 : 0;
 	hdr.array_bytes = array_bytes;
 	hdr.fraction = st->fraction;
@@ -371,6 +446,26 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 		memset(p + array_bytes, 0, array_padded - array_bytes);
 	}
 	p += array_padded;
+	if (nrefs > 0)
+	{
+		GsSerialArenaHead head;
+
+		memset(&head, 0, sizeof(head));
+		head.nrefs = nrefs;
+		memcpy(p, &head, sizeof(head));
+		p += sizeof(head);
+		for (int i = 0; i < st->nchunks; i++)
+		{
+			GsSerialArenaChunk ac;
+
+			if (!st->chunks[i].arena || st->chunks[i].n == 0)
+				continue;
+			gs_arena_ref(st->chunks[i].data, &ac.ref);
+			ac.n = st->chunks[i].n;
+			memcpy(p, &ac, sizeof(ac));
+			p += sizeof(ac);
+		}
+	}
 	if (shared_keys)
 		memcpy(p, &ref, sizeof(ref));
 	else
@@ -378,26 +473,33 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	return b;
 }
 
-/* a deserialized state's only chunk: n keys at data, full, maybe a handover */
+/* one more chunk of a deserialized state: n keys at data, full */
 static void
-gs_state_set_chunk(GsState *st, char *data, uint64 n, MemoryContext handover)
+gs_state_add_chunk(GsState *st, char *data, uint64 n, MemoryContext handover, bool arena)
 {
 	GsChunk    *c;
 
-	st->chunks = (GsChunk *) MemoryContextAlloc(st->mcxt, sizeof(GsChunk));
-	st->maxchunks = 1;
-	c = &st->chunks[0];
+	if (st->nchunks == st->maxchunks)
+	{
+		int			newmax = st->maxchunks > 0 ? st->maxchunks * 2 : 1;
+
+		st->chunks = st->chunks
+			? (GsChunk *) repalloc(st->chunks, newmax * sizeof(GsChunk))
+			: (GsChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsChunk));
+		st->maxchunks = newmax;
+	}
+	c = &st->chunks[st->nchunks++];
 	c->data = data;
 	c->n = n;
 	c->cap = n;
 	c->pinned = false;
+	c->arena = arena;
 	c->handover = handover;
-	st->nchunks = 1;
-	st->nrows = (int64) n;
+	st->nrows += (int64) n;
 }
 
 /*
- * A deserialized state's keys: one exact-size chunk (the state is only read,
+ * A deserialized state's keys not in the arena: one exact-size chunk (the state is only read,
  * by the combine function).  Large keys get a memory context of their own, a
  * child of st->mcxt -- the per-input-tuple context PostgreSQL deserializes
  * in -- so that gs_state_combine can take them over rather than copy them a
@@ -421,7 +523,7 @@ gs_state_copy_in_keys(GsState *st, const char *keys, uint64 n)
 	else
 		data = MemoryContextAllocHuge(st->mcxt, bytes);
 	memcpy(data, keys, bytes);
-	gs_state_set_chunk(st, data, n, handover);
+	gs_state_add_chunk(st, data, n, handover, false);
 }
 
 /*
@@ -436,18 +538,20 @@ gs_state_map_shared_keys(GsState *st, dsm_handle handle, uint64 n)
 	MemoryContext handover = AllocSetContextCreate(st->mcxt, "gpuselect shared partial state",
 												   ALLOCSET_SMALL_SIZES);
 
-	gs_state_set_chunk(st, gs_shared_state_attach(handle, (Size) n * st->key_bytes, handover),
-					   n, handover);
+	gs_state_add_chunk(st, gs_shared_state_attach(handle, (Size) n * st->key_bytes, handover),
+					   n, handover, false);
 }
 
 GsState *
 gs_state_deserialize(MemoryContext mcxt, bytea *b)
 {
 	GsSerialHeader hdr;
+	GsSerialArenaHead head;
 	const char *p = VARDATA(b);
 	Size		len = VARSIZE(b) - VARHDRSZ;
 	Size		array_padded;
-	uint64		keybytes;
+	Size		fixed;
+	uint64		rest;
 	GsState    *st;
 
 	if (len < sizeof(hdr))
@@ -456,11 +560,19 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 	if (hdr.magic != GS_SERIAL_MAGIC)
 		elog(ERROR, "gpuselect: serialized state has a bad header");
 	array_padded = MAXALIGN(hdr.array_bytes);
-	keybytes = (uint64) hdr.nrows * hdr.key_bytes;
-	if (hdr.nrows < 0 || hdr.array_bytes > len ||
-		sizeof(hdr) + array_padded +
-		((hdr.flags & GS_SF_SHARED) ? sizeof(GsSerialSharedRef) : keybytes) != len)
+	if (hdr.nrows < 0 || hdr.array_bytes > len || sizeof(hdr) + array_padded > len)
 		elog(ERROR, "gpuselect: serialized state has a bad length");
+	memset(&head, 0, sizeof(head));
+	fixed = sizeof(hdr) + array_padded;
+	if (hdr.flags & GS_SF_ARENA)
+	{
+		if (fixed + sizeof(head) > len)
+			elog(ERROR, "gpuselect: serialized state has a bad length");
+		memcpy(&head, p + fixed, sizeof(head));
+		if (head.nrefs == 0 || head.nrefs > (len - fixed - sizeof(head)) / sizeof(GsSerialArenaChunk))
+			elog(ERROR, "gpuselect: serialized state has a bad length");
+		fixed += sizeof(head) + (Size) head.nrefs * sizeof(GsSerialArenaChunk);
+	}
 	p += sizeof(hdr);
 
 	st = gs_state_create(mcxt, hdr.typid);
@@ -477,18 +589,53 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 	}
 	p += array_padded;
 
+	/* keys in the leader's arena: referred to, checked, never copied */
+	if (hdr.flags & GS_SF_ARENA)
+	{
+		p += sizeof(head);
+		for (uint32 i = 0; i < head.nrefs; i++)
+		{
+			GsSerialArenaChunk ac;
+
+			memcpy(&ac, p, sizeof(ac));
+			p += sizeof(ac);
+			if (ac.n == 0 || ac.n > GS_ARENA_CHUNK_BYTES / st->key_bytes ||
+				(uint64) st->nrows + ac.n > (uint64) hdr.nrows)
+				elog(ERROR, "gpuselect: serialized state has a bad length");
+			gs_state_add_chunk(st, gs_arena_resolve(&ac.ref, (Size) ac.n * st->key_bytes), ac.n,
+							   NULL, true);
+		}
+		gs_states_in_arena++;
+	}
+
+	/* the rest: in a worker's segment, or right here */
+	rest = (uint64) hdr.nrows - (uint64) st->nrows;
+	if (len - fixed != ((hdr.flags & GS_SF_SHARED) ? sizeof(GsSerialSharedRef) : rest * hdr.key_bytes))
+		elog(ERROR, "gpuselect: serialized state has a bad length");
 	if (hdr.flags & GS_SF_SHARED)
 	{
 		GsSerialSharedRef ref;
 
 		memcpy(&ref, p, sizeof(ref));
-		if (ref.key_bytes != keybytes || hdr.nrows == 0)
+		if (ref.key_bytes != rest * hdr.key_bytes || rest == 0)
 			elog(ERROR, "gpuselect: serialized state has a bad length");
-		gs_state_map_shared_keys(st, ref.handle, (uint64) hdr.nrows);
+		gs_state_map_shared_keys(st, ref.handle, rest);
 	}
-	else if (hdr.nrows > 0)
-		gs_state_copy_in_keys(st, p, (uint64) hdr.nrows);
+	else if (rest > 0)
+		gs_state_copy_in_keys(st, p, rest);
+	Assert(st->nrows == hdr.nrows);
 	return st;
+}
+
+uint64
+gs_state_keys_outside_arena(const GsState *st)
+{
+	uint64		n = 0;
+
+	for (int i = 0; i < st->nchunks; i++)
+		if (!st->chunks[i].arena)
+			n += st->chunks[i].n;
+	return n;
 }
 
 void

@@ -31,6 +31,7 @@ typedef struct GsChunk
 	uint64		n;				/* keys stored */
 	uint64		cap;			/* capacity in keys */
 	bool		pinned;			/* page-locked, owned by gpu_path.c */
+	bool		arena;			/* in the leader's key arena (arena.c): never freed */
 
 	/*
 	 * Non-NULL: data is the only allocation of this memory context, a child
@@ -50,6 +51,7 @@ typedef struct GsState
 	uint8		kind;			/* GsTypeKind (types.h): fixed per state */
 	bool		descending;		/* ordered-set form with ORDER BY x DESC */
 	bool		partial;		/* will be serialized, never selected on: no GPU chunks */
+	bool		arena_ok;		/* partial plain aggregate: large chunks may go in the arena */
 	int64		nrows;			/* non-NULL values appended */
 
 	int			nchunks;
@@ -84,6 +86,9 @@ extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
  */
 extern bool gs_fraction_arrays_equal(ArrayType *a, ArrayType *b);
 extern void gs_fraction_mismatch_error(bool is_array) pg_attribute_noreturn();
+
+/* keys not in the leader's arena (arena.h) */
+extern uint64 gs_state_keys_outside_arena(const GsState *st);
 
 /* the state's keys as an engine input; segs palloc'd in CurrentMemoryContext */
 extern void gs_state_input(const GsState *st, gs_input *in);

@@ -47,7 +47,9 @@ timeq() { # timeq SETTINGS REPS QUERY
 		awk '/ERR/ {err = 1} {a[NR]=$1} END {if (NR == 0 || err) print "ERR"; else printf "%.1f\n", a[int((NR + 1) / 2)]}'
 }
 # the same, for several queries alternating in ONE session (rep 1 of each,
-# then rep 2 ...): medians, space-separated.  Each argument is
+# then rep 2 ...; one more round first, as a warm-up, not counted: e.g. the
+# leader's key arena exists from a session's second large parallel
+# aggregate on): medians, space-separated.  Each argument is
 # "SETTINGS;QUERY" split at the first "|" -- the settings run before every
 # repetition of that query.  Used where a ratio matters more than the absolute
 # time: the GPU machine's scan times vary by up to 2x between sessions.
@@ -57,7 +59,7 @@ timeq_alt() { # timeq_alt REPS "SETTINGS|QUERY"...
 	{
 		echo "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 10) g;"
 		echo '\timing on'
-		for _ in $(seq "$reps"); do
+		for _ in $(seq "$((reps + 1))"); do
 			q=0
 			for a in "$@"; do echo "${a%%|*}"; echo "\\echo @Q$q"; echo "${a#*|};"; q=$((q + 1)); done
 		done
@@ -65,7 +67,7 @@ timeq_alt() { # timeq_alt REPS "SETTINGS|QUERY"...
 		awk -v nq="$nq" '
 			/^@Q/ { cur = substr($0, 3) + 0; want = 1; next }
 			/ERROR:/ { err = 1 }
-			/^Time:/ { if (want) { t[cur, ++c[cur]] = $2; want = 0 } }
+			/^Time:/ { if (want) { if (++seen[cur] > 1) t[cur, ++c[cur]] = $2; want = 0 } }
 			END {
 				if (err) { for (q = 0; q < nq; q++) printf "%sERR", (q ? " " : ""); print ""; exit }
 				for (q = 0; q < nq; q++) {
@@ -129,14 +131,18 @@ for n in $SIZES; do
 		row "[$path] approximate quantiles(101) bound=$bound" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_s")"
 	done
 	# parallel, alternating in one session: the floor, gpu_quantiles with the
-	# workers' states in shared memory (the default), and through the tuple queue
-	# (GS_BENCH_REPS runs also at 100M rows: parallel runs are short)
-	read -r a_sum a_shm a_q <<<"$(timeq_alt "$REPS" \
+	# keys in the leader's arena (the default; GS_BENCH_ARENA sets its size),
+	# in a shared memory segment per worker state (no arena), and through the
+	# tuple queue (GS_BENCH_REPS runs also at 100M rows: parallel runs are short)
+	ARENA="SET gpuselect.parallel_arena_size = '${GS_BENCH_ARENA:-256MB}';"
+	read -r a_sum a_ar a_shm a_q <<<"$(timeq_alt "$REPS" \
 		"$PAR|SELECT sum(x) FROM $t" \
-		"$GPU $PAR SET gpuselect.shared_partial_states = on;|SELECT gpu_quantiles(x, $F101) FROM $t" \
+		"$GPU $PAR $ARENA SET gpuselect.shared_partial_states = on;|SELECT gpu_quantiles(x, $F101) FROM $t" \
+		"$GPU $PAR SET gpuselect.parallel_arena_size = 0; SET gpuselect.shared_partial_states = on;|SELECT gpu_quantiles(x, $F101) FROM $t" \
 		"$GPU $PAR SET gpuselect.shared_partial_states = off;|SELECT gpu_quantiles(x, $F101) FROM $t")"
 	row "alternating: sum(x) parallel [floor]" "$n" "$a_sum" "-" "1.00x"
-	row "alternating: [gpu] quantiles(101) parallel" "$n" "$a_shm" "$(ratio "$b101" "$a_shm")" "$(ratio "$a_shm" "$a_sum") par"
+	row "alternating: [gpu] quantiles(101) parallel" "$n" "$a_ar" "$(ratio "$b101" "$a_ar")" "$(ratio "$a_ar" "$a_sum") par"
+	row "alternating: same, segments, no arena" "$n" "$a_shm" "$(ratio "$b101" "$a_shm")" "$(ratio "$a_shm" "$a_sum") par"
 	row "alternating: same, states via tuple queue" "$n" "$a_q" "$(ratio "$b101" "$a_q")" "$(ratio "$a_q" "$a_sum") par"
 	# serial, alternating: the floor, the built-in, gpuselect's ordered-set form on the GPU
 	if [ "$n" -le "$BUILTIN_MAX" ]; then

@@ -7,8 +7,9 @@
 #      (gpuselect.device = gpu, gpu_min_rows = 0), same expected files as CI
 #   3. test/gpu/pg_gpu_check.sh: large inputs, approximate, faults, cancel,
 #      leaks, 16 concurrent sessions
-#   4. the TAP test of shared partial states (test/t/006_shared_states.pl)
-#      with the leader finalizing on the GPU (GS_TAP_DEVICE=gpu)
+#   4. the TAP tests of shared partial states and of the leader's key arena
+#      (test/t/006_shared_states.pl, 007_arena.pl) with the leader
+#      finalizing on the GPU (GS_TAP_DEVICE=gpu)
 #   5. test/bench/e2e_bench.sh: the end-to-end benchmark table
 # Logs go to $OUT (or test/gpu/out).
 # Usage: test/gpu/pg_device_run.sh [STAGES]   STAGES: any of "regress check tap bench"
@@ -45,14 +46,16 @@ if has check; then
 	stage "pg_gpu_check.sh" "$(tail -1 "$OUTD/pg_gpu_check.log")"
 fi
 if has tap; then
-	if command -v prove >/dev/null 2>&1; then
-		GS_TAP_DEVICE=gpu prove -v test/t/006_shared_states.pl >"$OUTD/tap-shared-gpu.log" 2>&1
-		rc=$?
-		grep -E '^(not ok|ok)' "$OUTD/tap-shared-gpu.log" | tail -25
-		stage "TAP 006_shared_states, device=gpu" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-shared-gpu.log") ok)"
-	else
-		stage "TAP 006_shared_states" "skipped: no prove"
-	fi
+	for t in 006_shared_states 007_arena; do
+		if command -v prove >/dev/null 2>&1; then
+			GS_TAP_DEVICE=gpu prove -v test/t/$t.pl >"$OUTD/tap-$t-gpu.log" 2>&1
+			rc=$?
+			grep -E '^(not ok|ok)' "$OUTD/tap-$t-gpu.log" | tail -25
+			stage "TAP $t, device=gpu" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-$t-gpu.log") ok)"
+		else
+			stage "TAP $t" "skipped: no prove"
+		fi
+	done
 fi
 if has bench; then
 	GS_BENCH_OUT="$OUTD/e2e-bench.md" test/bench/e2e_bench.sh >"$OUTD/e2e-bench.log" 2>&1

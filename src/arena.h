@@ -1,0 +1,64 @@
+/*
+ * arena.h — the leader's key arena for parallel plain aggregates: one dynamic
+ * shared memory segment per leader backend, kept for the backend's life,
+ * into which parallel workers (and the leader's own partial aggregation)
+ * write their keys during the scan.  A partial state then serializes as a
+ * list of (offset, count) references: no copy in the worker, none in the
+ * leader, no segment to create, map, page-lock and unmap per query.  See
+ * arena.c for the lifetime rules.
+ */
+#ifndef GS_ARENA_H
+#define GS_ARENA_H
+
+#include "postgres.h"
+#include "storage/dsm.h"
+
+/* arena chunks are this large: waste is at most one per partial state */
+#define GS_ARENA_CHUNK_BYTES	((Size) 4 << 20)
+
+/* a partial state takes arena chunks once its palloc'd chunks reach this */
+#define GS_ARENA_START_BYTES	((Size) 256 << 10)
+
+/* deserialized partial states with keys in the arena (gpuselect_status) */
+extern int64 gs_states_in_arena;
+
+/* _PG_init: the ExecutorStart hook that hands the arena to parallel workers */
+extern void gs_arena_install_hook(void);
+
+/*
+ * Leader: a large partial state reached the finalize step the slow way
+ * (copied into a segment or the tuple queue); parallel queries from now on
+ * get an arena (gpuselect.parallel_arena_size).
+ */
+extern void gs_arena_note_large_state(void);
+
+/*
+ * Worker, or the leader's own partial aggregation: GS_ARENA_CHUNK_BYTES of
+ * arena for keys, or NULL (no arena, or it is full).
+ */
+extern char *gs_arena_alloc(void);
+
+/* what a serialized state records of an arena chunk returned above */
+typedef struct GsArenaRef
+{
+	dsm_handle	handle;			/* the leader's arena */
+	uint32		pad;
+	uint64		generation;		/* of the arena's current transaction */
+	uint64		offset;			/* of the chunk in the arena's key area */
+} GsArenaRef;
+
+extern void gs_arena_ref(const char *chunk, GsArenaRef *ref);
+
+/*
+ * Leader: the keys of a reference, checked against this backend's arena
+ * (handle, generation, bounds); ERROR if it does not belong to them.
+ */
+extern char *gs_arena_resolve(const GsArenaRef *ref, Size bytes);
+
+/* the arena's key area (GPU path: page-locked once); false if none */
+extern bool gs_arena_region(char **base, Size *size);
+
+/* gpuselect_status: arena size (0: none) and bytes handed out */
+extern void gs_arena_usage(uint64 *size, uint64 *used);
+
+#endif							/* GS_ARENA_H */

@@ -1,0 +1,155 @@
+# The leader's key arena (src/arena.c): from the second large parallel plain
+# aggregate of a backend on, workers and the leader write their keys into
+# one shared memory segment the leader keeps, and partial states travel as
+# references into it.  Answers equal the built-ins on the first (no arena)
+# and later (arena) queries, with and without leader participation, within
+# and across transactions, when the arena is too small for everything, after
+# an ERROR in the leader, and grouped plans stay off it.  The arena is one
+# segment per backend, whatever the number of queries.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use GsTest;
+use Test::More;
+
+# 900000 rows: with 2 workers and the leader ~2.4 MB of float8 keys per
+# partial state, ~1.2 MB of int4, ~0.6 MB of int2: each passes
+# GS_ARENA_START_BYTES (256 kB) and takes 4 MB arena chunks
+psql_value(q{
+CREATE EXTENSION IF NOT EXISTS gpuselect;
+DROP TABLE IF EXISTS gs_ar;
+CREATE TABLE gs_ar AS
+  SELECT CASE WHEN g % 997 = 0 THEN NULL
+              WHEN g % 1999 = 0 THEN 'NaN'::float8
+              WHEN g % 2503 = 0 THEN '-0'::float8
+              ELSE (random() * 2e6 - 1e6)::float8 END AS x,
+         ((g::int8 * 7919) % 1000003)::int4 AS i4,
+         (g % 30011 - 15000)::int2 AS i2,
+         g % 4 AS grp
+  FROM generate_series(1, 900000) g;
+ANALYZE gs_ar;
+});
+
+my $device = $ENV{GS_TAP_DEVICE} // 'cpu';
+my $par = force_parallel(2) . "SET gpuselect.device = '$device'; SET gpuselect.gpu_min_rows = 0;\n"
+  . "SET statement_timeout = '120s';\n";
+my $status = q{SELECT 'st:' || string_agg(name || '=' || coalesce(value, ''), ',' ORDER BY name) FROM gpuselect_status()
+  WHERE name IN ('states_in_arena', 'states_shared', 'parallel_arena_bytes', 'parallel_arena_used_bytes');};
+
+# ($statuses, $other_lines) of one psql run's output
+sub split_out
+{
+	my ($out) = @_;
+	my @st;
+	for my $l (split /\n/, $out)
+	{
+		next unless $l =~ /^st:(.*)$/;
+		push @st, { map { split /=/, $_, 2 } split /,/, $1 };
+	}
+	my @rest = grep { !/^st:/ } split /\n/, $out;
+	return (\@st, \@rest);
+}
+
+my $fr = q{ARRAY[0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.999, 1]::float8[]};
+my $gpu = "SELECT concat_ws(' | ', gpu_quantiles(x, $fr), gpu_median(x), gpu_quantile(i4, 0.3),"
+  . " gpu_quantiles(i2, $fr)) FROM gs_ar;\n";
+my $builtin = "SELECT concat_ws(' | ', percentile_disc($fr) WITHIN GROUP (ORDER BY x),"
+  . " percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.3) WITHIN GROUP (ORDER BY i4),"
+  . " percentile_disc($fr) WITHIN GROUP (ORDER BY i2)) FROM gs_ar";
+my $want = psql_value("SET max_parallel_workers_per_gather = 0; $builtin;");
+
+# one session: the first query creates no arena, the second one does
+my ($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
+	  . $status . $gpu . $status . $gpu . $status . $gpu . $status));
+is_deeply($rest, [ $want, $want, $want ], 'three parallel queries: equal to the built-ins');
+is($st->[1]{parallel_arena_bytes}, 0, 'first query: no arena yet');
+cmp_ok($st->[1]{states_shared} - $st->[0]{states_shared}, '>=', 3, 'first query: worker states through segments');
+is($st->[2]{parallel_arena_bytes}, 64 << 20, 'second query: an arena of gpuselect.parallel_arena_size');
+# x twice, i4 and i2 from each of 3 participants, if every one got rows
+cmp_ok($st->[2]{states_in_arena} - $st->[1]{states_in_arena}, '>=', 8, 'second query: states in the arena');
+is($st->[2]{states_shared} - $st->[1]{states_shared}, 0, 'second query: no segment per worker state');
+cmp_ok($st->[3]{states_in_arena} - $st->[2]{states_in_arena}, '>=', 8, 'third query: the arena again');
+is($st->[3]{parallel_arena_used_bytes}, 0, 'the arena is empty between transactions');
+
+# within one transaction the arena is reclaimed only at its end
+($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
+	  . $gpu . $gpu . "BEGIN;\n" . $gpu . $status . $gpu . $status . "COMMIT;\n" . $status));
+is_deeply($rest, [ ($want) x 4 ], 'two queries in one transaction: equal to the built-ins');
+cmp_ok($st->[1]{parallel_arena_used_bytes}, '>', $st->[0]{parallel_arena_used_bytes},
+	'the second query of a transaction takes more arena');
+is($st->[2]{parallel_arena_used_bytes}, 0, 'reclaimed at commit');
+
+# without leader participation; and an arena too small for everything
+($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '8MB';\n"
+	  . $gpu . $status . $gpu . "SET parallel_leader_participation = off;\n" . $gpu . $status));
+is_deeply($rest, [ ($want) x 3 ], 'an 8 MB arena (full after two chunks), with and without the leader: equal');
+cmp_ok($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, '>=', 2, 'some states still in the arena');
+
+# gpuselect.parallel_arena_size = 0: no arena at all
+($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = 0;\n"
+	  . $gpu . $gpu . $status));
+is_deeply($rest, [ ($want) x 2 ], 'parallel_arena_size = 0: equal to the built-ins');
+is($st->[0]{parallel_arena_bytes}, 0, 'parallel_arena_size = 0: no arena');
+
+# grouped plans keep the tuple queue
+my $grouped = "SELECT grp, gpu_quantiles(x, $fr) FROM gs_ar GROUP BY grp ORDER BY grp";
+my $grouped_bi = "SELECT grp, percentile_disc($fr) WITHIN GROUP (ORDER BY x) FROM gs_ar GROUP BY grp ORDER BY grp";
+my $want_grouped = psql_value("SET max_parallel_workers_per_gather = 0; $grouped_bi;");
+($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
+	  . $gpu . $gpu . $status . "$grouped;\n" . $status));
+is(join("\n", @{$rest}[2 .. $#$rest]), $want_grouped, 'GROUP BY with an arena: equal to the built-ins');
+is($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, 0, 'GROUP BY: no state in the arena');
+($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
+	  . "$grouped;\n$grouped;\n" . $status));
+is($st->[0]{parallel_arena_bytes}, 0, 'a session of GROUP BY queries only: no arena created');
+
+# an ERROR in the leader after it attached a worker's state (test hook) and
+# a cancelled query: the next query in the session is right, the arena
+# empty again, and no segment is left behind
+my $dsm_type = psql_value('SHOW dynamic_shared_memory_type;');
+sub shm_segments
+{
+	my $n = 0;
+	return -1 unless $dsm_type eq 'posix' && opendir(my $d, '/dev/shm');
+	$n += (/^PostgreSQL\.\d+$/ ? 1 : 0) for readdir $d;
+	closedir $d;
+	return $n;
+}
+# a session's arena goes when its backend exits, which may be just after psql
+# has: wait for the count to settle, before and after
+sub settled_segments
+{
+	my ($target) = @_;
+	my $n = shm_segments();
+	for (my $i = 0; $i < 100 && $n > ($target // -1); $i++)
+	{
+		select(undef, undef, undef, 0.1);
+		my $m = shm_segments();
+		last if !defined($target) && $m == $n;
+		$n = $m;
+	}
+	return $n;
+}
+my $before = settled_segments();
+# an 8 MB arena: some states in it, the others through segments, so the hook fires
+my ($rc, $out) = psql($par . "SET gpuselect.parallel_arena_size = '8MB';\n" . $gpu
+	  . "SET gpuselect.test_fail_shared_attach = on;\n" . $gpu x 3
+	  . "RESET gpuselect.test_fail_shared_attach;\n"
+	  . "SET statement_timeout = '20ms';\n" . $gpu . "SET statement_timeout = '120s';\n"
+	  . $gpu . $status, on_error_stop => 0);
+my @errs = $out =~ /ERROR:\s+XX000:\s+gpuselect: test hook/mg;
+is(scalar(@errs), 3, 'the hook failed the queries that used the arena and a segment') or diag(substr($out, 0, 3000));
+($st, $rest) = split_out($out);
+my @answers = grep { /\|/ } @$rest;
+is($answers[-1], $want, 'after ERRORs and a cancel: equal to the built-ins');
+is($st->[-1]{parallel_arena_used_bytes}, 0, 'the arena is empty again');
+SKIP:
+{
+	skip "dynamic_shared_memory_type is $dsm_type, not posix", 1 unless $dsm_type eq 'posix';
+	# the session above has ended: its arena (and any segment) is gone
+	cmp_ok(settled_segments($before), '<=', $before, 'no shared memory segments left behind');
+}
+
+psql_value('DROP TABLE gs_ar;');
+done_testing();
