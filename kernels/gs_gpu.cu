@@ -640,6 +640,34 @@ gs_occ_grid(gs_gpu_engine *e, const void *fn, size_t dyn, int threads = GS_COUNT
 	return per * e->nsm;
 }
 
+/*
+ * Launch a level kernel as a programmatic dependent launch (unless built
+ * with -DGS_NO_PDL); gs_pdl_enter in gs_kernels.cuh says what the kernel
+ * does with it.  Launch errors surface in the cudaGetLastError after each
+ * level.  Hand-written: CUB has no launch helper for this.
+ */
+template <typename... Params, typename... Args>
+static void
+gs_launch(void (*fn) (Params...), int grid, int threads, size_t smem, cudaStream_t s, Args... args)
+{
+#ifndef GS_NO_PDL
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute at = {};
+
+	cfg.gridDim = dim3((unsigned) grid);
+	cfg.blockDim = dim3((unsigned) threads);
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = s;
+	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at.val.programmaticStreamSerializationAllowed = 1;
+	cfg.attrs = &at;
+	cfg.numAttrs = 1;
+	(void) cudaLaunchKernelEx(&cfg, fn, static_cast<Params>(args)...);
+#else
+	fn<<<grid, threads, smem, s>>>(static_cast<Params>(args)...);
+#endif
+}
+
 /* sort the kept union (n keys in a; b is the other level buffer, same
  * capacity) and read every unresolved rank off it; enqueued only (the
  * caller's copy of the results waits for it and reports its errors) */
@@ -835,28 +863,28 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				}
 				if (wide)
 				{
-					k_sample_runs<K><<<GS_RUN_BLOCKS, GS_RUN_THREADS, 0, e->s>>>(st, d_in, bufA, bufB, runs);
-					k_sample_merge<K><<<GS_RUN_BLOCKS, GS_RUN_KEYS, GS_SAMPLE_WIDE_SIZE * sizeof(K), e->s>>>(
-						st, runs, sorted_sample);
+					gs_launch(k_sample_runs<K>, GS_RUN_BLOCKS, GS_RUN_THREADS, 0, e->s, st, d_in, bufA, bufB, runs);
+					gs_launch(k_sample_merge<K>, GS_RUN_BLOCKS, GS_RUN_KEYS, GS_SAMPLE_WIDE_SIZE * sizeof(K), e->s,
+							  st, runs, sorted_sample);
 				}
-				sample_fn<<<1, GS_SAMPLE_THREADS, sample_smem, e->s>>>(
-					st, d_in, bufA, bufB, hist, dsplit, rank_cur, resolved, res, wide ? sorted_sample : NULL);
+				gs_launch(sample_fn, 1, GS_SAMPLE_THREADS, sample_smem, e->s,
+						  st, d_in, bufA, bufB, hist, dsplit, rank_cur, resolved, res, wide ? sorted_sample : NULL);
 				if (focused)
 				{
-					k_count_focus<K><<<grid_count, GS_COUNT_THREADS, 0, e->s>>>(st, d_in, bufA, bufB, hist, dsplit);
-					k_plan<K, GS_PLAN_THREADS_FOCUS><<<1, GS_PLAN_THREADS_FOCUS, 0, e->s>>>(
-						st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
+					gs_launch(k_count_focus<K>, grid_count, GS_COUNT_THREADS, 0, e->s, st, d_in, bufA, bufB, hist, dsplit);
+					gs_launch(k_plan<K, GS_PLAN_THREADS_FOCUS>, 1, GS_PLAN_THREADS_FOCUS, 0, e->s,
+							  st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
 				}
 				else
 				{
-					kc.fn<<<grid_count, kc.threads, kc.smem, e->s>>>(st, d_in, bufA, bufB, hist, dsplit, NULL, ora,
-																		kc.cells_cap);
-					k_plan<K, GS_PLAN_THREADS><<<1, GS_PLAN_THREADS, 0, e->s>>>(
-						st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
+					gs_launch(kc.fn, grid_count, kc.threads, kc.smem, e->s, st, d_in, bufA, bufB, hist, dsplit, (gs_minmax *) NULL, ora,
+							  kc.cells_cap);
+					gs_launch(k_plan<K, GS_PLAN_THREADS>, 1, GS_PLAN_THREADS, 0, e->s,
+							  st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
 				}
-				k_filter<K><<<grid_filter, GS_COUNT_THREADS, smem_filter, e->s>>>(st, d_in, bufA, bufB, dsplit,
-																				   wmask, ora);
-				k_advance<<<1, 1, 0, e->s>>>(st, below);
+				gs_launch(k_filter<K>, grid_filter, GS_COUNT_THREADS, smem_filter, e->s, st, d_in, bufA, bufB, dsplit,
+						  wmask, ora);
+				gs_launch(k_advance, 1, 1, 0, e->s, st, below);
 				GS_CK(cudaGetLastError(), "kernel launch");
 				levels++;
 			}

@@ -43,6 +43,27 @@ template <> struct gs_key_max<uint64_t> { static constexpr uint64_t v = ~UINT64_
 
 #define GS_FULL 0xFFFFFFFFu
 
+/*
+ * Programmatic dependent launch (Hopper; gs_launch in gs_gpu.cu): a level
+ * kernel first waits until the kernel before it in the stream has completed
+ * and its memory is visible, then lets the next one start launching, so
+ * that a launch's latency overlaps the kernel before it.  The next kernel's
+ * blocks start once every block of this one has started (so they never
+ * hold resources this grid still needs) and wait here in turn.  Without
+ * the launch attribute both instructions do nothing.  Measured on the H100
+ * (six interleaved bench tables, 2^28 f32): 1001 ranks 2.529 vs 2.553 ms
+ * (2^26: 0.946 vs 0.991), 101 ranks 1.458 vs 1.547; -DGS_NO_PDL builds
+ * without it, for such comparisons.
+ */
+static __device__ __forceinline__ void
+gs_pdl_enter()
+{
+#if !defined(GS_NO_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 /* per-lane batch of a streaming pass: GS_UNROLL 16-byte loads = N keys;
  * the warp's compaction stage holds one worst-case batch (32 N keys) */
 template <typename K>
@@ -425,6 +446,7 @@ template <typename K>
 __global__ void __launch_bounds__(GS_RUN_THREADS)
 k_sample_runs(gs_level_state *st, const K *in, K *bufA, K *bufB, K *runs)
 {
+	gs_pdl_enter();
 	typedef cub::BlockRadixSort<K, GS_RUN_THREADS, GS_RUN_ITEMS> Sort;
 	__shared__ typename Sort::TempStorage ts;
 
@@ -460,6 +482,7 @@ template <typename K>
 __global__ void __launch_bounds__(GS_RUN_KEYS)
 k_sample_merge(const gs_level_state *st, const K *runs, K *sorted)
 {
+	gs_pdl_enter();
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	K		   *all = reinterpret_cast<K *>(gs_dyn_smem);
 	const int	nruns = (int) gridDim.x;
@@ -504,6 +527,7 @@ __global__ void __launch_bounds__(GS_SAMPLE_THREADS)
 k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull *dsplit,
 		 gs_ull *rank_cur, int *resolved, gs_ull *result, const K *pre)
 {
+	gs_pdl_enter();
 	typedef gs_sample_smem<K, ITEMS> S;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	S		   &sm = *reinterpret_cast<S *>(gs_dyn_smem);
@@ -762,6 +786,7 @@ template <typename K>
 __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit)
 {
+	gs_pdl_enter();
 	__shared__ K s_stage[GS_COUNT_THREADS / 32][gs_batch<K>::STAGE];
 	__shared__ unsigned s_cnt[5];
 
@@ -1005,6 +1030,7 @@ __global__ void __launch_bounds__(THREADS, ONE ? 1024 / THREADS : 0)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
 		gs_minmax *blk_mm, uint16_t *ora, int cells_cap)
 {
+	gs_pdl_enter();
 	typedef cub::BlockReduce<gs_minmax, THREADS> MMReduce;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	__shared__ typename MMReduce::TempStorage s_mm;
@@ -1073,6 +1099,7 @@ __global__ void __launch_bounds__(THREADS)
 k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, const gs_ull *dsplit,
 	   unsigned char *wmask, gs_ull *rank_cur, int *resolved, int *rank_bucket, gs_ull *result)
 {
+	gs_pdl_enter();
 	typedef cub::BlockScan<gs_ull, THREADS> Scan;
 	__shared__ typename Scan::TempStorage ts;
 	__shared__ int s_allpred,
@@ -1387,6 +1414,7 @@ __global__ void __launch_bounds__(GS_COUNT_THREADS)
 k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit,
 		 const unsigned char *wmask, const uint16_t *ora)
 {
+	gs_pdl_enter();
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	__shared__ K s_stage[GS_COUNT_THREADS / 32][gs_batch<K>::STAGE];
 
@@ -1444,6 +1472,7 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 __global__ void
 k_advance(gs_level_state *st, const gs_ull *below)
 {
+	gs_pdl_enter();
 	if (st->done || !st->need_filter)
 		return;
 	st->src = st->dst;
