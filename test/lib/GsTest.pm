@@ -7,7 +7,7 @@ use strict;
 use warnings;
 use File::Temp qw(tempfile);
 use Exporter 'import';
-our @EXPORT = qw(psql psql_ok psql_value force_parallel);
+our @EXPORT = qw(psql psql_ok psql_value force_parallel create_parallel_table);
 
 my $PSQL = $ENV{GS_PSQL} // 'psql';
 
@@ -48,6 +48,31 @@ sub force_parallel
 	  . "SET parallel_setup_cost = 0;\n"
 	  . "SET parallel_tuple_cost = 0;\n"
 	  . "SET min_parallel_table_scan_size = 0;\n";
+}
+
+# create_parallel_table($name) -> the table the parallel-plan tests share:
+# 900000 rows of float8 x (NULLs, NaN, -0 among uniform values of both
+# signs), int4 i4, int2 i2 and a 4-group key grp.  With 2 workers and the
+# leader a partial state holds ~2.4 MB of float8 keys, ~1.2 MB of int4 and
+# ~0.6 MB of int2.
+sub create_parallel_table
+{
+	my ($name) = @_;
+	psql_value(qq{
+CREATE EXTENSION IF NOT EXISTS gpuselect;
+DROP TABLE IF EXISTS $name;
+CREATE TABLE $name AS
+  SELECT CASE WHEN g % 997 = 0 THEN NULL
+              WHEN g % 1999 = 0 THEN 'NaN'::float8
+              WHEN g % 2503 = 0 THEN '-0'::float8
+              ELSE (random() * 2e6 - 1e6)::float8 END AS x,
+         ((g::int8 * 7919) % 1000003)::int4 AS i4,
+         (g % 30011 - 15000)::int2 AS i2,
+         g % 4 AS grp
+  FROM generate_series(1, 900000) g;
+ANALYZE $name;
+});
+	return $name;
 }
 
 1;

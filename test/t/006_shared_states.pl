@@ -11,21 +11,9 @@ use lib "$FindBin::Bin/../lib";
 use GsTest;
 use Test::More;
 
-# 900000 rows: with 2 workers and the leader, ~2.4 MB of float8 keys per
-# partial state (shared), ~1.2 MB of int4 (shared), ~0.6 MB of int2 (queue)
-psql_value(q{
-CREATE EXTENSION IF NOT EXISTS gpuselect;
-DROP TABLE IF EXISTS gs_sh;
-CREATE TABLE gs_sh AS
-  SELECT CASE WHEN g % 997 = 0 THEN NULL
-              WHEN g % 1999 = 0 THEN 'NaN'::float8
-              ELSE (random() * 2e6 - 1e6)::float8 END AS x,
-         ((g::int8 * 7919) % 1000003)::int4 AS i4,
-         (g % 30011 - 15000)::int2 AS i2,
-         g % 4 AS grp
-  FROM generate_series(1, 900000) g;
-ANALYZE gs_sh;
-});
+# create_parallel_table (GsTest.pm): ~2.4 MB of float8 keys per partial
+# state (shared), ~1.2 MB of int4 (shared), ~0.6 MB of int2 (queue)
+create_parallel_table('gs_sh');
 
 # GS_TAP_DEVICE=gpu (on the GPU machine) finalizes on the GPU: the leader
 # then page-locks the shared segments for the copy.  A hang would be a bug:

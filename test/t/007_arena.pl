@@ -13,23 +13,9 @@ use lib "$FindBin::Bin/../lib";
 use GsTest;
 use Test::More;
 
-# 900000 rows: with 2 workers and the leader ~2.4 MB of float8 keys per
-# partial state, ~1.2 MB of int4, ~0.6 MB of int2: each passes
+# create_parallel_table (GsTest.pm): each partial state passes
 # GS_ARENA_START_BYTES (256 kB) and takes 4 MB arena chunks
-psql_value(q{
-CREATE EXTENSION IF NOT EXISTS gpuselect;
-DROP TABLE IF EXISTS gs_ar;
-CREATE TABLE gs_ar AS
-  SELECT CASE WHEN g % 997 = 0 THEN NULL
-              WHEN g % 1999 = 0 THEN 'NaN'::float8
-              WHEN g % 2503 = 0 THEN '-0'::float8
-              ELSE (random() * 2e6 - 1e6)::float8 END AS x,
-         ((g::int8 * 7919) % 1000003)::int4 AS i4,
-         (g % 30011 - 15000)::int2 AS i2,
-         g % 4 AS grp
-  FROM generate_series(1, 900000) g;
-ANALYZE gs_ar;
-});
+create_parallel_table('gs_ar');
 
 my $device = $ENV{GS_TAP_DEVICE} // 'cpu';
 my $par = force_parallel(2) . "SET gpuselect.device = '$device'; SET gpuselect.gpu_min_rows = 0;\n"
