@@ -7,7 +7,7 @@ use strict;
 use warnings;
 use File::Temp qw(tempfile);
 use Exporter 'import';
-our @EXPORT = qw(psql psql_ok psql_value force_parallel create_parallel_table);
+our @EXPORT = qw(psql psql_ok psql_value force_parallel create_parallel_table parallel_table_queries);
 
 my $PSQL = $ENV{GS_PSQL} // 'psql';
 
@@ -73,6 +73,20 @@ CREATE TABLE $name AS
 ANALYZE $name;
 });
 	return $name;
+}
+
+# parallel_table_queries($name) -> ($gpuselect, $builtin): the same answers
+# (three plain gpuselect aggregates and their built-in twins) over the
+# columns of create_parallel_table, each as one line; no trailing ';'
+sub parallel_table_queries
+{
+	my ($name) = @_;
+	my $fr = q{ARRAY[0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.999, 1]::float8[]};
+	return ("SELECT concat_ws(' | ', gpu_quantiles(x, $fr), gpu_median(x), gpu_quantile(i4, 0.3),"
+		  . " gpu_quantiles(i2, $fr)) FROM $name",
+		"SELECT concat_ws(' | ', percentile_disc($fr) WITHIN GROUP (ORDER BY x),"
+		  . " percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.3) WITHIN GROUP (ORDER BY i4),"
+		  . " percentile_disc($fr) WITHIN GROUP (ORDER BY i2)) FROM $name");
 }
 
 1;

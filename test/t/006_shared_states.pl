@@ -33,11 +33,7 @@ sub split_out
 }
 
 my $fr = q{ARRAY[0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.999, 1]::float8[]};
-my $gpu = "SELECT concat_ws(' | ', gpu_quantiles(x, $fr), gpu_median(x), gpu_quantile(i4, 0.3),"
-  . " gpu_quantiles(i2, $fr)) FROM gs_sh";
-my $builtin = "SELECT concat_ws(' | ', percentile_disc($fr) WITHIN GROUP (ORDER BY x),"
-  . " percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.3) WITHIN GROUP (ORDER BY i4),"
-  . " percentile_disc($fr) WITHIN GROUP (ORDER BY i2)) FROM gs_sh";
+my ($gpu, $builtin) = parallel_table_queries('gs_sh');
 my $want_plain = psql_value("SET max_parallel_workers_per_gather = 0; $builtin;");
 my $want = $want_plain;
 
