@@ -61,8 +61,10 @@ StaticAssertDecl(GS_ARENA_CHUNK_BYTES % 4096 == 0, "arena chunks must be page al
 
 int64		gs_states_in_arena = 0;
 
-/* this process's mapping of the arena: its own (leader) or its leader's (worker) */
-static dsm_segment *arena_seg = NULL;
+/*
+ * This process's mapping of the arena: its own (leader) or its leader's
+ * (worker).  The mapping is pinned, so no dsm_segment pointer needs keeping.
+ */
 static GsArenaHeader *arena_hdr = NULL;
 static char *arena_keys = NULL;
 static dsm_handle arena_handle = 0;
@@ -110,7 +112,6 @@ gs_arena_prepare(void)
 		if (seg == NULL)
 			return;
 		dsm_pin_mapping(seg);	/* for the backend's life */
-		arena_seg = seg;
 		arena_hdr = (GsArenaHeader *) dsm_segment_address(seg);
 		arena_hdr->magic = GS_ARENA_MAGIC;
 		arena_hdr->leader = MyBackendId;
@@ -185,7 +186,6 @@ gs_arena_attach(void)
 		return false;
 	}
 	dsm_pin_mapping(seg);		/* until the worker exits */
-	arena_seg = seg;
 	arena_hdr = hdr;
 	arena_keys = (char *) hdr + GS_ARENA_KEYS_OFFSET;
 	arena_handle = (dsm_handle) h;
