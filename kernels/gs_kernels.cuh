@@ -407,21 +407,6 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dspli
 	}
 }
 
-/*
- * The sample of a level of 4096 buckets (16384 keys) is drawn and sorted by
- * a grid instead of one block: a one-block sort of it took ~57 us per level,
- * ~1/8 of a 1001-rank level (the block's random gather alone ~10 us).
- * k_sample_runs: each of GS_RUN_BLOCKS blocks draws GS_RUN_KEYS keys (the
- * whole level input, padded with the largest key, when it fits) and sorts
- * them (cub::BlockRadixSort) into one run; k_sample_merge: every key's place
- * in the whole sample is its index in its run plus, for every other run, how
- * many of that run's keys precede it (binary search; equal keys ordered by
- * run), and it is written there; k_sample<K, ITEMS, true> then reads the
- * sorted sample instead of drawing and sorting it.  Hand-written: CUB has
- * no small multi-block merge, and its device-wide radix sort takes ~43 us in
- * 6 launches for the approximate mode's 32768-key sample.  (Measured: the
- * three sample kernels take ~34 us per level, against 57.)
- */
 /* a level's random sample, drawn with replacement: key i is
  * src[splitmix64(salt + i) * n >> 64]; every sampling kernel of the level
  * draws with the same salt */
@@ -438,6 +423,21 @@ gs_sample_key(const K *src, gs_ull n, gs_ull salt, gs_ull i)
 	return src[__umul64hi(gs_splitmix64(salt + i), n)];
 }
 
+/*
+ * The sample of a level of 4096 buckets (16384 keys) is drawn and sorted by
+ * a grid instead of one block: a one-block sort of it took ~57 us per level,
+ * ~1/8 of a 1001-rank level (the block's random gather alone ~10 us).
+ * k_sample_runs: each of GS_RUN_BLOCKS blocks draws GS_RUN_KEYS keys (the
+ * whole level input, padded with the largest key, when it fits) and sorts
+ * them (cub::BlockRadixSort) into one run; k_sample_merge: every key's place
+ * in the whole sample is its index in its run plus, for every other run, how
+ * many of that run's keys precede it (binary search; equal keys ordered by
+ * run), and it is written there; k_sample<K, ITEMS, true> then reads the
+ * sorted sample instead of drawing and sorting it.  Hand-written: CUB has
+ * no small multi-block merge, and its device-wide radix sort takes ~43 us in
+ * 6 launches for the approximate mode's 32768-key sample.  (Measured: the
+ * three sample kernels take ~34 us per level, against 57.)
+ */
 #define GS_RUN_THREADS 256
 #define GS_RUN_ITEMS 4
 #define GS_RUN_KEYS (GS_RUN_THREADS * GS_RUN_ITEMS)
