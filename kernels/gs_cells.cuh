@@ -23,10 +23,21 @@
  * first cell, keys above d_{m-1} to the last, keys inside the gap to the cell
  * of its upper end: the map is monotone, which is all the lookup needs.
  *
- * Entry of cell c (uint16): J[c] | min(k, 7) << 13, where J[c] = number of
- * splitters below the cell's lowest key (m <= 8191 < 2^13) and k = number of
- * splitters inside the cell; k = 7 means "7 or more: read J[c+1]".  The
- * table has ncells + 1 entries (the last is J = m).
+ * Entries (uint16), two encodings:
+ * - the one-splitter lookup (gs_cells_one: 4-byte keys): 4 J[c] | 0x8000
+ *   [k >= 2].  4 J is at once the byte offset of splitter J and of the
+ *   block histogram's counter of the open bucket 2J, so a key's counter
+ *   address is the entry (masked) plus 0, 4 or the offset of the equality
+ *   counters: no shifts between the table, the splitter and the atomic.  The
+ *   histogram keeps the open buckets in words 0..m and the equality buckets
+ *   2J+1 in words P+J, so that a warp's atomics spread over all 32 banks
+ *   (interleaved, open buckets took only the even banks; NOTES-gpu.md
+ *   section 10);
+ * - the two-splitter lookup (8-byte keys): J[c] | min(k, 7) << 13, k = 7
+ *   meaning "7 or more: read J[c+1]"; histogram word b for bucket b.
+ * J[c] = number of splitters below the cell's lowest key (m <= 8191; 4095
+ * with the one-splitter lookup), k = number of splitters inside the cell.
+ * The table has ncells + 1 entries (the last has J = m).
  */
 #ifndef GS_CELLS_CUH
 #define GS_CELLS_CUH
@@ -42,7 +53,7 @@
 #define GS_CELL_KCAP 7u
 #define GS_CELLS_MAX 65536
 #define GS_CELL_SLOW (2u << GS_CELL_JBITS)	/* entries >= this: two or more splitters */
-#define GS_CELL_EMPTY 0xFFFFu	/* while building: J | k << 13 is at most 8190 | 7 << 13 */
+#define GS_CELL_EMPTY 0xFFFFu	/* while building; no entry is (J | k << 13 <= 8190 | 7 << 13, 4 J | 0x8000 <= 0xBFF8) */
 
 /*
  * Cell capacity for a level of at most P - 1 splitters (P a power of two)
@@ -99,13 +110,12 @@ gs_filter_smem(int P)
 	return (size_t) ((2 * P + 31) / 32) * 32 * 4;
 }
 
-/* binary search over the k >= 2 splitters of cell c (k = 7: read J[c+1]);
- * the rare case of the lookups below, kept out of line of their fast paths */
+/* binary search over splitters j .. hi - 1 (those of a fuller cell); the
+ * rare case of the lookups below, kept out of line of their fast paths */
 template <typename K>
 static __device__ int
-gs_cells_search(const K *spl, const uint16_t *tab, int c, K x, int j, unsigned k)
+gs_cells_search(const K *spl, K x, int j, int hi)
 {
-	int			hi = k == GS_CELL_KCAP ? (int) (tab[c + 1] & GS_CELL_JMASK) : j + (int) k;
 	bool		eq = false;
 
 	while (j < hi)
@@ -121,25 +131,48 @@ gs_cells_search(const K *spl, const uint16_t *tab, int c, K x, int j, unsigned k
 	return 2 * j - (int) eq;
 }
 
-template <typename K>
+template <typename K, bool ONE>
 struct gs_cells
 {
 	const K    *spl;			/* m sorted distinct splitters (shared), spl[m] = max */
 	uint16_t   *tab;			/* ncells + 1 entries (shared) */
 	K			lo,				/* d0 */
-				split,			/* keys above split are folded down ... */
-				lo_b,			/* ... clamped to at least lo_b ... */
+				lo_b,			/* keys above the gap are clamped to at least lo_b ... */
 				gapw;			/* ... and shifted down by the gap (lo_b - split - 1) */
 	int			sh,
-				ncells;
+				cmax;			/* ncells - 1 */
 
-	/* monotone map key -> cell (no branches: selects, min/max) */
+	unsigned	qoff;			/* ONE: byte offset of the equality counters (4 P) */
+
+	__device__ __forceinline__ K sp(int j) const
+	{
+		return spl[j];
+	}
+
+	/* J of an entry; whether its cell holds two or more splitters */
+	static __device__ __forceinline__ int jof(unsigned e)
+	{
+		return ONE ? (int) ((e & 0x7FFFu) >> 2) : (int) (e & GS_CELL_JMASK);
+	}
+	/* (with ONE, also right for the OR of several entries) */
+	static __device__ __forceinline__ bool slow(unsigned e)
+	{
+		return ONE ? (e & 0x8000u) != 0 : e >= GS_CELL_SLOW;
+	}
+
+	/*
+	 * Monotone map key -> cell, no branches.  The fold: z = max(x, lo_b) -
+	 * gapw is x - gapw above the gap and the gap's upper end (split + 1)
+	 * inside and below it, so min(x, z) keeps keys up to split and folds the
+	 * rest down (without a gap, lo_b = ~0 and gapw = 0 give z = ~0).
+	 */
 	__device__ __forceinline__ int cell(K x) const
 	{
-		const K		y = x > split ? (K) ((x > lo_b ? x : lo_b) - gapw) : x;
+		const K		z = (K) ((x > lo_b ? x : lo_b) - gapw);
+		const K		y = x < z ? x : z;
 		const K		t = (K) (((y > lo ? y : lo) - lo) >> sh);
 
-		return t < (K) ncells ? (int) t : ncells - 1;
+		return (int) (t < (K) cmax ? t : (K) cmax);
 	}
 
 	/*
@@ -148,55 +181,57 @@ struct gs_cells
 	 * without a branch; which pays depends on how many cells hold two
 	 * splitters (measured, NOTES-gpu.md section 7):
 	 *
-	 * bucket_fast, where the table has 16 cells per splitter slot
-	 * (gs_cells_one): exact for cells with at most one splitter; reads d[J]
-	 * only, no guards.  Why that suffices: J counts the splitters below the
-	 * cell, so d[J] is the first splitter at or above it; with k = 0 it
-	 * lies in a later cell, hence above every key of this cell (the map is
-	 * monotone), and with k = 1 it is the cell's one splitter and the next
-	 * lies in a later cell.  J < m always (the last cell holds the last
-	 * splitter).  Fuller cells show in e (e >= GS_CELL_SLOW); the caller
-	 * takes bucket() for those keys.  About half the instructions of
-	 * bucket_two.
+	 * hist_fast (ONE: 4-byte keys, 16 cells per splitter slot): the byte
+	 * offset of x's bucket counter (hist_word), exact for cells with at most one
+	 * splitter; reads d[J] only, no guards.  Why that suffices: J counts the
+	 * splitters below the cell, so d[J] is the first splitter at or above
+	 * it; with k = 0 it lies in a later cell, hence above every key of this
+	 * cell (the map is monotone), and with k = 1 it is the cell's one
+	 * splitter and the next lies in a later cell.  J < m always (the last
+	 * cell holds the last splitter).  Fuller cells show in slow(e); the
+	 * caller takes bucket() for those keys.
 	 *
-	 * bucket_two, with fewer cells per slot: exact for cells with at most
-	 * two splitters; reads d[J] and d[J+1] and compares under guards on k;
-	 * k > 2 is searched.  There the key space of floats is not uniform
-	 * (half of the keys of uniform data share one exponent), many keys'
-	 * cells hold two splitters, and bucket_fast's second lookups would
-	 * diverge in most warps.
+	 * bucket_two (8-byte keys; 4-byte keys at P = 8192): exact for cells
+	 * with at most two splitters;
+	 * reads d[J] and d[J+1] and compares under guards on k; k > 2 is
+	 * searched.
 	 */
 	__device__ __forceinline__ int bucket_two(K x) const
 	{
 		const int	c = cell(x);
 		const unsigned e = tab[c];
-		const int	j = (int) (e & GS_CELL_JMASK);
+		const int	j = jof(e);
 		const unsigned k = e >> GS_CELL_JBITS;
-		const K		s0 = spl[j],
-					s1 = spl[j + 1];	/* j + 1 <= m: spl[m] is padding */
+		const K		s0 = sp(j),
+					s1 = sp(j + 1);	/* j + 1 <= m: spl[m] is padding */
 		const bool	k1 = k >= 1,
 					k2 = k >= 2;
 		int			b = 2 * j + (int) (k1 && x >= s0) + (int) (k1 && x > s0) +
 			(int) (k2 && x >= s1) + (int) (k2 && x > s1);
 
 		if (k > 2)
-			b = gs_cells_search<K>(spl, tab, c, x, j, k);
+			b = gs_cells_search<K>(spl, x, j, k == GS_CELL_KCAP ? jof(tab[c + 1]) : j + (int) k);
 		return b;
 	}
 
-	/* the bucket of x in a cell of entry e that holds at most one splitter */
-	__device__ __forceinline__ int bucket_one(unsigned e, K x) const
-	{
-		const int	j = (int) (e & GS_CELL_JMASK);
-		const K		s0 = spl[j];
-
-		return 2 * j + (int) (x >= s0) + (int) (x > s0);
-	}
-
-	__device__ __forceinline__ int bucket_fast(K x, unsigned &e) const
+	__device__ __forceinline__ unsigned hist_fast(K x, unsigned &e) const
 	{
 		e = tab[cell(x)];
-		return bucket_one(e, x);
+
+		const unsigned a = e & 0x7FFFu;	/* 4 J */
+		const K		s = *reinterpret_cast<const K *>(reinterpret_cast<const unsigned char *>(spl) + a);
+		const unsigned up = x > s ? 4u : qoff;
+
+		return x >= s ? a + up : a;
+	}
+
+	/* the block histogram's word of bucket b: with ONE the open buckets 2J
+	 * are words J and the equality buckets 2J+1 words P + J, so that the
+	 * atomics of a warp spread over all 32 banks (interleaved, the open
+	 * buckets took only the even ones); else word b */
+	__device__ __forceinline__ unsigned hist_word(int b) const
+	{
+		return ONE ? ((b & 1) ? (qoff >> 2) + (unsigned) (b >> 1) : (unsigned) (b >> 1)) : (unsigned) b;
 	}
 
 	/* bucket of x, any cell */
@@ -204,11 +239,17 @@ struct gs_cells
 	{
 		const int	c = cell(x);
 		const unsigned e = tab[c];
-		const unsigned k = e >> GS_CELL_JBITS;
+		const int	j = jof(e);
 
-		if (k >= 2)
-			return gs_cells_search<K>(spl, tab, c, x, (int) (e & GS_CELL_JMASK), k);
-		return bucket_one(e, x);
+		if (slow(e))
+		{
+			const unsigned k = e >> GS_CELL_JBITS;
+
+			return gs_cells_search<K>(spl, x, j, ONE || k == GS_CELL_KCAP ? jof(tab[c + 1]) : j + (int) k);
+		}
+		const K		s0 = sp(j);
+
+		return 2 * j + (int) (x >= s0) + (int) (x > s0);
 	}
 };
 
@@ -247,9 +288,9 @@ struct gs_gap_max
  * table (a few microseconds), which costs less than a separate kernel plus a
  * copy from global memory.
  */
-template <typename K, int THREADS>
+template <typename K, bool ONE, int THREADS>
 static __device__ void
-gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long *dsplit, int m, int cap)
+gs_cells_build(gs_cells<K, ONE> &cs, K *spl, uint16_t *tab, const unsigned long long *dsplit, int m, int cap)
 {
 	typedef cub::BlockReduce<gs_gap, THREADS> GapReduce;
 	__shared__ typename GapReduce::TempStorage s_red;
@@ -261,13 +302,14 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 	if (tid == 0)
 		spl[m] = (K) ~K(0);		/* padding: bucket_two reads spl[J + 1] */
 	__syncthreads();
+	cs.spl = spl;
 
 	/* the widest gap between neighbours (thread, then block) */
 	gs_gap		mine = {0, 0};
 
 	for (int i = tid; i + 1 < m; i += THREADS)
 	{
-		const gs_gap here = {(unsigned long long) (K) (spl[i + 1] - spl[i]), i};
+		const gs_gap here = {(unsigned long long) (K) (cs.sp(i + 1) - cs.sp(i)), i};
 
 		mine = gs_gap_max()(mine, here);
 	}
@@ -281,27 +323,24 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 
 	/* fold out the largest gap if it is over half the range (every thread
 	 * computes the same values) */
-	const K		span = (K) (spl[m - 1] - spl[0]);
+	const K		span = (K) (cs.sp(m - 1) - cs.sp(0));
 
-	cs.spl = spl;
 	cs.tab = tab;
-	cs.lo = spl[0];
+	cs.lo = cs.sp(0);
 	if (m >= 2 && (K) g > span / 2)
 	{
-		cs.split = spl[gi];
-		cs.lo_b = spl[gi + 1];
-		cs.gapw = (K) (cs.lo_b - cs.split - 1);
+		cs.lo_b = cs.sp(gi + 1);
+		cs.gapw = (K) (cs.lo_b - cs.sp(gi) - 1);
 	}
 	else
 	{
-		cs.split = (K) ~K(0);
-		cs.lo_b = cs.split;
+		cs.lo_b = (K) ~K(0);
 		cs.gapw = 0;
 	}
 	const K		folded = (K) (span - cs.gapw);
 
 	cs.sh = gs_cells_shift<K>(folded, cap);
-	cs.ncells = (int) (folded >> cs.sh) + 1;
+	cs.cmax = (int) (folded >> cs.sh);
 
 	/*
 	 * Fill, in block-wide steps.  (It was: the first splitter of each occupied
@@ -321,7 +360,7 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 	 */
 	typedef cub::BlockScan<int, THREADS> RunScan;
 	__shared__ typename RunScan::TempStorage s_scan;
-	const int	nent = cs.ncells + 1;
+	const int	nent = cs.cmax + 2;
 	const int	per = (nent + THREADS - 1) / THREADS;
 
 	for (int c = tid; c < nent; c += THREADS)
@@ -329,15 +368,15 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 	__syncthreads();
 	for (int i = tid; i < m; i += THREADS)
 	{
-		const int	ci = cs.cell(spl[i]);
+		const int	ci = cs.cell(cs.sp(i));
 
-		if (i > 0 && cs.cell(spl[i - 1]) == ci)
+		if (i > 0 && cs.cell(cs.sp(i - 1)) == ci)
 			continue;
 		unsigned	k = 1;
 
-		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(spl[i + k]) == ci)
+		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(cs.sp(i + (int) k)) == ci)
 			k++;
-		tab[ci] = (uint16_t) ((unsigned) i | (k << GS_CELL_JBITS));
+		tab[ci] = (uint16_t) (ONE ? (unsigned) i << 2 | (k >= 2 ? 0x8000u : 0u) : (unsigned) i | (k << GS_CELL_JBITS));
 	}
 	__syncthreads();
 
@@ -351,7 +390,7 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 		const unsigned e = tab[c];
 
 		if (e != GS_CELL_EMPTY)
-			lowest = (int) (e & GS_CELL_JMASK);
+			lowest = cs.jof(e);
 	}
 	RunScan(s_scan).ExclusiveScan(lowest, above, m, cuda::minimum<int>());
 	for (int c = c1 - 1; c >= c0; c--)
@@ -359,9 +398,9 @@ gs_cells_build(gs_cells<K> &cs, K *spl, uint16_t *tab, const unsigned long long 
 		const unsigned e = tab[c];
 
 		if (e == GS_CELL_EMPTY)
-			tab[c] = (uint16_t) above;
+			tab[c] = (uint16_t) (ONE ? above << 2 : above);
 		else
-			above = (int) (e & GS_CELL_JMASK);
+			above = cs.jof(e);
 	}
 	__syncthreads();
 }

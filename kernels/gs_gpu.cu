@@ -430,7 +430,11 @@ static void
 gs_count_kernel_t(gs_count_launch<K> &r, bool one)
 {
 	r.threads = THREADS;
-	r.fn = one ? k_count<K, MM, THREADS, true> : k_count<K, MM, THREADS, false>;
+	if constexpr (sizeof(K) == 4)
+		r.fn = one ? k_count<K, MM, THREADS, true> : k_count<K, MM, THREADS, false>;
+	else
+		r.fn = k_count<K, MM, THREADS, false>;	/* gs_cells_one: never for 8-byte keys */
+	(void) one;
 }
 
 template <typename K, bool MM>

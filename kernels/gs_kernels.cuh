@@ -146,18 +146,31 @@ gs_for_each(const K *p, gs_ull n, F &f, unsigned nblocks = 0)
 		uint4		buf[GS_UNROLL];
 		unsigned	valid = 0;
 
-#pragma unroll
-		for (int u = 0; u < GS_UNROLL; u++)
+		if (w + 32 * GS_UNROLL <= nvec)
 		{
-			const gs_ull i = w + (gs_ull) u * 32 + lane;
-
-			if (i < nvec)
+			/* the warp's whole batch is in range (all but the last): no
+			 * per-load bounds or fill (~3 instructions per key of the
+			 * approximate count, NOTES-gpu.md section 10) */
+#pragma unroll
+			for (int u = 0; u < GS_UNROLL; u++)
+				buf[u] = __ldcs(vp + w + (gs_ull) u * 32 + lane);	/* streamed: read once per pass */
+			valid = gs_batch<K>::ALL;
+		}
+		else
+		{
+#pragma unroll
+			for (int u = 0; u < GS_UNROLL; u++)
 			{
-				buf[u] = __ldcs(vp + i);	/* streamed: read once per pass */
-				valid |= ((1u << V) - 1) << (u * V);
+				const gs_ull i = w + (gs_ull) u * 32 + lane;
+
+				if (i < nvec)
+				{
+					buf[u] = __ldcs(vp + i);
+					valid |= ((1u << V) - 1) << (u * V);
+				}
+				else
+					buf[u] = make_uint4(~0u, ~0u, ~0u, ~0u);
 			}
-			else
-				buf[u] = make_uint4(~0u, ~0u, ~0u, ~0u);
 		}
 		K			xs[N];
 
@@ -823,7 +836,8 @@ k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, c
 
 /*
  * Oracles: the count pass of a spread level stores every key's bucket
- * (uint16: up to 8191 buckets) so that the filter pass reads 2 bytes per key
+ * (uint16: up to 8191 buckets; for 4-byte keys the bucket's counter word,
+ * gs_cells::hist_word) so that the filter pass reads 2 bytes per key
  * instead of looking the bucket up again -- the lookup's bank-conflicted
  * shared-memory reads bound both passes (NOTES-gpu.md §5 H) -- and reads a
  * key only if one of its vector's keys is kept.  Slots follow gs_for_each's
@@ -877,7 +891,7 @@ gs_ora_store(uint16_t *ora, const int (&b)[N], unsigned valid, gs_at at)
 template <typename K, bool MM, bool ONE>
 struct gs_count_fn
 {
-	gs_cells<K> cs;
+	gs_cells<K, ONE> cs;
 	unsigned   *shist;
 	uint16_t   *ora;			/* !MM (spread levels): oracles out */
 	unsigned	ninvalid;		/* padding slots counted (as the largest key) */
@@ -912,30 +926,36 @@ struct gs_count_fn
 			 */
 			constexpr int C = N < 4 ? N : 4;
 
+			unsigned char *const hb = reinterpret_cast<unsigned char *>(shist);
+
 #pragma unroll
 			for (int h = 0; h < N; h += C)
 			{
-				unsigned	slow = 0;
+				unsigned	any = 0,
+							e[C],
+							o[C];		/* byte offsets of the counters */
 
 #pragma unroll
-				for (int i = h; i < h + C; i++)
+				for (int i = 0; i < C; i++)
 				{
-					unsigned	e;
-
-					b[i] = cs.bucket_fast(xs[i], e);
-					slow |= (unsigned) (e >= GS_CELL_SLOW) << (i - h);
+					o[i] = cs.hist_fast(xs[h + i], e[i]);
+					any |= e[i];
 				}
-				/* keys in cells with two or more splitters: looked up again */
-				if (slow)
+				/* keys in cells with two or more splitters: looked up again
+				 * (one test per chunk on the fast path) */
+				if (cs.slow(any))
 				{
 #pragma unroll
-					for (int i = h; i < h + C; i++)
-						if ((slow >> (i - h)) & 1u)
-							b[i] = cs.bucket(xs[i]);
+					for (int i = 0; i < C; i++)
+						if (cs.slow(e[i]))
+							o[i] = 4u * cs.hist_word(cs.bucket(xs[h + i]));
 				}
 #pragma unroll
-				for (int i = h; i < h + C; i++)
-					atomicAdd(&shist[b[i]], 1u);
+				for (int i = 0; i < C; i++)
+				{
+					atomicAdd(reinterpret_cast<unsigned *>(hb + o[i]), 1u);
+					b[h + i] = (int) (o[i] >> 2);	/* the oracle: the counter's word */
+				}
 			}
 		}
 		ninvalid += N - __popc(valid);
@@ -1059,21 +1079,26 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 	uint16_t   *tab = reinterpret_cast<uint16_t *>(reinterpret_cast<unsigned char *>(shist) +
 												   gs_align16((size_t) 2 * P * 4));
 
-	for (int b = threadIdx.x; b < nb; b += blockDim.x)
+	for (int b = threadIdx.x; b < 2 * P; b += blockDim.x)
 		shist[b] = 0;
 	/* this level may have fewer splitters than the launch was sized for;
 	 * its table stays within the launch's (gs_cells_cap is not monotone) */
-	gs_cells_build<K, THREADS>(f.cs, spl, tab, dsplit, m, min(gs_cells_cap(P, (int) sizeof(K)), cells_cap));
+	gs_cells_build<K, ONE, THREADS>(f.cs, spl, tab, dsplit, m, min(gs_cells_cap(P, (int) sizeof(K)), cells_cap));
+	f.cs.qoff = 4u * (unsigned) P;
 	f.shist = shist;
 	f.ora = ora;
 	f.ninvalid = 0;
 	gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), n, f, nact);
 	if (f.ninvalid)
-		atomicSub(&shist[f.cs.bucket(gs_key_max<K>::v)], f.ninvalid);
+		atomicSub(&shist[f.cs.hist_word(f.cs.bucket(gs_key_max<K>::v))], f.ninvalid);
 	__syncthreads();
 	for (int b = threadIdx.x; b < nb; b += blockDim.x)
-		if (shist[b])
-			atomicAdd(&hist[b], (gs_ull) shist[b]);
+	{
+		const unsigned c = shist[f.cs.hist_word(b)];
+
+		if (c)
+			atomicAdd(&hist[b], (gs_ull) c);
+	}
 
 	if (MM)
 	{
@@ -1452,16 +1477,25 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 		f.stage.flush();
 		return;
 	}
-	/* the keep mask, one copy per bank: warp w builds words w, w + 8, ... */
+	/*
+	 * The keep mask, one copy per bank: warp w builds words w, w + 8, ...
+	 * Indexed by oracle: the bucket, or with the one-splitter lookup the
+	 * bucket's counter word (gs_cells::hist_word: open buckets 2J at J,
+	 * equality buckets 2J+1 at P + J).
+	 */
 	unsigned   *smask = reinterpret_cast<unsigned *>(gs_dyn_smem);
 	const int	nb = 2 * m + 1;
+	const int	P = 1 << st->depth;
+	const bool	words = gs_cells_one(P, (int) sizeof(K));
+	const int	nbits = words ? 2 * P : nb;
 	const unsigned lane = threadIdx.x & 31;
 
-	for (int wd = warp; wd < (nb + 31) >> 5; wd += GS_COUNT_THREADS / 32)
+	for (int wd = warp; wd < (nbits + 31) >> 5; wd += GS_COUNT_THREADS / 32)
 	{
-		const int	b = wd * 32 + (int) lane;
+		const int	o = wd * 32 + (int) lane;
+		const int	b = !words ? o : (o >= P ? 2 * (o - P) + 1 : 2 * o);
 
-		smask[wd * 32 + lane] = __ballot_sync(GS_FULL, b < nb && wmask[b] != 0);
+		smask[wd * 32 + lane] = __ballot_sync(GS_FULL, o < nbits && b < nb && wmask[b] != 0);
 	}
 	__syncthreads();
 	gs_filter_ora<K>(src, n, ora, smask, stage, nact);
