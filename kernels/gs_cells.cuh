@@ -33,6 +33,13 @@
  *   2J+1 in words P+J, so that a warp's atomics spread over all 32 banks
  *   (interleaved, open buckets took only the even banks; NOTES-gpu.md
  *   section 10);
+ * - packed (uint32; the approximate count of 4-byte keys up to P = 2048,
+ *   whose tables fit shared memory at 4 bytes per cell): the same 4 J and
+ *   counters, and on top the cell's one splitter as its offset from the
+ *   cell's start (2^sh if none), so that a key is compared by its own offset
+ *   in the cell and the splitter is not read at all.  Layout: offset << (31
+ *   - sh) | [k >= 2] << (30 - sh) | 4 J, which fits with 16 cells per
+ *   splitter slot (sh <= 28 - log2 P);
  * - the two-splitter lookup (8-byte keys): J[c] | min(k, 7) << 13, k = 7
  *   meaning "7 or more: read J[c+1]"; histogram word b for bucket b.
  * J[c] = number of splitters below the cell's lowest key (m <= 8191; 4095
@@ -47,13 +54,13 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cuda/functional>
+#include <type_traits>
 
 #define GS_CELL_JBITS 13
 #define GS_CELL_JMASK 0x1FFFu
 #define GS_CELL_KCAP 7u
 #define GS_CELLS_MAX 65536
 #define GS_CELL_SLOW (2u << GS_CELL_JBITS)	/* entries >= this: two or more splitters */
-#define GS_CELL_EMPTY 0xFFFFu	/* while building; no entry is (J | k << 13 <= 8190 | 7 << 13, 4 J | 0x8000 <= 0xBFF8) */
 
 /*
  * Cell capacity for a level of at most P - 1 splitters (P a power of two)
@@ -94,12 +101,21 @@ gs_align16(size_t x)
 	return (x + 15) & ~(size_t) 15;
 }
 
-/* count: K spl[P] (m < P splitters and the padding) | unsigned hist[2P] | uint16 tab[cap+1] */
+/* whether the approximate count of a level of P splitter slots uses packed
+ * entries (4 bytes per cell: up to 132 KB for P = 2048) */
+static __host__ __device__ __forceinline__ bool
+gs_cells_packed(int P, int kb)
+{
+	return kb == 4 && P <= 2048;
+}
+
+/* count: K spl[P] (m < P splitters and the padding) | unsigned hist[2P] |
+ * tab[cap+1] (uint16, or uint32 packed) */
 static __host__ __device__ __forceinline__ size_t
-gs_count_smem(int P, int kb)
+gs_count_smem(int P, int kb, bool packed)
 {
 	return gs_align16((size_t) P * kb) + gs_align16((size_t) 2 * P * 4) +
-		gs_align16(((size_t) gs_cells_cap(P, kb) + 1) * 2);
+		gs_align16(((size_t) gs_cells_cap(P, kb) + 1) * (packed ? 4 : 2));
 }
 
 /* filter: the keep mask of up to 2P - 1 buckets, one copy per bank
@@ -131,18 +147,21 @@ gs_cells_search(const K *spl, K x, int j, int hi)
 	return 2 * j - (int) eq;
 }
 
-template <typename K, bool ONE>
+template <typename K, bool ONE, bool PACKED = false>
 struct gs_cells
 {
+	typedef typename std::conditional<PACKED, uint32_t, uint16_t>::type entry_t;
+
 	const K    *spl;			/* m sorted distinct splitters (shared), spl[m] = max */
-	uint16_t   *tab;			/* ncells + 1 entries (shared) */
-	K			lo,				/* d0 */
+	entry_t    *tab;			/* ncells + 1 entries (shared) */
+	K			lo,				/* d0 - 1 (d0 if 0) */
 				lo_b,			/* keys above the gap are clamped to at least lo_b ... */
-				gapw;			/* ... and shifted down by the gap (lo_b - split - 1) */
+				gapw;			/* ... and shifted down by the gap */
 	int			sh,
 				cmax;			/* ncells - 1 */
-
 	unsigned	qoff;			/* ONE: byte offset of the equality counters (4 P) */
+	unsigned	flag,			/* PACKED: the "two or more splitters" bit */
+				offsh;			/* PACKED: position of the splitter's offset in its cell */
 
 	__device__ __forceinline__ K sp(int j) const
 	{
@@ -150,29 +169,39 @@ struct gs_cells
 	}
 
 	/* J of an entry; whether its cell holds two or more splitters */
-	static __device__ __forceinline__ int jof(unsigned e)
+	__device__ __forceinline__ int jof(unsigned e) const
 	{
-		return ONE ? (int) ((e & 0x7FFFu) >> 2) : (int) (e & GS_CELL_JMASK);
+		return PACKED ? (int) ((e & (flag - 1)) >> 2) : ONE ? (int) ((e & 0x7FFFu) >> 2) : (int) (e & GS_CELL_JMASK);
 	}
 	/* (with ONE, also right for the OR of several entries) */
-	static __device__ __forceinline__ bool slow(unsigned e)
+	__device__ __forceinline__ bool slow(unsigned e) const
 	{
-		return ONE ? (e & 0x8000u) != 0 : e >= GS_CELL_SLOW;
+		return PACKED ? (e & flag) != 0 : ONE ? (e & 0x8000u) != 0 : e >= GS_CELL_SLOW;
 	}
 
 	/*
-	 * Monotone map key -> cell, no branches.  The fold: z = max(x, lo_b) -
-	 * gapw is x - gapw above the gap and the gap's upper end (split + 1)
-	 * inside and below it, so min(x, z) keeps keys up to split and folds the
-	 * rest down (without a gap, lo_b = ~0 and gapw = 0 give z = ~0).
+	 * Monotone map key -> position u in the folded range (u = 0: below d0)
+	 * and cell u >> sh, no branches.  The fold, for a gap (split, d) between
+	 * neighbouring splitters: lo_b = d - 1, gapw = d - split - 2, so z =
+	 * max(x, lo_b) - gapw is x - gapw from d on and split + 1 below, and
+	 * min(x, z) keeps keys up to split, sends the gap's keys to split + 1
+	 * and d to split + 2: distinct from both splitters' places, which the
+	 * packed lookup's offsets need (without a gap, lo_b = ~0 and gapw = 0
+	 * give z = ~0).
 	 */
-	__device__ __forceinline__ int cell(K x) const
+	__device__ __forceinline__ int cell(K x, K &u) const
 	{
 		const K		z = (K) ((x > lo_b ? x : lo_b) - gapw);
 		const K		y = x < z ? x : z;
-		const K		t = (K) (((y > lo ? y : lo) - lo) >> sh);
+		const K		t = (K) (((u = (K) ((y > lo ? y : lo) - lo))) >> sh);
 
 		return (int) (t < (K) cmax ? t : (K) cmax);
+	}
+	__device__ __forceinline__ int cell(K x) const
+	{
+		K			u;
+
+		return cell(x, u);
 	}
 
 	/*
@@ -216,13 +245,32 @@ struct gs_cells
 
 	__device__ __forceinline__ unsigned hist_fast(K x, unsigned &e) const
 	{
-		e = tab[cell(x)];
+		if constexpr (PACKED)
+		{
+			/* the cell's one splitter as an offset in the cell: compare
+			 * x's offset, no splitter read (section 10 of NOTES-gpu.md) */
+			K			u;
+			const unsigned c = (unsigned) cell(x, u);
 
-		const unsigned a = e & 0x7FFFu;	/* 4 J */
-		const K		s = *reinterpret_cast<const K *>(reinterpret_cast<const unsigned char *>(spl) + a);
-		const unsigned up = x > s ? 4u : qoff;
+			e = tab[c];
 
-		return x >= s ? a + up : a;
+			const unsigned ox = (unsigned) u - (c << sh),
+						off = e >> offsh,
+						a = e & (flag - 1);	/* 4 J */
+			const unsigned up = ox > off ? 4u : qoff;
+
+			return ox >= off ? a + up : a;
+		}
+		else
+		{
+			e = tab[cell(x)];
+
+			const unsigned a = e & 0x7FFFu;	/* 4 J */
+			const K		s = *reinterpret_cast<const K *>(reinterpret_cast<const unsigned char *>(spl) + a);
+			const unsigned up = x > s ? 4u : qoff;
+
+			return x >= s ? a + up : a;
+		}
 	}
 
 	/* the block histogram's word of bucket b: with ONE the open buckets 2J
@@ -288,10 +336,16 @@ struct gs_gap_max
  * table (a few microseconds), which costs less than a separate kernel plus a
  * copy from global memory.
  */
-template <typename K, bool ONE, int THREADS>
+template <typename K, bool ONE, bool PACKED, int THREADS>
 static __device__ void
-gs_cells_build(gs_cells<K, ONE> &cs, K *spl, uint16_t *tab, const unsigned long long *dsplit, int m, int cap)
+gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, PACKED>::entry_t *tab,
+			   const unsigned long long *dsplit, int m, int cap)
 {
+	typedef typename gs_cells<K, ONE, PACKED>::entry_t entry_t;
+	/* no entry is all ones: J | k << 13 <= 8190 | 7 << 13; 4 J | 0x8000 <=
+	 * 0xBFFC; packed, 4 J ends in two zero bits */
+	constexpr entry_t EMPTY = (entry_t) ~entry_t(0);
+
 	typedef cub::BlockReduce<gs_gap, THREADS> GapReduce;
 	__shared__ typename GapReduce::TempStorage s_red;
 	__shared__ gs_gap s_widest;
@@ -323,14 +377,15 @@ gs_cells_build(gs_cells<K, ONE> &cs, K *spl, uint16_t *tab, const unsigned long 
 
 	/* fold out the largest gap if it is over half the range (every thread
 	 * computes the same values) */
-	const K		span = (K) (cs.sp(m - 1) - cs.sp(0));
-
 	cs.tab = tab;
-	cs.lo = cs.sp(0);
-	if (m >= 2 && (K) g > span / 2)
+	cs.lo = (K) (cs.sp(0) - (cs.sp(0) > 0));	/* keys below d0 get u = 0, d0 u = 1 */
+
+	const K		span = (K) (cs.sp(m - 1) - cs.lo);
+
+	if (m >= 2 && (K) g > span / 2 && g >= 2)
 	{
-		cs.lo_b = cs.sp(gi + 1);
-		cs.gapw = (K) (cs.lo_b - cs.sp(gi) - 1);
+		cs.lo_b = (K) (cs.sp(gi + 1) - 1);
+		cs.gapw = (K) (cs.sp(gi + 1) - cs.sp(gi) - 2);
 	}
 	else
 	{
@@ -341,6 +396,19 @@ gs_cells_build(gs_cells<K, ONE> &cs, K *spl, uint16_t *tab, const unsigned long 
 
 	cs.sh = gs_cells_shift<K>(folded, cap);
 	cs.cmax = (int) (folded >> cs.sh);
+
+	/* packed entries: the offset's sh + 1 bits on top, the flag below them,
+	 * 4 J below that.  With at least 16 cells per splitter slot (how the
+	 * launch sizes a packed table) they always fit; if they did not, every
+	 * cell is flagged and searched (right, slow) */
+	bool		fits = true;
+
+	if constexpr (PACKED)
+	{
+		fits = cs.sh <= 28 && 4u * (unsigned) m < (1u << (30 - cs.sh));
+		cs.offsh = 31u - (unsigned) cs.sh;
+		cs.flag = fits ? 1u << (30 - cs.sh) : 1u << 31;
+	}
 
 	/*
 	 * Fill, in block-wide steps.  (It was: the first splitter of each occupied
@@ -364,11 +432,12 @@ gs_cells_build(gs_cells<K, ONE> &cs, K *spl, uint16_t *tab, const unsigned long 
 	const int	per = (nent + THREADS - 1) / THREADS;
 
 	for (int c = tid; c < nent; c += THREADS)
-		tab[c] = GS_CELL_EMPTY;
+		tab[c] = EMPTY;
 	__syncthreads();
 	for (int i = tid; i < m; i += THREADS)
 	{
-		const int	ci = cs.cell(cs.sp(i));
+		K			u;
+		const int	ci = cs.cell(cs.sp(i), u);
 
 		if (i > 0 && cs.cell(cs.sp(i - 1)) == ci)
 			continue;
@@ -376,7 +445,12 @@ gs_cells_build(gs_cells<K, ONE> &cs, K *spl, uint16_t *tab, const unsigned long 
 
 		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(cs.sp(i + (int) k)) == ci)
 			k++;
-		tab[ci] = (uint16_t) (ONE ? (unsigned) i << 2 | (k >= 2 ? 0x8000u : 0u) : (unsigned) i | (k << GS_CELL_JBITS));
+		if (PACKED)
+			tab[ci] = (entry_t) ((unsigned) i << 2 |
+								 (k >= 2 || !fits ? cs.flag
+								  : ((unsigned) u - ((unsigned) ci << cs.sh)) << cs.offsh));
+		else
+			tab[ci] = (entry_t) (ONE ? (unsigned) i << 2 | (k >= 2 ? 0x8000u : 0u) : (unsigned) i | (k << GS_CELL_JBITS));
 	}
 	__syncthreads();
 
@@ -389,7 +463,7 @@ gs_cells_build(gs_cells<K, ONE> &cs, K *spl, uint16_t *tab, const unsigned long 
 	{
 		const unsigned e = tab[c];
 
-		if (e != GS_CELL_EMPTY)
+		if (e != EMPTY)
 			lowest = cs.jof(e);
 	}
 	RunScan(s_scan).ExclusiveScan(lowest, above, m, cuda::minimum<int>());
@@ -397,8 +471,8 @@ gs_cells_build(gs_cells<K, ONE> &cs, K *spl, uint16_t *tab, const unsigned long 
 	{
 		const unsigned e = tab[c];
 
-		if (e == GS_CELL_EMPTY)
-			tab[c] = (uint16_t) (ONE ? above << 2 : above);
+		if (e == EMPTY)		/* packed: offset 2^sh, above every key of the cell */
+			tab[c] = (entry_t) (PACKED ? (unsigned) above << 2 | 1u << 31 : ONE ? above << 2 : above);
 		else
 			above = cs.jof(e);
 	}

@@ -421,37 +421,44 @@ struct gs_count_launch
 {
 	void		(*fn) (gs_level_state *, const K *, K *, K *, gs_ull *, const gs_ull *, gs_minmax *, uint16_t *, int);
 	int			threads;
-	size_t		smem;			/* dynamic shared memory: gs_count_smem(P) */
+	size_t		smem;			/* dynamic shared memory: gs_count_smem */
 	int			cells_cap;		/* the kernel's last argument: gs_cells_cap(P) */
 };
 
 template <typename K, bool MM, int THREADS>
 static void
-gs_count_kernel_t(gs_count_launch<K> &r, bool one)
+gs_count_kernel_t(gs_count_launch<K> &r, bool one, bool packed)
 {
 	r.threads = THREADS;
-	if constexpr (sizeof(K) == 4)
+	/* instantiated only where chosen: the one-splitter lookup for 4-byte
+	 * keys, packed entries for the approximate count */
+	if constexpr (sizeof(K) == 4 && MM)
+		r.fn = packed ? k_count<K, MM, THREADS, true, true>
+			: one ? k_count<K, MM, THREADS, true> : k_count<K, MM, THREADS, false>;
+	else if constexpr (sizeof(K) == 4)
 		r.fn = one ? k_count<K, MM, THREADS, true> : k_count<K, MM, THREADS, false>;
 	else
-		r.fn = k_count<K, MM, THREADS, false>;	/* gs_cells_one: never for 8-byte keys */
+		r.fn = k_count<K, MM, THREADS, false>;
 	(void) one;
+	(void) packed;
 }
 
 template <typename K, bool MM>
 static gs_count_launch<K>
 gs_count_kernel_mm(int P)
 {
-	const bool	one = gs_cells_one(P, (int) sizeof(K));
+	const bool	one = gs_cells_one(P, (int) sizeof(K)),
+				packed = MM && one && gs_cells_packed(P, (int) sizeof(K));
 	gs_count_launch<K> r;
 
-	r.smem = gs_count_smem(P, (int) sizeof(K));
+	r.smem = gs_count_smem(P, (int) sizeof(K), packed);
 	r.cells_cap = gs_cells_cap(P, (int) sizeof(K));
 	if (r.smem > 112 * 1024)
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_FULL>(r, one);
+		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_FULL>(r, one, packed);
 	else if (r.smem > 64 * 1024)
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_WIDE>(r, one);
+		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_WIDE>(r, one, packed);
 	else
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS>(r, one);
+		gs_count_kernel_t<K, MM, GS_COUNT_THREADS>(r, one, packed);
 	return r;
 }
 

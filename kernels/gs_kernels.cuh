@@ -884,14 +884,13 @@ gs_ora_store(uint16_t *ora, const int (&b)[N], unsigned valid, gs_at at)
  * Per key: bucket from the cell index, one shared-memory atomic; without MM
  * (spread levels) the bucket is stored as the key's oracle.  With MM
  * (approximate mode) the input's min and max with their multiplicities are
- * tracked too: a batch's own min and max are compared with the lane's so far
- * and only a batch that reaches them is looked at key by key (rare after the
- * first few batches, unless the extreme value repeats a lot).
+ * tracked too: a batch's own min and max are compared with the lane's so far,
+ * and only a batch that reaches one counts its keys equal to it.
  */
-template <typename K, bool MM, bool ONE>
+template <typename K, bool MM, bool ONE, bool PACKED>
 struct gs_count_fn
 {
-	gs_cells<K, ONE> cs;
+	gs_cells<K, ONE, PACKED> cs;
 	unsigned   *shist;
 	uint16_t   *ora;			/* !MM (spread levels): oracles out */
 	unsigned	ninvalid;		/* padding slots counted (as the largest key) */
@@ -972,8 +971,40 @@ struct gs_count_fn
 				bmn = xs[i] < bmn ? xs[i] : bmn;
 				bmx = xs[i] > bmx ? xs[i] : bmx;
 			}
-			if (valid && (bmn <= mn || bmx >= mx))
+			if (valid == gs_batch<K>::ALL)
 			{
+				/*
+				 * A full batch: its own extreme and how often it occurs.
+				 * Rare per lane after the first batches, but a warp runs
+				 * the block when any lane needs it (~2/3 of batches at 2^28,
+				 * ncu), so it is kept short: one compare and add per key
+				 * (the per-key min/max chains it replaces were ~1/3 of the
+				 * approximate count's instructions, NOTES-gpu.md section 10).
+				 */
+				if (bmn <= mn)
+				{
+					unsigned	c = 0;
+
+#pragma unroll
+					for (int i = 0; i < N; i++)
+						c += xs[i] == bmn;
+					cmn = bmn < mn ? c : cmn + c;
+					mn = bmn;
+				}
+				if (bmx >= mx)
+				{
+					unsigned	c = 0;
+
+#pragma unroll
+					for (int i = 0; i < N; i++)
+						c += xs[i] == bmx;
+					cmx = bmx > mx ? c : cmx + c;
+					mx = bmx;
+				}
+			}
+			else if (valid && (bmn <= mn || bmx >= mx))
+			{
+				/* the edge batches: padding slots hold the largest key */
 #pragma unroll
 				for (int i = 0; i < N; i++)
 					if ((valid >> i) & 1u)
@@ -1037,15 +1068,16 @@ gs_active_blocks(gs_ull n)
 }
 
 /*
- * dynamic shared memory: gs_count_smem(P, sizeof(K)) for the P the launch
- * was sized for, whose cell capacity is cells_cap.  THREADS: 256, 512 or
- * 1024, so that the blocks that memory allows fill an SM (gs_count_kernel
- * in gs_gpu.cu picks the variant).  ONE: the
- * lookup bucket_fast (gs_cells.cuh says when it pays), held to 64 registers
- * (1024 threads per SM): left alone, ptxas gave its batch ~100, i.e. half
- * the warps (a minimum of 0 blocks means none, as without the argument).
+ * dynamic shared memory: gs_count_smem(P, sizeof(K), PACKED) for the P the
+ * launch was sized for, whose cell capacity is cells_cap.  THREADS: 256, 512
+ * or 1024, so that the blocks that memory allows fill an SM (gs_count_kernel
+ * in gs_gpu.cu picks the variant).  ONE: the one-splitter lookup hist_fast
+ * (gs_cells.cuh says when it pays), held to 64 registers (1024 threads per
+ * SM): left alone, ptxas gave its batch ~100, i.e. half the warps (a minimum
+ * of 0 blocks means none, as without the argument).  PACKED: its packed
+ * table (approximate count only).
  */
-template <typename K, bool MM, int THREADS = GS_COUNT_THREADS, bool ONE = false>
+template <typename K, bool MM, int THREADS = GS_COUNT_THREADS, bool ONE = false, bool PACKED = false>
 __global__ void __launch_bounds__(THREADS, ONE ? 1024 / THREADS : 0)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
 		gs_minmax *blk_mm, uint16_t *ora, int cells_cap)
@@ -1061,7 +1093,8 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 	const int	m = st->m;
 	const int	P = 1 << st->depth;
 	const int	nb = 2 * m + 1;
-	gs_count_fn<K, MM, ONE> f;
+	gs_count_fn<K, MM, ONE, PACKED> f;
+	typedef typename gs_cells<K, ONE, PACKED>::entry_t entry_t;
 
 	f.mn = gs_key_max<K>::v;
 	f.mx = 0;
@@ -1076,14 +1109,14 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 	}
 	K		   *spl = reinterpret_cast<K *>(gs_dyn_smem);
 	unsigned   *shist = reinterpret_cast<unsigned *>(gs_dyn_smem + gs_align16((size_t) P * sizeof(K)));
-	uint16_t   *tab = reinterpret_cast<uint16_t *>(reinterpret_cast<unsigned char *>(shist) +
-												   gs_align16((size_t) 2 * P * 4));
+	entry_t    *tab = reinterpret_cast<entry_t *>(reinterpret_cast<unsigned char *>(shist) +
+												 gs_align16((size_t) 2 * P * 4));
 
 	for (int b = threadIdx.x; b < 2 * P; b += blockDim.x)
 		shist[b] = 0;
 	/* this level may have fewer splitters than the launch was sized for;
 	 * its table stays within the launch's (gs_cells_cap is not monotone) */
-	gs_cells_build<K, ONE, THREADS>(f.cs, spl, tab, dsplit, m, min(gs_cells_cap(P, (int) sizeof(K)), cells_cap));
+	gs_cells_build<K, ONE, PACKED, THREADS>(f.cs, spl, tab, dsplit, m, min(gs_cells_cap(P, (int) sizeof(K)), cells_cap));
 	f.cs.qoff = 4u * (unsigned) P;
 	f.shist = shist;
 	f.ora = ora;
