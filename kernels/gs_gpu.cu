@@ -487,6 +487,17 @@ gs_set_attrs(size_t optin)
 							  (int) (GS_SAMPLE_WIDE_SIZE * sizeof(K)));
 	if (ce != cudaSuccess)
 		return ce;
+	/* the approximate pick's candidate ranks (k_approx_pick) */
+	ce = cudaFuncSetAttribute(k_approx_pick<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) ((GS_MAX_APPROX_BUCKETS + 2) * 8));
+	if (ce != cudaSuccess)
+		return ce;
+	/* the approximate sample's runs (4-byte keys only) */
+	if constexpr (sizeof(K) == 4)
+		ce = cudaFuncSetAttribute(k_sample_merge<K, GS_APPROX_RUN_KEYS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+								  (int) (GS_APPROX_RUNS_MAX * GS_APPROX_RUN_KEYS * sizeof(K)));
+	if (ce != cudaSuccess)
+		return ce;
 	size_t		dyn = optin - 16 * 1024;	/* leave room for static shared memory */
 
 	/* every (threads, lookup) pair that gs_count_kernel picks occurs for
@@ -875,7 +886,7 @@ gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks
 				if (wide)
 				{
 					gs_launch(k_sample_runs<K>, GS_RUN_BLOCKS, GS_RUN_THREADS, 0, e->s, st, d_in, bufA, bufB, runs);
-					gs_launch(k_sample_merge<K>, GS_RUN_BLOCKS, GS_RUN_KEYS, GS_SAMPLE_WIDE_SIZE * sizeof(K), e->s,
+					gs_launch(k_sample_merge<K>, GS_RUN_BLOCKS, GS_MERGE_THREADS, GS_SAMPLE_WIDE_SIZE * sizeof(K), e->s,
 							  st, runs, sorted_sample);
 				}
 				gs_launch(sample_fn, 1, GS_SAMPLE_THREADS, sample_smem, e->s,
@@ -961,6 +972,22 @@ done:
 
 /* ------------------------------------------------------------ approximate */
 
+/* the sample's buffers: whole runs of GS_APPROX_RUN_KEYS (k_approx_runs) */
+static size_t
+gs_approx_sample_room(size_t s)
+{
+	return (s + GS_APPROX_RUN_KEYS - 1) / GS_APPROX_RUN_KEYS * GS_APPROX_RUN_KEYS;
+}
+
+/* whether the sample is sorted as runs + merge (else a device radix sort):
+ * 4-byte keys, at most GS_APPROX_RUNS_MAX runs (k_sample_merge holds them
+ * all in shared memory) */
+static bool
+gs_approx_runs(unsigned kb, size_t s)
+{
+	return kb == 4 && s <= (size_t) GS_APPROX_RUNS_MAX * GS_APPROX_RUN_KEYS;
+}
+
 static size_t
 gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, size_t *cub_bytes)
 {
@@ -976,7 +1003,7 @@ gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, si
 		cub::DeviceRadixSort::SortKeys(NULL, tb, (const uint64_t *) NULL, (uint64_t *) NULL, (int64_t) s);
 	if (cub_bytes)
 		*cub_bytes = tb;
-	return gs_round_up(sizeof(gs_level_state)) + 2 * gs_round_up(s * kb) + gs_round_up(tb)
+	return gs_round_up(sizeof(gs_level_state)) + 2 * gs_round_up(gs_approx_sample_room(s) * kb) + gs_round_up(tb)
 		+ gs_round_up((size_t) B * 8) + gs_round_up((2 * (size_t) B + 1) * 8)
 		+ gs_round_up((size_t) nblk * sizeof(gs_minmax)) + 3 * gs_round_up(((size_t) B + 2) * 8)
 		+ gs_round_up(nranks * sizeof(gs_approx_pick)) + gs_round_up(nranks * 8);
@@ -1009,10 +1036,10 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 		o += gs_round_up(sizeof(gs_level_state));
 		K		   *sample = (K *) (mem + o);
 
-		o += gs_round_up(s * sizeof(K));
+		o += gs_round_up(gs_approx_sample_room(s) * sizeof(K));
 		K		   *sorted = (K *) (mem + o);
 
-		o += gs_round_up(s * sizeof(K));
+		o += gs_round_up(gs_approx_sample_room(s) * sizeof(K));
 		void	   *tmp = mem + o;
 
 		o += gs_round_up(tb);
@@ -1038,14 +1065,8 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 
 		o += gs_round_up(nranks * sizeof(gs_approx_pick));
 		gs_ull	   *dranks = (gs_ull *) (mem + o);
-		gs_level_state hs;
-
-		memset(&hs, 0, sizeof hs);
-		hs.n = n;
-		hs.src = 0;
 		GS_CK(cudaEventRecord(e->ev_copy, e->cs), "cudaEventRecord");
 		GS_CK(cudaStreamWaitEvent(e->s, e->ev_copy, 0), "cudaStreamWaitEvent");
-		GS_CK(cudaMemcpyAsync(st, &hs, sizeof hs, cudaMemcpyHostToDevice, e->s), "copy state");
 		GS_CK(cudaMemcpyAsync(dranks, ranks, nranks * 8, cudaMemcpyHostToDevice, e->s), "copy ranks");
 		if (e->inject > 0)
 		{
@@ -1059,14 +1080,34 @@ gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ra
 			cudaStreamSynchronize(e->s);
 			goto done;
 		}
-		k_approx_sample<K><<<(unsigned) ((s + 255) / 256), 256, 0, e->s>>>(d_in, n, s, opt->seed, sample);
-		GS_CK(cudaGetLastError(), "launch k_approx_sample");
-		GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
-			  "DeviceRadixSort (sample)");
-		k_approx_split<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, sorted, s, (int) B, dsplit, hist);
-		kc.fn<<<grid, kc.threads, kc.smem, e->s>>>(st, d_in, NULL, NULL, hist, dsplit, mm, NULL, kc.cells_cap);
-		k_approx_pick<K><<<1, GS_PLAN_THREADS, 0, e->s>>>(st, hist, dsplit, mm, grid, dranks, (int) nranks,
-														  ck, clo, chi, dpicks);
+		bool		runs_sorted = false;
+
+		if constexpr (sizeof(K) == 4)
+		{
+			if (gs_approx_runs(sizeof(K), s))
+			{
+				const int	nruns = (int) (gs_approx_sample_room(s) / GS_APPROX_RUN_KEYS);
+
+				gs_launch(k_approx_runs<K>, nruns, GS_APPROX_RUN_THREADS, 0, e->s, st, d_in, (gs_ull) n, (gs_ull) s,
+						  (gs_ull) opt->seed, sample);
+				gs_launch(k_sample_merge<K, GS_APPROX_RUN_KEYS>, nruns * (GS_APPROX_RUN_KEYS / GS_MERGE_THREADS),
+						  GS_MERGE_THREADS, (size_t) nruns * GS_APPROX_RUN_KEYS * sizeof(K), e->s, st, sample,
+						  sorted);
+				runs_sorted = true;
+			}
+		}
+		if (!runs_sorted)
+		{
+			k_approx_sample<K><<<(unsigned) ((s + 255) / 256), 256, 0, e->s>>>(st, d_in, n, s, opt->seed, sample);
+			GS_CK(cudaGetLastError(), "launch k_approx_sample");
+			GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
+				  "DeviceRadixSort (sample)");
+		}
+		gs_launch(k_approx_split<K>, 1, GS_PLAN_THREADS, 0, e->s, st, sorted, (gs_ull) s, (int) B, dsplit, hist);
+		gs_launch(kc.fn, grid, kc.threads, kc.smem, e->s, st, d_in, (K *) NULL, (K *) NULL, hist, dsplit, mm,
+				  (uint16_t *) NULL, kc.cells_cap);
+		gs_launch(k_approx_pick<K>, 1, GS_PLAN_THREADS, ((size_t) B + 2) * 8, e->s, st, hist, dsplit, mm, grid, dranks,
+				  (int) nranks, ck, clo, chi, dpicks);
 		GS_CK(cudaGetLastError(), "kernel launch");
 		GS_CK(cudaMemcpyAsync(out, dpicks, nranks * sizeof(gs_approx_pick), cudaMemcpyDeviceToHost, e->s),
 			  "copy picks");

@@ -488,34 +488,38 @@ k_sample_runs(gs_level_state *st, const K *in, K *bufA, K *bufB, K *runs)
 		runs[first + i] = items[i];
 }
 
-/* GS_RUN_KEYS threads per block, one key each (the searches are chains of
- * dependent loads: many warps hide them); dynamic shared memory: the whole
- * sample (gridDim.x runs) */
-template <typename K>
-__global__ void __launch_bounds__(GS_RUN_KEYS)
+/* GS_MERGE_THREADS threads per block, one key each (the searches are chains
+ * of dependent loads: many warps hide them), RUNK / GS_MERGE_THREADS blocks
+ * per run of RUNK keys; dynamic shared memory: the whole sample */
+#define GS_MERGE_THREADS 1024
+
+template <typename K, int RUNK = GS_RUN_KEYS>
+__global__ void __launch_bounds__(GS_MERGE_THREADS)
 k_sample_merge(const gs_level_state *st, const K *runs, K *sorted)
 {
 	gs_pdl_enter();
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
+	constexpr int PER = RUNK / GS_MERGE_THREADS;
 	K		   *all = reinterpret_cast<K *>(gs_dyn_smem);
-	const int	nruns = (int) gridDim.x;
-	const int	r = (int) blockIdx.x;
+	const int	nruns = (int) gridDim.x / PER;
+	const int	r = (int) blockIdx.x / PER;
 
+	static_assert(RUNK % GS_MERGE_THREADS == 0, "whole blocks per run");
 	if (st->done)
 		return;
-	for (int i = threadIdx.x; i < nruns * GS_RUN_KEYS; i += GS_RUN_KEYS)
+	for (int i = threadIdx.x; i < nruns * RUNK; i += GS_MERGE_THREADS)
 		all[i] = runs[i];
 	__syncthreads();
 	{
-		const int	li = threadIdx.x;
-		const K		x = all[r * GS_RUN_KEYS + li];
+		const int	li = (int) (blockIdx.x % PER) * GS_MERGE_THREADS + threadIdx.x;
+		const K		x = all[r * RUNK + li];
 		int			place = li;
 
 		for (int j = 0; j < nruns; j++)
 		{
-			const K    *run = all + j * GS_RUN_KEYS;
+			const K    *run = all + j * RUNK;
 			int			lo = 0,
-						hi = GS_RUN_KEYS;
+						hi = RUNK;
 
 			if (j == r)
 				continue;
@@ -1549,14 +1553,64 @@ k_advance(gs_level_state *st, const gs_ull *below)
 
 /* --------------------------------------------------------- approximate */
 
+/* the level state of an approximate call: all zero but n (written by the
+ * call's first kernel, so that no host copy precedes it) */
+static __device__ __forceinline__ void
+gs_approx_state_init(gs_level_state *st, gs_ull n)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+	{
+		gs_level_state z = {};
+
+		z.n = n;
+		*st = z;
+	}
+}
+
 template <typename K>
 __global__ void
-k_approx_sample(const K *in, gs_ull n, gs_ull s, gs_ull seed, K *sample)
+k_approx_sample(gs_level_state *st, const K *in, gs_ull n, gs_ull s, gs_ull seed, K *sample)
 {
 	gs_ull		i = (gs_ull) blockIdx.x * blockDim.x + threadIdx.x;
 
+	gs_approx_state_init(st, n);
 	if (i < s)
 		sample[i] = in[gs_splitmix64(seed + i) % n];
+}
+
+/*
+ * The approximate sample as sorted runs of GS_APPROX_RUN_KEYS
+ * (k_sample_merge then merges them): block b draws sample keys b
+ * GS_APPROX_RUN_KEYS .. as k_approx_sample does (the CPU engine's draw);
+ * keys from s on are padding (the largest key, which sorts last, so the
+ * first s sorted keys are the sample's).  For 4-byte keys and at most
+ * GS_APPROX_RUNS_MAX runs: two launches (~12 + ~8 us for 32768 keys)
+ * instead of a device radix sort's six (43 us; NOTES-gpu.md section 10).
+ * Runs of 4096 rather than the spread levels' 1024: 8 runs instead of 32
+ * cut the merge's searches per key from 31 to 7 (merge 25 -> ~8 us).
+ */
+#define GS_APPROX_RUN_THREADS 1024
+#define GS_APPROX_RUN_KEYS (GS_APPROX_RUN_THREADS * GS_RUN_ITEMS)
+#define GS_APPROX_RUNS_MAX 8
+
+template <typename K>
+__global__ void __launch_bounds__(GS_APPROX_RUN_THREADS)
+k_approx_runs(gs_level_state *st, const K *in, gs_ull n, gs_ull s, gs_ull seed, K *runs)
+{
+	gs_pdl_enter();
+	gs_approx_state_init(st, n);
+	typedef cub::BlockRadixSort<K, GS_APPROX_RUN_THREADS, GS_RUN_ITEMS> Sort;
+	__shared__ typename Sort::TempStorage ts;
+	const gs_ull first = (gs_ull) blockIdx.x * GS_APPROX_RUN_KEYS + (gs_ull) threadIdx.x * GS_RUN_ITEMS;
+	K			items[GS_RUN_ITEMS];
+
+#pragma unroll
+	for (int i = 0; i < GS_RUN_ITEMS; i++)
+		items[i] = first + i < s ? in[gs_splitmix64(seed + first + i) % n] : gs_key_max<K>::v;
+	Sort(ts).Sort(items);
+#pragma unroll
+	for (int i = 0; i < GS_RUN_ITEMS; i++)
+		runs[first + i] = items[i];
 }
 
 /* approx_buckets-1 splitters at sample positions i*s/B (i = 1..B-1), deduplicated */
@@ -1564,12 +1618,20 @@ template <typename K>
 __global__ void __launch_bounds__(GS_PLAN_THREADS)
 k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsplit, gs_ull *hist)
 {
+	gs_pdl_enter();
 	typedef cub::BlockScan<int, GS_PLAN_THREADS> Scan;
 	__shared__ typename Scan::TempStorage ts;
 	const int	tid = threadIdx.x;
 	int			flags[GS_PLAN_ITEMS];
 	K			keys[GS_PLAN_ITEMS];
 	const int	mraw = B - 1;
+	/* j s / B without a 64-bit division per position where s is a multiple
+	 * of B (s = GS_APPROX_OVERSAMPLE B unless n is smaller) */
+	const gs_ull step = s / (gs_ull) B;
+	const bool	exact = step * (gs_ull) B == s;
+	auto		at = [&](int j) -> gs_ull {
+		return exact ? (gs_ull) j * step : (gs_ull) j * s / (gs_ull) B;
+	};
 
 #pragma unroll
 	for (int i = 0; i < GS_PLAN_ITEMS; i++)
@@ -1580,8 +1642,8 @@ k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsp
 		keys[i] = 0;
 		if (j <= mraw)
 		{
-			keys[i] = sorted[(gs_ull) j * s / (gs_ull) B];
-			flags[i] = (j == 1 || sorted[(gs_ull) (j - 1) * s / (gs_ull) B] != keys[i]) ? 1 : 0;
+			keys[i] = sorted[at(j)];
+			flags[i] = (j == 1 || sorted[at(j - 1)] != keys[i]) ? 1 : 0;
 		}
 	}
 	int			total;
@@ -1619,11 +1681,14 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 			  int nblk, const gs_ull *ranks, int nranks, gs_ull *cand_key, gs_ull *cand_lo,
 			  gs_ull *cand_hi, gs_approx_pick *out)
 {
+	gs_pdl_enter();
 	typedef cub::BlockScan<gs_ull, GS_PLAN_THREADS> Scan;
 	typedef cub::BlockReduce<gs_minmax, GS_PLAN_THREADS> MMReduce;
 	__shared__ typename Scan::TempStorage ts;
 	__shared__ typename MMReduce::TempStorage ts_mm;
 	__shared__ int s_nc;
+	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
+	gs_ull	   *s_hi = reinterpret_cast<gs_ull *>(gs_dyn_smem);	/* cand_hi, m + 2 */
 	const int	tid = threadIdx.x;
 	const int	m = st->m;
 	const int	nb = 2 * m + 1;
@@ -1638,7 +1703,7 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 	/* prefix sums over 2*8191+1 buckets: 16 per thread, two passes of 8 */
 	gs_ull		carry = 0;
 
-	for (int half = 0; half < 2; half++)
+	for (int half = 0; half * GS_PLAN_THREADS * GS_PLAN_ITEMS < nb; half++)
 	{
 		gs_ull		v[GS_PLAN_ITEMS],
 					agg;
@@ -1665,7 +1730,7 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 
 				cand_key[j + 1] = dsplit[j];
 				cand_lo[j + 1] = carry + v[i];
-				cand_hi[j + 1] = carry + v[i] + hist[b] - 1;
+				cand_hi[j + 1] = s_hi[j + 1] = carry + v[i] + hist[b] - 1;
 			}
 		}
 		carry += agg;
@@ -1679,9 +1744,10 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 		cand_key[0] = mm.mn;
 		cand_lo[0] = 0;
 		cand_hi[0] = mm.cmn - 1;
+		s_hi[0] = cand_hi[0];
 		cand_key[m + 1] = mm.mx;
 		cand_lo[m + 1] = n - mm.cmx;
-		cand_hi[m + 1] = n - 1;
+		cand_hi[m + 1] = s_hi[m + 1] = n - 1;
 		s_nc = nc;
 	}
 	__syncthreads();
@@ -1699,7 +1765,7 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 		{
 			int			mid = (lo + hi) >> 1;
 
-			if (cand_hi[mid] >= r)
+			if (s_hi[mid] >= r)	/* (shared: a chain of ~13 global reads cost ~6 us) */
 				hi = mid;
 			else
 				lo = mid + 1;
@@ -1709,7 +1775,7 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 		if (cand_lo[c] > r && c > 0)
 		{
 			gs_ull		eu = cand_lo[c] - r;
-			gs_ull		ed = r - cand_hi[c - 1];
+			gs_ull		ed = r - s_hi[c - 1];
 
 			if (ed <= eu)
 				c = c - 1;
