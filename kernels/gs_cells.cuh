@@ -35,11 +35,13 @@
  *   section 10);
  * - packed (uint32; the approximate count of 4-byte keys up to P = 2048,
  *   whose tables fit shared memory at 4 bytes per cell): the same 4 J and
- *   counters, and on top the cell's one splitter as its offset from the
+ *   counters, and on top the cell's first splitter as its offset from the
  *   cell's start (2^sh if none), so that a key is compared by its own offset
- *   in the cell and the splitter is not read at all.  Layout: offset << (31
- *   - sh) | [k >= 2] << (30 - sh) | 4 J, which fits with 16 cells per
- *   splitter slot (sh <= 28 - log2 P);
+ *   in the cell and the splitter is not read at all.  A cell may hold a run
+ *   of up to 4 adjacent splitters d, d + 1, .. (clusters of neighbouring
+ *   values, few-valued integers); more splitters than that are searched.
+ *   Layout: offset << (31 - sh) | [search] << (30 - sh) | 4 J | (run - 1),
+ *   which fits with 16 cells per splitter slot (sh <= 28 - log2 P);
  * - the two-splitter lookup (8-byte keys): J[c] | min(k, 7) << 13, k = 7
  *   meaning "7 or more: read J[c+1]"; histogram word b for bucket b.
  * J[c] = number of splitters below the cell's lowest key (m <= 8191; 4095
@@ -160,18 +162,20 @@ struct gs_cells
 	int			sh,
 				cmax;			/* ncells - 1 */
 	unsigned	qoff;			/* ONE: byte offset of the equality counters (4 P) */
-	unsigned	flag,			/* PACKED: the "two or more splitters" bit */
+	unsigned	flag,			/* PACKED: the "search this cell" bit */
 				offsh;			/* PACKED: position of the splitter's offset in its cell */
+	bool		runs;			/* PACKED: some cell holds a run of adjacent splitters */
 
 	__device__ __forceinline__ K sp(int j) const
 	{
 		return spl[j];
 	}
 
-	/* J of an entry; whether its cell holds two or more splitters */
+	/* J of an entry; whether its cell is searched (two or more splitters;
+	 * packed: more than a run of adjacent ones) */
 	__device__ __forceinline__ int jof(unsigned e) const
 	{
-		return PACKED ? (int) ((e & (flag - 1)) >> 2) : ONE ? (int) ((e & 0x7FFFu) >> 2) : (int) (e & GS_CELL_JMASK);
+		return PACKED ? (int) ((e & (flag - 4)) >> 2) : ONE ? (int) ((e & 0x7FFFu) >> 2) : (int) (e & GS_CELL_JMASK);
 	}
 	/* (with ONE, also right for the OR of several entries) */
 	__device__ __forceinline__ bool slow(unsigned e) const
@@ -182,12 +186,12 @@ struct gs_cells
 	/*
 	 * Monotone map key -> position u in the folded range (u = 0: below d0)
 	 * and cell u >> sh, no branches.  The fold, for a gap (split, d) between
-	 * neighbouring splitters: lo_b = d - 1, gapw = d - split - 2, so z =
-	 * max(x, lo_b) - gapw is x - gapw from d on and split + 1 below, and
-	 * min(x, z) keeps keys up to split, sends the gap's keys to split + 1
-	 * and d to split + 2: distinct from both splitters' places, which the
-	 * packed lookup's offsets need (without a gap, lo_b = ~0 and gapw = 0
-	 * give z = ~0).
+	 * neighbouring splitters: lo_b = d - 1, gapw = d - split - 2 - w (w the
+	 * width of a cell), so z = max(x, lo_b) - gapw is x - gapw from d on and
+	 * split + 1 + w below, and min(x, z) keeps keys up to split + 1 + w,
+	 * sends the rest of the gap there and d to split + 2 + w: distinct from
+	 * both splitters' places, which the packed lookup's offsets need, and a
+	 * cell apart (without a gap, lo_b = ~0 and gapw = 0 give z = ~0).
 	 */
 	__device__ __forceinline__ int cell(K x, K &u) const
 	{
@@ -243,11 +247,12 @@ struct gs_cells
 		return b;
 	}
 
+	template <bool RUNS = false>
 	__device__ __forceinline__ unsigned hist_fast(K x, unsigned &e) const
 	{
 		if constexpr (PACKED)
 		{
-			/* the cell's one splitter as an offset in the cell: compare
+			/* the cell's first splitter as an offset in the cell: compare
 			 * x's offset, no splitter read (section 10 of NOTES-gpu.md) */
 			K			u;
 			const unsigned c = (unsigned) cell(x, u);
@@ -256,10 +261,22 @@ struct gs_cells
 
 			const unsigned ox = (unsigned) u - (c << sh),
 						off = e >> offsh,
-						a = e & (flag - 1);	/* 4 J */
-			const unsigned up = ox > off ? 4u : qoff;
+						a = e & (flag - 4);	/* 4 J */
 
-			return ox >= off ? a + up : a;
+			if constexpr (RUNS)
+			{
+				/* a run of r adjacent splitters d, d + 1, .. at off: equal
+				 * to splitter J + (ox - off), or above them all */
+				const unsigned d = ox - off;
+
+				return ox < off ? a : (d <= (e & 3u) ? a + qoff + 4u * d : a + 4u * (e & 3u) + 4u);
+			}
+			else
+			{
+				const unsigned up = ox > off ? 4u : qoff;
+
+				return ox >= off ? a + up : a;
+			}
 		}
 		else
 		{
@@ -289,7 +306,7 @@ struct gs_cells
 		const unsigned e = tab[c];
 		const int	j = jof(e);
 
-		if (slow(e))
+		if (slow(e) || (PACKED && (e & 3u)))	/* (packed: also runs) */
 		{
 			const unsigned k = e >> GS_CELL_JBITS;
 
@@ -382,15 +399,27 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 
 	const K		span = (K) (cs.sp(m - 1) - cs.lo);
 
+	cs.lo_b = (K) ~K(0);
+	cs.gapw = 0;
 	if (m >= 2 && (K) g > span / 2 && g >= 2)
 	{
-		cs.lo_b = (K) (cs.sp(gi + 1) - 1);
-		cs.gapw = (K) (cs.sp(gi + 1) - cs.sp(gi) - 2);
-	}
-	else
-	{
-		cs.lo_b = (K) ~K(0);
-		cs.gapw = 0;
+		/*
+		 * Fold all of the gap but one cell's width w = 2^sh, so that the
+		 * splitters on its two sides stay in different cells (folded to
+		 * neighbouring keys they shared a cell: for clustered data of both
+		 * signs that cell held most keys and every one was searched,
+		 * NOTES-gpu.md section 10).  sh is the shift of the folded range.
+		 */
+		const K		gw = (K) ((K) g - 2);
+		int			sh = gs_cells_shift<K>((K) (span - gw), cap);
+
+		while ((K) ((K) (span - gw) + ((K) 1 << sh)) >> sh >= (K) cap)
+			sh++;
+		if (gw > ((K) 1 << sh))
+		{
+			cs.lo_b = (K) (cs.sp(gi + 1) - 1);
+			cs.gapw = (K) (gw - ((K) 1 << sh));
+		}
 	}
 	const K		folded = (K) (span - cs.gapw);
 
@@ -409,6 +438,10 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 		cs.offsh = 31u - (unsigned) cs.sh;
 		cs.flag = fits ? 1u << (30 - cs.sh) : 1u << 31;
 	}
+	__shared__ int s_runs;
+
+	if (tid == 0)
+		s_runs = 0;
 
 	/*
 	 * Fill, in block-wide steps.  (It was: the first splitter of each occupied
@@ -446,13 +479,25 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(cs.sp(i + (int) k)) == ci)
 			k++;
 		if (PACKED)
+		{
+			/* r: the run of adjacent splitters from the cell's first (up
+			 * to 4: r - 1 in bits 0-1); more splitters than that: search */
+			unsigned	r = 1;
+
+			while (r < 4 && r < k && cs.sp(i + (int) r) == (K) (cs.sp(i) + r))
+				r++;
+			if (r > 1 && fits)
+				s_runs = 1;
 			tab[ci] = (entry_t) ((unsigned) i << 2 |
-								 (k >= 2 || !fits ? cs.flag
-								  : ((unsigned) u - ((unsigned) ci << cs.sh)) << cs.offsh));
+								 (k > r || !fits ? cs.flag
+								  : ((unsigned) u - ((unsigned) ci << cs.sh)) << cs.offsh | (r - 1)));
+		}
 		else
 			tab[ci] = (entry_t) (ONE ? (unsigned) i << 2 | (k >= 2 ? 0x8000u : 0u) : (unsigned) i | (k << GS_CELL_JBITS));
 	}
 	__syncthreads();
+	if constexpr (PACKED)
+		cs.runs = s_runs != 0;
 
 	const int	c0 = (THREADS - 1 - tid) * per;
 	const int	c1 = c0 + per < nent ? c0 + per : nent;

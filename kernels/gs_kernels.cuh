@@ -903,8 +903,17 @@ struct gs_count_fn
 	unsigned	cmn,
 				cmx;
 
+	typedef K	key_t;
+
 	template <int N>
 	__device__ __forceinline__ void batch(const K (&xs)[N], unsigned valid, gs_at at)
+	{
+		batch_t<false>(xs, valid, at);
+	}
+
+	/* RUNS: the packed table has cells of adjacent splitters (gs_cells) */
+	template <bool RUNS, int N>
+	__device__ __forceinline__ void batch_t(const K (&xs)[N], unsigned valid, gs_at at)
 	{
 		int			b[N];
 
@@ -941,11 +950,11 @@ struct gs_count_fn
 #pragma unroll
 				for (int i = 0; i < C; i++)
 				{
-					o[i] = cs.hist_fast(xs[h + i], e[i]);
+					o[i] = cs.template hist_fast<RUNS>(xs[h + i], e[i]);
 					any |= e[i];
 				}
-				/* keys in cells with two or more splitters: looked up again
-				 * (one test per chunk on the fast path) */
+				/* keys in cells that are searched (gs_cells::slow): looked
+				 * up again (one test per chunk on the fast path) */
 				if (cs.slow(any))
 				{
 #pragma unroll
@@ -1022,6 +1031,19 @@ struct gs_count_fn
 					}
 			}
 		}
+	}
+};
+
+/* a count functor's batches with the packed table's runs (k_count) */
+template <typename F>
+struct gs_runs_view
+{
+	F		   *f;
+
+	template <int N>
+	__device__ __forceinline__ void batch(const typename F::key_t (&xs)[N], unsigned valid, gs_at at)
+	{
+		f->template batch_t<true>(xs, valid, at);
 	}
 };
 
@@ -1125,7 +1147,20 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 	f.shist = shist;
 	f.ora = ora;
 	f.ninvalid = 0;
-	gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), n, f, nact);
+	bool		runs = false;
+
+	if constexpr (PACKED)
+		runs = f.cs.runs;
+	if (runs)
+	{
+		/* (block-uniform: uniform data keeps the shorter loop) */
+		gs_runs_view<gs_count_fn<K, MM, ONE, PACKED>> v = {&f};
+
+		if constexpr (PACKED)
+			gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), n, v, nact);
+	}
+	else
+		gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), n, f, nact);
 	if (f.ninvalid)
 		atomicSub(&shist[f.cs.hist_word(f.cs.bucket(gs_key_max<K>::v))], f.ninvalid);
 	__syncthreads();
