@@ -19,11 +19,13 @@
  * neighbouring splitters is more than half of that range (floats of both
  * signs: the order-preserving keys of all the tiny magnitudes lie between the
  * negative and the positive data), keys above the gap are shifted down by its
- * width first, so the empty middle costs no cells.  Keys below d0 go to the
- * first cell, keys above d_{m-1} to the last, keys inside the gap to the cell
- * of its upper end: the map is monotone, which is all the lookup needs.
+ * width less one cell's first, so the empty middle costs one cell and the
+ * splitters on its two sides stay in different cells.  Keys below d0 go to
+ * the first cell, keys above d_{m-1} to the last, keys inside the gap to the
+ * places between its two splitters (gs_cells::cell): the map is monotone,
+ * which is all the lookup needs.
  *
- * Entries (uint16), two encodings:
+ * Entries, three encodings:
  * - the one-splitter lookup (gs_cells_one: 4-byte keys): 4 J[c] | 0x8000
  *   [k >= 2].  4 J is at once the byte offset of splitter J and of the
  *   block histogram's counter of the open bucket 2J, so a key's counter
@@ -84,7 +86,7 @@ gs_cells_cap(int P, int kb)
 	return c < 2048 ? 2048 : (c > max ? max : c);
 }
 
-/* whether the one-splitter lookup (bucket_fast) pays: 4-byte keys with 16
+/* whether the one-splitter lookup (hist_fast) pays: 4-byte keys with 16
  * cells per splitter slot.  8-byte keys are bound by DRAM; for them it was
  * neutral on uniform data (approximate count 1090 -> 1080 us) and slower on
  * clustered data, whose keys mostly take its second lookup (approximate
@@ -166,11 +168,6 @@ struct gs_cells
 				offsh;			/* PACKED: position of the splitter's offset in its cell */
 	bool		runs;			/* PACKED: some cell holds a run of adjacent splitters */
 
-	__device__ __forceinline__ K sp(int j) const
-	{
-		return spl[j];
-	}
-
 	/* J of an entry; whether its cell is searched (two or more splitters;
 	 * packed: more than a run of adjacent ones) */
 	__device__ __forceinline__ int jof(unsigned e) const
@@ -235,8 +232,8 @@ struct gs_cells
 		const unsigned e = tab[c];
 		const int	j = jof(e);
 		const unsigned k = e >> GS_CELL_JBITS;
-		const K		s0 = sp(j),
-					s1 = sp(j + 1);	/* j + 1 <= m: spl[m] is padding */
+		const K		s0 = spl[j],
+					s1 = spl[j + 1];	/* j + 1 <= m: spl[m] is padding */
 		const bool	k1 = k >= 1,
 					k2 = k >= 2;
 		int			b = 2 * j + (int) (k1 && x >= s0) + (int) (k1 && x > s0) +
@@ -312,7 +309,7 @@ struct gs_cells
 
 			return gs_cells_search<K>(spl, x, j, ONE || k == GS_CELL_KCAP ? jof(tab[c + 1]) : j + (int) k);
 		}
-		const K		s0 = sp(j);
+		const K		s0 = spl[j];
 
 		return 2 * j + (int) (x >= s0) + (int) (x > s0);
 	}
@@ -380,7 +377,7 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 
 	for (int i = tid; i + 1 < m; i += THREADS)
 	{
-		const gs_gap here = {(unsigned long long) (K) (cs.sp(i + 1) - cs.sp(i)), i};
+		const gs_gap here = {(unsigned long long) (K) (spl[i + 1] - spl[i]), i};
 
 		mine = gs_gap_max()(mine, here);
 	}
@@ -395,9 +392,9 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 	/* fold out the largest gap if it is over half the range (every thread
 	 * computes the same values) */
 	cs.tab = tab;
-	cs.lo = (K) (cs.sp(0) - (cs.sp(0) > 0));	/* keys below d0 get u = 0, d0 u = 1 */
+	cs.lo = (K) (spl[0] - (spl[0] > 0));	/* keys below d0 get u = 0, d0 u = 1 */
 
-	const K		span = (K) (cs.sp(m - 1) - cs.lo);
+	const K		span = (K) (spl[m - 1] - cs.lo);
 
 	cs.lo_b = (K) ~K(0);
 	cs.gapw = 0;
@@ -417,7 +414,7 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 			sh++;
 		if (gw > ((K) 1 << sh))
 		{
-			cs.lo_b = (K) (cs.sp(gi + 1) - 1);
+			cs.lo_b = (K) (spl[gi + 1] - 1);
 			cs.gapw = (K) (gw - ((K) 1 << sh));
 		}
 	}
@@ -470,13 +467,13 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 	for (int i = tid; i < m; i += THREADS)
 	{
 		K			u;
-		const int	ci = cs.cell(cs.sp(i), u);
+		const int	ci = cs.cell(spl[i], u);
 
-		if (i > 0 && cs.cell(cs.sp(i - 1)) == ci)
+		if (i > 0 && cs.cell(spl[i - 1]) == ci)
 			continue;
 		unsigned	k = 1;
 
-		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(cs.sp(i + (int) k)) == ci)
+		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(spl[i + (int) k]) == ci)
 			k++;
 		if (PACKED)
 		{
@@ -484,7 +481,7 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 			 * to 4: r - 1 in bits 0-1); more splitters than that: search */
 			unsigned	r = 1;
 
-			while (r < 4 && r < k && cs.sp(i + (int) r) == (K) (cs.sp(i) + r))
+			while (r < 4 && r < k && spl[i + (int) r] == (K) (spl[i] + r))
 				r++;
 			if (r > 1 && fits)
 				s_runs = 1;

@@ -995,12 +995,12 @@ gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, si
 
 	if (s > n)
 		s = n;
-	size_t		tb = 0;
+	size_t		tb = 0;		/* CUB's temporary storage: only where it sorts the sample */
 
-	if (kb == 4)
-		cub::DeviceRadixSort::SortKeys(NULL, tb, (const uint32_t *) NULL, (uint32_t *) NULL, (int64_t) s);
-	else
+	if (kb != 4)
 		cub::DeviceRadixSort::SortKeys(NULL, tb, (const uint64_t *) NULL, (uint64_t *) NULL, (int64_t) s);
+	else if (!gs_approx_runs(kb, s))
+		cub::DeviceRadixSort::SortKeys(NULL, tb, (const uint32_t *) NULL, (uint32_t *) NULL, (int64_t) s);
 	if (cub_bytes)
 		*cub_bytes = tb;
 	return gs_round_up(sizeof(gs_level_state)) + 2 * gs_round_up(gs_approx_sample_room(s) * kb) + gs_round_up(tb)
