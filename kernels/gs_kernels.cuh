@@ -1558,6 +1558,8 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 	unsigned   *smask = reinterpret_cast<unsigned *>(gs_dyn_smem);
 	const int	nb = 2 * m + 1;
 	const int	P = 1 << st->depth;
+	/* the count's choice for this level: spread levels have P <= 4096
+	 * (gs_mopen_for), where gs_cells_one depends on the key width only */
 	const bool	words = gs_cells_one(P, (int) sizeof(K));
 	const int	nbits = words ? 2 * P : nb;
 	const unsigned lane = threadIdx.x & 31;
