@@ -18,14 +18,17 @@ OBJS = \
 	src/ranks.o \
 	src/ordered_set.o \
 	src/plain_aggs.o \
-	src/dispatch.o \
-	src/cpu_select.o
+	src/dispatch.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect
 
+# the selection engines (kernels/): sources, include paths, CUDA arch
+include kernels/engines.mk
+OBJS += $(GS_CPU_ENGINE_SRCS:.c=.o)
+
 PG_CONFIG ?= pg_config
-PG_CPPFLAGS += -I$(srcdir)/kernels -I$(srcdir)/src
+PG_CPPFLAGS += $(GS_ENGINE_INCLUDES) -I$(srcdir)/src
 PG_CFLAGS += -std=gnu11
 
 # ---- optional CUDA ----
@@ -34,20 +37,19 @@ ifeq ($(origin USE_CUDA),undefined)
 USE_CUDA := $(if $(NVCC),1,0)
 endif
 
-CUDA_SRCS = $(sort $(wildcard kernels/*.cu))
-CUDA_OBJS = $(CUDA_SRCS:.cu=.o)
+CUDA_OBJS = $(GS_CUDA_ENGINE_SRCS:.cu=.o)
 
 ifeq ($(USE_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90
-NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -Xcompiler -Wall -Werror all-warnings -Ikernels
+CUDA_ARCH ?= $(GS_CUDA_ARCH)
+NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -Xcompiler -Wall -Werror all-warnings $(GS_ENGINE_INCLUDES)
 PG_CPPFLAGS += -DGS_HAVE_CUDA
 OBJS += src/gpu_path.o
 # static cudart: the module loads on machines with no CUDA runtime or driver
 SHLIB_LINK += $(CUDA_OBJS) -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \
 	-lcudart_static -lstdc++ -lrt -lpthread -ldl
 else
-OBJS += src/gpu_none.o
+OBJS += src/gpu_path_none.o
 endif
 
 # sql/cpu_only.sql expects a CPU-only build (gpuselect.device = 'gpu' is an
@@ -64,14 +66,14 @@ include $(PGXS)
 ifeq ($(USE_CUDA),1)
 $(shlib): $(CUDA_OBJS)
 
-kernels/%.o: kernels/%.cu $(wildcard kernels/*.h kernels/*.cuh)
+kernels/cuda/%.o: kernels/cuda/%.cu $(GS_CUDA_ENGINE_HDRS)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 endif
 
 # ---- unit tests of the CPU engine (no server needed) ----
-UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror -Ikernels -Isrc
-test/unit/%.bin: test/unit/%.c src/cpu_select.c $(wildcard src/cpu_select*.h) kernels/gs_engine.h kernels/gs_keys.h
-	$(CC) $(UNIT_CFLAGS) -o $@ $< src/cpu_select.c -lm
+UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror $(GS_ENGINE_INCLUDES)
+test/unit/%.bin: test/unit/%.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(GS_CPU_ENGINE_SRCS) -lm
 
 .PHONY: unit
 unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c))

@@ -1,6 +1,9 @@
 /*
- * gs_engine.h — the plain-C interface shared by gpuselect's two selection
- * engines: the CPU engine (src/cpu_select.c) and the CUDA engine (kernels/).
+ * gs_engine.h — the contract of gpuselect's two selection engines: the CPU
+ * engine (kernels/cpu/) and the CUDA engine (kernels/cuda/, whose own API is
+ * kernels/cuda/gs_cuda.h).  What both must agree on lives here, once: the
+ * statuses, the input and option structs, the approximate mode's sample
+ * (GS_APPROX_OVERSAMPLE, gs_splitmix64) and its bucket limits.
  *
  * Rules for everything behind this header:
  *   - no PostgreSQL types, no CUDA types; callable from C, C++ and CUDA code;
@@ -65,6 +68,39 @@ typedef struct gs_options
 	unsigned	approx_buckets; /* approximate mode: number of buckets (>= 2) */
 } gs_options;
 
+/*
+ * Approximate mode's number of buckets (opt->approx_buckets): both engines
+ * accept 2 .. GS_APPROX_BUCKETS_MAX and use GS_APPROX_BUCKETS_DEFAULT for 0;
+ * the gpuselect.approx_buckets setting has the same range and default, so a
+ * query gives the same answer on either engine.  8192 is the CUDA engine's
+ * limit: its cell index holds at most 8191 splitters.
+ */
+#define GS_APPROX_BUCKETS_MIN 2
+#define GS_APPROX_BUCKETS_MAX 8192
+#define GS_APPROX_BUCKETS_DEFAULT 1024
+
+/*
+ * splitmix64 (Steele, Lea, Flood 2014), the hash both engines draw their
+ * samples with: the approximate sample is key number splitmix64(seed + i) % n
+ * of the concatenated input on either engine, so both pick the same
+ * splitters.  Callable from C, C++ and CUDA device code.
+ */
+#if defined(__CUDACC__)
+#define GS_ENGINE_FN static inline __host__ __device__
+#else
+#define GS_ENGINE_FN static inline
+#endif
+
+GS_ENGINE_FN uint64_t
+gs_splitmix64(uint64_t x)
+{
+	uint64_t	z = x + UINT64_C(0x9E3779B97F4A7C15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
 /* Approximate answer for one wanted rank: a key that occurs in the input and
  * the exact range of 0-based sorted positions it occupies.  The rank error of
  * the answer for wanted rank r is 0 if rank_lo <= r <= rank_hi, else the
@@ -76,7 +112,7 @@ typedef struct gs_approx_pick
 	uint64_t	rank_hi;
 } gs_approx_pick;
 
-/* ---- CPU engine (src/cpu_select.c; no PostgreSQL dependency) ---- */
+/* ---- CPU engine (kernels/cpu/; no PostgreSQL dependency) ---- */
 
 /*
  * Exact multiselect: out_keys[i] = the key at 0-based rank ranks[i] of the

@@ -18,7 +18,7 @@
 #include "shared_state.h"
 
 /* per-backend record of the selection runs */
-static int64 gs_gpu_runs = 0;
+static int64 n_gpu_runs = 0;
 static int64 gs_cpu_runs = 0;
 static bool gs_have_last = false;
 static GsRunInfo gs_last;
@@ -90,7 +90,7 @@ gs_engine_error(const gs_error *err)
 }
 
 void
-gs_gpu_required_error(int sqlerrcode, const char *reason)
+gs_dispatch_gpu_required(int sqlerrcode, const char *reason)
 {
 	ereport(ERROR,
 			(errcode(sqlerrcode),
@@ -155,7 +155,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	GsRunInfo	info;
 	gs_approx_pick *picks = NULL;
 	bool		approx = gs_guc_approximate;
-	GsGpuOutcome outcome = GS_GPU_NOT_USED;
+	GpuPathOutcome outcome = GPU_PATH_NOT_USED;
 	int64		n = st->nrows;
 	int64		bound = 0;
 
@@ -172,15 +172,15 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	if (gs_guc_device == GS_DEVICE_GPU ||
 		(gs_guc_device == GS_DEVICE_AUTO && n >= (int64) gs_guc_gpu_min_rows))
 	{
-		outcome = gs_gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
-		if (outcome != GS_GPU_DONE && gs_guc_device == GS_DEVICE_GPU)
-			gs_gpu_required_error(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		outcome = gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
+		if (outcome != GPU_PATH_DONE && gs_guc_device == GS_DEVICE_GPU)
+			gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 								  "the GPU path did not run");
 	}
 
-	if (outcome == GS_GPU_DONE)
+	if (outcome == GPU_PATH_DONE)
 	{
-		gs_gpu_runs++;
+		n_gpu_runs++;
 		if (info.path == NULL)
 			info.path = "gpu";
 	}
@@ -281,9 +281,9 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("seed", psprintf("%d", gs_guc_seed), &ea);
 	gs_emit("debug", gs_guc_debug ? "on" : "off", &ea);
 
-	gs_gpu_status(gs_emit, &ea);
+	gpu_path_status(gs_emit, &ea);
 
-	gs_emit("gpu_runs", psprintf(INT64_FORMAT, gs_gpu_runs), &ea);
+	gs_emit("gpu_runs", psprintf(INT64_FORMAT, n_gpu_runs), &ea);
 	gs_emit("cpu_runs", psprintf(INT64_FORMAT, gs_cpu_runs), &ea);
 	gs_emit("states_created", psprintf(INT64_FORMAT, gs_states_created), &ea);
 	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);

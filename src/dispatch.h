@@ -8,7 +8,7 @@
 
 #include "postgres.h"
 
-#include "gpu.h"
+#include "gpu_path.h"
 #include "state.h"
 
 /*
@@ -23,10 +23,10 @@ extern void gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks,
 /*
  * ERROR for gpuselect.device = 'gpu' when the GPU path cannot run:
  *   gpuselect.device is "gpu" but <reason>
- * Shared by gpu_none.c ("this build has no CUDA support") and gpu_path.c
+ * Shared by gpu_path_none.c ("this build has no CUDA support") and gpu_path.c
  * (no device, device failure), so both builds word it the same way.
  */
-extern void gs_gpu_required_error(int sqlerrcode, const char *reason) pg_attribute_noreturn();
+extern void gs_dispatch_gpu_required(int sqlerrcode, const char *reason) pg_attribute_noreturn();
 
 /* the interrupt hook every engine call gets (nonzero when InterruptPending) */
 extern int	gs_interrupt_hook(void *arg);

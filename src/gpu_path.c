@@ -1,9 +1,9 @@
 /*
- * gpu_path.c — the GPU path of a CUDA build (implements gpu.h).
+ * gpu_path.c — the GPU path of a CUDA build (implements gpu_path.h).
  *
  * Lifecycle.  Nothing here runs in the postmaster or in _PG_init: the CUDA
  * context is created lazily by the first backend call that needs it
- * (gs_gpu_ready), once per process, and a parallel worker never creates one
+ * (gpu_path_ready), once per process, and a parallel worker never creates one
  * (workers only fill partial states; the leader selects after combining).
  * When the context cannot be created, the reason is remembered and the
  * backend stays on the CPU path.
@@ -44,10 +44,10 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "gs_gpu.h"
+#include "gs_cuda.h"
 #include "arena.h"
 #include "dispatch.h"
-#include "gpu.h"
+#include "gpu_path.h"
 #include "guc.h"
 
 /* ---------------- backend-wide GPU state ---------------- */
@@ -60,7 +60,7 @@ typedef enum GsGpuAvail
 } GsGpuAvail;
 
 static GsGpuAvail gpu_avail = GS_GPU_UNTRIED;
-static gs_gpu_engine *gpu_engine = NULL;
+static gs_cuda_engine *gpu_engine = NULL;
 static int	gpu_owner_pid = 0;
 static char gpu_reason[256] = "not initialized yet (the context is created at first GPU use)";
 static char gpu_device_name[256] = "";
@@ -93,7 +93,7 @@ static char *arena_locked = NULL;
 static Size arena_locked_bytes = 0;
 static bool arena_lock_tried = false;
 
-/* test hooks (CUDA builds only; see gs_gpu_define_gucs) */
+/* test hooks (CUDA builds only; see gpu_path_define_gucs) */
 static int	gs_guc_test_device_memory_cap_mb = 0;
 static int	gs_guc_test_fail_launches = 0;
 
@@ -105,7 +105,7 @@ typedef struct GsDevChunk
 	uint64		n;				/* keys copied */
 } GsDevChunk;
 
-typedef struct GsGpuState
+typedef struct GpuPathState
 {
 	GsState    *st;
 	MemoryContextCallback cb;
@@ -126,7 +126,7 @@ typedef struct GsGpuState
 	unsigned	d_all_key_bytes;
 
 	int64		bytes_copied;
-} GsGpuState;
+} GpuPathState;
 
 static double
 elapsed_ms(instr_time start)
@@ -139,7 +139,7 @@ elapsed_ms(instr_time start)
 }
 
 void
-gs_gpu_define_gucs(void)
+gpu_path_define_gucs(void)
 {
 	DefineCustomIntVariable("gpuselect.test_device_memory_cap_mb",
 							"Test hook: fail GPU allocations beyond this many MB (0: no cap).",
@@ -162,7 +162,7 @@ gs_gpu_define_gucs(void)
  * (never in a parallel worker, never in the postmaster).
  */
 static bool
-gs_gpu_ready(void)
+gpu_path_ready(void)
 {
 	gs_error	err;
 	instr_time	start;
@@ -180,7 +180,7 @@ gs_gpu_ready(void)
 
 	memset(&err, 0, sizeof(err));
 	INSTR_TIME_SET_CURRENT(start);
-	if (gs_gpu_open(0, &gpu_engine, &err) != GS_OK)
+	if (gs_cuda_open(0, &gpu_engine, &err) != GS_OK)
 	{
 		gpu_engine = NULL;
 		gpu_avail = GS_GPU_UNAVAILABLE;
@@ -191,7 +191,7 @@ gs_gpu_ready(void)
 	gpu_init_ms = elapsed_ms(start);
 	gpu_owner_pid = MyProcPid;
 	gpu_avail = GS_GPU_READY;
-	if (gs_gpu_device_info(gpu_engine, gpu_device_name, sizeof(gpu_device_name),
+	if (gs_cuda_device_info(gpu_engine, gpu_device_name, sizeof(gpu_device_name),
 						   &free_b, &total_b, &err) != GS_OK)
 		strlcpy(gpu_device_name, "unknown", sizeof(gpu_device_name));
 	snprintf(gpu_reason, sizeof(gpu_reason), "ready");
@@ -201,13 +201,13 @@ gs_gpu_ready(void)
 
 /* unregister and free the oldest pooled chunks until the pool fits in limit */
 static void
-gs_gpu_pool_trim(int64 limit)
+gpu_path_pool_trim(int64 limit)
 {
 	int			drop = 0;
 
 	while (drop < gpu_pool_n && gpu_pool_bytes > limit)
 	{
-		gs_gpu_host_unregister(gpu_engine, gpu_pool[drop].p);
+		gs_cuda_host_unregister(gpu_engine, gpu_pool[drop].p);
 		free(gpu_pool[drop].p);
 		gpu_pool_bytes -= (int64) gpu_pool[drop].bytes;
 		drop++;
@@ -222,10 +222,10 @@ gs_gpu_pool_trim(int64 limit)
 /* a registered chunk no state holds any more: into the pool (the caller
  * trims it to its limit); when every slot is taken, the oldest goes first */
 static void
-gs_gpu_pool_put(void *p, Size bytes)
+gpu_path_pool_put(void *p, Size bytes)
 {
 	if (gpu_pool_n == GS_POOL_SLOTS)
-		gs_gpu_pool_trim(gpu_pool_bytes - (int64) gpu_pool[0].bytes);
+		gpu_path_pool_trim(gpu_pool_bytes - (int64) gpu_pool[0].bytes);
 	gpu_pool[gpu_pool_n].p = p;
 	gpu_pool[gpu_pool_n].bytes = bytes;
 	gpu_pool_n++;
@@ -234,7 +234,7 @@ gs_gpu_pool_put(void *p, Size bytes)
 
 /* a pooled chunk of exactly this size (the newest), or NULL */
 static void *
-gs_gpu_pool_take(Size bytes)
+gpu_path_pool_take(Size bytes)
 {
 	for (int i = gpu_pool_n - 1; i >= 0; i--)
 		if (gpu_pool[i].bytes == bytes)
@@ -251,46 +251,46 @@ gs_gpu_pool_take(Size bytes)
 
 /* Release everything a state holds on the GPU side (reset callback). */
 static void
-gs_gpu_state_release(void *arg)
+gpu_path_state_release(void *arg)
 {
-	GsGpuState *g = (GsGpuState *) arg;
+	GpuPathState *g = (GpuPathState *) arg;
 	gs_error	err;
 
 	if (gpu_engine == NULL)
 		return;
 	/* chunks may still be in flight to the device: finish before freeing */
-	(void) gs_gpu_sync(gpu_engine, &err);
+	(void) gs_cuda_sync(gpu_engine, &err);
 	for (int i = 0; i < g->maxdev; i++)
 		if (g->dev[i].d)
 		{
-			gs_gpu_free(gpu_engine, g->dev[i].d);
+			gs_cuda_free(gpu_engine, g->dev[i].d);
 			g->dev[i].d = NULL;
 		}
 	if (g->d_all)
 	{
-		gs_gpu_free(gpu_engine, g->d_all);
+		gs_cuda_free(gpu_engine, g->d_all);
 		g->d_all = NULL;
 	}
 	for (int i = 0; i < g->npinned; i++)
 	{
-		gs_gpu_pool_put(g->pinned[i], g->pinned_bytes[i]);
+		gpu_path_pool_put(g->pinned[i], g->pinned_bytes[i]);
 		gpu_pinned_bytes -= (int64) g->pinned_bytes[i];
 	}
 	g->npinned = 0;
-	gs_gpu_pool_trim((int64) gs_guc_pinned_pool_size * 1024 * 1024);
+	gpu_path_pool_trim((int64) gs_guc_pinned_pool_size * 1024 * 1024);
 	g->st->gpu = NULL;
 }
 
-static GsGpuState *
-gs_gpu_state_get(GsState *st)
+static GpuPathState *
+gpu_path_state_get(GsState *st)
 {
-	GsGpuState *g = st->gpu;
+	GpuPathState *g = st->gpu;
 
 	if (g == NULL)
 	{
-		g = (GsGpuState *) MemoryContextAllocZero(st->mcxt, sizeof(GsGpuState));
+		g = (GpuPathState *) MemoryContextAllocZero(st->mcxt, sizeof(GpuPathState));
 		g->st = st;
-		g->cb.func = gs_gpu_state_release;
+		g->cb.func = gpu_path_state_release;
 		g->cb.arg = g;
 		MemoryContextRegisterResetCallback(st->mcxt, &g->cb);
 		st->gpu = g;
@@ -299,16 +299,16 @@ gs_gpu_state_get(GsState *st)
 }
 
 void *
-gs_gpu_chunk_alloc(GsState *st, Size bytes)
+gpu_path_chunk_alloc(GsState *st, Size bytes)
 {
-	GsGpuState *g;
+	GpuPathState *g;
 	gs_error	err;
 	void	   *p;
 	Size		rounded = TYPEALIGN(4096, bytes);
 
-	if (!gs_gpu_ready())
+	if (!gpu_path_ready())
 		return NULL;
-	g = gs_gpu_state_get(st);
+	g = gpu_path_state_get(st);
 	if (g->npinned == g->maxpinned)
 	{
 		int			newmax = g->maxpinned ? g->maxpinned * 2 : 16;
@@ -321,13 +321,13 @@ gs_gpu_chunk_alloc(GsState *st, Size bytes)
 			: (Size *) MemoryContextAlloc(st->mcxt, newmax * sizeof(Size));
 		g->maxpinned = newmax;
 	}
-	p = gs_gpu_pool_take(rounded);
+	p = gpu_path_pool_take(rounded);
 	if (p == NULL)
 	{
 		if (posix_memalign(&p, 4096, rounded) != 0)
 			return NULL;
 		memset(&err, 0, sizeof(err));
-		if (gs_gpu_host_register(gpu_engine, p, rounded, &err) != GS_OK)
+		if (gs_cuda_host_register(gpu_engine, p, rounded, &err) != GS_OK)
 		{
 			free(p);
 			elog(DEBUG1, "gpuselect: could not page-lock a %zu-byte chunk: %s", rounded, err.message);
@@ -342,9 +342,9 @@ gs_gpu_chunk_alloc(GsState *st, Size bytes)
 
 /* Start copying a full page-locked chunk to the device while the scan goes on. */
 void
-gs_gpu_chunk_filled(GsState *st, int chunkno)
+gpu_path_chunk_filled(GsState *st, int chunkno)
 {
-	GsGpuState *g = st->gpu;
+	GpuPathState *g = st->gpu;
 	GsChunk    *c = &st->chunks[chunkno];
 	Size		bytes = (Size) c->n * st->key_bytes;
 	gs_error	err;
@@ -363,12 +363,12 @@ gs_gpu_chunk_filled(GsState *st, int chunkno)
 		g->maxdev = newmax;
 	}
 	memset(&err, 0, sizeof(err));
-	gs_gpu_set_memory_cap(gpu_engine, (size_t) gs_guc_test_device_memory_cap_mb << 20);
-	if (gs_gpu_alloc(gpu_engine, bytes, &d, &err) != GS_OK)
+	gs_cuda_set_memory_cap(gpu_engine, (size_t) gs_guc_test_device_memory_cap_mb << 20);
+	if (gs_cuda_alloc(gpu_engine, bytes, &d, &err) != GS_OK)
 		return;					/* the final call copies this chunk itself */
-	if (gs_gpu_copy_to_device_async(gpu_engine, d, c->data, bytes, &err) != GS_OK)
+	if (gs_cuda_copy_to_device_async(gpu_engine, d, c->data, bytes, &err) != GS_OK)
 	{
-		gs_gpu_free(gpu_engine, d);
+		gs_cuda_free(gpu_engine, d);
 		return;
 	}
 	g->dev[chunkno].d = d;
@@ -380,11 +380,11 @@ gs_gpu_chunk_filled(GsState *st, int chunkno)
  * Give up on the GPU for this call: ERROR in device = gpu, otherwise one
  * NOTICE per backend and reason, and the caller runs the CPU path.
  */
-static GsGpuOutcome
-gs_gpu_fallback(GsRunInfo *info, gs_status status, const char *why)
+static GpuPathOutcome
+gpu_path_fallback(GsRunInfo *info, gs_status status, const char *why)
 {
 	if (gs_guc_device == GS_DEVICE_GPU)
-		gs_gpu_required_error(status == GS_ERR_DEVICE_NOMEM ? ERRCODE_OUT_OF_MEMORY
+		gs_dispatch_gpu_required(status == GS_ERR_DEVICE_NOMEM ? ERRCODE_OUT_OF_MEMORY
 							  : ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 							  why);
 	if ((gpu_noticed & (1u << status)) == 0)
@@ -395,33 +395,33 @@ gs_gpu_fallback(GsRunInfo *info, gs_status status, const char *why)
 				 errdetail("This notice is shown once per session and reason; gpuselect_status() shows the GPU state.")));
 	}
 	info->path = psprintf("cpu (fallback: %s)", why);
-	return GS_GPU_NOT_USED;
+	return GPU_PATH_NOT_USED;
 }
 
 /* Free the joined device buffer (after a failure, or when the state grew). */
 static void
-gs_gpu_drop_all(GsGpuState *g)
+gpu_path_drop_all(GpuPathState *g)
 {
 	if (g->d_all)
 	{
-		gs_gpu_free(gpu_engine, g->d_all);
+		gs_cuda_free(gpu_engine, g->d_all);
 		g->d_all = NULL;
 		g->d_all_n = 0;
 	}
 }
 
 static void
-gs_gpu_arena_unlock(int code, Datum arg)
+gpu_path_arena_unlock(int code, Datum arg)
 {
 	/* before the arena's segment is unmapped at backend exit */
 	if (arena_locked && gpu_engine)
-		gs_gpu_host_unregister(gpu_engine, arena_locked);
+		gs_cuda_host_unregister(gpu_engine, arena_locked);
 	arena_locked = NULL;
 }
 
 /* is this arena chunk in page-locked memory?  Locks the arena the first time. */
 static bool
-gs_gpu_arena_chunk_locked(const GsChunk *c, Size bytes)
+gpu_path_arena_chunk_locked(const GsChunk *c, Size bytes)
 {
 	if (!arena_lock_tried)
 	{
@@ -433,11 +433,11 @@ gs_gpu_arena_chunk_locked(const GsChunk *c, Size bytes)
 		memset(&err, 0, sizeof(err));
 		if (gs_arena_region(&base, &size))
 		{
-			if (gs_gpu_host_register(gpu_engine, base, size, &err) == GS_OK)
+			if (gs_cuda_host_register(gpu_engine, base, size, &err) == GS_OK)
 			{
 				arena_locked = base;
 				arena_locked_bytes = size;
-				before_shmem_exit(gs_gpu_arena_unlock, (Datum) 0);
+				before_shmem_exit(gpu_path_arena_unlock, (Datum) 0);
 			}
 			else
 				elog(DEBUG1, "gpuselect: could not page-lock the key arena: %s", err.message);
@@ -452,7 +452,7 @@ gs_gpu_arena_chunk_locked(const GsChunk *c, Size bytes)
  * during the scan and copy the rest.  2-byte keys are widened to 4 bytes.
  */
 static gs_status
-gs_gpu_stage(GsGpuState *g, gs_error *err)
+gpu_path_stage(GpuPathState *g, gs_error *err)
 {
 	GsState    *st = g->st;
 	unsigned	kb = st->key_bytes;
@@ -465,15 +465,15 @@ gs_gpu_stage(GsGpuState *g, gs_error *err)
 
 	if (g->d_all && g->d_all_n == n)
 		return GS_OK;
-	gs_gpu_drop_all(g);
+	gpu_path_drop_all(g);
 
-	s = gs_gpu_alloc(gpu_engine, (size_t) n * kb, (void **) &d_raw, err);
+	s = gs_cuda_alloc(gpu_engine, (size_t) n * kb, (void **) &d_raw, err);
 	if (s != GS_OK)
 		return s;
 	registered = (void **) palloc(sizeof(void *) * Max(st->nchunks, 1));
 
 	/* wait for the scan-time copies, then join and copy the rest */
-	s = gs_gpu_sync(gpu_engine, err);
+	s = gs_cuda_sync(gpu_engine, err);
 	for (int i = 0; s == GS_OK && i < st->nchunks; i++)
 	{
 		GsChunk    *c = &st->chunks[i];
@@ -482,37 +482,37 @@ gs_gpu_stage(GsGpuState *g, gs_error *err)
 		if (c->n == 0)
 			continue;
 		if (i < g->maxdev && g->dev[i].d && g->dev[i].n == c->n)
-			s = gs_gpu_copy_device(gpu_engine, d_raw + off * kb, g->dev[i].d, bytes, err);
+			s = gs_cuda_copy_device(gpu_engine, d_raw + off * kb, g->dev[i].d, bytes, err);
 		else
 		{
 			/* large pageable chunks (combined or deserialized states) are
 			 * page-locked for the copy: several times faster than pageable */
 			if (!c->pinned && bytes >= ((Size) 1 << 20) &&
-				!(c->arena && gs_gpu_arena_chunk_locked(c, bytes)) &&
-				gs_gpu_host_register(gpu_engine, c->data, bytes, err) == GS_OK)
+				!(c->arena && gpu_path_arena_chunk_locked(c, bytes)) &&
+				gs_cuda_host_register(gpu_engine, c->data, bytes, err) == GS_OK)
 				registered[nregistered++] = c->data;
-			s = gs_gpu_copy_to_device_async(gpu_engine, d_raw + off * kb, c->data, bytes, err);
+			s = gs_cuda_copy_to_device_async(gpu_engine, d_raw + off * kb, c->data, bytes, err);
 			g->bytes_copied += (int64) bytes;
 		}
 		off += c->n;
 	}
 	if (s == GS_OK)
-		s = gs_gpu_sync(gpu_engine, err);
+		s = gs_cuda_sync(gpu_engine, err);
 	else
 	{
 		gs_error	ignore;
 
-		(void) gs_gpu_sync(gpu_engine, &ignore);
+		(void) gs_cuda_sync(gpu_engine, &ignore);
 	}
 	for (int i = 0; i < nregistered; i++)
-		gs_gpu_host_unregister(gpu_engine, registered[i]);
+		gs_cuda_host_unregister(gpu_engine, registered[i]);
 	pfree(registered);
 
 	/* the per-chunk device copies are joined: free them */
 	for (int i = 0; i < g->maxdev; i++)
 		if (g->dev[i].d)
 		{
-			gs_gpu_free(gpu_engine, g->dev[i].d);
+			gs_cuda_free(gpu_engine, g->dev[i].d);
 			g->dev[i].d = NULL;
 		}
 
@@ -520,19 +520,19 @@ gs_gpu_stage(GsGpuState *g, gs_error *err)
 	{
 		void	   *d_wide = NULL;
 
-		s = gs_gpu_alloc(gpu_engine, (size_t) n * 4, &d_wide, err);
+		s = gs_cuda_alloc(gpu_engine, (size_t) n * 4, &d_wide, err);
 		if (s == GS_OK)
-			s = gs_gpu_widen16(gpu_engine, d_raw, d_wide, (size_t) n, err);
+			s = gs_cuda_widen16(gpu_engine, d_raw, d_wide, (size_t) n, err);
 		if (s == GS_OK)
-			s = gs_gpu_sync(gpu_engine, err);
-		gs_gpu_free(gpu_engine, d_raw);
+			s = gs_cuda_sync(gpu_engine, err);
+		gs_cuda_free(gpu_engine, d_raw);
 		d_raw = (char *) d_wide;
 		kb = 4;
 	}
 	if (s != GS_OK)
 	{
 		if (d_raw)
-			gs_gpu_free(gpu_engine, d_raw);
+			gs_cuda_free(gpu_engine, d_raw);
 		return s;
 	}
 	Assert(off == n);
@@ -542,36 +542,36 @@ gs_gpu_stage(GsGpuState *g, gs_error *err)
 	return GS_OK;
 }
 
-GsGpuOutcome
-gs_gpu_path_select(GsState *st, const gs_input *in,
+GpuPathOutcome
+gpu_path_select(GsState *st, const gs_input *in,
 			  const uint64 *ranks, int nranks,
 			  uint64 *out_keys, gs_approx_pick *picks,
 			  GsRunInfo *info)
 {
-	GsGpuState *g;
+	GpuPathState *g;
 	gs_error	err;
 	gs_status	s;
 	gs_options	opt;
 	instr_time	start;
 
-	if (!gs_gpu_ready())
-		return gs_gpu_fallback(info, GS_ERR_NO_DEVICE, gpu_reason);
+	if (!gpu_path_ready())
+		return gpu_path_fallback(info, GS_ERR_NO_DEVICE, gpu_reason);
 
 	memset(&err, 0, sizeof(err));
-	gs_gpu_set_memory_cap(gpu_engine, (size_t) gs_guc_test_device_memory_cap_mb << 20);
+	gs_cuda_set_memory_cap(gpu_engine, (size_t) gs_guc_test_device_memory_cap_mb << 20);
 	if (gs_guc_test_fail_launches > 0)
 	{
-		gs_gpu_inject_launch_failures(gpu_engine, gs_guc_test_fail_launches);
+		gs_cuda_inject_launch_failures(gpu_engine, gs_guc_test_fail_launches);
 		gs_guc_test_fail_launches = 0;
 	}
 
-	g = gs_gpu_state_get(st);
+	g = gpu_path_state_get(st);
 	INSTR_TIME_SET_CURRENT(start);
-	s = gs_gpu_stage(g, &err);
+	s = gpu_path_stage(g, &err);
 	info->copy_ms = elapsed_ms(start);
 	info->bytes_copied = g->bytes_copied;
 	if (s != GS_OK)
-		return gs_gpu_fallback(info, s, err.message[0] ? err.message : "staging the input failed");
+		return gpu_path_fallback(info, s, err.message[0] ? err.message : "staging the input failed");
 
 	memset(&opt, 0, sizeof(opt));
 	opt.seed = (uint64) gs_guc_seed;
@@ -583,10 +583,10 @@ gs_gpu_path_select(GsState *st, const gs_input *in,
 		memset(&err, 0, sizeof(err));
 		INSTR_TIME_SET_CURRENT(start);
 		if (picks)
-			s = gs_gpu_select_approx(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
+			s = gs_cuda_select_approx(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
 									 ranks, (size_t) nranks, &opt, picks, &err);
 		else
-			s = gs_gpu_select(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
+			s = gs_cuda_select(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
 							  ranks, (size_t) nranks, out_keys, &opt, &err);
 		info->select_ms = elapsed_ms(start);
 		if (s != GS_ERR_CANCELED)
@@ -597,14 +597,14 @@ gs_gpu_path_select(GsState *st, const gs_input *in,
 	{
 		gs_error	sync_err;
 
-		gs_gpu_drop_all(g);
+		gpu_path_drop_all(g);
 		/* a failure the context cannot recover from: stop using the GPU */
-		if (s == GS_ERR_DEVICE && gs_gpu_sync(gpu_engine, &sync_err) != GS_OK)
+		if (s == GS_ERR_DEVICE && gs_cuda_sync(gpu_engine, &sync_err) != GS_OK)
 		{
 			gpu_avail = GS_GPU_UNAVAILABLE;
 			snprintf(gpu_reason, sizeof(gpu_reason), "the CUDA context failed: %s", sync_err.message);
 		}
-		return gs_gpu_fallback(info, s, err.message[0] ? err.message : "the GPU selection failed");
+		return gpu_path_fallback(info, s, err.message[0] ? err.message : "the GPU selection failed");
 	}
 
 	/* the engine returns keys widened to 64 bits: 2-byte keys went as 4 */
@@ -619,11 +619,11 @@ gs_gpu_path_select(GsState *st, const gs_input *in,
 		}
 	}
 	info->path = "gpu";
-	return GS_GPU_DONE;
+	return GPU_PATH_DONE;
 }
 
 void
-gs_gpu_status(void (*emit) (const char *name, const char *value, void *arg), void *arg)
+gpu_path_status(void (*emit) (const char *name, const char *value, void *arg), void *arg)
 {
 	emit("cuda_build", "on", arg);
 	emit("gpu_available",
@@ -637,7 +637,7 @@ gs_gpu_status(void (*emit) (const char *name, const char *value, void *arg), voi
 		size_t		dev_b = 0,
 					host_b = 0;
 
-		gs_gpu_memory_in_use(gpu_engine, &dev_b, &host_b);
+		gs_cuda_memory_in_use(gpu_engine, &dev_b, &host_b);
 		emit("gpu_device_bytes_in_use", psprintf("%zu", dev_b), arg);
 		emit("gpu_pinned_bytes_in_use", psprintf(INT64_FORMAT, gpu_pinned_bytes + (int64) host_b), arg);
 		emit("gpu_pinned_pool_bytes", psprintf(INT64_FORMAT, gpu_pool_bytes), arg);

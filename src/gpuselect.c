@@ -11,7 +11,7 @@
 #include "utils/guc.h"
 
 #include "arena.h"
-#include "gpu.h"
+#include "gpu_path.h"
 #include "guc.h"
 
 PG_MODULE_MAGIC;
@@ -22,7 +22,7 @@ void
 _PG_init(void)
 {
 	gs_guc_define();
-	gs_gpu_define_gucs();
+	gpu_path_define_gucs();
 	MarkGUCPrefixReserved("gpuselect");
 	gs_arena_install_hook();
 }

@@ -8,12 +8,13 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "gs_engine.h"		/* GS_APPROX_BUCKETS_*: the engines' range */
 #include "guc.h"
 
 int			gs_guc_device = GS_DEVICE_AUTO;
 int			gs_guc_gpu_min_rows = 1000000;
 bool		gs_guc_approximate = false;
-int			gs_guc_approx_buckets = 1024;
+int			gs_guc_approx_buckets = GS_APPROX_BUCKETS_DEFAULT;
 int			gs_guc_seed = 42;
 bool		gs_guc_debug = false;
 int			gs_guc_test_max_serial_bytes = 0;
@@ -104,8 +105,8 @@ gs_guc_define(void)
 							"Number of buckets (splitters) of the approximate mode.",
 							"More buckets: smaller rank error, more work. At most 8192, the CUDA engine's limit, so that both engines give the same answers.",
 							&gs_guc_approx_buckets,
-							1024,
-							2, 8192,
+							GS_APPROX_BUCKETS_DEFAULT,
+							GS_APPROX_BUCKETS_MIN, GS_APPROX_BUCKETS_MAX,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);

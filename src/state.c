@@ -11,7 +11,7 @@
 #include "utils/memutils.h"
 
 #include "arena.h"
-#include "gpu.h"
+#include "gpu_path.h"
 #include "guc.h"
 #include "shared_state.h"
 #include "state.h"
@@ -95,7 +95,7 @@ gs_state_reserve_chunk(GsState *st)
 		GsChunk    *last = &st->chunks[st->nchunks - 1];
 
 		if (last->n == last->cap)
-			gs_gpu_chunk_filled(st, st->nchunks - 1);
+			gpu_path_chunk_filled(st, st->nchunks - 1);
 	}
 	if (st->nchunks == st->maxchunks)
 	{
@@ -153,7 +153,7 @@ gs_state_grow(GsState *st)
 	if (!st->partial && gs_guc_device != GS_DEVICE_CPU &&
 		st->nrows >= (int64) gs_guc_gpu_min_rows)
 	{
-		mem = gs_gpu_chunk_alloc(st, bytes);
+		mem = gpu_path_chunk_alloc(st, bytes);
 		pinned = (mem != NULL);
 	}
 	if (mem == NULL)

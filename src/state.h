@@ -41,7 +41,7 @@ typedef struct GsChunk
 	MemoryContext handover;
 } GsChunk;
 
-struct GsGpuState;				/* gpu_path.c's per-state device data */
+struct GpuPathState;				/* gpu_path.c's per-state device data */
 
 typedef struct GsState
 {
@@ -65,7 +65,7 @@ typedef struct GsState
 	float8		fraction;		/* gpu_quantile */
 	ArrayType  *fractions;		/* gpu_quantiles (copy in mcxt) */
 
-	struct GsGpuState *gpu;		/* NULL unless the GPU path attached data */
+	struct GpuPathState *gpu;		/* NULL unless the GPU path attached data */
 } GsState;
 
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);

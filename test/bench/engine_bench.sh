@@ -9,12 +9,18 @@ cd "$root"
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
 bin=test/bench/engine_bench.bin
-obj=test/bench/cpu_select.bench.o
-$CC -O2 -std=gnu11 -Wall -Wextra -Ikernels -Isrc -c src/cpu_select.c -o "$obj"
-$CXX -O2 -std=c++17 -Wall -Wextra -Ikernels -Isrc -o "$bin" test/bench/engine_bench.cpp "$obj"
+# the CPU engine's sources and include paths: kernels/engines.mk
+eval "$(make -s --no-print-directory -f kernels/engines.mk engine-vars)"
+objs=
+for c in $GS_CPU_ENGINE_SRCS; do
+	o=test/bench/$(basename "${c%.c}").bench.o
+	$CC -O2 -std=gnu11 -Wall -Wextra $GS_ENGINE_INCLUDES -c "$c" -o "$o"
+	objs="$objs $o"
+done
+$CXX -O2 -std=c++17 -Wall -Wextra $GS_ENGINE_INCLUDES -o "$bin" test/bench/engine_bench.cpp $objs
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), nproc $(nproc)"
 echo "date:    $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet -- src/cpu_select.c 2>/dev/null || echo ' (src/cpu_select.c modified)')"
+echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet -- kernels/cpu kernels/*.h 2>/dev/null || echo ' (CPU engine modified)')"
 echo "flags:   $CC -O2 / $CXX -O2"
 echo
 "./$bin" "$@"

@@ -1,5 +1,5 @@
 /*
- * gs_test.cu — standalone harness of the CUDA engine (kernels/gs_gpu.h).
+ * gs_test.cu — standalone harness of the CUDA engine (kernels/gs_cuda.h).
  *
  *   gs_test check [small]   correctness: every entry point vs. a CUB radix
  *                           sort of a copy (and vs. the CPU engine
@@ -22,7 +22,7 @@
 #include <cuda_runtime.h>
 #include <cub/device/device_radix_sort.cuh>
 
-#include "gs_gpu.h"
+#include "gs_cuda.h"
 #include "gs_keys.h"
 #include "gs_select.cuh"
 #include "gs_block_select.cuh"
@@ -286,7 +286,7 @@ k_readpass(const K *in, uint64_t n, unsigned long long *sink)
 #include "gs_engine.h"
 #endif
 
-static gs_gpu_engine *E;
+static gs_cuda_engine *E;
 static uint64_t g_seed;
 
 static std::vector<uint64_t>
@@ -318,10 +318,10 @@ rank_set(uint64_t n, int which, uint64_t seed)
 	return r;
 }
 
-extern "C" void gs_gpu_test_sort_finish(gs_gpu_engine *e, int mode);
-extern "C" void gs_gpu_test_focus_sort(gs_gpu_engine *e, long long below);
-extern "C" int gs_gpu_test_last_sort_bits(gs_gpu_engine *e);
-extern "C" void gs_gpu_test_focus_z(gs_gpu_engine *e, double z);
+extern "C" void gs_cuda_test_sort_finish(gs_cuda_engine *e, int mode);
+extern "C" void gs_cuda_test_focus_sort(gs_cuda_engine *e, long long below);
+extern "C" int gs_cuda_test_last_sort_bits(gs_cuda_engine *e);
+extern "C" void gs_cuda_test_focus_z(gs_cuda_engine *e, double z);
 
 template <typename K>
 static void
@@ -381,12 +381,12 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 
 				memset(&opt, 0, sizeof opt);
 				opt.seed = g_seed * 17 + r + mode;
-				gs_gpu_test_sort_finish(E, mode < 3 ? mode : 2);
-				gs_gpu_test_focus_z(E, mode == 3 ? 0.05 : 0);
-				gs_status	st = gs_gpu_select(E, d_keys, n, sizeof(K), &r, 1, &got, &opt, &err);
+				gs_cuda_test_sort_finish(E, mode < 3 ? mode : 2);
+				gs_cuda_test_focus_z(E, mode == 3 ? 0.05 : 0);
+				gs_status	st = gs_cuda_select(E, d_keys, n, sizeof(K), &r, 1, &got, &opt, &err);
 
-				gs_gpu_test_sort_finish(E, 0);
-				gs_gpu_test_focus_z(E, 0);
+				gs_cuda_test_sort_finish(E, 0);
+				gs_cuda_test_focus_z(E, 0);
 				check(st == GS_OK && got == ref1, "%s one rank %llu (finishing sort mode %d): status %d %s, got %llx want %llx",
 					  tag, (unsigned long long) r, mode, (int) st, err.message, (unsigned long long) got,
 					  (unsigned long long) ref1);
@@ -407,7 +407,7 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 
 		memset(&opt, 0, sizeof opt);
 		opt.seed = g_seed * 31 + which;
-		gs_status	st = gs_gpu_select(E, d_keys, n, sizeof(K), ranks.data(), nr, out.data(), &opt, &err);
+		gs_status	st = gs_cuda_select(E, d_keys, n, sizeof(K), ranks.data(), nr, out.data(), &opt, &err);
 
 		check(st == GS_OK, "%s exact(%zu ranks): status %d %s", tag, nr, (int) st, err.message);
 		CK(cudaMemcpy(d_r, ranks.data(), nr * 8, cudaMemcpyHostToDevice));
@@ -430,9 +430,9 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 
 			if (mode == 2 && n > (1u << 24))
 				break;
-			gs_gpu_test_sort_finish(E, mode);
-			st = gs_gpu_select(E, d_keys, n, sizeof(K), ranks.data(), nr, out2.data(), &opt, &err);
-			gs_gpu_test_sort_finish(E, 0);
+			gs_cuda_test_sort_finish(E, mode);
+			st = gs_cuda_select(E, d_keys, n, sizeof(K), ranks.data(), nr, out2.data(), &opt, &err);
+			gs_cuda_test_sort_finish(E, 0);
 			check(st == GS_OK && out2 == ref, "%s exact(%zu ranks, finishing sort mode %d): status %d %s", tag, nr,
 				  mode, (int) st, err.message);
 		}
@@ -461,7 +461,7 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 			for (auto &p : pk)
 				p.key = p.rank_lo = p.rank_hi = 0xDEADBEEFDEADBEEFULL;
 			opt.approx_buckets = B;
-			st = gs_gpu_select_approx(E, d_keys, n, sizeof(K), ranks.data(), nr, &opt, pk.data(), &err);
+			st = gs_cuda_select_approx(E, d_keys, n, sizeof(K), ranks.data(), nr, &opt, pk.data(), &err);
 			check(st == GS_OK, "%s approx B=%u: status %d %s", tag, B, (int) st, err.message);
 			gs_approx_pick *d_p;
 			uint64_t   *d_lo,
@@ -545,7 +545,7 @@ run_type(int type, int dist, uint64_t n, bool with_cpu)
 	if (kb == 2)
 	{
 		CK(cudaMalloc(&d_keys, (n + 1) * 4));
-		check(gs_gpu_widen16(E, d_raw, d_keys, n, &err) == GS_OK, "widen16: %s", err.message);
+		check(gs_cuda_widen16(E, d_raw, d_keys, n, &err) == GS_OK, "widen16: %s", err.message);
 	}
 	else
 		d_keys = d_raw;
@@ -568,7 +568,7 @@ run_type(int type, int dist, uint64_t n, bool with_cpu)
 	size_t		dev = 1,
 				host = 1;
 
-	gs_gpu_memory_in_use(E, &dev, &host);
+	gs_cuda_memory_in_use(E, &dev, &host);
 	check(dev == 0 && host == 0, "memory in use after %s/%s/%llu: %zu device, %zu host", type_name[type],
 		  dist_name[dist], (unsigned long long) n, dev, host);
 }
@@ -673,31 +673,31 @@ api_checks(void)
 	size_t		fr,
 				tot;
 
-	check(gs_gpu_device_info(E, name, sizeof name, &fr, &tot, &err) == GS_OK && tot > 0, "device_info");
-	check(gs_gpu_select(E, NULL, 0, 4, NULL, 0, NULL, &opt, &err) == GS_OK, "n=0 no ranks");
-	check(gs_gpu_select(E, NULL, 0, 4, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "n=0 with a rank");
-	check(gs_gpu_alloc(E, 1 << 20, &d, &err) == GS_OK, "alloc");
-	check(gs_gpu_select(E, d, 10, 3, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "key_bytes 3");
+	check(gs_cuda_device_info(E, name, sizeof name, &fr, &tot, &err) == GS_OK && tot > 0, "device_info");
+	check(gs_cuda_select(E, NULL, 0, 4, NULL, 0, NULL, &opt, &err) == GS_OK, "n=0 no ranks");
+	check(gs_cuda_select(E, NULL, 0, 4, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "n=0 with a rank");
+	check(gs_cuda_alloc(E, 1 << 20, &d, &err) == GS_OK, "alloc");
+	check(gs_cuda_select(E, d, 10, 3, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "key_bytes 3");
 	r = 10;
-	check(gs_gpu_select(E, d, 10, 4, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "rank >= n");
+	check(gs_cuda_select(E, d, 10, 4, &r, 1, &o, &opt, &err) == GS_ERR_INVALID, "rank >= n");
 	r = 0;
 	opt.approx_buckets = 1;
-	check(gs_gpu_select_approx(E, d, 10, 4, &r, 1, &opt, (gs_approx_pick *) &o, &err) == GS_ERR_INVALID, "buckets 1");
+	check(gs_cuda_select_approx(E, d, 10, 4, &r, 1, &opt, (gs_approx_pick *) &o, &err) == GS_ERR_INVALID, "buckets 1");
 	CK(cudaMemset(d, 0x11, 1 << 20));
 	/* launch-failure injection, then recovery */
-	gs_gpu_inject_launch_failures(E, 1);
-	check(gs_gpu_select(E, d, 100000, 4, &r, 1, &o, &opt, &err) == GS_ERR_DEVICE, "injected failure");
-	gs_gpu_memory_in_use(E, &dev, &host);
+	gs_cuda_inject_launch_failures(E, 1);
+	check(gs_cuda_select(E, d, 100000, 4, &r, 1, &o, &opt, &err) == GS_ERR_DEVICE, "injected failure");
+	gs_cuda_memory_in_use(E, &dev, &host);
 	check(dev == (1 << 20), "memory after injected failure: %zu", dev);
-	check(gs_gpu_select(E, d, 100000, 4, &r, 1, &o, &opt, &err) == GS_OK && o == 0x11111111u, "after injection");
+	check(gs_cuda_select(E, d, 100000, 4, &r, 1, &o, &opt, &err) == GS_OK && o == 0x11111111u, "after injection");
 	/* memory cap */
-	gs_gpu_set_memory_cap(E, (1 << 20) + 1000);
-	check(gs_gpu_select(E, d, 200000, 4, &r, 1, &o, &opt, &err) == GS_ERR_DEVICE_NOMEM, "memory cap: %s", err.message);
+	gs_cuda_set_memory_cap(E, (1 << 20) + 1000);
+	check(gs_cuda_select(E, d, 200000, 4, &r, 1, &o, &opt, &err) == GS_ERR_DEVICE_NOMEM, "memory cap: %s", err.message);
 	void	   *d2 = NULL;
 
-	check(gs_gpu_alloc(E, 4096, &d2, &err) == GS_ERR_DEVICE_NOMEM && d2 == NULL, "alloc beyond cap");
-	gs_gpu_set_memory_cap(E, 0);
-	gs_gpu_memory_in_use(E, &dev, &host);
+	check(gs_cuda_alloc(E, 4096, &d2, &err) == GS_ERR_DEVICE_NOMEM && d2 == NULL, "alloc beyond cap");
+	gs_cuda_set_memory_cap(E, 0);
+	gs_cuda_memory_in_use(E, &dev, &host);
 	check(dev == (1 << 20), "memory after cap failure: %zu", dev);
 	/* interrupt: the hook answers yes at its second call, so the engine must
 	 * poll it again after the first level (distinct keys: all-equal input
@@ -709,38 +709,38 @@ api_checks(void)
 	CK(cudaDeviceSynchronize());
 	opt.interrupt = interrupt_yes;
 	opt.interrupt_arg = &calls;
-	check(gs_gpu_select(E, d, 200000, 4, &rmid, 1, &o, &opt, &err) == GS_ERR_CANCELED && calls == 2,
+	check(gs_cuda_select(E, d, 200000, 4, &rmid, 1, &o, &opt, &err) == GS_ERR_CANCELED && calls == 2,
 		  "interrupt: status %d after %d polls", (int) err.status, calls);
 	opt.interrupt = NULL;
 	/* too large */
 	uint64_t	big = (uint64_t) 1 << 40;
 
 	r = 5;
-	gs_status	st = gs_gpu_select(E, d, big, 8, &r, 1, &o, &opt, &err);
+	gs_status	st = gs_cuda_select(E, d, big, 8, &r, 1, &o, &opt, &err);
 
 	check(st == GS_ERR_TOO_LARGE || st == GS_ERR_DEVICE_NOMEM, "too large: %d %s", (int) st, err.message);
 	/* pinned host memory, register, async copy, sync */
 	void	   *h = NULL;
 
-	check(gs_gpu_host_alloc(E, 1 << 20, &h, &err) == GS_OK, "host alloc");
+	check(gs_cuda_host_alloc(E, 1 << 20, &h, &err) == GS_OK, "host alloc");
 	memset(h, 0x22, 1 << 20);
-	check(gs_gpu_copy_to_device_async(E, d, h, 1 << 20, &err) == GS_OK, "copy async");
+	check(gs_cuda_copy_to_device_async(E, d, h, 1 << 20, &err) == GS_OK, "copy async");
 	r = 7;
 	opt.seed = 1;
-	check(gs_gpu_select(E, d, 1 << 18, 4, &r, 1, &o, &opt, &err) == GS_OK && o == 0x22222222u, "select after async copy");
-	gs_gpu_memory_in_use(E, &dev, &host);
+	check(gs_cuda_select(E, d, 1 << 18, 4, &r, 1, &o, &opt, &err) == GS_OK && o == 0x22222222u, "select after async copy");
+	gs_cuda_memory_in_use(E, &dev, &host);
 	check(host == (1 << 20), "pinned in use %zu", host);
-	gs_gpu_host_free(E, h);
+	gs_cuda_host_free(E, h);
 	std::vector<char> reg(1 << 20);
 
-	check(gs_gpu_host_register(E, reg.data(), reg.size(), &err) == GS_OK, "register: %s", err.message);
-	check(gs_gpu_copy_to_device_async(E, d, reg.data(), reg.size(), &err) == GS_OK, "copy registered");
-	check(gs_gpu_sync(E, &err) == GS_OK, "sync");
-	gs_gpu_host_unregister(E, reg.data());
-	gs_gpu_free(E, d);
-	gs_gpu_memory_in_use(E, &dev, &host);
+	check(gs_cuda_host_register(E, reg.data(), reg.size(), &err) == GS_OK, "register: %s", err.message);
+	check(gs_cuda_copy_to_device_async(E, d, reg.data(), reg.size(), &err) == GS_OK, "copy registered");
+	check(gs_cuda_sync(E, &err) == GS_OK, "sync");
+	gs_cuda_host_unregister(E, reg.data());
+	gs_cuda_free(E, d);
+	gs_cuda_memory_in_use(E, &dev, &host);
 	check(dev == 0 && host == 0, "leak: %zu %zu", dev, host);
-	check(gs_gpu_scratch_bytes((size_t) 1 << 28, 8, 1) > 0, "scratch bytes");
+	check(gs_cuda_scratch_bytes((size_t) 1 << 28, 8, 1) > 0, "scratch bytes");
 }
 
 /* ------------------------------------------------------------ bench */
@@ -848,7 +848,7 @@ bench_one(FILE *md, const char *tname, int type, int dist, uint64_t n)
 		{
 			opt.seed = g_seed + i;
 			CK(cudaEventRecord(a, 0));
-			gs_status	st = gs_gpu_select(E, d_keys, n, sizeof(K), ranks.data(), ranks.size(), out.data(), &opt, &err);
+			gs_status	st = gs_cuda_select(E, d_keys, n, sizeof(K), ranks.data(), ranks.size(), out.data(), &opt, &err);
 
 			CK(cudaEventRecord(b, 0));
 			CK(cudaEventSynchronize(b));
@@ -891,7 +891,7 @@ bench_one(FILE *md, const char *tname, int type, int dist, uint64_t n)
 		{
 			opt.seed = g_seed + 1000 + i;
 			CK(cudaEventRecord(a, 0));
-			gs_status	st = gs_gpu_select_approx(E, d_keys, n, sizeof(K), ranks.data(), ranks.size(), &opt, pk.data(), &err);
+			gs_status	st = gs_cuda_select_approx(E, d_keys, n, sizeof(K), ranks.data(), ranks.size(), &opt, pk.data(), &err);
 
 			CK(cudaEventRecord(b, 0));
 			CK(cudaEventSynchronize(b));
@@ -916,7 +916,7 @@ bench_one(FILE *md, const char *tname, int type, int dist, uint64_t n)
 		t_apx = median(t);
 		sumerr /= (double) (REPS + WARM) * ranks.size();
 	}
-	double		scratch = (double) gs_gpu_scratch_bytes(n, sizeof(K), 1) / ((double) n * sizeof(K));
+	double		scratch = (double) gs_cuda_scratch_bytes(n, sizeof(K), 1) / ((double) n * sizeof(K));
 	char		line[512];
 
 	snprintf(line, sizeof line,
@@ -945,9 +945,9 @@ main(int argc, char **argv)
 
 	g_seed = getenv("GS_SEED") ? strtoull(getenv("GS_SEED"), NULL, 0) : (uint64_t) time(NULL) * 2654435761ULL;
 	printf("seed %llu\n", (unsigned long long) g_seed);
-	if (gs_gpu_open(0, &E, &err) != GS_OK)
+	if (gs_cuda_open(0, &E, &err) != GS_OK)
 	{
-		printf("gs_gpu_open: %s\n0 passed, 1 failed\n", err.message);
+		printf("gs_cuda_open: %s\n0 passed, 1 failed\n", err.message);
 		return 1;
 	}
 	if (strcmp(mode, "check") == 0)
@@ -991,7 +991,7 @@ main(int argc, char **argv)
 			printf("size %llu done: %ld passed, %ld failed\n", (unsigned long long) n, g_pass, g_fail);
 			fflush(stdout);
 		}
-		gs_gpu_close(E);
+		gs_cuda_close(E);
 		printf("%ld passed, %ld failed\n", g_pass, g_fail);
 		return g_fail ? 1 : 0;
 	}
@@ -1036,8 +1036,8 @@ main(int argc, char **argv)
 					opt.seed = g_seed + rep;
 					clock_gettime(CLOCK_MONOTONIC, &t0);
 					gs_status	st = which == 3 ?
-						gs_gpu_select_approx(E, d, n, kb, ranks.data(), k, &opt, pk.data(), &err) :
-						gs_gpu_select(E, d, n, kb, ranks.data(), k, out.data(), &opt, &err);
+						gs_cuda_select_approx(E, d, n, kb, ranks.data(), k, &opt, pk.data(), &err) :
+						gs_cuda_select(E, d, n, kb, ranks.data(), k, out.data(), &opt, &err);
 
 					clock_gettime(CLOCK_MONOTONIC, &t1);
 					printf("prof kb=%d kind=%d rep=%d status=%d %.3f ms\n", kb, which, rep, (int) st,
@@ -1046,7 +1046,7 @@ main(int argc, char **argv)
 			}
 			CK(cudaFree(d));
 		}
-		gs_gpu_close(E);
+		gs_cuda_close(E);
 		return 0;
 	}
 	if (strcmp(mode, "sweep") == 0)
@@ -1084,8 +1084,8 @@ main(int argc, char **argv)
 						gs_options	opt;
 
 						memset(&opt, 0, sizeof opt);
-						gs_gpu_test_focus_sort(E, c.th);
-						gs_gpu_test_focus_z(E, c.z);
+						gs_cuda_test_focus_sort(E, c.th);
+						gs_cuda_test_focus_z(E, c.z);
 						/* 10 warm-up calls: the clocks ramp up from idle */
 						for (int rep = 0; rep < 25; rep++)
 						{
@@ -1093,7 +1093,7 @@ main(int argc, char **argv)
 
 							opt.seed = g_seed + rep;
 							clock_gettime(CLOCK_MONOTONIC, &t0);
-							if (gs_gpu_select(E, d, n, kb, &r, 1, &out, &opt, &err) != GS_OK)
+							if (gs_cuda_select(E, d, n, kb, &r, 1, &out, &opt, &err) != GS_OK)
 								printf("sweep: %s\n", err.message);
 							clock_gettime(CLOCK_MONOTONIC, &t1);
 							if (rep >= 10)
@@ -1101,15 +1101,15 @@ main(int argc, char **argv)
 						}
 						if (&c == &cf[0])
 							first = out;
-						printf(" %.3f%s (%db) |", median(ts), out == first ? "" : " MISMATCH", gs_gpu_test_last_sort_bits(E));
+						printf(" %.3f%s (%db) |", median(ts), out == first ? "" : " MISMATCH", gs_cuda_test_last_sort_bits(E));
 					}
 					printf("\n");
 				}
-				gs_gpu_test_focus_sort(E, -1);
-				gs_gpu_test_focus_z(E, 0);
+				gs_cuda_test_focus_sort(E, -1);
+				gs_cuda_test_focus_z(E, 0);
 				CK(cudaFree(d));
 			}
-		gs_gpu_close(E);
+		gs_cuda_close(E);
 		return 0;
 	}
 	/* bench */
@@ -1118,7 +1118,7 @@ main(int argc, char **argv)
 	size_t		fr,
 				tot;
 
-	gs_gpu_device_info(E, name, sizeof name, &fr, &tot, &err);
+	gs_cuda_device_info(E, name, sizeof name, &fr, &tot, &err);
 	const char *hdr = "| type | n | dist | read pass ms | CUB sort+pick ms | exact 1 rank ms | 101 ranks ms | 1001 ranks ms | approx 1024b ms | approx max/mean rank err (%n) | scratch/input (1 rank) | check |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 	printf("device: %s\n%s\n", name, hdr);
@@ -1134,6 +1134,6 @@ main(int argc, char **argv)
 		}
 	if (md)
 		fclose(md);
-	gs_gpu_close(E);
+	gs_cuda_close(E);
 	return 0;
 }

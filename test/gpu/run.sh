@@ -9,14 +9,9 @@ OUTD=${OUT:-test/gpu/out}
 mkdir -p "$OUTD"
 what=${1:-all}
 NVCC=${NVCC:-nvcc}
-ARCH="-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90"
-FLAGS="-O3 -std=c++17 $ARCH -Xcompiler -Wall -Ikernels -Isrc"
-EXTRA=""
-if [ -z "${GS_PREBUILT:-}" ] && [ -f src/cpu_select.c ]; then
-	gcc -O2 -std=gnu11 -Ikernels -Isrc -c src/cpu_select.c -o test/gpu/cpu_select.o || exit 1
-	EXTRA="-DGS_HAVE_CPU_ENGINE test/gpu/cpu_select.o"
-	echo "linking the CPU engine (src/cpu_select.c)"
-fi
+# the engines' sources, include paths and arch: kernels/engines.mk
+eval "$(make -s --no-print-directory -f kernels/engines.mk engine-vars)"
+FLAGS="-O3 -std=c++17 $GS_CUDA_ARCH -Xcompiler -Wall $GS_ENGINE_INCLUDES"
 set -e
 if [ -n "${GS_PREBUILT:-}" ] && [ -x "$GS_PREBUILT/gs_test.bin" ]; then
 	# built beforehand from this same tree (test/gpu/prebuild.sh), to save
@@ -24,8 +19,8 @@ if [ -n "${GS_PREBUILT:-}" ] && [ -x "$GS_PREBUILT/gs_test.bin" ]; then
 	cp "$GS_PREBUILT/gs_test.bin" test/gpu/gs_test.bin
 	echo "using the prebuilt harness in $GS_PREBUILT ($(cat "$GS_PREBUILT/built-from" 2>/dev/null))"
 else
-	$NVCC $FLAGS -Xcompiler -fPIC -Werror all-warnings -c kernels/gs_gpu.cu -o test/gpu/gs_gpu.o
-	$NVCC $FLAGS -lineinfo test/gpu/gs_test.cu test/gpu/gs_gpu.o $EXTRA -o test/gpu/gs_test.bin
+	test/gpu/prebuild.sh test/gpu/build >/dev/null
+	cp test/gpu/build/gs_test.bin test/gpu/gs_test.bin
 fi
 set +e
 rc=0

@@ -37,11 +37,9 @@
  *   B = approx_buckets (default 1024), n = number of keys,
  *   sample size  s = min(GS_APPROX_OVERSAMPLE * B, n)  (32 * B),
  *   sample i (0 <= i < s) is the key at global position
- *                    splitmix64(seed + i) % n
- *   (global position = index into the concatenation of the segments; the
- *   splitmix64 below is the standard one: z = x + 0x9E3779B97F4A7C15, then
- *   z = (z ^ z>>30) * 0xBF58476D1CE4E5B9, z = (z ^ z>>27) * 0x94D049BB133111EB,
- *   z ^ z>>31; all arithmetic mod 2^64),
+ *                    gs_splitmix64(seed + i) % n
+ *   (global position = index into the concatenation of the segments;
+ *   gs_splitmix64 is the contract's, gs_engine.h),
  *   the sample is sorted and the splitters are the sample keys at positions
  *   floor(j * s / B) for j = 1 .. B-1, deduplicated.
  *   One pass over the input counts for every distinct splitter v the keys
@@ -71,14 +69,12 @@
 #define GS_MIN_BITS		11
 #define GS_MAX_TOTAL_BUCKETS ((size_t) 1 << 21)	/* per input level, all tasks */
 #define GS_MAX_DEPTH	24		/* scratch recursion; deeper -> sort */
-#define GS_DEFAULT_BUCKETS 1024u
 #define GS_SAMPLE_MIN_N	((size_t) 1 << 16)	/* sample-bracketed first level from here */
 #define GS_SAMPLE		16384	/* its sample size */
 #define GS_SAMPLE_MARGIN 384	/* ~6 sigma of a sample quantile's position */
 #define GS_SAMPLE_TAIL	64		/* L/H at least this far inside the sample */
 #define GS_EXACT_SEED	UINT64_C(0x5E1EC7)
 #define GS_FEW_DISTINCT	64		/* sample with <= this many values: counting pass */
-#define GS_MAX_APPROX_BUCKETS (1u << 24)
 #define GS_APPROX_TBL_BITS 12	/* approx: splitter lookup table of 4096 entries, */
 #define GS_APPROX_TBL_MAX_BITS 16	/* ... up to 65536 */
 
@@ -851,16 +847,6 @@ scratch_select(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_t base,
 /* exact select                                                         */
 /* ------------------------------------------------------------------ */
 
-static inline uint64_t
-splitmix64(uint64_t x)
-{
-	uint64_t	z = x + UINT64_C(0x9E3779B97F4A7C15);
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
 /* out[i] = key at global position splitmix64(seed + i) % n, i < ns */
 static int
 sample_keys(const gs_input *in, uint64_t n, size_t ns, uint64_t seed, uint64_t *out)
@@ -876,7 +862,7 @@ sample_keys(const gs_input *in, uint64_t n, size_t ns, uint64_t seed, uint64_t *
 		segstart[s + 1] = segstart[s] + in->segs[s].n;
 	for (i = 0; i < ns; i++)
 	{
-		uint64_t	p = splitmix64(seed + (uint64_t) i) % n;
+		uint64_t	p = gs_splitmix64(seed + (uint64_t) i) % n;
 		size_t		lo = 0,
 					hi = in->nsegs;
 
@@ -2227,10 +2213,10 @@ gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	st = check_input(in, nranks, ranks, out, err, &n);
 	if (st != GS_OK)
 		return st;
-	B = opt && opt->approx_buckets ? opt->approx_buckets : GS_DEFAULT_BUCKETS;
+	B = opt && opt->approx_buckets ? opt->approx_buckets : GS_APPROX_BUCKETS_DEFAULT;
 	seed = opt ? opt->seed : 0;
-	if (B < 2 || B > GS_MAX_APPROX_BUCKETS)
-		return set_err(err, GS_ERR_INVALID, "approx_buckets must be between 2 and 16777216");
+	if (B < GS_APPROX_BUCKETS_MIN || B > GS_APPROX_BUCKETS_MAX)
+		return set_err(err, GS_ERR_INVALID, "approx_buckets must be between 2 and 8192");
 	set_err(err, GS_OK, "");
 	if (nranks == 0)
 		return GS_OK;

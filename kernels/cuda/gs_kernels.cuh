@@ -1,5 +1,5 @@
 /*
- * gs_kernels.cuh — SampleSelect kernels (internal; included by gs_gpu.cu).
+ * gs_kernels.cuh — SampleSelect kernels (internal; included by gs_cuda.cu).
  *
  * One exact level = four launches, all parameters read from device memory
  * (gs_level_state), so the host enqueues several levels without waiting:
@@ -44,7 +44,7 @@ template <> struct gs_key_max<uint64_t> { static constexpr uint64_t v = ~UINT64_
 #define GS_FULL 0xFFFFFFFFu
 
 /*
- * Programmatic dependent launch (Hopper; gs_launch in gs_gpu.cu): a level
+ * Programmatic dependent launch (Hopper; gs_launch in gs_cuda.cu): a level
  * kernel first waits until the kernel before it in the stream has completed
  * and its memory is visible, then lets the next one start launching, so
  * that a launch's latency overlaps the kernel before it.  The next kernel's
@@ -1097,7 +1097,7 @@ gs_active_blocks(gs_ull n)
  * dynamic shared memory: gs_count_smem(P, sizeof(K), PACKED) for the P the
  * launch was sized for, whose cell capacity is cells_cap.  THREADS: 256, 512
  * or 1024, so that the blocks that memory allows fill an SM (gs_count_kernel
- * in gs_gpu.cu picks the variant).  ONE: the one-splitter lookup hist_fast
+ * in gs_cuda.cu picks the variant).  ONE: the one-splitter lookup hist_fast
  * (gs_cells.cuh says when it pays), held to 64 registers (1024 threads per
  * SM): left alone, ptxas gave its batch ~100, i.e. half the warps (a minimum
  * of 0 blocks means none, as without the argument).  PACKED: its packed

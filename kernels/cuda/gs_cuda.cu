@@ -1,5 +1,5 @@
 /*
- * gs_gpu.cu — the CUDA engine behind gs_gpu.h: lifecycle, memory accounting,
+ * gs_cuda.cu — the CUDA engine behind gs_cuda.h: lifecycle, memory accounting,
  * fault injection, and the host drivers of exact SampleSelect (multi-level,
  * device-planned) and approximate SampleSelect (one level).
  *
@@ -16,7 +16,7 @@
 #include <cuda_runtime.h>
 #include <cub/device/device_radix_sort.cuh>
 
-#include "gs_gpu.h"
+#include "gs_cuda.h"
 #include "gs_kernels.cuh"
 
 struct gs_alloc_rec
@@ -27,7 +27,7 @@ struct gs_alloc_rec
 	gs_alloc_rec *next;
 };
 
-struct gs_gpu_engine
+struct gs_cuda_engine
 {
 	int			dev;
 	cudaStream_t s;				/* selection stream */
@@ -36,8 +36,8 @@ struct gs_gpu_engine
 	int			nsm;
 	size_t		smem_optin;
 	size_t		mem_cap;		/* 0: none */
-	size_t		dev_in_use;		/* gs_gpu_alloc */
-	size_t		host_in_use;	/* gs_gpu_host_alloc */
+	size_t		dev_in_use;		/* gs_cuda_alloc */
+	size_t		host_in_use;	/* gs_cuda_host_alloc */
 	size_t		internal_in_use;	/* temporaries of a running call */
 	int			inject;
 	int			sort_finish;	/* test hook: 0 cost model, 1 always, 2 never */
@@ -98,7 +98,7 @@ gs_cuda_fail(gs_error *err, cudaError_t ce, const char *what)
 /* ------------------------------------------------------------ memory */
 
 static gs_status
-gs_dev_alloc_internal(gs_gpu_engine *e, size_t bytes, void **p, gs_error *err)
+gs_dev_alloc_internal(gs_cuda_engine *e, size_t bytes, void **p, gs_error *err)
 {
 	*p = NULL;
 	if (bytes == 0)
@@ -123,7 +123,7 @@ gs_dev_alloc_internal(gs_gpu_engine *e, size_t bytes, void **p, gs_error *err)
 }
 
 static void
-gs_dev_free_internal(gs_gpu_engine *e, void *p, size_t bytes)
+gs_dev_free_internal(gs_cuda_engine *e, void *p, size_t bytes)
 {
 	if (p)
 	{
@@ -133,7 +133,7 @@ gs_dev_free_internal(gs_gpu_engine *e, void *p, size_t bytes)
 }
 
 static void
-gs_rec_add(gs_gpu_engine *e, void *p, size_t bytes, int host)
+gs_rec_add(gs_cuda_engine *e, void *p, size_t bytes, int host)
 {
 	gs_alloc_rec *r = (gs_alloc_rec *) malloc(sizeof *r);
 
@@ -151,7 +151,7 @@ gs_rec_add(gs_gpu_engine *e, void *p, size_t bytes, int host)
 }
 
 static int
-gs_rec_del(gs_gpu_engine *e, void *p, int host)
+gs_rec_del(gs_cuda_engine *e, void *p, int host)
 {
 	for (gs_alloc_rec **pp = &e->recs; *pp; pp = &(*pp)->next)
 		if ((*pp)->p == p && (*pp)->host == host)
@@ -211,7 +211,7 @@ gs_mopen_for(size_t nu)
 #define GS_FOCUS_Z 3.0
 
 static size_t
-gs_focus_sort_below(const gs_gpu_engine *e)
+gs_focus_sort_below(const gs_cuda_engine *e)
 {
 	if (e->focus_sort >= 0 && (size_t) e->focus_sort < GS_FOCUS_SORT_MAX)
 		return (size_t) e->focus_sort;
@@ -489,7 +489,7 @@ gs_set_attrs(size_t optin)
 		return ce;
 	/* the approximate pick's candidate ranks (k_approx_pick) */
 	ce = cudaFuncSetAttribute(k_approx_pick<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) ((GS_MAX_APPROX_BUCKETS + 2) * 8));
+							  (int) ((GS_APPROX_BUCKETS_MAX + 2) * 8));
 	if (ce != cudaSuccess)
 		return ce;
 	/* the approximate sample's runs (4-byte keys only) */
@@ -515,11 +515,11 @@ gs_set_attrs(size_t optin)
 }
 
 static gs_status
-gs_gpu_open_impl(int ordinal, gs_gpu_engine **out, gs_error *err)
+gs_cuda_open_impl(int ordinal, gs_cuda_engine **out, gs_error *err)
 {
 	int			count = 0;
 	cudaError_t ce;
-	gs_gpu_engine *e;
+	gs_cuda_engine *e;
 	cudaDeviceProp prop;
 	gs_status	rc = GS_OK;
 
@@ -539,7 +539,7 @@ gs_gpu_open_impl(int ordinal, gs_gpu_engine **out, gs_error *err)
 		return gs_fail(err, GS_ERR_NO_DEVICE, "no CUDA device");
 	if (ordinal < 0 || ordinal >= count)
 		return gs_fail(err, GS_ERR_NO_DEVICE, "no CUDA device %d (%d present)", ordinal, count);
-	e = (gs_gpu_engine *) calloc(1, sizeof *e);
+	e = (gs_cuda_engine *) calloc(1, sizeof *e);
 	if (!e)
 		return gs_fail(err, GS_ERR_NOMEM, "out of host memory");
 	e->dev = ordinal;
@@ -562,7 +562,7 @@ gs_gpu_open_impl(int ordinal, gs_gpu_engine **out, gs_error *err)
 	GS_CK(cudaEventCreateWithFlags(&e->ev_copy, cudaEventDisableTiming), "cudaEventCreate");
 	{
 		/* keep up to 1 GiB of freed temporaries in the device's default
-		 * pool between calls (returned by gs_gpu_close) */
+		 * pool between calls (returned by gs_cuda_close) */
 		cudaMemPool_t pool;
 		uint64_t	keep = (uint64_t) 1 << 30;
 
@@ -600,7 +600,7 @@ k_gather(const K *sorted, const gs_ull *ranks, int nr, gs_ull *out)
  * sort of the input.  Needs 2n keys of scratch; fails cleanly if absent. */
 template <typename K>
 static gs_status
-gs_sort_fallback(gs_gpu_engine *e, const K *d_in, size_t n, const gs_ull *d_ranks, int nu,
+gs_sort_fallback(gs_cuda_engine *e, const K *d_in, size_t n, const gs_ull *d_ranks, int nu,
 				 gs_ull *d_res, gs_error *err)
 {
 	gs_status	rc = GS_OK;
@@ -650,7 +650,7 @@ gs_check_interrupt(const gs_options *opt, gs_error *err)
 
 template <typename K>
 static int
-gs_occ_grid(gs_gpu_engine *e, const void *fn, size_t dyn, int threads = GS_COUNT_THREADS)
+gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads = GS_COUNT_THREADS)
 {
 	int			per = 0;
 
@@ -695,7 +695,7 @@ gs_launch(void (*fn) (Params...), int grid, int threads, size_t smem, cudaStream
  * caller's copy of the results waits for it and reports its errors) */
 template <typename K>
 static gs_status
-gs_finish_sort(gs_gpu_engine *e, K *a, K *b, size_t n, const gs_ull *rank_cur, int *resolved, int nu,
+gs_finish_sort(gs_cuda_engine *e, K *a, K *b, size_t n, const gs_ull *rank_cur, int *resolved, int nu,
 			   gs_ull *res, gs_ull kbase, gs_ull kspan, gs_error *err)
 {
 	gs_status	rc = GS_OK;
@@ -723,7 +723,7 @@ done:
 
 template <typename K>
 static gs_status
-gs_select_exact(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
+gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
 				uint64_t *out_keys, const gs_options *opt, gs_error *err)
 {
 	gs_status	rc = GS_OK;
@@ -1011,7 +1011,7 @@ gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, si
 
 template <typename K>
 static gs_status
-gs_select_approx_t(gs_gpu_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
+gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
 				   const gs_options *opt, gs_approx_pick *out, gs_error *err)
 {
 	gs_status	rc = GS_OK;
@@ -1122,7 +1122,7 @@ done:
 /* ------------------------------------------------------------ validation */
 
 static gs_status
-gs_validate(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned key_bytes, const uint64_t *ranks,
+gs_validate(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_bytes, const uint64_t *ranks,
 			size_t nranks, const void *out, gs_error *err)
 {
 	if (!e)
@@ -1146,7 +1146,7 @@ gs_validate(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned key_bytes, 
 }
 
 static gs_status
-gs_check_fits(gs_gpu_engine *e, size_t need, gs_error *err)
+gs_check_fits(gs_cuda_engine *e, size_t need, gs_error *err)
 {
 	size_t		fr = 0,
 				tot = 0;
@@ -1167,22 +1167,22 @@ gs_check_fits(gs_gpu_engine *e, size_t need, gs_error *err)
 extern "C" {
 
 gs_status
-gs_gpu_open(int ordinal, gs_gpu_engine **out, gs_error *err)
+gs_cuda_open(int ordinal, gs_cuda_engine **out, gs_error *err)
 {
 	try
 	{
 		if (!out)
 			return gs_fail(err, GS_ERR_INVALID, "out is NULL");
-		return gs_gpu_open_impl(ordinal, out, err);
+		return gs_cuda_open_impl(ordinal, out, err);
 	}
 	catch (...)
 	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_gpu_open");
+		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_open");
 	}
 }
 
 void
-gs_gpu_close(gs_gpu_engine *e)
+gs_cuda_close(gs_cuda_engine *e)
 {
 	if (!e)
 		return;
@@ -1222,7 +1222,7 @@ gs_gpu_close(gs_gpu_engine *e)
 }
 
 gs_status
-gs_gpu_device_info(gs_gpu_engine *e, char *name, size_t namelen, size_t *free_bytes,
+gs_cuda_device_info(gs_cuda_engine *e, char *name, size_t namelen, size_t *free_bytes,
 				   size_t *total_bytes, gs_error *err)
 {
 	try
@@ -1251,20 +1251,20 @@ gs_gpu_device_info(gs_gpu_engine *e, char *name, size_t namelen, size_t *free_by
 }
 
 size_t
-gs_gpu_scratch_bytes(size_t n, unsigned key_bytes, size_t nranks)
+gs_cuda_scratch_bytes(size_t n, unsigned key_bytes, size_t nranks)
 {
 	if (key_bytes != 4 && key_bytes != 8)
 		key_bytes = 8;
 	if (nranks == 0)
 		nranks = 1;
 	size_t		ex = gs_exact_scratch(n, key_bytes, nranks);
-	size_t		ap = gs_approx_scratch(n, key_bytes, nranks, GS_MAX_APPROX_BUCKETS, 132 * 8, NULL);
+	size_t		ap = gs_approx_scratch(n, key_bytes, nranks, GS_APPROX_BUCKETS_MAX, 132 * 8, NULL);
 
 	return ex > ap ? ex : ap;
 }
 
 gs_status
-gs_gpu_select(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned key_bytes,
+gs_cuda_select(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_bytes,
 			  const uint64_t *ranks, size_t nranks, uint64_t *out_keys,
 			  const gs_options *opt, gs_error *err)
 {
@@ -1292,12 +1292,12 @@ gs_gpu_select(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned key_bytes
 	}
 	catch (...)
 	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_gpu_select");
+		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_select");
 	}
 }
 
 gs_status
-gs_gpu_select_approx(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned key_bytes,
+gs_cuda_select_approx(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_bytes,
 					 const uint64_t *ranks, size_t nranks, const gs_options *opt,
 					 gs_approx_pick *out, gs_error *err)
 {
@@ -1318,9 +1318,9 @@ gs_gpu_select_approx(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned ke
 			o2.approx_buckets = 1024;
 			opt = &o2;
 		}
-		if (opt->approx_buckets < 2 || opt->approx_buckets > GS_MAX_APPROX_BUCKETS)
+		if (opt->approx_buckets < 2 || opt->approx_buckets > GS_APPROX_BUCKETS_MAX)
 			return gs_fail(err, GS_ERR_INVALID, "approx_buckets must be in [2, %d], got %u",
-						   GS_MAX_APPROX_BUCKETS, opt->approx_buckets);
+						   GS_APPROX_BUCKETS_MAX, opt->approx_buckets);
 		if (nranks == 0)
 			return gs_ok(err);
 		if (cudaSetDevice(e->dev) != cudaSuccess)
@@ -1331,12 +1331,12 @@ gs_gpu_select_approx(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned ke
 	}
 	catch (...)
 	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_gpu_select_approx");
+		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_select_approx");
 	}
 }
 
 gs_status
-gs_gpu_alloc(gs_gpu_engine *e, size_t bytes, void **d_ptr, gs_error *err)
+gs_cuda_alloc(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err)
 {
 	try
 	{
@@ -1364,7 +1364,7 @@ gs_gpu_alloc(gs_gpu_engine *e, size_t bytes, void **d_ptr, gs_error *err)
 }
 
 void
-gs_gpu_free(gs_gpu_engine *e, void *d_ptr)
+gs_cuda_free(gs_cuda_engine *e, void *d_ptr)
 {
 	if (!e || !d_ptr)
 		return;
@@ -1374,7 +1374,7 @@ gs_gpu_free(gs_gpu_engine *e, void *d_ptr)
 }
 
 gs_status
-gs_gpu_host_alloc(gs_gpu_engine *e, size_t bytes, void **h_ptr, gs_error *err)
+gs_cuda_host_alloc(gs_cuda_engine *e, size_t bytes, void **h_ptr, gs_error *err)
 {
 	try
 	{
@@ -1399,7 +1399,7 @@ gs_gpu_host_alloc(gs_gpu_engine *e, size_t bytes, void **h_ptr, gs_error *err)
 }
 
 void
-gs_gpu_host_free(gs_gpu_engine *e, void *h_ptr)
+gs_cuda_host_free(gs_cuda_engine *e, void *h_ptr)
 {
 	if (!e || !h_ptr)
 		return;
@@ -1409,7 +1409,7 @@ gs_gpu_host_free(gs_gpu_engine *e, void *h_ptr)
 }
 
 gs_status
-gs_gpu_host_register(gs_gpu_engine *e, void *h_ptr, size_t bytes, gs_error *err)
+gs_cuda_host_register(gs_cuda_engine *e, void *h_ptr, size_t bytes, gs_error *err)
 {
 	try
 	{
@@ -1429,7 +1429,7 @@ gs_gpu_host_register(gs_gpu_engine *e, void *h_ptr, size_t bytes, gs_error *err)
 }
 
 void
-gs_gpu_host_unregister(gs_gpu_engine *e, void *h_ptr)
+gs_cuda_host_unregister(gs_cuda_engine *e, void *h_ptr)
 {
 	if (!e || !h_ptr)
 		return;
@@ -1439,7 +1439,7 @@ gs_gpu_host_unregister(gs_gpu_engine *e, void *h_ptr)
 }
 
 gs_status
-gs_gpu_copy_to_device_async(gs_gpu_engine *e, void *d_dst, const void *h_src, size_t bytes, gs_error *err)
+gs_cuda_copy_to_device_async(gs_cuda_engine *e, void *d_dst, const void *h_src, size_t bytes, gs_error *err)
 {
 	try
 	{
@@ -1460,7 +1460,7 @@ gs_gpu_copy_to_device_async(gs_gpu_engine *e, void *d_dst, const void *h_src, si
 }
 
 gs_status
-gs_gpu_widen16(gs_gpu_engine *e, const void *d_src16, void *d_dst32, size_t n, gs_error *err)
+gs_cuda_widen16(gs_cuda_engine *e, const void *d_src16, void *d_dst32, size_t n, gs_error *err)
 {
 	try
 	{
@@ -1492,7 +1492,7 @@ done:
 }
 
 gs_status
-gs_gpu_sync(gs_gpu_engine *e, gs_error *err)
+gs_cuda_sync(gs_cuda_engine *e, gs_error *err)
 {
 	try
 	{
@@ -1513,63 +1513,63 @@ done:
 }
 
 void
-gs_gpu_set_memory_cap(gs_gpu_engine *e, size_t bytes)
+gs_cuda_set_memory_cap(gs_cuda_engine *e, size_t bytes)
 {
 	if (e)
 		e->mem_cap = bytes;
 }
 
-/* test hook (not in gs_gpu.h): multiselect finishing sort, 0 by the cost
+/* test hook (not in gs_cuda.h): multiselect finishing sort, 0 by the cost
  * model, 1 always after the first level, 2 never */
-void		gs_gpu_test_sort_finish(gs_gpu_engine *e, int mode);
+void		gs_cuda_test_sort_finish(gs_cuda_engine *e, int mode);
 
 void
-gs_gpu_test_sort_finish(gs_gpu_engine *e, int mode)
+gs_cuda_test_sort_finish(gs_cuda_engine *e, int mode)
 {
 	if (e)
 		e->sort_finish = mode;
 }
 
-/* test hook (not in gs_gpu.h): single-rank finishing-sort threshold in
+/* test hook (not in gs_cuda.h): single-rank finishing-sort threshold in
  * keys (0: never sort; negative: the default) */
-void		gs_gpu_test_focus_sort(gs_gpu_engine *e, long long below);
+void		gs_cuda_test_focus_sort(gs_cuda_engine *e, long long below);
 
 void
-gs_gpu_test_focus_sort(gs_gpu_engine *e, long long below)
+gs_cuda_test_focus_sort(gs_cuda_engine *e, long long below)
 {
 	if (e)
 		e->focus_sort = below < 0 ? -1 : below;
 }
 
-/* test hook (not in gs_gpu.h): single-rank splitter distance in sigmas
+/* test hook (not in gs_cuda.h): single-rank splitter distance in sigmas
  * (<= 0: the default) */
-void		gs_gpu_test_focus_z(gs_gpu_engine *e, double z);
+void		gs_cuda_test_focus_z(gs_cuda_engine *e, double z);
 
 void
-gs_gpu_test_focus_z(gs_gpu_engine *e, double z)
+gs_cuda_test_focus_z(gs_cuda_engine *e, double z)
 {
 	if (e)
 		e->focus_z = z > 0 ? z : GS_FOCUS_Z;
 }
 
-/* test hook (not in gs_gpu.h): key bits the last finishing sort sorted on */
-int			gs_gpu_test_last_sort_bits(gs_gpu_engine *e);
+/* test hook (not in gs_cuda.h): key bits the last finishing sort sorted on */
+int			gs_cuda_test_last_sort_bits(gs_cuda_engine *e);
 
 int
-gs_gpu_test_last_sort_bits(gs_gpu_engine *e)
+gs_cuda_test_last_sort_bits(gs_cuda_engine *e)
 {
 	return e ? e->last_sort_bits : 0;
 }
 
 void
-gs_gpu_inject_launch_failures(gs_gpu_engine *e, int count)
+gs_cuda_inject_launch_failures(gs_cuda_engine *e, int count)
 {
 	if (e)
 		e->inject = count > 0 ? count : 0;
 }
 
 void
-gs_gpu_memory_in_use(gs_gpu_engine *e, size_t *device_bytes, size_t *host_pinned_bytes)
+gs_cuda_memory_in_use(gs_cuda_engine *e, size_t *device_bytes, size_t *host_pinned_bytes)
 {
 	if (device_bytes)
 		*device_bytes = e ? e->dev_in_use + e->internal_in_use : 0;

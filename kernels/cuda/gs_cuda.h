@@ -1,15 +1,15 @@
 /*
- * gs_gpu.h — the CUDA engine's plain-C interface (no CUDA types).
+ * gs_cuda.h — the CUDA engine's plain-C interface (no CUDA types).
  *
  * Same contract as gs_engine.h: every call returns a gs_status and fills
  * *err; nothing aborts, prints, throws or longjmps; everything a call
- * allocates for itself is freed before it returns.  One gs_gpu_engine per
+ * allocates for itself is freed before it returns.  One gs_cuda_engine per
  * process (a PostgreSQL backend, or the standalone harness); it is not
  * thread-safe.  Never call any of this in the postmaster or _PG_init: the
  * CUDA context must be created lazily in the process that uses it.
  */
-#ifndef GS_GPU_H_KERNELS
-#define GS_GPU_H_KERNELS
+#ifndef GS_CUDA_H
+#define GS_CUDA_H
 
 #include "gs_engine.h"
 
@@ -17,62 +17,62 @@
 extern "C" {
 #endif
 
-typedef struct gs_gpu_engine gs_gpu_engine;
+typedef struct gs_cuda_engine gs_cuda_engine;
 
 /* ---- lifecycle ---- */
 
 /* Creates the context on device `ordinal`.  GS_ERR_NO_DEVICE when there is no
  * driver (cudaGetDeviceCount gives 35) or no device (100). */
-gs_status	gs_gpu_open(int ordinal, gs_gpu_engine **out, gs_error *err);
-void		gs_gpu_close(gs_gpu_engine *e);
-gs_status	gs_gpu_device_info(gs_gpu_engine *e, char *name, size_t namelen,
+gs_status	gs_cuda_open(int ordinal, gs_cuda_engine **out, gs_error *err);
+void		gs_cuda_close(gs_cuda_engine *e);
+gs_status	gs_cuda_device_info(gs_cuda_engine *e, char *name, size_t namelen,
 							   size_t *free_bytes, size_t *total_bytes, gs_error *err);
 
 /* ---- selection on keys already in device memory ----
  * d_keys: n keys of key_bytes (4 or 8; callers widen 2-byte keys to 4).
  * Synchronous: results are on the host when the call returns.  The input is
  * not modified.  opt->interrupt is polled between levels. */
-gs_status	gs_gpu_select(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned key_bytes,
+gs_status	gs_cuda_select(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_bytes,
 						  const uint64_t *ranks, size_t nranks, uint64_t *out_keys,
 						  const gs_options *opt, gs_error *err);
-gs_status	gs_gpu_select_approx(gs_gpu_engine *e, const void *d_keys, size_t n, unsigned key_bytes,
+gs_status	gs_cuda_select_approx(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_bytes,
 								 const uint64_t *ranks, size_t nranks,
 								 const gs_options *opt, gs_approx_pick *out, gs_error *err);
 
 /* Peak device temporaries (bytes, excluding the input) the calls above use. */
-size_t		gs_gpu_scratch_bytes(size_t n, unsigned key_bytes, size_t nranks);
+size_t		gs_cuda_scratch_bytes(size_t n, unsigned key_bytes, size_t nranks);
 
 /* ---- memory and copies, for callers that stage their own data ---- */
-gs_status	gs_gpu_alloc(gs_gpu_engine *e, size_t bytes, void **d_ptr, gs_error *err);
-void		gs_gpu_free(gs_gpu_engine *e, void *d_ptr);
+gs_status	gs_cuda_alloc(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err);
+void		gs_cuda_free(gs_cuda_engine *e, void *d_ptr);
 /* page-locked host memory: allocate, or register/unregister existing memory */
-gs_status	gs_gpu_host_alloc(gs_gpu_engine *e, size_t bytes, void **h_ptr, gs_error *err);
-void		gs_gpu_host_free(gs_gpu_engine *e, void *h_ptr);
-gs_status	gs_gpu_host_register(gs_gpu_engine *e, void *h_ptr, size_t bytes, gs_error *err);
-void		gs_gpu_host_unregister(gs_gpu_engine *e, void *h_ptr);
+gs_status	gs_cuda_host_alloc(gs_cuda_engine *e, size_t bytes, void **h_ptr, gs_error *err);
+void		gs_cuda_host_free(gs_cuda_engine *e, void *h_ptr);
+gs_status	gs_cuda_host_register(gs_cuda_engine *e, void *h_ptr, size_t bytes, gs_error *err);
+void		gs_cuda_host_unregister(gs_cuda_engine *e, void *h_ptr);
 /* asynchronous host->device copy on the engine's copy stream */
-gs_status	gs_gpu_copy_to_device_async(gs_gpu_engine *e, void *d_dst, const void *h_src,
+gs_status	gs_cuda_copy_to_device_async(gs_cuda_engine *e, void *d_dst, const void *h_src,
 										size_t bytes, gs_error *err);
 /* widen 2-byte keys to 4-byte keys on the device (n keys, src and dst on device) */
-gs_status	gs_gpu_widen16(gs_gpu_engine *e, const void *d_src16, void *d_dst32, size_t n,
+gs_status	gs_cuda_widen16(gs_cuda_engine *e, const void *d_src16, void *d_dst32, size_t n,
 						   gs_error *err);
-/* device->device copy, complete on return (kernels/gs_gpu_stage.cu); call
- * gs_gpu_sync first when d_src was filled by queued work */
-gs_status	gs_gpu_copy_device(gs_gpu_engine *e, void *d_dst, const void *d_src, size_t bytes,
+/* device->device copy, complete on return (gs_cuda_copy.cu); call
+ * gs_cuda_sync first when d_src was filled by queued work */
+gs_status	gs_cuda_copy_device(gs_cuda_engine *e, void *d_dst, const void *d_src, size_t bytes,
 							   gs_error *err);
 /* wait for every copy and kernel the engine has queued */
-gs_status	gs_gpu_sync(gs_gpu_engine *e, gs_error *err);
+gs_status	gs_cuda_sync(gs_cuda_engine *e, gs_error *err);
 
 /* ---- fault injection, for tests ---- */
 /* device allocations beyond `bytes` in total fail as GS_ERR_DEVICE_NOMEM (0: no cap) */
-void		gs_gpu_set_memory_cap(gs_gpu_engine *e, size_t bytes);
+void		gs_cuda_set_memory_cap(gs_cuda_engine *e, size_t bytes);
 /* the next `count` selection calls fail as if a launch had failed (GS_ERR_DEVICE) */
-void		gs_gpu_inject_launch_failures(gs_gpu_engine *e, int count);
-/* bytes currently allocated through gs_gpu_alloc / gs_gpu_host_alloc (leak checks) */
-void		gs_gpu_memory_in_use(gs_gpu_engine *e, size_t *device_bytes, size_t *host_pinned_bytes);
+void		gs_cuda_inject_launch_failures(gs_cuda_engine *e, int count);
+/* bytes currently allocated through gs_cuda_alloc / gs_cuda_host_alloc (leak checks) */
+void		gs_cuda_memory_in_use(gs_cuda_engine *e, size_t *device_bytes, size_t *host_pinned_bytes);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif							/* GS_GPU_H_KERNELS */
+#endif							/* GS_CUDA_H */

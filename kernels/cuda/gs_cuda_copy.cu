@@ -1,19 +1,19 @@
 /*
- * gs_gpu_stage.cu — the one staging operation the PostgreSQL path needs that
- * the selection engine (gs_gpu.cu) does not offer: joining chunks that were
+ * gs_cuda_copy.cu — the one staging operation the PostgreSQL path needs that
+ * the selection engine (gs_cuda.cu) does not offer: joining chunks that were
  * uploaded while the scan ran into one contiguous device buffer.
  *
  * Plain CUDA runtime calls, no engine internals: the caller syncs the engine
- * first (gs_gpu_sync) and this call returns only when the copy is complete,
+ * first (gs_cuda_sync) and this call returns only when the copy is complete,
  * so the engine's own streams need no ordering with the default stream.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
 
-#include "gs_gpu.h"
+#include "gs_cuda.h"
 
 extern "C" gs_status
-gs_gpu_copy_device(gs_gpu_engine *e, void *d_dst, const void *d_src, size_t bytes,
+gs_cuda_copy_device(gs_cuda_engine *e, void *d_dst, const void *d_src, size_t bytes,
 				   gs_error *err)
 {
 	cudaError_t rc;

@@ -1,6 +1,6 @@
 /*
  * gs_select.cuh — device building blocks of the SampleSelect engine
- * (internal to kernels/; included by gs_gpu.cu only).
+ * (internal to kernels/; included by gs_cuda.cu only).
  *
  * Bucket layout of one level (equality buckets, Ribizel & Anzt 2020 §4.3):
  * the m distinct splitters d[0] < ... < d[m-1] define 2m+1 buckets
@@ -17,28 +17,18 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 
+#include "gs_engine.h"	/* gs_splitmix64, GS_APPROX_BUCKETS_MAX */
+
 #define GS_SAMPLE_THREADS 512
 #define GS_SAMPLE_ITEMS 16
 #define GS_SAMPLE_SIZE (GS_SAMPLE_THREADS * GS_SAMPLE_ITEMS)	/* 8192: also the base-case size */
 #define GS_SAMPLE_ITEMS_WIDE 32		/* spread levels of 4096 buckets: a 16384-key sample */
 #define GS_MAX_SPLIT_EXACT 4095		/* exact mode: at most 4096 open buckets */
-#define GS_MAX_APPROX_BUCKETS 8192
-#define GS_MAX_SPLIT 8191			/* approx mode: approx_buckets-1 splitters */
+#define GS_MAX_SPLIT (GS_APPROX_BUCKETS_MAX - 1)	/* approx mode: approx_buckets-1 splitters */
 #define GS_COUNT_THREADS 256
 #define GS_COUNT_THREADS_WIDE 512	/* k_count where shared memory allows two blocks per SM */
 #define GS_COUNT_THREADS_FULL 1024	/* k_count where shared memory allows one block per SM */
 #define GS_UNROLL 4
-
-/* splitmix64 (Steele, Lea, Flood 2014): the sampler's hash; the CPU engine
- * uses the same function so both draw the same approximate sample. */
-static __host__ __device__ __forceinline__ uint64_t
-gs_splitmix64(uint64_t x)
-{
-	x += UINT64_C(0x9E3779B97F4A7C15);
-	x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return x ^ (x >> 31);
-}
 
 /* Level state, one per call, in device memory.  Written by the single-block
  * sample/plan kernels, read by all; the host reads it only between batches

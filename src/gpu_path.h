@@ -1,19 +1,19 @@
 /*
- * gpu.h — the GPU path as the rest of src/ sees it.  Implemented by
- * gpu_path.c in CUDA builds and by gpu_none.c in CPU-only builds, so no other
+ * gpu_path.h — the GPU path as the rest of src/ sees it.  Implemented by
+ * gpu_path.c in CUDA builds and by gpu_path_none.c in CPU-only builds, so no other
  * file needs #ifdef GS_HAVE_CUDA.  No CUDA type appears here.
  */
-#ifndef GS_GPU_H
-#define GS_GPU_H
+#ifndef GPU_PATH_H
+#define GPU_PATH_H
 
 #include "state.h"
 
 /* Result of an attempt to run a selection on the GPU. */
-typedef enum GsGpuOutcome
+typedef enum GpuPathOutcome
 {
-	GS_GPU_DONE,				/* the GPU answered; outputs are filled */
-	GS_GPU_NOT_USED				/* no GPU (or it failed in auto mode): use the CPU */
-} GsGpuOutcome;
+	GPU_PATH_DONE,				/* the GPU answered; outputs are filled */
+	GPU_PATH_NOT_USED				/* no GPU (or it failed in auto mode): use the CPU */
+} GpuPathOutcome;
 
 typedef struct GsRunInfo
 {
@@ -32,25 +32,25 @@ typedef struct GsRunInfo
  * NULL means "use ordinary palloc memory".  Pinned memory is
  * released by a reset callback on st->mcxt registered by gpu_path.c.
  */
-extern void *gs_gpu_chunk_alloc(GsState *st, Size bytes);
+extern void *gpu_path_chunk_alloc(GsState *st, Size bytes);
 
 /* state.c calls this when a chunk is full: the GPU path may start copying it. */
-extern void gs_gpu_chunk_filled(GsState *st, int chunkno);
+extern void gpu_path_chunk_filled(GsState *st, int chunkno);
 
 /*
  * Exact (picks == NULL) or approximate selection of nranks 0-based ranks.
  * In gpuselect.device = gpu a failure raises ERROR; in auto it returns
- * GS_GPU_NOT_USED after one NOTICE per backend and reason.
+ * GPU_PATH_NOT_USED after one NOTICE per backend and reason.
  */
-extern GsGpuOutcome gs_gpu_path_select(GsState *st, const gs_input *in,
+extern GpuPathOutcome gpu_path_select(GsState *st, const gs_input *in,
 								  const uint64 *ranks, int nranks,
 								  uint64 *out_keys, gs_approx_pick *picks,
 								  GsRunInfo *info);
 
 /* _PG_init: settings that exist only in CUDA builds (test hooks). No CUDA call. */
-extern void gs_gpu_define_gucs(void);
+extern void gpu_path_define_gucs(void);
 
 /* gpuselect_status(): fills name/value pairs about the GPU. */
-extern void gs_gpu_status(void (*emit) (const char *name, const char *value, void *arg), void *arg);
+extern void gpu_path_status(void (*emit) (const char *name, const char *value, void *arg), void *arg);
 
-#endif							/* GS_GPU_H */
+#endif							/* GPU_PATH_H */
