@@ -264,6 +264,20 @@ ap_fill_table(ap_arg *aa, const uint64_t *spl, size_t ns, size_t nt, size_t ta, 
 	}
 }
 
+/* pad the splitters with UINT64_MAX for the search window; NULL on no memory */
+static uint64_t *
+pad_splitters(uint64_t *spl, size_t ns, unsigned win)
+{
+	uint64_t   *ps = realloc(spl, (ns + win) * sizeof(uint64_t));
+	size_t		i;
+
+	if (!ps)
+		return NULL;
+	for (i = ns; i < ns + win; i++)
+		ps[i] = UINT64_MAX;
+	return ps;
+}
+
 /*
  * One counting pass against ns distinct ascending splitters *splp (malloc'd;
  * reallocated to pad it): aa->cnt[2i] = keys between spl[i-1] and spl[i],
@@ -273,12 +287,11 @@ ap_fill_table(ap_arg *aa, const uint64_t *spl, size_t ns, size_t nt, size_t ta, 
  */
 gs_status
 cpu_count_splitters(const gs_input *in, size_t n, uint64_t **splp, size_t ns, ap_arg *aa_,
-				const gs_options *opt, gs_error *err)
+					const gs_options *opt, gs_error *err)
 {
 	uint64_t   *spl = *splp;
 	ap_arg		aa = *aa_;
-	size_t		i,
-				nt,
+	size_t		nt,
 				ta,
 				tb;
 	gs_status	st = GS_OK;
@@ -301,20 +314,13 @@ cpu_count_splitters(const gs_input *in, size_t n, uint64_t **splp, size_t ns, ap
 		goto done;
 	}
 	ap_fill_table(&aa, spl, ns, nt, ta, tb);
-	/* pad the splitters for the search window */
+	spl = pad_splitters(spl, ns, aa.win);
+	if (!spl)
 	{
-		uint64_t   *ps = realloc(spl, (ns + aa.win) * sizeof(uint64_t));
-
-		if (!ps)
-		{
-			st = NOMEM(err);
-			goto done;
-		}
-		spl = ps;
-		*splp = ps;
-		for (i = ns; i < ns + aa.win; i++)
-			spl[i] = UINT64_MAX;
+		st = NOMEM(err);
+		goto done;
 	}
+	*splp = spl;
 	aa.spl = spl;
 	aa.mn = UINT64_MAX;
 	aa.mx = 0;

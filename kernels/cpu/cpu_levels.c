@@ -233,306 +233,386 @@ static const kernset histpwt_kernels = {histpwt_16, histpwt_32, histpwt_64, hist
 static const kernset gathpwt_kernels = {gathpwt_16, gathpwt_32, gathpwt_64, NULL};
 
 /*
+ * The input levels' state: the live tasks and their children, the per-task
+ * arrays the kernels read, the histogram, the gather's map and scratch
+ * buffers, and the first level's piecewise layout.
+ */
+typedef struct lvl_state
+{
+	pw_layout	pw;
+	task	   *tasks,
+			   *kids;
+	size_t		nt,				/* live tasks */
+				nk,				/* their children */
+				nslots;			/* the level's histogram slots (+ 1 dummy) */
+	uint64_t   *tlo,
+			   *tw;
+	unsigned   *tsh;
+	size_t	   *thoff;
+	uint32_t   *h32;
+	uint64_t   *h64;
+	int32_t    *map;
+	uint64_t   *bm;
+	size_t	   *pos;
+	uint64_t   *tmn,
+			   *tmx;
+	uint64_t   *sa,
+			   *sb;
+	lvl_arg		la;				/* the level's passes' argument */
+} lvl_state;
+
+static void
+lvl_free(lvl_state *ls)
+{
+	cpu_pw_free(&ls->pw);
+	free(ls->tasks);
+	free(ls->kids);
+	free(ls->tlo);
+	free(ls->tw);
+	free(ls->tsh);
+	free(ls->thoff);
+	free(ls->h32);
+	free(ls->h64);
+	free(ls->map);
+	free(ls->bm);
+	free(ls->pos);
+	free(ls->tmn);
+	free(ls->tmx);
+	free(ls->sa);
+	free(ls->sb);
+}
+
+/* the state for up to e->nu tasks, and the first task: [mn, mx], all ranks */
+static gs_status
+lvl_start(eng *e, lvl_state *ls, uint64_t n, uint64_t mn, uint64_t mx, int open,
+		  const uint64_t *samp, size_t nsamp, size_t sampoff)
+{
+	task	   *t0;
+
+	memset(ls, 0, sizeof *ls);
+	ls->tasks = malloc(e->nu * sizeof(task));
+	ls->kids = malloc(e->nu * sizeof(task));
+	ls->tlo = malloc(e->nu * sizeof(uint64_t));
+	ls->tw = malloc(e->nu * sizeof(uint64_t));
+	ls->tsh = malloc(e->nu * sizeof(unsigned));
+	ls->thoff = malloc(e->nu * sizeof(size_t));
+	ls->pos = malloc(e->nu * sizeof(size_t));
+	ls->tmn = malloc(e->nu * sizeof(uint64_t));
+	ls->tmx = malloc(e->nu * sizeof(uint64_t));
+	if (!ls->tasks || !ls->kids || !ls->tlo || !ls->tw || !ls->tsh || !ls->thoff ||
+		!ls->pos || !ls->tmn || !ls->tmx)
+		return NOMEM(e->err);
+	ls->nt = 1;
+	t0 = &ls->tasks[0];
+	t0->lo = mn;
+	t0->hi = mx;
+	t0->base = 0;
+	t0->cnt = n;
+	t0->r0 = 0;
+	t0->r1 = e->nu;
+	t0->open = open;
+	t0->pw = 0;
+	if (open && samp && nsamp > 0)
+	{
+		int			c = cpu_pw_choose(&ls->pw, mn, mx, samp, nsamp, sampoff, e->ur, e->nu, n);
+
+		if (c < 0)
+			return NOMEM(e->err);
+		t0->pw = c;
+	}
+	return GS_OK;
+}
+
+/*
+ * The level's bucket layout: 2^bits buckets per task at most (fewer when
+ * there are many tasks), each task's shift, bucket count and offset in the
+ * flat histogram, copied into the arrays the kernels read.
+ */
+static void
+lvl_layout(lvl_state *ls)
+{
+	task	   *tasks = ls->tasks;
+	unsigned	bits = GS_MAX_BITS;
+	size_t		nslots = 0,
+				t;
+
+	while (bits > 4 && (ls->nt << bits) > GS_MAX_TOTAL_BUCKETS)
+		bits--;
+	for (t = 0; t < ls->nt; t++)
+	{
+		uint64_t	range = tasks[t].hi - tasks[t].lo;
+
+		tasks[t].shift = tasks[t].pw ? 0 : shift_for(range, bits);
+		tasks[t].nb = tasks[t].pw ? ls->pw.nslots : (size_t) (range >> tasks[t].shift) + 1;
+		tasks[t].hoff = nslots;
+		nslots += tasks[t].nb + (tasks[t].open ? 2 : 0);
+		ls->tlo[t] = tasks[t].lo;
+		ls->tw[t] = range;
+		ls->tsh[t] = tasks[t].shift;
+		ls->thoff[t] = tasks[t].hoff;
+		ls->tmn[t] = UINT64_MAX;
+		ls->tmx[t] = 0;
+	}
+	ls->nslots = nslots;
+}
+
+/* lay out the level and count its slots in one pass: ls->h64, ls->tmn/tmx */
+static gs_status
+lvl_histogram(eng *e, lvl_state *ls, const gs_input *in)
+{
+	const task *t0 = &ls->tasks[0];
+	lvl_arg    *la = &ls->la;
+	size_t		nslots,
+				t;
+	gs_status	st;
+
+	lvl_layout(ls);
+	nslots = ls->nslots;
+	free(ls->h32);
+	free(ls->h64);
+	ls->h32 = calloc(nslots + 1, sizeof(uint32_t));
+	ls->h64 = calloc(nslots + 1, sizeof(uint64_t));
+	if (!ls->h32 || !ls->h64)
+		return NOMEM(e->err);
+	memset(la, 0, sizeof *la);
+	la->nt = ls->nt;
+	la->lo = ls->tlo;
+	la->width = ls->tw;
+	la->shift = ls->tsh;
+	la->hoff = ls->thoff;
+	la->dummy = nslots;
+	la->under = t0->open ? t0->hoff + t0->nb : nslots;
+	la->over = t0->open ? t0->hoff + t0->nb + 1 : nslots;
+	la->h32 = ls->h32;
+	la->h64 = ls->h64;
+	la->tmn = ls->tmn;
+	la->tmx = ls->tmx;
+	la->nslots = nslots + 1;
+	la->pent = ls->pw.ent;
+	la->ptsh = ls->pw.tsh;
+	st = cpu_run_pass(in, !t0->pw ? (ls->nt == 1 ? &hist1_kernels : &histn_kernels) :
+					  ls->pw.nnodes > 1 ? &histpwt_kernels : &histpw_kernels,
+					  la, e->opt, e->err);
+	if (st != GS_OK)
+		return st;
+	for (t = 0; t <= nslots; t++)
+		ls->h64[t] += ls->h32[t];
+	return GS_OK;
+}
+
+/* key range [c->lo, c->hi] of the child in slot `slot` of task tk (task t) */
+static void
+child_range(const eng *e, const lvl_state *ls, const task *tk, size_t t, size_t slot, task *c)
+{
+	if (slot == tk->nb)
+	{
+		c->lo = 0;
+		c->hi = tk->lo - 1;
+	}
+	else if (slot == tk->nb + 1)
+	{
+		c->lo = tk->hi + 1;
+		c->hi = e->keymax;
+	}
+	else if (tk->pw)
+		cpu_pw_slot_range(&ls->pw, slot, &c->lo, &c->hi);
+	else
+	{
+		c->lo = tk->lo + ((uint64_t) slot << tk->shift);
+		c->hi = c->lo + (((uint64_t) 1 << tk->shift) - 1);
+		if (c->hi < c->lo || c->hi > tk->hi)
+			c->hi = tk->hi;
+		if (!tk->open)
+		{
+			/* tighten to the keys actually seen */
+			c->lo = c->lo < ls->tmn[t] ? ls->tmn[t] : c->lo;
+			c->hi = c->hi > ls->tmx[t] ? ls->tmx[t] : c->hi;
+		}
+	}
+}
+
+/*
+ * Task t's children, appended to ls->kids: walk its wanted ranks against
+ * its cumulative histogram; ranks in one slot share a child.
+ */
+static void
+task_children(eng *e, lvl_state *ls, size_t t)
+{
+	const task *tk = &ls->tasks[t];
+	const uint64_t *h = ls->h64 + tk->hoff;
+	task	   *kids = ls->kids;
+	size_t		nk = ls->nk;
+	uint64_t	cum = 0;
+	size_t		first = nk;
+	size_t		nv = tk->nb + (tk->open ? 2 : 0);
+	size_t		v = 0,
+				slot = 0,
+				r;
+
+	if (!tk->open && ls->tmn[t] == ls->tmx[t])
+	{
+		/* all keys of this task are one value (it has >= 1 key: it holds wanted ranks) */
+		for (r = tk->r0; r < tk->r1; r++)
+			e->uval[r] = ls->tmn[t];
+		return;
+	}
+
+	/* virtual bucket order: [under], buckets 0..nb-1, [over] */
+#define SLOT_OF(v_) (!tk->open ? (v_) : (v_) == 0 ? tk->nb : (v_) == nv - 1 ? tk->nb + 1 : (v_) - 1)
+	for (r = tk->r0; r < tk->r1; r++)
+	{
+		uint64_t	lr = e->ur[r] - tk->base;
+		task	   *c;
+
+		slot = SLOT_OF(v);
+		while (cum + h[slot] <= lr)
+		{
+			cum += h[slot];
+			v++;
+			slot = SLOT_OF(v);
+		}
+		if (nk > first && kids[nk - 1].hoff == tk->hoff + slot)
+		{
+			kids[nk - 1].r1 = r + 1;
+			continue;
+		}
+		c = &kids[nk++];
+		c->hoff = tk->hoff + slot;	/* flat slot, for the gather map */
+		c->open = 0;
+		c->pw = 0;
+		child_range(e, ls, tk, t, slot, c);
+		c->base = tk->base + cum;
+		c->cnt = h[slot];
+		c->r0 = r;
+		c->r1 = r + 1;
+	}
+#undef SLOT_OF
+	ls->nk = nk;
+}
+
+/* answer the single-key children, keep the rest; returns the keys they hold */
+static uint64_t
+lvl_keep_children(eng *e, lvl_state *ls)
+{
+	task	   *kids = ls->kids;
+	uint64_t	total = 0;
+	size_t		j = 0,
+				t,
+				r;
+
+	for (t = 0; t < ls->nk; t++)
+	{
+		if (kids[t].lo == kids[t].hi)
+		{
+			for (r = kids[t].r0; r < kids[t].r1; r++)
+				e->uval[r] = kids[t].lo;
+			continue;
+		}
+		total += kids[t].cnt;
+		kids[j++] = kids[t];
+	}
+	ls->nk = j;
+	return total;
+}
+
+/* gather the children's `total` keys into scratch, then finish each child depth first */
+static gs_status
+lvl_gather_finish(eng *e, lvl_state *ls, const gs_input *in, uint64_t total)
+{
+	const task *kids = ls->kids;
+	lvl_arg    *la = &ls->la;
+	size_t		nslots = ls->nslots,
+				t;
+	uint64_t	off = 0;
+	gs_status	st;
+
+	ls->map = malloc((nslots + 1) * sizeof(int32_t));
+	ls->bm = calloc(nslots / 64 + 1, sizeof(uint64_t));
+	ls->sa = malloc((size_t) total * sizeof(uint64_t) + 8);
+	ls->sb = malloc((size_t) total * sizeof(uint64_t) + 8);
+	if (!ls->map || !ls->bm || !ls->sa || !ls->sb)
+		return NOMEM(e->err);
+	for (t = 0; t <= nslots; t++)
+		ls->map[t] = -1;
+	for (t = 0; t < ls->nk; t++)
+	{
+		ls->map[kids[t].hoff] = (int32_t) t;
+		ls->bm[kids[t].hoff >> 6] |= (uint64_t) 1 << (kids[t].hoff & 63);
+		ls->pos[t] = off;
+		off += kids[t].cnt;
+	}
+	la->map = ls->map;
+	la->bm = ls->bm;
+	la->pos = ls->pos;
+	la->scratch = ls->sa;
+	st = cpu_run_pass(in, !ls->tasks[0].pw ? (ls->nt == 1 ? &gath1_kernels : &gathn_kernels) :
+					  ls->pw.nnodes > 1 ? &gathpwt_kernels : &gathpw_kernels,
+					  la, e->opt, e->err);
+	if (st != GS_OK)
+		return st;
+	off = 0;
+	for (t = 0; t < ls->nk && st == GS_OK; t++)
+	{
+		st = cpu_scratch_select(e, ls->sa + off, ls->sb + off, (size_t) kids[t].cnt,
+								kids[t].base, kids[t].r0, kids[t].r1, 0);
+		off += kids[t].cnt;
+	}
+	return st;
+}
+
+/*
  * The input levels.  Resolves unique ranks [0, nu) given the input's min/max
  * (open: a sample bracket, with slots for keys outside).  samp[0..nsamp): the
  * sorted sample keys inside [mn, mx] at sample positions sampoff.., or NULL.
  */
 gs_status
 cpu_input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx, int open,
-			 const uint64_t *samp, size_t nsamp, size_t sampoff)
+				 const uint64_t *samp, size_t nsamp, size_t sampoff)
 {
-	pw_layout	pw;
-	task	   *tasks = NULL,
-			   *kids = NULL;
-	size_t		nt = 1,
-				nk,
-				t,
-				r;
-	uint64_t   *tlo = NULL,
-			   *tw = NULL;
-	unsigned   *tsh = NULL;
-	size_t	   *thoff = NULL;
-	uint32_t   *h32 = NULL;
-	uint64_t   *h64 = NULL;
-	int32_t    *map = NULL;
-	uint64_t   *bm = NULL;
-	size_t	   *pos = NULL;
-	uint64_t   *tmn = NULL,
-			   *tmx = NULL;
-	uint64_t   *sa = NULL,
-			   *sb = NULL;
-	gs_status	st = GS_OK;
+	lvl_state	ls;
+	gs_status	st;
 	uint64_t	limit;
 
-	memset(&pw, 0, sizeof pw);
 	/* gather when the wanted buckets hold at most this many keys */
 	limit = n / 4;
 	if (limit < ((uint64_t) 1 << 16))
 		limit = (uint64_t) 1 << 16;
 
-	tasks = malloc(e->nu * sizeof(task));
-	kids = malloc(e->nu * sizeof(task));
-	tlo = malloc(e->nu * sizeof(uint64_t));
-	tw = malloc(e->nu * sizeof(uint64_t));
-	tsh = malloc(e->nu * sizeof(unsigned));
-	thoff = malloc(e->nu * sizeof(size_t));
-	pos = malloc(e->nu * sizeof(size_t));
-	tmn = malloc(e->nu * sizeof(uint64_t));
-	tmx = malloc(e->nu * sizeof(uint64_t));
-	if (!tasks || !kids || !tlo || !tw || !tsh || !thoff || !pos || !tmn || !tmx)
+	st = lvl_start(e, &ls, n, mn, mx, open, samp, nsamp, sampoff);
+	while (st == GS_OK)
 	{
-		st = NOMEM(e->err);
-		goto done;
-	}
-	tasks[0].lo = mn;
-	tasks[0].hi = mx;
-	tasks[0].base = 0;
-	tasks[0].cnt = n;
-	tasks[0].r0 = 0;
-	tasks[0].r1 = e->nu;
-	tasks[0].open = open;
-	tasks[0].pw = 0;
-	if (open && samp && nsamp > 0)
-	{
-		int			c = cpu_pw_choose(&pw, mn, mx, samp, nsamp, sampoff, e->ur, e->nu, n);
-
-		if (c < 0)
-		{
-			st = NOMEM(e->err);
-			goto done;
-		}
-		tasks[0].pw = c;
-	}
-
-	for (;;)
-	{
-		unsigned	bits;
-		size_t		nslots;
-		lvl_arg		la;
 		uint64_t	total;
+		size_t		t;
 
-		/* bucket layout */
-		bits = GS_MAX_BITS;
-		while (bits > 4 && (nt << bits) > GS_MAX_TOTAL_BUCKETS)
-			bits--;
-		nslots = 0;
-		for (t = 0; t < nt; t++)
-		{
-			uint64_t	range = tasks[t].hi - tasks[t].lo;
-
-			tasks[t].shift = tasks[t].pw ? 0 : shift_for(range, bits);
-			tasks[t].nb = tasks[t].pw ? pw.nslots : (size_t) (range >> tasks[t].shift) + 1;
-			tasks[t].hoff = nslots;
-			nslots += tasks[t].nb + (tasks[t].open ? 2 : 0);
-			tlo[t] = tasks[t].lo;
-			tw[t] = range;
-			tsh[t] = tasks[t].shift;
-			thoff[t] = tasks[t].hoff;
-			tmn[t] = UINT64_MAX;
-			tmx[t] = 0;
-		}
-		free(h32);
-		free(h64);
-		h32 = calloc(nslots + 1, sizeof(uint32_t));
-		h64 = calloc(nslots + 1, sizeof(uint64_t));
-		if (!h32 || !h64)
-		{
-			st = NOMEM(e->err);
-			goto done;
-		}
-		memset(&la, 0, sizeof la);
-		la.nt = nt;
-		la.lo = tlo;
-		la.width = tw;
-		la.shift = tsh;
-		la.hoff = thoff;
-		la.dummy = nslots;
-		la.under = tasks[0].open ? tasks[0].hoff + tasks[0].nb : nslots;
-		la.over = tasks[0].open ? tasks[0].hoff + tasks[0].nb + 1 : nslots;
-		la.h32 = h32;
-		la.h64 = h64;
-		la.tmn = tmn;
-		la.tmx = tmx;
-		la.nslots = nslots + 1;
-		la.pent = pw.ent;
-		la.ptsh = pw.tsh;
-		st = cpu_run_pass(in, !tasks[0].pw ? (nt == 1 ? &hist1_kernels : &histn_kernels) :
-					  pw.nnodes > 1 ? &histpwt_kernels : &histpw_kernels,
-					  &la, e->opt, e->err);
+		st = lvl_histogram(e, &ls, in);
 		if (st != GS_OK)
-			goto done;
-		for (t = 0; t <= nslots; t++)
-			h64[t] += h32[t];
-
-		/* children */
-		nk = 0;
-		total = 0;
-		for (t = 0; t < nt; t++)
-		{
-			const task *tk = &tasks[t];
-			const uint64_t *h = h64 + tk->hoff;
-			uint64_t	cum = 0;
-			size_t		first = nk;
-			size_t		nv = tk->nb + (tk->open ? 2 : 0);
-			size_t		v = 0,
-						slot = 0;
-
-			if (!tk->open && tmn[t] == tmx[t])
-			{
-				/* all keys of this task are one value (it has >= 1 key: it holds wanted ranks) */
-				for (r = tk->r0; r < tk->r1; r++)
-					e->uval[r] = tmn[t];
-				continue;
-			}
-
-			/* virtual bucket order: [under], buckets 0..nb-1, [over] */
-#define SLOT_OF(v_) (!tk->open ? (v_) : (v_) == 0 ? tk->nb : (v_) == nv - 1 ? tk->nb + 1 : (v_) - 1)
-			for (r = tk->r0; r < tk->r1; r++)
-			{
-				uint64_t	lr = e->ur[r] - tk->base;
-				task	   *c;
-
-				slot = SLOT_OF(v);
-				while (cum + h[slot] <= lr)
-				{
-					cum += h[slot];
-					v++;
-					slot = SLOT_OF(v);
-				}
-				if (nk > first && kids[nk - 1].hoff == tk->hoff + slot)
-				{
-					kids[nk - 1].r1 = r + 1;
-					continue;
-				}
-				c = &kids[nk++];
-				c->hoff = tk->hoff + slot;	/* flat slot, for the gather map */
-				c->open = 0;
-				c->pw = 0;
-				if (slot == tk->nb)
-				{
-					c->lo = 0;
-					c->hi = tk->lo - 1;
-				}
-				else if (slot == tk->nb + 1)
-				{
-					c->lo = tk->hi + 1;
-					c->hi = e->keymax;
-				}
-				else if (tk->pw)
-					cpu_pw_slot_range(&pw, slot, &c->lo, &c->hi);
-				else
-				{
-					c->lo = tk->lo + ((uint64_t) slot << tk->shift);
-					c->hi = c->lo + (((uint64_t) 1 << tk->shift) - 1);
-					if (c->hi < c->lo || c->hi > tk->hi)
-						c->hi = tk->hi;
-					if (!tk->open)
-					{
-						/* tighten to the keys actually seen */
-						c->lo = c->lo < tmn[t] ? tmn[t] : c->lo;
-						c->hi = c->hi > tmx[t] ? tmx[t] : c->hi;
-					}
-				}
-				c->base = tk->base + cum;
-				c->cnt = h[slot];
-				c->r0 = r;
-				c->r1 = r + 1;
-			}
-#undef SLOT_OF
-		}
-		/* answer single-key children, keep the rest */
-		{
-			size_t		j = 0;
-
-			for (t = 0; t < nk; t++)
-			{
-				if (kids[t].lo == kids[t].hi)
-				{
-					for (r = kids[t].r0; r < kids[t].r1; r++)
-						e->uval[r] = kids[t].lo;
-					continue;
-				}
-				total += kids[t].cnt;
-				kids[j++] = kids[t];
-			}
-			nk = j;
-		}
-		if (nk == 0)
+			break;
+		ls.nk = 0;
+		for (t = 0; t < ls.nt; t++)
+			task_children(e, &ls, t);
+		total = lvl_keep_children(e, &ls);
+		if (ls.nk == 0)
 			break;
 		if (poll_interrupt(e->opt))
 		{
 			st = CANCELED(e->err);
-			goto done;
+			break;
 		}
-
 		if (total <= limit)
 		{
-			/* gather into scratch, then finish each child depth first */
-			uint64_t	off = 0;
-
-			map = malloc((nslots + 1) * sizeof(int32_t));
-			bm = calloc(nslots / 64 + 1, sizeof(uint64_t));
-			sa = malloc((size_t) total * sizeof(uint64_t) + 8);
-			sb = malloc((size_t) total * sizeof(uint64_t) + 8);
-			if (!map || !bm || !sa || !sb)
-			{
-				st = NOMEM(e->err);
-				goto done;
-			}
-			for (t = 0; t <= nslots; t++)
-				map[t] = -1;
-			for (t = 0; t < nk; t++)
-			{
-				map[kids[t].hoff] = (int32_t) t;
-				bm[kids[t].hoff >> 6] |= (uint64_t) 1 << (kids[t].hoff & 63);
-				pos[t] = off;
-				off += kids[t].cnt;
-			}
-			la.map = map;
-			la.bm = bm;
-			la.pos = pos;
-			la.scratch = sa;
-			st = cpu_run_pass(in, !tasks[0].pw ? (nt == 1 ? &gath1_kernels : &gathn_kernels) :
-						  pw.nnodes > 1 ? &gathpwt_kernels : &gathpw_kernels,
-						  &la, e->opt, e->err);
-			if (st != GS_OK)
-				goto done;
-			off = 0;
-			for (t = 0; t < nk && st == GS_OK; t++)
-			{
-				st = cpu_scratch_select(e, sa + off, sb + off, (size_t) kids[t].cnt, kids[t].base,
-									kids[t].r0, kids[t].r1, 0);
-				off += kids[t].cnt;
-			}
+			st = lvl_gather_finish(e, &ls, in, total);
 			break;
 		}
 
 		/* rescan the input next level, filtered to the children's ranges */
 		{
-			task	   *tmp = tasks;
+			task	   *tmp = ls.tasks;
 
-			tasks = kids;
-			kids = tmp;
-			nt = nk;
+			ls.tasks = ls.kids;
+			ls.kids = tmp;
+			ls.nt = ls.nk;
 		}
 	}
-
-done:
-	cpu_pw_free(&pw);
-	free(tasks);
-	free(kids);
-	free(tlo);
-	free(tw);
-	free(tsh);
-	free(thoff);
-	free(h32);
-	free(h64);
-	free(map);
-	free(bm);
-	free(pos);
-	free(tmn);
-	free(tmx);
-	free(sa);
-	free(sb);
+	lvl_free(&ls);
 	return st;
 }

@@ -42,12 +42,106 @@ typedef struct child
 } child;
 
 /*
- * Keys a[0..m) (ours to permute), b[0..m) free; the keys below a's minimum
- * number `base`; resolve unique ranks [r0, r1).
+ * Walk the wanted ranks [r0, r1) (ascending) against the cumulative
+ * histogram h of the keys in [mn, mx] (buckets of 2^shift keys): one child
+ * per wanted bucket, into ch.  Returns the number of children.
  */
+static size_t
+scratch_children(const eng *e, const uint32_t *h, uint64_t mn, uint64_t mx, unsigned shift,
+				 uint64_t base, size_t r0, size_t r1, child *ch)
+{
+	size_t		r,
+				nch = 0,
+				b_cur = 0;
+	uint64_t	cum = 0;
+
+	for (r = r0; r < r1; r++)
+	{
+		uint64_t	lr = e->ur[r] - base;
+
+		while (cum + h[b_cur] <= lr)
+		{
+			cum += h[b_cur];
+			b_cur++;
+		}
+		if (nch > 0 && ch[nch - 1].bucket == b_cur)
+		{
+			ch[nch - 1].r1 = r + 1;
+			continue;
+		}
+		ch[nch].bucket = b_cur;
+		ch[nch].lo = mn + ((uint64_t) b_cur << shift);
+		ch[nch].hi = ch[nch].lo + (((uint64_t) 1 << shift) - 1);
+		if (ch[nch].hi < ch[nch].lo || ch[nch].hi > mx)
+			ch[nch].hi = mx;
+		ch[nch].base = base + cum;
+		ch[nch].cnt = h[b_cur];
+		ch[nch].r0 = r;
+		ch[nch].r1 = r + 1;
+		nch++;
+	}
+	return nch;
+}
+
+/*
+ * Scatter the keys of the wanted buckets of a[0..m) (nb buckets of 2^shift
+ * keys from mn) into b, child by child, then finish each child on its part
+ * of b (with a as its free buffer); single-key children are answered.
+ */
+static gs_status
+scratch_scatter(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_t mn, unsigned shift,
+				size_t nb, const child *ch, size_t nch, int depth)
+{
+	int32_t    *map = e->wmap[depth];
+	size_t		off = 0;
+	size_t		c,
+				i,
+				r;
+	size_t	   *pos;
+	gs_status	st = GS_OK;
+
+	pos = malloc(nch * sizeof(size_t));
+	if (!pos)
+		return NOMEM(e->err);
+	for (i = 0; i < nb; i++)
+		map[i] = -1;
+	for (c = 0; c < nch; c++)
+	{
+		pos[c] = off;
+		if (ch[c].lo != ch[c].hi)
+		{
+			map[ch[c].bucket] = (int32_t) c;
+			off += ch[c].cnt;
+		}
+	}
+	for (i = 0; i < m; i++)
+	{
+		uint64_t	k = a[i];
+		int32_t		cc = map[(k - mn) >> shift];
+
+		if (cc >= 0)
+			b[pos[cc]++] = k;
+	}
+	free(pos);
+	off = 0;
+	for (c = 0; c < nch && st == GS_OK; c++)
+	{
+		if (ch[c].lo == ch[c].hi)
+		{
+			for (r = ch[c].r0; r < ch[c].r1; r++)
+				e->uval[r] = ch[c].lo;
+			continue;
+		}
+		st = cpu_scratch_select(e, b + off, a + off, ch[c].cnt, ch[c].base,
+								ch[c].r0, ch[c].r1, depth + 1);
+		off += ch[c].cnt;
+	}
+	return st;
+}
+
 gs_status
 cpu_scratch_select(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_t base,
-			   size_t r0, size_t r1, int depth)
+				   size_t r0, size_t r1, int depth)
 {
 	uint64_t	mn,
 				mx,
@@ -57,13 +151,10 @@ cpu_scratch_select(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_t base,
 	size_t		nb,
 				i,
 				r,
-				nch,
-				b_cur;
+				nch;
 	uint32_t   *h;
-	int32_t    *map;
 	child	   *ch;
-	uint64_t	cum;
-	gs_status	st = GS_OK;
+	gs_status	st;
 
 	if (r0 >= r1)
 		return GS_OK;
@@ -102,7 +193,6 @@ cpu_scratch_select(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_t base,
 			return NOMEM(e->err);
 	}
 	h = e->whist[depth];
-	map = e->wmap[depth];
 	memset(h, 0, nb * sizeof(uint32_t));
 	for (i = 0; i < m; i++)
 		h[(a[i] - mn) >> shift]++;
@@ -110,83 +200,8 @@ cpu_scratch_select(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_t base,
 	ch = malloc((r1 - r0) * sizeof(child));
 	if (!ch)
 		return NOMEM(e->err);
-
-	/* walk ranks (ascending) against the cumulative histogram */
-	nch = 0;
-	cum = 0;
-	b_cur = 0;
-	for (r = r0; r < r1; r++)
-	{
-		uint64_t	lr = e->ur[r] - base;
-
-		while (cum + h[b_cur] <= lr)
-		{
-			cum += h[b_cur];
-			b_cur++;
-		}
-		if (nch > 0 && ch[nch - 1].bucket == b_cur)
-		{
-			ch[nch - 1].r1 = r + 1;
-			continue;
-		}
-		ch[nch].bucket = b_cur;
-		ch[nch].lo = mn + ((uint64_t) b_cur << shift);
-		ch[nch].hi = ch[nch].lo + (((uint64_t) 1 << shift) - 1);
-		if (ch[nch].hi < ch[nch].lo || ch[nch].hi > mx)
-			ch[nch].hi = mx;
-		ch[nch].base = base + cum;
-		ch[nch].cnt = h[b_cur];
-		ch[nch].r0 = r;
-		ch[nch].r1 = r + 1;
-		nch++;
-	}
-
-	/* scatter wanted buckets into b */
-	{
-		size_t		off = 0;
-		size_t		c;
-		size_t	   *pos;
-
-		pos = malloc(nch * sizeof(size_t));
-		if (!pos)
-		{
-			free(ch);
-			return NOMEM(e->err);
-		}
-		for (i = 0; i < nb; i++)
-			map[i] = -1;
-		for (c = 0; c < nch; c++)
-		{
-			pos[c] = off;
-			if (ch[c].lo != ch[c].hi)
-			{
-				map[ch[c].bucket] = (int32_t) c;
-				off += ch[c].cnt;
-			}
-		}
-		for (i = 0; i < m; i++)
-		{
-			uint64_t	k = a[i];
-			int32_t		cc = map[(k - mn) >> shift];
-
-			if (cc >= 0)
-				b[pos[cc]++] = k;
-		}
-		free(pos);
-		off = 0;
-		for (c = 0; c < nch && st == GS_OK; c++)
-		{
-			if (ch[c].lo == ch[c].hi)
-			{
-				for (r = ch[c].r0; r < ch[c].r1; r++)
-					e->uval[r] = ch[c].lo;
-				continue;
-			}
-			st = cpu_scratch_select(e, b + off, a + off, ch[c].cnt, ch[c].base,
-								ch[c].r0, ch[c].r1, depth + 1);
-			off += ch[c].cnt;
-		}
-	}
+	nch = scratch_children(e, h, mn, mx, shift, base, r0, r1, ch);
+	st = scratch_scatter(e, a, b, m, mn, shift, nb, ch, nch, depth);
 	free(ch);
 	return st;
 }
