@@ -440,16 +440,18 @@ task_children(eng *e, lvl_state *ls, size_t t)
 {
 	const task *tk = &ls->tasks[t];
 	const uint64_t *h = ls->h64 + tk->hoff;
+	const int	open = tk->open;
+	const size_t nb = tk->nb;
 	task	   *kids = ls->kids;
 	size_t		nk = ls->nk;
 	uint64_t	cum = 0;
 	size_t		first = nk;
-	size_t		nv = tk->nb + (tk->open ? 2 : 0);
+	size_t		nv = nb + (open ? 2 : 0);
 	size_t		v = 0,
 				slot = 0,
 				r;
 
-	if (!tk->open && ls->tmn[t] == ls->tmx[t])
+	if (!open && ls->tmn[t] == ls->tmx[t])
 	{
 		/* all keys of this task are one value (it has >= 1 key: it holds wanted ranks) */
 		for (r = tk->r0; r < tk->r1; r++)
@@ -458,7 +460,7 @@ task_children(eng *e, lvl_state *ls, size_t t)
 	}
 
 	/* virtual bucket order: [under], buckets 0..nb-1, [over] */
-#define SLOT_OF(v_) (!tk->open ? (v_) : (v_) == 0 ? tk->nb : (v_) == nv - 1 ? tk->nb + 1 : (v_) - 1)
+#define SLOT_OF(v_) (!open ? (v_) : (v_) == 0 ? nb : (v_) == nv - 1 ? nb + 1 : (v_) - 1)
 	for (r = tk->r0; r < tk->r1; r++)
 	{
 		uint64_t	lr = e->ur[r] - tk->base;
