@@ -1,5 +1,7 @@
-// engine_bench.cpp — times the CPU selection engine (src/cpu_select.c) against
-// std::nth_element on the same data.  Built and run by engine_bench.sh.
+// engine_bench.cpp — times the CPU selection engine (kernels/cpu/: exact
+// gs_cpu_select in cpu_exact.c, approximate gs_cpu_select_approx in
+// cpu_approx.c) against std::nth_element on the same data.  Built and run by
+// engine_bench.sh.
 //
 //   engine_bench [n] [reps]      defaults: n = 10,000,000, reps = 7
 //

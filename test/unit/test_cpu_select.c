@@ -1,6 +1,7 @@
 /*
  * test_cpu_select.c — differential tests of the CPU selection engine
- * (src/cpu_select.c) against a sort-based reference.
+ * (kernels/cpu/: gs_cpu_select in cpu_exact.c, gs_cpu_select_approx in
+ * cpu_approx.c) against a sort-based reference.
  *
  * Runs a fixed-seed pass and a fresh-seed pass (seed printed; rerun one with
  * `./test_cpu_select.bin SEED`).  Prints each failed check and ends with
