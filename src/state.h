@@ -78,6 +78,7 @@ extern GsChunk *gs_state_grow(GsState *st);
 extern void gs_state_append_keys(GsState *st, const char *keys, uint64 n);
 /* from's keys may be taken over by into (handover chunks); they stay valid */
 extern void gs_state_combine(GsState *into, GsState *from);
+/* the serialized partial-state formats: state_serial.c */
 extern bytea *gs_state_serialize(const GsState *st, bool allow_shared);
 extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
 /*
