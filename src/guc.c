@@ -23,6 +23,7 @@ int			gs_guc_pinned_pool_size = 256;
 bool		gs_guc_test_fail_shared_attach = false;
 int			gs_guc_parallel_arena_size = 256;
 char	   *gs_guc_parallel_arena = NULL;
+int			gs_guc_test_cancel_at_poll = 0;
 
 static const struct config_enum_entry gs_device_options[] = {
 	{"auto", GS_DEVICE_AUTO, false},
@@ -171,6 +172,16 @@ gs_guc_define(void)
 							&gs_guc_test_max_serial_bytes,
 							0, 0, (int) MaxAllocSize,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_cancel_at_poll",
+							"Test hook: the Nth interrupt poll of every selection finds a query cancel request (0: never).",
+							"Acts as if pg_cancel_backend() had been called right before that poll of the engine, and "
+							"pg_log_backend_memory_contexts() before each earlier poll, so tests can send harmless "
+							"interrupts and then a cancel to a selection without depending on timing.",
+							&gs_guc_test_cancel_at_poll,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.test_fail_shared_attach",

@@ -22,6 +22,9 @@
  *                                    1 GB of data
  *   gpuselect.test_fail_shared_attach  ERROR right after the leader
  *                                    attaches a worker's shared state
+ *   gpuselect.test_cancel_at_poll    the Nth interrupt poll of a selection
+ *                                    finds a cancel request, the ones before
+ *                                    a memory-context log request (0: never)
  *
  * Internal (set by the leader for its parallel workers, hidden):
  *
@@ -51,6 +54,7 @@ extern bool gs_guc_shared_partial_states;
 extern bool gs_guc_test_fail_shared_attach;
 extern int	gs_guc_parallel_arena_size;	/* MB */
 extern char *gs_guc_parallel_arena;
+extern int	gs_guc_test_cancel_at_poll;
 
 extern void gs_guc_define(void);
 extern const char *gs_device_name(int device);
