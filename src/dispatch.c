@@ -396,6 +396,7 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);
 	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
 	gs_emit("states_in_arena", psprintf(INT64_FORMAT, gs_states_in_arena), &ea);
+	gs_emit("fraction_full_compares", psprintf(INT64_FORMAT, gs_fraction_full_compares), &ea);
 	gs_emit("interrupts_absorbed", psprintf(INT64_FORMAT, gs_interrupts_absorbed), &ea);
 	gs_emit("selections_canceled", psprintf(INT64_FORMAT, gs_selections_canceled), &ea);
 	{

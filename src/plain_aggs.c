@@ -9,8 +9,9 @@
  *
  * The fraction argument is taken from the group's first row (NULL x rows
  * included); a different fraction in a later row -- or in another worker's
- * partial state -- is an ERROR (22023).  When the argument is a constant or
- * an external parameter it cannot change, and is not compared per row.
+ * partial state -- is an ERROR (22023).  When the argument cannot change
+ * during the scan (a constant, a parameter, an uncorrelated subquery: see
+ * gs_agg_arg_is_stable) it is not compared per row.
  * gpu_quantile validates p at the first row (like percentile_disc, even if
  * every x is NULL); a group with no rows at all returns NULL.  gpu_quantiles
  * validates its array in the final function, after the no-rows check, as
@@ -18,9 +19,12 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
 #include "nodes/primnodes.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/memutils.h"
 
@@ -41,23 +45,77 @@ PG_FUNCTION_INFO_V1(gs_serialize);
 PG_FUNCTION_INFO_V1(gs_deserialize);
 
 /*
- * Can the aggregate's fraction argument (argument argno of the aggregate,
- * 0-based) change from row to row?  get_fn_expr_arg_stable() cannot tell:
+ * Is the aggregate's fraction argument (argument argno of the aggregate,
+ * 0-based) fixed for the whole scan of the aggregate's input, so that it
+ * need not be compared row by row?  get_fn_expr_arg_stable() cannot tell:
  * the expression PostgreSQL builds for a transition function has PARAM_EXEC
  * placeholders as arguments.  The Aggref itself has the real expressions.
+ *
+ * Fixed: an expression without Vars (the only thing that differs from one
+ * input row to the next), without volatile functions and without SubPlans
+ * (a correlated subquery, run per row).  That covers constants, external
+ * parameters, stable functions (fixed within a statement, as the planner
+ * itself assumes), and PARAM_EXEC values: an InitPlan's output (an
+ * uncorrelated subquery such as (SELECT array_agg(...) FROM ...), computed
+ * once) or a value of an outer query level or nestloop, which changes only
+ * with a rescan of this aggregate's plan, and a rescan starts every group
+ * afresh.  Such an argument costs nothing per row, whatever its size.
  */
 static bool
 gs_agg_arg_is_stable(FunctionCallInfo fcinfo, int argno)
 {
 	Aggref	   *aggref = AggGetAggref(fcinfo);
 	TargetEntry *tle;
+	Node	   *expr;
 
 	if (aggref == NULL || list_length(aggref->args) <= argno)
 		return false;
 	tle = list_nth_node(TargetEntry, aggref->args, argno);
-	if (IsA(tle->expr, Const))
+	expr = (Node *) tle->expr;
+	if (IsA(expr, Const))
 		return true;
-	return IsA(tle->expr, Param) && ((Param *) tle->expr)->paramkind == PARAM_EXTERN;
+	return !contain_var_clause(expr) && !contain_subplans(expr) &&
+		!contain_volatile_functions(expr);
+}
+
+/*
+ * gpu_quantiles' fraction array in a later row of a group computed per row:
+ * the same as the group's first?  A value stored out of line (a toasted
+ * column, e.g. the row of a fraction table joined to every input row) is
+ * recognised by its TOAST pointer, without fetching it: a TOAST value is
+ * never modified, and while a tuple that points at it is visible to the
+ * query its value OID cannot be reused.  Two are remembered: the first one
+ * seen and the latest other one found equal (a join may alternate between
+ * two stored copies of one array).  Anything else is compared in full
+ * (gs_fraction_arrays_equal), which costs about what computing or reading
+ * the array for the row did.
+ */
+static void
+gs_fraction_note_toast(GsState *st, const struct varatt_external *ext)
+{
+	st->fraction_toast[st->fraction_ntoast == 0 ? 0 : 1] = *ext;
+	if (st->fraction_ntoast < 2)
+		st->fraction_ntoast++;
+}
+
+static bool
+gs_fraction_row_same(GsState *st, Datum d)
+{
+	struct varlena *raw = (struct varlena *) DatumGetPointer(d);
+	struct varatt_external ext;
+
+	if (!VARATT_IS_EXTERNAL_ONDISK(raw))
+		return gs_fraction_arrays_equal(DatumGetArrayTypeP(d), st->fractions);
+	memset(&ext, 0, sizeof(ext));
+	VARATT_EXTERNAL_GET_POINTER(ext, raw);
+	for (int i = 0; i < st->fraction_ntoast; i++)
+		if (ext.va_toastrelid == st->fraction_toast[i].va_toastrelid &&
+			ext.va_valueid == st->fraction_toast[i].va_valueid)
+			return true;
+	if (!gs_fraction_arrays_equal(DatumGetArrayTypeP(d), st->fractions))
+		return false;
+	gs_fraction_note_toast(st, &ext);
+	return true;
 }
 
 /*
@@ -171,10 +229,19 @@ gs_quantiles_trans(PG_FUNCTION_ARGS)
 		st->fraction_null = PG_ARGISNULL(2);
 		if (!st->fraction_null)
 		{
+			struct varlena *raw = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(2));
 			ArrayType  *a = PG_GETARG_ARRAYTYPE_P(2);
 
 			st->fractions = (ArrayType *) MemoryContextAlloc(st->mcxt, VARSIZE(a));
 			memcpy(st->fractions, a, VARSIZE(a));
+			if (VARATT_IS_EXTERNAL_ONDISK(raw))
+			{
+				struct varatt_external ext;
+
+				memset(&ext, 0, sizeof(ext));
+				VARATT_EXTERNAL_GET_POINTER(ext, raw);
+				gs_fraction_note_toast(st, &ext);
+			}
 		}
 	}
 	else
@@ -183,8 +250,7 @@ gs_quantiles_trans(PG_FUNCTION_ARGS)
 		if (!((GsFnCache *) fcinfo->flinfo->fn_extra)->arg_stable)
 		{
 			if (PG_ARGISNULL(2) != st->fraction_null ||
-				(!st->fraction_null &&
-				 !gs_fraction_arrays_equal(PG_GETARG_ARRAYTYPE_P(2), st->fractions)))
+				(!st->fraction_null && !gs_fraction_row_same(st, PG_GETARG_DATUM(2))))
 				gs_fraction_mismatch_error(true);
 		}
 	}

@@ -145,6 +145,8 @@ gs_state_append_keys(GsState *st, const char *keys, uint64 n)
 	}
 }
 
+int64		gs_fraction_full_compares = 0;
+
 bool
 gs_fraction_arrays_equal(ArrayType *a, ArrayType *b)
 {
@@ -155,6 +157,7 @@ gs_fraction_arrays_equal(ArrayType *a, ArrayType *b)
 	int			na,
 				nb;
 
+	gs_fraction_full_compares++;
 	if (a == b)
 		return true;
 	if (VARSIZE(a) == VARSIZE(b) && memcmp(a, b, VARSIZE(a)) == 0)
