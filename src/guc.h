@@ -1,5 +1,11 @@
 /*
- * guc.h — gpuselect's configuration parameters (USERSET, except the test hooks).
+ * guc.h — gpuselect's configuration parameters.  A session may set those
+ * that change only how its own queries run (USERSET); those that size or
+ * enable memory that is server-wide or outlives the query are superuser
+ * only (SUSET; an administrator may GRANT SET ON PARAMETER), as are the test
+ * hooks and the internal arena handle.
+ *
+ * USERSET:
  *
  *   gpuselect.device          auto | gpu | cpu                 (default auto)
  *   gpuselect.gpu_min_rows    GPU only for groups this large   (default 1000000)
@@ -7,6 +13,9 @@
  *   gpuselect.approx_buckets  buckets of the approximate mode  (default 1024)
  *   gpuselect.seed            sampling seed                    (default 42)
  *   gpuselect.debug           NOTICE per selection run         (default off)
+ *
+ * SUSET (server-wide or long-lived memory):
+ *
  *   gpuselect.shared_partial_states  large parallel partial states
  *                             through shared memory            (default on)
  *   gpuselect.pinned_pool_size  page-locked chunks kept per backend
