@@ -13,13 +13,15 @@
  * during the scan (a constant, a parameter, an uncorrelated subquery: see
  * gs_agg_arg_is_stable) it is not compared per row.
  * gpu_quantile validates p at the first row (like percentile_disc, even if
- * every x is NULL); a group with no rows at all returns NULL.  gpu_quantiles
+ * every x is NULL); over no rows at all it validates a constant p, which is
+ * all it can see without a row, and returns NULL.  gpu_quantiles
  * validates its array in the final function, after the no-rows check, as
  * percentile_disc(float8[]) does.
  */
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
 #include "nodes/primnodes.h"
@@ -116,6 +118,71 @@ gs_fraction_row_same(GsState *st, Datum d)
 		return false;
 	gs_fraction_note_toast(st, &ext);
 	return true;
+}
+
+/*
+ * The Aggref whose argument expressions are the aggregate's own: this
+ * call's, or -- in the finalizing step of a partial aggregation, whose one
+ * argument is the partial aggregate's result -- the partial Aggref below,
+ * found by following that argument down the plan (Finalize Aggregate ->
+ * Gather -> Partial Aggregate, each step an OUTER_VAR into the child's
+ * target list).  NULL when it cannot be found (e.g. a window aggregate).
+ */
+static Aggref *
+gs_agg_source_aggref(FunctionCallInfo fcinfo)
+{
+	Aggref	   *aggref = AggGetAggref(fcinfo);
+	PlanState  *ps;
+	Expr	   *expr;
+
+	if (aggref == NULL || !DO_AGGSPLIT_COMBINE(aggref->aggsplit))
+		return aggref;
+	if (list_length(aggref->args) != 1 || fcinfo->context == NULL || !IsA(fcinfo->context, AggState))
+		return NULL;
+	ps = (PlanState *) fcinfo->context;
+	expr = linitial_node(TargetEntry, aggref->args)->expr;
+	for (int depth = 0; depth < 8; depth++)
+	{
+		Var		   *var = (Var *) expr;
+
+		if (IsA(expr, Aggref))
+		{
+			Aggref	   *partial = (Aggref *) expr;
+
+			return partial->aggfnoid == aggref->aggfnoid &&
+				!DO_AGGSPLIT_COMBINE(partial->aggsplit) ? partial : NULL;
+		}
+		if (!IsA(expr, Var) || var->varno != OUTER_VAR)
+			return NULL;
+		ps = outerPlanState(ps);
+		if (ps == NULL || var->varattno < 1 || var->varattno > list_length(ps->plan->targetlist))
+			return NULL;
+		expr = list_nth_node(TargetEntry, ps->plan->targetlist, var->varattno - 1)->expr;
+	}
+	return NULL;
+}
+
+/*
+ * gpu_quantile over no rows at all: the transition function never ran, so
+ * no fraction was seen.  percentile_disc(p) evaluates p in its final
+ * function and validates it before it finds no rows; when p is a constant
+ * (after planning: a literal, a folded expression, a parameter of a custom
+ * plan), do the same -- 22003 for one outside [0, 1] or NaN.  A fraction
+ * that is not a constant cannot be known without a row (README: the
+ * result is then NULL).
+ */
+static void
+gs_check_constant_fraction(FunctionCallInfo fcinfo, int argno)
+{
+	Aggref	   *aggref = gs_agg_source_aggref(fcinfo);
+	Expr	   *expr;
+
+	if (aggref == NULL || list_length(aggref->args) <= argno)
+		return;
+	expr = list_nth_node(TargetEntry, aggref->args, argno)->expr;
+	if (IsA(expr, Const) && !((Const *) expr)->constisnull &&
+		((Const *) expr)->consttype == FLOAT8OID)
+		gs_check_fraction(DatumGetFloat8(((Const *) expr)->constvalue));
 }
 
 /*
@@ -282,7 +349,11 @@ gs_quantile_final(PG_FUNCTION_ARGS)
 
 	gs_fn_cache(fcinfo, 1, "gpu_quantile", false, false);
 	if (PG_ARGISNULL(0))
+	{
+		/* no rows: a constant fraction is still validated, as percentile_disc does */
+		gs_check_constant_fraction(fcinfo, 1);
 		PG_RETURN_NULL();
+	}
 	st = (GsState *) PG_GETARG_POINTER(0);
 	if (!st->have_fraction || st->fraction_null)
 		PG_RETURN_NULL();
