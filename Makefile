@@ -13,6 +13,7 @@ OBJS = \
 	src/guc.o \
 	src/types.o \
 	src/state.o \
+	src/state_serial.o \
 	src/shared_state.o \
 	src/arena.o \
 	src/ranks.o \

@@ -26,11 +26,112 @@ static char gs_last_path[256];
 static bool gs_last_approx = false;
 static int	gs_last_nranks = 0;
 
+/* interrupts the hook processed without stopping a selection, and
+ * selections an interrupt's ERROR stopped inside an engine (gpuselect_status) */
+static int64 gs_interrupts_absorbed = 0;
+static int64 gs_selections_canceled = 0;
+
+void
+gs_interrupts_init(GsInterrupts *gi)
+{
+	gi->mcxt = CurrentMemoryContext;
+	gi->error = NULL;
+	gi->polls = 0;
+}
+
+/*
+ * The engines' interrupt hook (gs_options.interrupt, arg: a GsInterrupts).
+ * It processes pending interrupts itself, so that one that turns out
+ * harmless (a procsignal barrier, client_connection_check_interval's
+ * connection check, a memory-context log request, another session's DROP
+ * DATABASE) is absorbed on the spot and the engine goes on: no restart of
+ * the selection, and polling stays on however many such interrupts arrive,
+ * so a cancel is seen at the engine's next poll.
+ *
+ * No longjmp crosses an engine frame: the hook is a plain C function of
+ * src/, and an ERROR that ProcessInterrupts raises (cancel, statement
+ * timeout, a parallel worker's error) lands in the hook's own PG_TRY.  The
+ * error is copied into the memory context of the engine's caller and
+ * flushed; the hook returns nonzero, the engine frees what it allocated and
+ * returns GS_ERR_CANCELED, and the caller re-throws the error unchanged
+ * (gs_interrupts_rethrow), with the message, SQLSTATE and error context it
+ * had.  Nothing but the engine's own cleanup runs between the catch and the
+ * re-throw, so the transaction is aborted exactly as if the ERROR had been
+ * raised at a CHECK_FOR_INTERRUPTS() of the executor.
+ *
+ * FATAL (terminate, lost client connection, idle timeouts) and PANIC do
+ * not return from errfinish: proc_exit() runs right here, with the engine's
+ * frames suspended below and never resumed, exactly as a FATAL at any
+ * CHECK_FOR_INTERRUPTS() deep in the executor.  The exit callbacks abort
+ * the transaction, which frees the state's chunks and, through its reset
+ * callback, the GPU path's device buffers; the CUDA engine is only ever
+ * between two of its API calls when it calls the hook, so it is in a state
+ * those callbacks may use.  What the engine allocated for itself (malloc,
+ * cudaMalloc scratch) is not freed, but the process is exiting and the OS
+ * and the driver reclaim it.
+ *
+ * Interrupts are processed only when ProcessInterrupts is sure to clear
+ * them (INTERRUPTS_CAN_BE_PROCESSED: no holdoff, no critical section, no
+ * cancel holdoff); otherwise, as everywhere in PostgreSQL, they wait for
+ * the end of the holdoff and the hook returns 0.  So InterruptHoldoffCount,
+ * QueryCancelHoldoffCount and CritSectionCount are 0 on entry, which is
+ * also what errfinish resets them to before its longjmp: nothing to
+ * restore after the catch.
+ */
 int
 gs_interrupt_hook(void *arg)
 {
-	(void) arg;
-	return (InterruptPending && INTERRUPTS_CAN_BE_PROCESSED()) ? 1 : 0;
+	GsInterrupts *gi = (GsInterrupts *) arg;
+
+	if (gi->error != NULL)
+		return 1;				/* stopped already; the engine is on its way out */
+
+	/*
+	 * Test hook: polls before the Nth find a memory-context log request
+	 * pending (what pg_log_backend_memory_contexts() makes the signal
+	 * handler set), the Nth a cancel request (what StatementCancelHandler
+	 * sets), so a test sees exactly N - 1 harmless interrupts and then a
+	 * cancel, whatever the machine's speed.
+	 */
+	if (unlikely(gs_guc_test_cancel_at_poll > 0) && ++gi->polls <= gs_guc_test_cancel_at_poll)
+	{
+		if (gi->polls < gs_guc_test_cancel_at_poll)
+			LogMemoryContextPending = true;
+		else
+			QueryCancelPending = true;
+		InterruptPending = true;
+	}
+
+	if (likely(!InterruptPending) || !INTERRUPTS_CAN_BE_PROCESSED())
+		return 0;
+
+	PG_TRY();
+	{
+		CHECK_FOR_INTERRUPTS();
+	}
+	PG_CATCH();
+	{
+		/* the error data lives in ErrorContext until flushed: copy it out */
+		MemoryContextSwitchTo(gi->mcxt);
+		gi->error = CopyErrorData();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+
+	if (gi->error != NULL)
+	{
+		gs_selections_canceled++;
+		return 1;
+	}
+	gs_interrupts_absorbed++;
+	return 0;
+}
+
+void
+gs_interrupts_rethrow(GsInterrupts *gi)
+{
+	if (gi->error != NULL)
+		ReThrowError(gi->error);
 }
 
 static const char *
@@ -89,6 +190,21 @@ gs_engine_error(const gs_error *err)
 	pg_unreachable();
 }
 
+/*
+ * A failed engine status, after gs_interrupts_rethrow: GS_ERR_CANCELED
+ * without a caught error (the hook only stops an engine with one, so this
+ * is not expected) still ends the statement -- after a last
+ * CHECK_FOR_INTERRUPTS(), whose own ERROR wins -- and is never retried, so
+ * nothing can loop.
+ */
+void
+gs_engine_failed(const gs_error *err)
+{
+	if (err->status == GS_ERR_CANCELED)
+		CHECK_FOR_INTERRUPTS();
+	gs_engine_error(err);
+}
+
 void
 gs_dispatch_gpu_required(int sqlerrcode, const char *reason)
 {
@@ -109,7 +225,7 @@ gs_elapsed_ms(instr_time start)
 	return INSTR_TIME_GET_MILLISEC(now);
 }
 
-/* run the CPU engine, retrying when an interrupt did not end the query */
+/* run the CPU engine; interrupts are processed by the hook (see above) */
 static void
 gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
 		   uint64 *out_keys, gs_approx_pick *picks)
@@ -117,35 +233,26 @@ gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
 	gs_options	opt;
 	gs_error	err;
 	gs_status	s;
+	GsInterrupts gi;
 
 	memset(&opt, 0, sizeof(opt));
-	opt.interrupt_arg = NULL;
+	gs_interrupts_init(&gi);
+	opt.interrupt = gs_interrupt_hook;
+	opt.interrupt_arg = &gi;
 	opt.seed = (uint64) gs_guc_seed;
 	opt.approx_buckets = (unsigned) gs_guc_approx_buckets;
 
-	for (int attempt = 0;; attempt++)
-	{
-		/*
-		 * An interrupt that CHECK_FOR_INTERRUPTS() does not turn into an
-		 * ERROR (e.g. a barrier) is processed and the selection restarts;
-		 * after a few such rounds the hook is dropped so we always finish.
-		 */
-		opt.interrupt = attempt < 4 ? gs_interrupt_hook : NULL;
-		memset(&err, 0, sizeof(err));
-		if (picks)
-			s = gs_cpu_select_approx(in, ranks, (size_t) nranks, &opt, picks, &err);
-		else
-			s = gs_cpu_select(in, ranks, (size_t) nranks, out_keys, &opt, &err);
-		if (s == GS_OK)
-			return;
-		if (s == GS_ERR_CANCELED)
-		{
-			CHECK_FOR_INTERRUPTS();
-			continue;
-		}
-		err.status = s;
-		gs_engine_error(&err);
-	}
+	memset(&err, 0, sizeof(err));
+	if (picks)
+		s = gs_cpu_select_approx(in, ranks, (size_t) nranks, &opt, picks, &err);
+	else
+		s = gs_cpu_select(in, ranks, (size_t) nranks, out_keys, &opt, &err);
+	/* an interrupt's ERROR ends the statement, whatever the engine returned */
+	gs_interrupts_rethrow(&gi);
+	if (s == GS_OK)
+		return;
+	err.status = s;
+	gs_engine_failed(&err);
 }
 
 void
@@ -289,6 +396,9 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);
 	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
 	gs_emit("states_in_arena", psprintf(INT64_FORMAT, gs_states_in_arena), &ea);
+	gs_emit("fraction_full_compares", psprintf(INT64_FORMAT, gs_fraction_full_compares), &ea);
+	gs_emit("interrupts_absorbed", psprintf(INT64_FORMAT, gs_interrupts_absorbed), &ea);
+	gs_emit("selections_canceled", psprintf(INT64_FORMAT, gs_selections_canceled), &ea);
 	{
 		uint64		size,
 					used;

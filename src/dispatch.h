@@ -28,10 +28,31 @@ extern void gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks,
  */
 extern void gs_dispatch_gpu_required(int sqlerrcode, const char *reason) pg_attribute_noreturn();
 
-/* the interrupt hook every engine call gets (nonzero when InterruptPending) */
-extern int	gs_interrupt_hook(void *arg);
+/*
+ * The interrupt hook every engine call gets: opt.interrupt =
+ * gs_interrupt_hook, opt.interrupt_arg = a GsInterrupts set up by
+ * gs_interrupts_init in the caller's memory context.  The hook processes
+ * interrupts itself (dispatch.c says how): a harmless one is absorbed and
+ * the engine goes on; an ERROR is caught and kept in ->error, and the hook
+ * returns nonzero so the engine stops with GS_ERR_CANCELED.  After the
+ * engine call returns, whatever its status, gs_interrupts_rethrow re-throws
+ * a kept error.
+ */
+typedef struct GsInterrupts
+{
+	MemoryContext mcxt;			/* the caller's: a caught error is copied here */
+	ErrorData  *error;			/* caught ERROR to re-throw, or NULL */
+	int			polls;			/* polls so far, counted for gpuselect.test_cancel_at_poll */
+} GsInterrupts;
 
-/* turn a failed engine status into ereport(ERROR) (GS_ERR_CANCELED: caller handles) */
+extern void gs_interrupts_init(GsInterrupts *gi);
+extern int	gs_interrupt_hook(void *arg);
+extern void gs_interrupts_rethrow(GsInterrupts *gi);
+
+/* turn a failed engine status into ereport(ERROR) */
 extern void gs_engine_error(const gs_error *err) pg_attribute_noreturn();
+/* the same after gs_interrupts_rethrow: GS_ERR_CANCELED first runs
+ * CHECK_FOR_INTERRUPTS() and is never retried (see dispatch.c) */
+extern void gs_engine_failed(const gs_error *err) pg_attribute_noreturn();
 
 #endif							/* GS_DISPATCH_H */

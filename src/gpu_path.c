@@ -29,9 +29,14 @@
  *
  * Resources.  Everything a state holds (registered host chunks, device
  * buffers) is released by a reset callback on the state's memory context:
- * on success, on ERROR and on query cancel alike.  No ereport happens while
- * an engine call is on the stack: engine calls return a status, and only
- * then does this file raise, fall back, or check for interrupts.
+ * on success, on ERROR and on query cancel alike.  No ERROR leaves an
+ * engine call: engine calls return a status, and only then does this file
+ * raise or fall back.  Interrupts are processed by dispatch.c's hook, in the
+ * engine's polls and between the staging copies here: a harmless one is
+ * absorbed and the work goes on, an ERROR is caught in the hook and
+ * re-thrown once the engine (or the staging loop) has cleaned up.  The
+ * blocking waits (gs_cuda_sync) are not polled: each waits for copies of
+ * at most a state's chunks already queued, and the hook runs right after.
  */
 #include "postgres.h"
 
@@ -450,9 +455,15 @@ gpu_path_arena_chunk_locked(const GsChunk *c, Size bytes)
 /*
  * Put the state's keys, contiguous, on the device: join the chunks copied
  * during the scan and copy the rest.  2-byte keys are widened to 4 bytes.
+ *
+ * gi: dispatch.c's interrupt hook is polled before each chunk's copy (a
+ * copy from pageable memory returns only once the chunk has been staged),
+ * so a cancel waits for about one chunk; on an ERROR the loop stops with
+ * GS_ERR_CANCELED and cleans up (waits for queued copies, unregisters)
+ * before the caller re-throws it.
  */
 static gs_status
-gpu_path_stage(GpuPathState *g, gs_error *err)
+gpu_path_stage(GpuPathState *g, GsInterrupts *gi, gs_error *err)
 {
 	GsState    *st = g->st;
 	unsigned	kb = st->key_bytes;
@@ -481,6 +492,12 @@ gpu_path_stage(GpuPathState *g, gs_error *err)
 
 		if (c->n == 0)
 			continue;
+		if (gs_interrupt_hook(gi))
+		{
+			s = GS_ERR_CANCELED;
+			snprintf(err->message, sizeof(err->message), "staging canceled by interrupt");
+			break;
+		}
 		if (i < g->maxdev && g->dev[i].d && g->dev[i].n == c->n)
 			s = gs_cuda_copy_device(gpu_engine, d_raw + off * kb, g->dev[i].d, bytes, err);
 		else
@@ -553,6 +570,7 @@ gpu_path_select(GsState *st, const gs_input *in,
 	gs_status	s;
 	gs_options	opt;
 	instr_time	start;
+	GsInterrupts gi;
 
 	if (!gpu_path_ready())
 		return gpu_path_fallback(info, GS_ERR_NO_DEVICE, gpu_reason);
@@ -566,32 +584,45 @@ gpu_path_select(GsState *st, const gs_input *in,
 	}
 
 	g = gpu_path_state_get(st);
+	gs_interrupts_init(&gi);
 	INSTR_TIME_SET_CURRENT(start);
-	s = gpu_path_stage(g, &err);
+	s = gpu_path_stage(g, &gi, &err);
 	info->copy_ms = elapsed_ms(start);
 	info->bytes_copied = g->bytes_copied;
+	/* an interrupt's ERROR ends the statement: no fallback to the CPU */
+	gs_interrupts_rethrow(&gi);
+	if (s == GS_ERR_CANCELED)
+	{
+		err.status = s;
+		gs_engine_failed(&err);
+	}
 	if (s != GS_OK)
 		return gpu_path_fallback(info, s, err.message[0] ? err.message : "staging the input failed");
 
+	/*
+	 * One engine call: the hook absorbs harmless interrupts while the engine
+	 * goes on, so nothing is restarted and polling is never turned off.
+	 */
 	memset(&opt, 0, sizeof(opt));
+	opt.interrupt = gs_interrupt_hook;
+	opt.interrupt_arg = &gi;
 	opt.seed = (uint64) gs_guc_seed;
 	opt.approx_buckets = (unsigned) gs_guc_approx_buckets;
-	for (int attempt = 0;; attempt++)
+	memset(&err, 0, sizeof(err));
+	INSTR_TIME_SET_CURRENT(start);
+	if (picks)
+		s = gs_cuda_select_approx(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
+								 ranks, (size_t) nranks, &opt, picks, &err);
+	else
+		s = gs_cuda_select(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
+						  ranks, (size_t) nranks, out_keys, &opt, &err);
+	info->select_ms = elapsed_ms(start);
+	/* the joined device buffer stays with the state (its reset callback frees it) */
+	gs_interrupts_rethrow(&gi);
+	if (s == GS_ERR_CANCELED)
 	{
-		/* as dispatch.c does for the CPU: a non-fatal interrupt restarts */
-		opt.interrupt = attempt < 4 ? gs_interrupt_hook : NULL;
-		memset(&err, 0, sizeof(err));
-		INSTR_TIME_SET_CURRENT(start);
-		if (picks)
-			s = gs_cuda_select_approx(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
-									 ranks, (size_t) nranks, &opt, picks, &err);
-		else
-			s = gs_cuda_select(gpu_engine, g->d_all, (size_t) g->d_all_n, g->d_all_key_bytes,
-							  ranks, (size_t) nranks, out_keys, &opt, &err);
-		info->select_ms = elapsed_ms(start);
-		if (s != GS_ERR_CANCELED)
-			break;
-		CHECK_FOR_INTERRUPTS();
+		err.status = s;
+		gs_engine_failed(&err);
 	}
 	if (s != GS_OK)
 	{

@@ -23,6 +23,7 @@ int			gs_guc_pinned_pool_size = 256;
 bool		gs_guc_test_fail_shared_attach = false;
 int			gs_guc_parallel_arena_size = 256;
 char	   *gs_guc_parallel_arena = NULL;
+int			gs_guc_test_cancel_at_poll = 0;
 
 static const struct config_enum_entry gs_device_options[] = {
 	{"auto", GS_DEVICE_AUTO, false},
@@ -79,6 +80,10 @@ gs_guc_define(void)
 							0,
 							NULL, NULL, NULL);
 
+	/*
+	 * Superuser only (or GRANT SET ON PARAMETER): an idle backend keeps this
+	 * much page-locked memory, which cannot be swapped, until it exits.
+	 */
 	DefineCustomIntVariable("gpuselect.pinned_pool_size",
 							"Page-locked chunks a backend keeps for later queries, at most this much.",
 							"Reusing them saves locking and faulting in fresh memory on every "
@@ -86,7 +91,7 @@ gs_guc_define(void)
 							&gs_guc_pinned_pool_size,
 							256,
 							0, INT_MAX / 2,
-							PGC_USERSET,
+							PGC_SUSET,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
@@ -131,6 +136,12 @@ gs_guc_define(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * Superuser only (or GRANT SET ON PARAMETER): on, parallel workers put
+	 * their partial states in /dev/shm, which every session shares; an
+	 * administrator turns it off where that is small (containers), and a
+	 * session must not turn it back on.
+	 */
 	DefineCustomBoolVariable("gpuselect.shared_partial_states",
 							 "Pass parallel workers' large partial states to the leader in dynamic shared memory.",
 							 "On: a worker's partial state of at least 1 MB of values (plain aggregates, no GROUP BY) "
@@ -138,10 +149,16 @@ gs_guc_define(void)
 							 "faster. Off: always the tuple queue, e.g. where /dev/shm is too small for the segments.",
 							 &gs_guc_shared_partial_states,
 							 true,
-							 PGC_USERSET,
+							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * Superuser only (or GRANT SET ON PARAMETER): a backend keeps an arena of
+	 * this size in /dev/shm (page-locked once the GPU path used it) until it
+	 * exits; as a user setting, any role could pin gigabytes of shared memory
+	 * from an idle session.
+	 */
 	DefineCustomIntVariable("gpuselect.parallel_arena_size",
 							"Shared memory a backend keeps for its parallel workers' keys.",
 							"Parallel workers (and the leader) of plain aggregates without GROUP BY write their "
@@ -151,7 +168,7 @@ gs_guc_define(void)
 							&gs_guc_parallel_arena_size,
 							256,
 							0, INT_MAX / 2,
-							PGC_USERSET,
+							PGC_SUSET,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
@@ -171,6 +188,16 @@ gs_guc_define(void)
 							&gs_guc_test_max_serial_bytes,
 							0, 0, (int) MaxAllocSize,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_cancel_at_poll",
+							"Test hook: the Nth interrupt poll of every selection finds a query cancel request (0: never).",
+							"Acts as if pg_cancel_backend() had been called right before that poll of the engine, and "
+							"pg_log_backend_memory_contexts() before each earlier poll, so tests can send harmless "
+							"interrupts and then a cancel to a selection without depending on timing.",
+							&gs_guc_test_cancel_at_poll,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.test_fail_shared_attach",

@@ -1,5 +1,11 @@
 /*
- * guc.h — gpuselect's configuration parameters (USERSET, except the test hooks).
+ * guc.h — gpuselect's configuration parameters.  A session may set those
+ * that change only how its own queries run (USERSET); those that size or
+ * enable memory that is server-wide or outlives the query are superuser
+ * only (SUSET; an administrator may GRANT SET ON PARAMETER), as are the test
+ * hooks and the internal arena handle.
+ *
+ * USERSET:
  *
  *   gpuselect.device          auto | gpu | cpu                 (default auto)
  *   gpuselect.gpu_min_rows    GPU only for groups this large   (default 1000000)
@@ -7,6 +13,9 @@
  *   gpuselect.approx_buckets  buckets of the approximate mode  (default 1024)
  *   gpuselect.seed            sampling seed                    (default 42)
  *   gpuselect.debug           NOTICE per selection run         (default off)
+ *
+ * SUSET (server-wide or long-lived memory):
+ *
  *   gpuselect.shared_partial_states  large parallel partial states
  *                             through shared memory            (default on)
  *   gpuselect.pinned_pool_size  page-locked chunks kept per backend
@@ -22,6 +31,9 @@
  *                                    1 GB of data
  *   gpuselect.test_fail_shared_attach  ERROR right after the leader
  *                                    attaches a worker's shared state
+ *   gpuselect.test_cancel_at_poll    the Nth interrupt poll of a selection
+ *                                    finds a cancel request, the ones before
+ *                                    a memory-context log request (0: never)
  *
  * Internal (set by the leader for its parallel workers, hidden):
  *
@@ -51,6 +63,7 @@ extern bool gs_guc_shared_partial_states;
 extern bool gs_guc_test_fail_shared_attach;
 extern int	gs_guc_parallel_arena_size;	/* MB */
 extern char *gs_guc_parallel_arena;
+extern int	gs_guc_test_cancel_at_poll;
 
 extern void gs_guc_define(void);
 extern const char *gs_device_name(int device);

@@ -9,18 +9,24 @@
  *
  * The fraction argument is taken from the group's first row (NULL x rows
  * included); a different fraction in a later row -- or in another worker's
- * partial state -- is an ERROR (22023).  When the argument is a constant or
- * an external parameter it cannot change, and is not compared per row.
+ * partial state -- is an ERROR (22023).  When the argument cannot change
+ * during the scan (a constant, a parameter, an uncorrelated subquery: see
+ * gs_agg_arg_is_stable) it is not compared per row.
  * gpu_quantile validates p at the first row (like percentile_disc, even if
- * every x is NULL); a group with no rows at all returns NULL.  gpu_quantiles
+ * every x is NULL); over no rows at all it validates a constant p, which is
+ * all it can see without a row, and returns NULL.  gpu_quantiles
  * validates its array in the final function, after the no-rows check, as
  * percentile_disc(float8[]) does.
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
 #include "nodes/primnodes.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/memutils.h"
 
@@ -41,23 +47,142 @@ PG_FUNCTION_INFO_V1(gs_serialize);
 PG_FUNCTION_INFO_V1(gs_deserialize);
 
 /*
- * Can the aggregate's fraction argument (argument argno of the aggregate,
- * 0-based) change from row to row?  get_fn_expr_arg_stable() cannot tell:
+ * Is the aggregate's fraction argument (argument argno of the aggregate,
+ * 0-based) fixed for the whole scan of the aggregate's input, so that it
+ * need not be compared row by row?  get_fn_expr_arg_stable() cannot tell:
  * the expression PostgreSQL builds for a transition function has PARAM_EXEC
  * placeholders as arguments.  The Aggref itself has the real expressions.
+ *
+ * Fixed: an expression without Vars (the only thing that differs from one
+ * input row to the next), without volatile functions and without SubPlans
+ * (a correlated subquery, run per row).  That covers constants, external
+ * parameters, stable functions (fixed within a statement, as the planner
+ * itself assumes), and PARAM_EXEC values: an InitPlan's output (an
+ * uncorrelated subquery such as (SELECT array_agg(...) FROM ...), computed
+ * once) or a value of an outer query level or nestloop, which changes only
+ * with a rescan of this aggregate's plan, and a rescan starts every group
+ * afresh.  Such an argument costs nothing per row, whatever its size.
  */
 static bool
 gs_agg_arg_is_stable(FunctionCallInfo fcinfo, int argno)
 {
 	Aggref	   *aggref = AggGetAggref(fcinfo);
 	TargetEntry *tle;
+	Node	   *expr;
 
 	if (aggref == NULL || list_length(aggref->args) <= argno)
 		return false;
 	tle = list_nth_node(TargetEntry, aggref->args, argno);
-	if (IsA(tle->expr, Const))
+	expr = (Node *) tle->expr;
+	if (IsA(expr, Const))
 		return true;
-	return IsA(tle->expr, Param) && ((Param *) tle->expr)->paramkind == PARAM_EXTERN;
+	return !contain_var_clause(expr) && !contain_subplans(expr) &&
+		!contain_volatile_functions(expr);
+}
+
+/*
+ * gpu_quantiles' fraction array in a later row of a group computed per row:
+ * the same as the group's first?  A value stored out of line (a toasted
+ * column, e.g. the row of a fraction table joined to every input row) is
+ * recognised by its TOAST pointer, without fetching it: a TOAST value is
+ * never modified, and while a tuple that points at it is visible to the
+ * query its value OID cannot be reused.  Two are remembered: the first one
+ * seen and the latest other one found equal (a join may alternate between
+ * two stored copies of one array).  Anything else is compared in full
+ * (gs_fraction_arrays_equal), which costs about what computing or reading
+ * the array for the row did.
+ */
+static void
+gs_fraction_note_toast(GsState *st, const struct varatt_external *ext)
+{
+	st->fraction_toast[st->fraction_ntoast == 0 ? 0 : 1] = *ext;
+	if (st->fraction_ntoast < 2)
+		st->fraction_ntoast++;
+}
+
+static bool
+gs_fraction_row_same(GsState *st, Datum d)
+{
+	struct varlena *raw = (struct varlena *) DatumGetPointer(d);
+	struct varatt_external ext;
+
+	if (!VARATT_IS_EXTERNAL_ONDISK(raw))
+		return gs_fraction_arrays_equal(DatumGetArrayTypeP(d), st->fractions);
+	memset(&ext, 0, sizeof(ext));
+	VARATT_EXTERNAL_GET_POINTER(ext, raw);
+	for (int i = 0; i < st->fraction_ntoast; i++)
+		if (ext.va_toastrelid == st->fraction_toast[i].va_toastrelid &&
+			ext.va_valueid == st->fraction_toast[i].va_valueid)
+			return true;
+	if (!gs_fraction_arrays_equal(DatumGetArrayTypeP(d), st->fractions))
+		return false;
+	gs_fraction_note_toast(st, &ext);
+	return true;
+}
+
+/*
+ * The Aggref whose argument expressions are the aggregate's own: this
+ * call's, or -- in the finalizing step of a partial aggregation, whose one
+ * argument is the partial aggregate's result -- the partial Aggref below,
+ * found by following that argument down the plan (Finalize Aggregate ->
+ * Gather -> Partial Aggregate, each step an OUTER_VAR into the child's
+ * target list).  NULL when it cannot be found (e.g. a window aggregate).
+ */
+static Aggref *
+gs_agg_source_aggref(FunctionCallInfo fcinfo)
+{
+	Aggref	   *aggref = AggGetAggref(fcinfo);
+	PlanState  *ps;
+	Expr	   *expr;
+
+	if (aggref == NULL || !DO_AGGSPLIT_COMBINE(aggref->aggsplit))
+		return aggref;
+	if (list_length(aggref->args) != 1 || fcinfo->context == NULL || !IsA(fcinfo->context, AggState))
+		return NULL;
+	ps = (PlanState *) fcinfo->context;
+	expr = linitial_node(TargetEntry, aggref->args)->expr;
+	for (int depth = 0; depth < 8; depth++)
+	{
+		Var		   *var = (Var *) expr;
+
+		if (IsA(expr, Aggref))
+		{
+			Aggref	   *partial = (Aggref *) expr;
+
+			return partial->aggfnoid == aggref->aggfnoid &&
+				!DO_AGGSPLIT_COMBINE(partial->aggsplit) ? partial : NULL;
+		}
+		if (!IsA(expr, Var) || var->varno != OUTER_VAR)
+			return NULL;
+		ps = outerPlanState(ps);
+		if (ps == NULL || var->varattno < 1 || var->varattno > list_length(ps->plan->targetlist))
+			return NULL;
+		expr = list_nth_node(TargetEntry, ps->plan->targetlist, var->varattno - 1)->expr;
+	}
+	return NULL;
+}
+
+/*
+ * gpu_quantile over no rows at all: the transition function never ran, so
+ * no fraction was seen.  percentile_disc(p) evaluates p in its final
+ * function and validates it before it finds no rows; when p is a constant
+ * (after planning: a literal, a folded expression, a parameter of a custom
+ * plan), do the same -- 22003 for one outside [0, 1] or NaN.  A fraction
+ * that is not a constant cannot be known without a row (README: the
+ * result is then NULL).
+ */
+static void
+gs_check_constant_fraction(FunctionCallInfo fcinfo, int argno)
+{
+	Aggref	   *aggref = gs_agg_source_aggref(fcinfo);
+	Expr	   *expr;
+
+	if (aggref == NULL || list_length(aggref->args) <= argno)
+		return;
+	expr = list_nth_node(TargetEntry, aggref->args, argno)->expr;
+	if (IsA(expr, Const) && !((Const *) expr)->constisnull &&
+		((Const *) expr)->consttype == FLOAT8OID)
+		gs_check_fraction(DatumGetFloat8(((Const *) expr)->constvalue));
 }
 
 /*
@@ -171,10 +296,19 @@ gs_quantiles_trans(PG_FUNCTION_ARGS)
 		st->fraction_null = PG_ARGISNULL(2);
 		if (!st->fraction_null)
 		{
+			struct varlena *raw = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(2));
 			ArrayType  *a = PG_GETARG_ARRAYTYPE_P(2);
 
 			st->fractions = (ArrayType *) MemoryContextAlloc(st->mcxt, VARSIZE(a));
 			memcpy(st->fractions, a, VARSIZE(a));
+			if (VARATT_IS_EXTERNAL_ONDISK(raw))
+			{
+				struct varatt_external ext;
+
+				memset(&ext, 0, sizeof(ext));
+				VARATT_EXTERNAL_GET_POINTER(ext, raw);
+				gs_fraction_note_toast(st, &ext);
+			}
 		}
 	}
 	else
@@ -183,8 +317,7 @@ gs_quantiles_trans(PG_FUNCTION_ARGS)
 		if (!((GsFnCache *) fcinfo->flinfo->fn_extra)->arg_stable)
 		{
 			if (PG_ARGISNULL(2) != st->fraction_null ||
-				(!st->fraction_null &&
-				 !gs_fraction_arrays_equal(PG_GETARG_ARRAYTYPE_P(2), st->fractions)))
+				(!st->fraction_null && !gs_fraction_row_same(st, PG_GETARG_DATUM(2))))
 				gs_fraction_mismatch_error(true);
 		}
 	}
@@ -216,7 +349,11 @@ gs_quantile_final(PG_FUNCTION_ARGS)
 
 	gs_fn_cache(fcinfo, 1, "gpu_quantile", false, false);
 	if (PG_ARGISNULL(0))
+	{
+		/* no rows: a constant fraction is still validated, as percentile_disc does */
+		gs_check_constant_fraction(fcinfo, 1);
 		PG_RETURN_NULL();
+	}
 	st = (GsState *) PG_GETARG_POINTER(0);
 	if (!st->have_fraction || st->fraction_null)
 		PG_RETURN_NULL();

@@ -105,7 +105,7 @@ gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 
 	np = gs_fraction_array(param, &fr, &frnull);
 	if (np == 0)
-		return construct_empty_array(t->typid);
+		return construct_empty_array(t->elemtypid);
 
 	ranks = (uint64 *) palloc(sizeof(uint64) * np);
 	keys = (uint64 *) palloc(sizeof(uint64) * np);
@@ -122,7 +122,7 @@ gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 		res[i] = frnull[i] ? (Datum) 0 : gs_key_to_datum((GsTypeKind) st->kind, keys[j++]);
 	}
 	out = construct_md_array(res, resnull, ARR_NDIM(param), ARR_DIMS(param), ARR_LBOUND(param),
-							 t->typid, t->typlen, t->typbyval, t->typalign);
+							 t->elemtypid, t->typlen, t->typbyval, t->typalign);
 	pfree(ranks);
 	pfree(keys);
 	pfree(res);

@@ -58,6 +58,11 @@ gs_engine_rank(int64 r, int64 n, bool descending)
  */
 extern Datum gs_final_disc(GsState *st, float8 p);
 extern float8 gs_final_cont(GsState *st, float8 p);
-/* percentile_disc(float8[]) / percentile_cont(float8[]): param not NULL */
+/*
+ * percentile_disc(float8[]) / percentile_cont(float8[]): param not NULL.
+ * disc's elements are of type t->elemtypid (a domain stays a domain, as
+ * percentile_disc_multi_final builds its result from the sort column's
+ * type), so the result concatenates and compares with the built-in's.
+ */
 extern ArrayType *gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t);
 extern ArrayType *gs_final_cont_multi(GsState *st, ArrayType *param);

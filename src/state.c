@@ -1,6 +1,7 @@
 /*
- * state.c — the transition state: chunked key buffers, growth, combine,
- * (de)serialization.  See state.h.
+ * state.c — the transition state: chunked key buffers, growth, combine.
+ * See state.h.  The serialized partial-state formats (gs_state_serialize,
+ * gs_state_deserialize) are in state_serial.c.
  */
 #include "postgres.h"
 
@@ -13,53 +14,8 @@
 #include "arena.h"
 #include "gpu_path.h"
 #include "guc.h"
-#include "shared_state.h"
 #include "state.h"
 #include "types.h"
-
-#define GS_SERIAL_MAGIC		0x31535347	/* "GSS1" */
-#define GS_SF_HAVE_FRACTION	0x01
-#define GS_SF_FRACTION_NULL	0x02
-#define GS_SF_HAVE_ARRAY	0x04
-#define GS_SF_SHARED		0x08	/* keys in a shared memory segment (shared_state.c) */
-#define GS_SF_ARENA			0x10	/* some keys in the leader's arena (arena.c) */
-
-typedef struct GsSerialHeader
-{
-	uint32		magic;
-	Oid			typid;
-	uint8		kind;
-	uint8		key_bytes;
-	uint8		flags;
-	uint8		descending;
-	uint32		array_bytes;	/* size of the fraction array (varlena), 0 if none */
-	float8		fraction;
-	int64		nrows;
-} GsSerialHeader;
-
-/*
- * With GS_SF_ARENA the fraction array is followed by this and nrefs
- * GsSerialArenaChunk entries; the keys not in the arena follow them.
- */
-typedef struct GsSerialArenaHead
-{
-	uint32		nrefs;
-	uint32		pad;
-} GsSerialArenaHead;
-
-typedef struct GsSerialArenaChunk
-{
-	GsArenaRef	ref;
-	uint64		n;				/* keys in the chunk */
-} GsSerialArenaChunk;
-
-/* follows the fraction array (and arena references) instead of the keys when GS_SF_SHARED is set */
-typedef struct GsSerialSharedRef
-{
-	dsm_handle	handle;
-	uint32		pad;
-	uint64		key_bytes;
-} GsSerialSharedRef;
 
 int64		gs_states_created = 0;
 int64		gs_states_taken_over = 0;
@@ -189,6 +145,8 @@ gs_state_append_keys(GsState *st, const char *keys, uint64 n)
 	}
 }
 
+int64		gs_fraction_full_compares = 0;
+
 bool
 gs_fraction_arrays_equal(ArrayType *a, ArrayType *b)
 {
@@ -199,6 +157,7 @@ gs_fraction_arrays_equal(ArrayType *a, ArrayType *b)
 	int			na,
 				nb;
 
+	gs_fraction_full_compares++;
 	if (a == b)
 		return true;
 	if (VARSIZE(a) == VARSIZE(b) && memcmp(a, b, VARSIZE(a)) == 0)
@@ -349,282 +308,6 @@ gs_state_combine(GsState *into, GsState *from)
 		else
 			gs_state_append_keys(into, c->data, c->n);
 	}
-}
-
-static void
-gs_state_copy_keys(const GsState *st, char *p)
-{
-	for (int i = 0; i < st->nchunks; i++)
-	{
-		Size		sz = (Size) st->chunks[i].n * st->key_bytes;
-
-		if (st->chunks[i].arena)
-			continue;			/* travels as a reference */
-		memcpy(p, st->chunks[i].data, sz);
-		p += sz;
-	}
-}
-
-/*
- * allow_shared: the caller knows the leader deserializes every partial state
- * (shared_state.c says why that matters); large ones then travel in shared
- * memory and the bytea carries only the segment's handle.
- */
-bytea *
-gs_state_serialize(const GsState *st, bool allow_shared)
-{
-	GsSerialHeader hdr;
-	uint32		array_bytes = st->fractions ? VARSIZE(st->fractions) : 0;
-	Size		array_padded = MAXALIGN(array_bytes);
-	uint32		nrefs = 0;
-	uint64		arena_keys = 0;
-	uint64		keybytes;
-	Size		arena_bytes;
-	GsSerialSharedRef ref;
-	char	   *shared_keys = NULL;
-	uint64		total;
-	/* gpuselect.test_max_serial_bytes (test hook) lowers the limit */
-	uint64		limit = gs_guc_test_max_serial_bytes > 0 ?
-		(uint64) gs_guc_test_max_serial_bytes : (uint64) MaxAllocSize;
-	bytea	   *b;
-	char	   *p;
-
-	for (int i = 0; i < st->nchunks; i++)
-		if (st->chunks[i].arena && st->chunks[i].n > 0)
-		{
-			nrefs++;
-			arena_keys += st->chunks[i].n;
-		}
-	/* the keys that are not in the arena travel as before */
-	keybytes = ((uint64) st->nrows - arena_keys) * st->key_bytes;
-	arena_bytes = nrefs > 0 ? sizeof(GsSerialArenaHead) + (Size) nrefs * sizeof(GsSerialArenaChunk) : 0;
-
-	memset(&ref, 0, sizeof(ref));
-	if (allow_shared && gs_shared_state_wanted((Size) keybytes))
-		shared_keys = gs_shared_state_create((Size) keybytes, &ref.handle);
-	if (shared_keys != NULL)
-	{
-		ref.key_bytes = keybytes;
-		gs_state_copy_keys(st, shared_keys);
-		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + arena_bytes + sizeof(ref);
-	}
-	else
-		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + arena_bytes + keybytes;
-
-	if (total > limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("gpuselect: a partial aggregate state of " INT64_FORMAT " values (" UINT64_FORMAT " bytes) is too large to pass between parallel workers",
-						st->nrows, total),
-				 errdetail("Serialized states are limited to " UINT64_FORMAT " bytes.", limit),
-				 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0), "
-						 "or the ordered-set form gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x), which is never split across workers.")));
-
-	memset(&hdr, 0, sizeof(hdr));
-	hdr.magic = GS_SERIAL_MAGIC;
-	hdr.typid = st->typid;
-	hdr.kind = st->kind;
-	hdr.key_bytes = st->key_bytes;
-	hdr.flags = (st->have_fraction ? GS_SF_HAVE_FRACTION : 0) |
-		(st->fraction_null ? GS_SF_FRACTION_NULL : 0) |
-		(st->fractions ? GS_SF_HAVE_ARRAY : 0) |
-		(shared_keys ? GS_SF_SHARED : 0) |
-		(nrefs > 0 ? GS_SF_ARENA : 0);
-	hdr.descending = st->descending ? 1 : 0;
-	hdr.array_bytes = array_bytes;
-	hdr.fraction = st->fraction;
-	hdr.nrows = st->nrows;
-
-	b = (bytea *) palloc((Size) total);
-	SET_VARSIZE(b, (Size) total);
-	p = VARDATA(b);
-	memcpy(p, &hdr, sizeof(hdr));
-	p += sizeof(hdr);
-	if (array_bytes)
-	{
-		memcpy(p, st->fractions, array_bytes);
-		memset(p + array_bytes, 0, array_padded - array_bytes);
-	}
-	p += array_padded;
-	if (nrefs > 0)
-	{
-		GsSerialArenaHead head;
-
-		memset(&head, 0, sizeof(head));
-		head.nrefs = nrefs;
-		memcpy(p, &head, sizeof(head));
-		p += sizeof(head);
-		for (int i = 0; i < st->nchunks; i++)
-		{
-			GsSerialArenaChunk ac;
-
-			if (!st->chunks[i].arena || st->chunks[i].n == 0)
-				continue;
-			gs_arena_ref(st->chunks[i].data, &ac.ref);
-			ac.n = st->chunks[i].n;
-			memcpy(p, &ac, sizeof(ac));
-			p += sizeof(ac);
-		}
-	}
-	if (shared_keys)
-		memcpy(p, &ref, sizeof(ref));
-	else
-		gs_state_copy_keys(st, p);
-	return b;
-}
-
-/* one more chunk of a deserialized state: n keys at data, full */
-static void
-gs_state_add_chunk(GsState *st, char *data, uint64 n, MemoryContext handover, bool arena)
-{
-	GsChunk    *c;
-
-	if (st->nchunks == st->maxchunks)
-	{
-		int			newmax = st->maxchunks > 0 ? st->maxchunks * 2 : 1;
-
-		st->chunks = st->chunks
-			? (GsChunk *) repalloc(st->chunks, newmax * sizeof(GsChunk))
-			: (GsChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsChunk));
-		st->maxchunks = newmax;
-	}
-	c = &st->chunks[st->nchunks++];
-	c->data = data;
-	c->n = n;
-	c->cap = n;
-	c->pinned = false;
-	c->arena = arena;
-	c->handover = handover;
-	st->nrows += (int64) n;
-}
-
-/*
- * A deserialized state's keys not in the arena: one exact-size chunk (the state is only read,
- * by the combine function).  Large keys get a memory context of their own, a
- * child of st->mcxt -- the per-input-tuple context PostgreSQL deserializes
- * in -- so that gs_state_combine can take them over rather than copy them a
- * second time.  If nothing takes them over (an ERROR, or a hash aggregate
- * that spills the input tuple instead of combining it), they are freed with
- * that short-lived context, as small states are.
- */
-static void
-gs_state_copy_in_keys(GsState *st, const char *keys, uint64 n)
-{
-	Size		bytes = (Size) n * st->key_bytes;
-	MemoryContext handover = NULL;
-	char	   *data;
-
-	if (bytes >= GS_HANDOVER_MIN_BYTES)
-	{
-		handover = AllocSetContextCreate(st->mcxt, "gpuselect partial state keys",
-										 ALLOCSET_SMALL_SIZES);
-		data = MemoryContextAllocHuge(handover, bytes);
-	}
-	else
-		data = MemoryContextAllocHuge(st->mcxt, bytes);
-	memcpy(data, keys, bytes);
-	gs_state_add_chunk(st, data, n, handover, false);
-}
-
-/*
- * A deserialized state whose keys are in a worker's shared memory segment:
- * the mapping belongs to a handover context, so the combine takes it over
- * like copied keys (and it is unmapped with whichever context ends up
- * owning it).
- */
-static void
-gs_state_map_shared_keys(GsState *st, dsm_handle handle, uint64 n)
-{
-	MemoryContext handover = AllocSetContextCreate(st->mcxt, "gpuselect shared partial state",
-												   ALLOCSET_SMALL_SIZES);
-
-	gs_state_add_chunk(st, gs_shared_state_attach(handle, (Size) n * st->key_bytes, handover),
-					   n, handover, false);
-}
-
-GsState *
-gs_state_deserialize(MemoryContext mcxt, bytea *b)
-{
-	GsSerialHeader hdr;
-	GsSerialArenaHead head;
-	const char *p = VARDATA(b);
-	Size		len = VARSIZE(b) - VARHDRSZ;
-	Size		array_padded;
-	Size		fixed;
-	uint64		rest;
-	GsState    *st;
-
-	if (len < sizeof(hdr))
-		elog(ERROR, "gpuselect: serialized state is truncated");
-	memcpy(&hdr, p, sizeof(hdr));
-	if (hdr.magic != GS_SERIAL_MAGIC)
-		elog(ERROR, "gpuselect: serialized state has a bad header");
-	array_padded = MAXALIGN(hdr.array_bytes);
-	if (hdr.nrows < 0 || hdr.array_bytes > len || sizeof(hdr) + array_padded > len)
-		elog(ERROR, "gpuselect: serialized state has a bad length");
-	memset(&head, 0, sizeof(head));
-	fixed = sizeof(hdr) + array_padded;
-	if (hdr.flags & GS_SF_ARENA)
-	{
-		if (fixed + sizeof(head) > len)
-			elog(ERROR, "gpuselect: serialized state has a bad length");
-		memcpy(&head, p + fixed, sizeof(head));
-		if (head.nrefs == 0 || head.nrefs > (len - fixed - sizeof(head)) / sizeof(GsSerialArenaChunk))
-			elog(ERROR, "gpuselect: serialized state has a bad length");
-		fixed += sizeof(head) + (Size) head.nrefs * sizeof(GsSerialArenaChunk);
-	}
-	p += sizeof(hdr);
-
-	st = gs_state_create(mcxt, hdr.typid);
-	if (st->key_bytes != hdr.key_bytes || st->kind != hdr.kind)
-		elog(ERROR, "gpuselect: serialized state has a bad type");
-	st->descending = hdr.descending != 0;
-	st->have_fraction = (hdr.flags & GS_SF_HAVE_FRACTION) != 0;
-	st->fraction_null = (hdr.flags & GS_SF_FRACTION_NULL) != 0;
-	st->fraction = hdr.fraction;
-	if (hdr.flags & GS_SF_HAVE_ARRAY)
-	{
-		st->fractions = (ArrayType *) MemoryContextAlloc(mcxt, hdr.array_bytes);
-		memcpy(st->fractions, p, hdr.array_bytes);
-	}
-	p += array_padded;
-
-	/* keys in the leader's arena: referred to, checked, never copied */
-	if (hdr.flags & GS_SF_ARENA)
-	{
-		p += sizeof(head);
-		for (uint32 i = 0; i < head.nrefs; i++)
-		{
-			GsSerialArenaChunk ac;
-
-			memcpy(&ac, p, sizeof(ac));
-			p += sizeof(ac);
-			if (ac.n == 0 || ac.n > GS_ARENA_CHUNK_BYTES / st->key_bytes ||
-				(uint64) st->nrows + ac.n > (uint64) hdr.nrows)
-				elog(ERROR, "gpuselect: serialized state has a bad length");
-			gs_state_add_chunk(st, gs_arena_resolve(&ac.ref, (Size) ac.n * st->key_bytes), ac.n,
-							   NULL, true);
-		}
-		gs_states_in_arena++;
-	}
-
-	/* the rest: in a worker's segment, or right here */
-	rest = (uint64) hdr.nrows - (uint64) st->nrows;
-	if (len - fixed != ((hdr.flags & GS_SF_SHARED) ? sizeof(GsSerialSharedRef) : rest * hdr.key_bytes))
-		elog(ERROR, "gpuselect: serialized state has a bad length");
-	if (hdr.flags & GS_SF_SHARED)
-	{
-		GsSerialSharedRef ref;
-
-		memcpy(&ref, p, sizeof(ref));
-		if (ref.key_bytes != rest * hdr.key_bytes || rest == 0)
-			elog(ERROR, "gpuselect: serialized state has a bad length");
-		gs_state_map_shared_keys(st, ref.handle, rest);
-	}
-	else if (rest > 0)
-		gs_state_copy_in_keys(st, p, rest);
-	Assert(st->nrows == hdr.nrows);
-	return st;
 }
 
 uint64

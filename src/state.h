@@ -64,6 +64,9 @@ typedef struct GsState
 	bool		fraction_null;
 	float8		fraction;		/* gpu_quantile */
 	ArrayType  *fractions;		/* gpu_quantiles (copy in mcxt) */
+	/* gpu_quantiles: stored (TOAST) values known equal to fractions (plain_aggs.c) */
+	int			fraction_ntoast;
+	struct varatt_external fraction_toast[2];
 
 	struct GpuPathState *gpu;		/* NULL unless the GPU path attached data */
 } GsState;
@@ -78,6 +81,7 @@ extern GsChunk *gs_state_grow(GsState *st);
 extern void gs_state_append_keys(GsState *st, const char *keys, uint64 n);
 /* from's keys may be taken over by into (handover chunks); they stay valid */
 extern void gs_state_combine(GsState *into, GsState *from);
+/* the serialized partial-state formats: state_serial.c */
 extern bytea *gs_state_serialize(const GsState *st, bool allow_shared);
 extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
 /*
@@ -85,6 +89,8 @@ extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
  * row (and every partial state combined in) must carry the same value.
  */
 extern bool gs_fraction_arrays_equal(ArrayType *a, ArrayType *b);
+/* calls of gs_fraction_arrays_equal: full comparisons (gpuselect_status) */
+extern int64 gs_fraction_full_compares;
 extern void gs_fraction_mismatch_error(bool is_array) pg_attribute_noreturn();
 
 /* keys not in the leader's arena (arena.h) */

@@ -100,6 +100,7 @@ gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggname,
 				 errmsg("%s does not support type %s", aggname, format_type_be(argtype)),
 				 errhint("Supported types: %s.", GS_NUMERIC_TYPES)));
 	out->typid = base;
+	out->elemtypid = argtype;
 	get_typlenbyvalalign(base, &out->typlen, &out->typbyval, &out->typalign);
 }
 

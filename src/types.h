@@ -31,6 +31,9 @@ typedef enum GsTypeKind
 typedef struct GsTypeInfo
 {
 	Oid			typid;			/* base type */
+	Oid			elemtypid;		/* the type as given, a domain if it is one: the
+								 * element type of array results, as the
+								 * built-ins use the sort column's type */
 	GsTypeKind	kind;
 	uint8		key_bytes;
 	bool		numeric;		/* usable by percentile_cont / gpu_median */

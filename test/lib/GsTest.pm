@@ -89,4 +89,43 @@ sub parallel_table_queries
 		  . " percentile_disc($fr) WITHIN GROUP (ORDER BY i2)) FROM $name");
 }
 
+# psql_bg($sql, %opt) -> a handle: psql($sql, %opt) started in the
+# background, a session of its own; psql_wait($handle) -> ($exit_code,
+# $output) once it has finished.  Not exported: GsTest::psql_bg(...).
+use POSIX ();
+
+sub psql_bg
+{
+	my ($sql, %opt) = @_;
+	my $stop = $opt{on_error_stop} // 1;
+	my ($fh, $file) = tempfile('gs-tap-XXXXXX', TMPDIR => 1, UNLINK => 1, SUFFIX => '.sql');
+	print $fh "\\set VERBOSITY verbose\nSET client_min_messages = warning;\n$sql\n";
+	close $fh;
+	my (undef, $outfile) = tempfile('gs-tap-XXXXXX', TMPDIR => 1, UNLINK => 1, SUFFIX => '.out');
+	my @cmd = ($PSQL, '-X', '-q', '-A', '-t', '-v', "ON_ERROR_STOP=$stop", '-f', $file);
+	push @cmd, '-d', $opt{db} if $opt{db};
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		# the child only execs psql: no Perl cleanup (temp files, Test::More) runs in it
+		open(STDOUT, '>', $outfile) or POSIX::_exit(127);
+		open(STDERR, '>&', \*STDOUT) or POSIX::_exit(127);
+		exec(@cmd) or POSIX::_exit(127);
+	}
+	return { pid => $pid, out => $outfile };
+}
+
+sub psql_wait
+{
+	my ($h) = @_;
+	waitpid($h->{pid}, 0);
+	my $rc = $? >> 8;
+	open(my $fh, '<', $h->{out}) or die "$h->{out}: $!";
+	local $/;
+	my $out = <$fh> // '';
+	close $fh;
+	chomp $out;
+	return ($rc, $out);
+}
+
 1;
