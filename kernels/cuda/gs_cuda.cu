@@ -196,26 +196,17 @@ gs_mopen_for(size_t nu)
 }
 
 /*
- * Single rank: once a level has cut the input to at most this many keys, one
- * radix sort of them replaces the remaining small levels (2^21 was best or
- * tied for both key widths in `gs_test sweep`, 2026-11-22).  It also bounds
- * the test hook's thresholds, since it sizes the sort's temp storage.
+ * Single rank: once a level has cut the input to at most
+ * gs_host_policy::focus_sort_max keys, one radix sort of them replaces the
+ * remaining small levels.  It also bounds the test hook's thresholds, since
+ * it sizes the sort's temp storage.
  */
-#define GS_FOCUS_SORT_MAX ((size_t) 1 << 21)
-
-/*
- * Single rank: the kept bucket is the sample's p -/+ (z sigma + 16).  z = 3
- * keeps ~3.7% of a level's keys (z = 4: 4.8%) and misses the rank in ~0.3%
- * of levels, which then cost one filter pass over the level's input.
- */
-#define GS_FOCUS_Z 3.0
-
 static size_t
 gs_focus_sort_below(const gs_cuda_engine *e)
 {
-	if (e->focus_sort >= 0 && (size_t) e->focus_sort < GS_FOCUS_SORT_MAX)
+	if (e->focus_sort >= 0 && (size_t) e->focus_sort < gs_host_policy::focus_sort_max)
 		return (size_t) e->focus_sort;
-	return GS_FOCUS_SORT_MAX;
+	return gs_host_policy::focus_sort_max;
 }
 
 /* capacity (elements) of each of the two ping-pong buffers */
@@ -224,7 +215,7 @@ gs_buf_cap(size_t n, size_t nu)
 {
 	double		c;
 
-	if (n <= GS_SAMPLE_SIZE)
+	if (n <= gs_sample_policy::size)
 		return 0;
 	if (nu == 1)
 		c = (double) n / 8.0 + 16384.0;
@@ -252,11 +243,6 @@ gs_buf_cap(size_t n, size_t nu)
  * rank, it cost more than it saved (one-block sort: 101 ranks f64 2.15 ->
  * 2.20 ms, one rank f64 1.085 -> 1.108).
  */
-#define GS_RUN_BLOCKS 16
-#define GS_SAMPLE_WIDE_SIZE ((size_t) GS_RUN_BLOCKS * GS_RUN_KEYS)
-static_assert(GS_SAMPLE_WIDE_SIZE == (size_t) GS_SAMPLE_THREADS * GS_SAMPLE_ITEMS_WIDE,
-			  "the grid-sorted sample fills k_sample's wide block");
-
 static bool
 gs_wide_sample(size_t nu)
 {
@@ -307,7 +293,7 @@ gs_exact_layout_for(size_t n, size_t nu, gs_exact_layout *L)
 	o += gs_round_up(nu * 4);
 	L->off_bucket = o;
 	o += gs_round_up(nu * 4);
-	const size_t wide_bytes = gs_wide_sample(nu) ? gs_round_up(GS_SAMPLE_WIDE_SIZE * 8) : 0;
+	const size_t wide_bytes = gs_wide_sample(nu) ? gs_round_up(gs_sample_policy::size_wide * 8) : 0;
 
 	L->off_runs = o;
 	o += wide_bytes;
@@ -348,7 +334,7 @@ gs_finish_sort_temp(size_t cap, unsigned kb)
 static size_t
 gs_ora_bytes(size_t n)
 {
-	return gs_round_up((n + GS_ORA_PAD) * sizeof(uint16_t));
+	return gs_round_up((n + gs_count_policy::ora_pad) * sizeof(uint16_t));
 }
 
 static size_t
@@ -359,8 +345,8 @@ gs_exact_scratch(size_t n, unsigned kb, size_t nu)
 
 	gs_exact_layout_for(n, nu, &L);
 	/* the finishing sort: the kept union (many ranks), or at most
-	 * GS_FOCUS_SORT_MAX keys of one rank's bucket */
-	sort_keys = nu > 1 || L.cap < GS_FOCUS_SORT_MAX ? L.cap : GS_FOCUS_SORT_MAX;
+	 * gs_host_policy::focus_sort_max keys of one rank's bucket */
+	sort_keys = nu > 1 || L.cap < gs_host_policy::focus_sort_max ? L.cap : gs_host_policy::focus_sort_max;
 	return L.small_bytes + 2 * gs_round_up(L.cap * kb) + gs_round_up(gs_finish_sort_temp(sort_keys, kb)) +
 		(nu > 1 ? gs_ora_bytes(n) : 0);
 }
@@ -453,12 +439,12 @@ gs_count_kernel_mm(int P)
 
 	r.smem = gs_count_smem(P, (int) sizeof(K), packed);
 	r.cells_cap = gs_cells_cap(P, (int) sizeof(K));
-	if (r.smem > 112 * 1024)
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_FULL>(r, one, packed);
-	else if (r.smem > 64 * 1024)
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_WIDE>(r, one, packed);
+	if (r.smem > gs_count_policy::full_above)
+		gs_count_kernel_t<K, MM, gs_count_policy::threads_full>(r, one, packed);
+	else if (r.smem > gs_count_policy::wide_above)
+		gs_count_kernel_t<K, MM, gs_count_policy::threads_wide>(r, one, packed);
 	else
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS>(r, one, packed);
+		gs_count_kernel_t<K, MM, gs_count_policy::threads>(r, one, packed);
 	return r;
 }
 
@@ -475,16 +461,16 @@ gs_set_attrs(size_t optin)
 {
 	cudaError_t ce;
 
-	ce = cudaFuncSetAttribute(k_sample<K, GS_SAMPLE_ITEMS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS>));
+	ce = cudaFuncSetAttribute(k_sample<K, gs_sample_policy::items>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) sizeof(gs_sample_smem<K, gs_sample_policy::items>));
 	if (ce != cudaSuccess)
 		return ce;
-	ce = cudaFuncSetAttribute(k_sample<K, GS_SAMPLE_ITEMS_WIDE, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>));
+	ce = cudaFuncSetAttribute(k_sample<K, gs_sample_policy::items_wide, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) sizeof(gs_sample_smem<K, gs_sample_policy::items_wide>));
 	if (ce != cudaSuccess)
 		return ce;
 	ce = cudaFuncSetAttribute(k_sample_merge<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) (GS_SAMPLE_WIDE_SIZE * sizeof(K)));
+							  (int) (gs_sample_policy::size_wide * sizeof(K)));
 	if (ce != cudaSuccess)
 		return ce;
 	/* the approximate pick's candidate ranks (k_approx_pick) */
@@ -494,8 +480,8 @@ gs_set_attrs(size_t optin)
 		return ce;
 	/* the approximate sample's runs (4-byte keys only) */
 	if constexpr (sizeof(K) == 4)
-		ce = cudaFuncSetAttribute(k_sample_merge<K, GS_APPROX_RUN_KEYS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-								  (int) (GS_APPROX_RUNS_MAX * GS_APPROX_RUN_KEYS * sizeof(K)));
+		ce = cudaFuncSetAttribute(k_sample_merge<K, gs_approx_policy::run_keys>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+								  (int) (gs_approx_policy::runs_max * gs_approx_policy::run_keys * sizeof(K)));
 	if (ce != cudaSuccess)
 		return ce;
 	size_t		dyn = optin - 16 * 1024;	/* leave room for static shared memory */
@@ -544,7 +530,7 @@ gs_cuda_open_impl(int ordinal, gs_cuda_engine **out, gs_error *err)
 		return gs_fail(err, GS_ERR_NOMEM, "out of host memory");
 	e->dev = ordinal;
 	e->focus_sort = -1;
-	e->focus_z = GS_FOCUS_Z;
+	e->focus_z = gs_host_policy::focus_z;
 	GS_CK(cudaSetDevice(ordinal), "cudaSetDevice");
 	GS_CK(cudaFree(0), "creating the CUDA context");
 	GS_CK(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
@@ -650,7 +636,7 @@ gs_check_interrupt(const gs_options *opt, gs_error *err)
 
 template <typename K>
 static int
-gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads = GS_COUNT_THREADS)
+gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads = gs_count_policy::threads)
 {
 	int			per = 0;
 
@@ -811,11 +797,11 @@ gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *rank
 				   *sorted_sample = (K *) (small + L.off_sample);
 		void		(*sample_fn) (gs_level_state *, const K *, K *, K *, gs_ull *, gs_ull *, gs_ull *, int *, gs_ull *,
 								  const K *) =
-			wide ? k_sample<K, GS_SAMPLE_ITEMS_WIDE, true> : k_sample<K, GS_SAMPLE_ITEMS, false>;
-		const size_t sample_smem = wide ? sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>)
-			: sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS>);
-		const double sample_size = wide ? gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>::SIZE
-			: gs_sample_smem<K, GS_SAMPLE_ITEMS>::SIZE;
+			wide ? k_sample<K, gs_sample_policy::items_wide, true> : k_sample<K, gs_sample_policy::items, false>;
+		const size_t sample_smem = wide ? sizeof(gs_sample_smem<K, gs_sample_policy::items_wide>)
+			: sizeof(gs_sample_smem<K, gs_sample_policy::items>);
+		const double sample_size = wide ? gs_sample_smem<K, gs_sample_policy::items_wide>::SIZE
+			: gs_sample_smem<K, gs_sample_policy::items>::SIZE;
 		const double keep = focused ? 0.05 : fmin(0.5, (wide ? 1.1 : 1.3) * (double) nu / mopen);
 		double		sort_below = e->sort_finish == 2 ? 0.0 :
 			(e->sort_finish == 1 ? 1e30 :
@@ -885,26 +871,26 @@ gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *rank
 				}
 				if (wide)
 				{
-					gs_launch(k_sample_runs<K>, GS_RUN_BLOCKS, GS_RUN_THREADS, 0, e->s, st, d_in, bufA, bufB, runs);
-					gs_launch(k_sample_merge<K>, GS_RUN_BLOCKS, GS_MERGE_THREADS, GS_SAMPLE_WIDE_SIZE * sizeof(K), e->s,
+					gs_launch(k_sample_runs<K>, gs_sample_runs_policy::blocks, gs_sample_runs_policy::threads, 0, e->s, st, d_in, bufA, bufB, runs);
+					gs_launch(k_sample_merge<K>, gs_sample_runs_policy::blocks, gs_sample_runs_policy::merge_threads, gs_sample_policy::size_wide * sizeof(K), e->s,
 							  st, runs, sorted_sample);
 				}
-				gs_launch(sample_fn, 1, GS_SAMPLE_THREADS, sample_smem, e->s,
+				gs_launch(sample_fn, 1, gs_sample_policy::threads, sample_smem, e->s,
 						  st, d_in, bufA, bufB, hist, dsplit, rank_cur, resolved, res, wide ? sorted_sample : NULL);
 				if (focused)
 				{
-					gs_launch(k_count_focus<K>, grid_count, GS_COUNT_THREADS, 0, e->s, st, d_in, bufA, bufB, hist, dsplit);
-					gs_launch(k_plan<K, GS_PLAN_THREADS_FOCUS>, 1, GS_PLAN_THREADS_FOCUS, 0, e->s,
+					gs_launch(k_count_focus<K>, grid_count, gs_count_policy::threads, 0, e->s, st, d_in, bufA, bufB, hist, dsplit);
+					gs_launch(k_plan<K, gs_plan_policy::threads_focus>, 1, gs_plan_policy::threads_focus, 0, e->s,
 							  st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
 				}
 				else
 				{
 					gs_launch(kc.fn, grid_count, kc.threads, kc.smem, e->s, st, d_in, bufA, bufB, hist, dsplit, (gs_minmax *) NULL, ora,
 							  kc.cells_cap);
-					gs_launch(k_plan<K, GS_PLAN_THREADS>, 1, GS_PLAN_THREADS, 0, e->s,
+					gs_launch(k_plan<K, gs_plan_policy::threads>, 1, gs_plan_policy::threads, 0, e->s,
 							  st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
 				}
-				gs_launch(k_filter<K>, grid_filter, GS_COUNT_THREADS, smem_filter, e->s, st, d_in, bufA, bufB, dsplit,
+				gs_launch(k_filter<K>, grid_filter, gs_count_policy::threads, smem_filter, e->s, st, d_in, bufA, bufB, dsplit,
 						  wmask, ora);
 				gs_launch(k_advance, 1, 1, 0, e->s, st, below);
 				GS_CK(cudaGetLastError(), "kernel launch");
@@ -972,20 +958,20 @@ done:
 
 /* ------------------------------------------------------------ approximate */
 
-/* the sample's buffers: whole runs of GS_APPROX_RUN_KEYS (k_approx_runs) */
+/* the sample's buffers: whole runs of gs_approx_policy::run_keys (k_approx_runs) */
 static size_t
 gs_approx_sample_room(size_t s)
 {
-	return (s + GS_APPROX_RUN_KEYS - 1) / GS_APPROX_RUN_KEYS * GS_APPROX_RUN_KEYS;
+	return (s + gs_approx_policy::run_keys - 1) / gs_approx_policy::run_keys * gs_approx_policy::run_keys;
 }
 
 /* whether the sample is sorted as runs + merge (else a device radix sort):
- * 4-byte keys, at most GS_APPROX_RUNS_MAX runs (k_sample_merge holds them
+ * 4-byte keys, at most gs_approx_policy::runs_max runs (k_sample_merge holds them
  * all in shared memory) */
 static bool
 gs_approx_runs(unsigned kb, size_t s)
 {
-	return kb == 4 && s <= (size_t) GS_APPROX_RUNS_MAX * GS_APPROX_RUN_KEYS;
+	return kb == 4 && s <= (size_t) gs_approx_policy::runs_max * gs_approx_policy::run_keys;
 }
 
 static size_t
@@ -1086,12 +1072,12 @@ gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *r
 		{
 			if (gs_approx_runs(sizeof(K), s))
 			{
-				const int	nruns = (int) (gs_approx_sample_room(s) / GS_APPROX_RUN_KEYS);
+				const int	nruns = (int) (gs_approx_sample_room(s) / gs_approx_policy::run_keys);
 
-				gs_launch(k_approx_runs<K>, nruns, GS_APPROX_RUN_THREADS, 0, e->s, st, d_in, (gs_ull) n, (gs_ull) s,
+				gs_launch(k_approx_runs<K>, nruns, gs_approx_policy::run_threads, 0, e->s, st, d_in, (gs_ull) n, (gs_ull) s,
 						  (gs_ull) opt->seed, sample);
-				gs_launch(k_sample_merge<K, GS_APPROX_RUN_KEYS>, nruns * (GS_APPROX_RUN_KEYS / GS_MERGE_THREADS),
-						  GS_MERGE_THREADS, (size_t) nruns * GS_APPROX_RUN_KEYS * sizeof(K), e->s, st, sample,
+				gs_launch(k_sample_merge<K, gs_approx_policy::run_keys>, nruns * (gs_approx_policy::run_keys / gs_sample_runs_policy::merge_threads),
+						  gs_sample_runs_policy::merge_threads, (size_t) nruns * gs_approx_policy::run_keys * sizeof(K), e->s, st, sample,
 						  sorted);
 				runs_sorted = true;
 			}
@@ -1103,10 +1089,10 @@ gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *r
 			GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
 				  "DeviceRadixSort (sample)");
 		}
-		gs_launch(k_approx_split<K>, 1, GS_PLAN_THREADS, 0, e->s, st, sorted, (gs_ull) s, (int) B, dsplit, hist);
+		gs_launch(k_approx_split<K>, 1, gs_plan_policy::threads, 0, e->s, st, sorted, (gs_ull) s, (int) B, dsplit, hist);
 		gs_launch(kc.fn, grid, kc.threads, kc.smem, e->s, st, d_in, (K *) NULL, (K *) NULL, hist, dsplit, mm,
 				  (uint16_t *) NULL, kc.cells_cap);
-		gs_launch(k_approx_pick<K>, 1, GS_PLAN_THREADS, ((size_t) B + 2) * 8, e->s, st, hist, dsplit, mm, grid, dranks,
+		gs_launch(k_approx_pick<K>, 1, gs_plan_policy::threads, ((size_t) B + 2) * 8, e->s, st, hist, dsplit, mm, grid, dranks,
 				  (int) nranks, ck, clo, chi, dpicks);
 		GS_CK(cudaGetLastError(), "kernel launch");
 		GS_CK(cudaMemcpyAsync(out, dpicks, nranks * sizeof(gs_approx_pick), cudaMemcpyDeviceToHost, e->s),
@@ -1549,7 +1535,7 @@ void
 gs_cuda_test_focus_z(gs_cuda_engine *e, double z)
 {
 	if (e)
-		e->focus_z = z > 0 ? z : GS_FOCUS_Z;
+		e->focus_z = z > 0 ? z : gs_host_policy::focus_z;
 }
 
 /* test hook (not in gs_cuda.h): key bits the last finishing sort sorted on */

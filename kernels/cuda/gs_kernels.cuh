@@ -64,13 +64,14 @@ gs_pdl_enter()
 #endif
 }
 
-/* per-lane batch of a streaming pass: GS_UNROLL 16-byte loads = N keys;
+/* per-lane batch of a streaming pass: U 16-byte loads = N keys;
  * the warp's compaction stage holds one worst-case batch (32 N keys) */
 template <typename K>
 struct gs_batch
 {
+	static constexpr int U = gs_stream_policy::unroll;
 	static constexpr int V = 16 / (int) sizeof(K);
-	static constexpr int N = GS_UNROLL * V;
+	static constexpr int N = U * V;
 	static constexpr int STAGE = 32 * N;
 	static constexpr unsigned ALL = (1u << N) - 1;
 };
@@ -103,7 +104,7 @@ gs_pick_src(int sel, const K *in, const K *a, const K *b)
  * batches: per-key branches and per-key warp votes made the passes issue-bound
  * at 60-90 instructions per key (ncu, 2026-11-22); with a batch, f decides
  * with bit masks and compacts once per batch.  Body: 16-byte streaming loads,
- * GS_UNROLL in flight per lane, grid-stride over warps; the unaligned head
+ * U = gs_stream_policy::unroll in flight per lane, grid-stride over warps; the unaligned head
  * and the tail (< V keys each) are one extra batch of warp 0.
  * nblocks: the blocks taking part (blocks 0 .. nblocks-1; 0 = the grid).
  */
@@ -111,6 +112,7 @@ template <typename K, typename F>
 static __device__ __forceinline__ void
 gs_for_each(const K *p, gs_ull n, F &f, unsigned nblocks = 0)
 {
+	constexpr int U = gs_batch<K>::U;
 	constexpr int V = gs_batch<K>::V;
 	constexpr int N = gs_batch<K>::N;
 	const unsigned lane = threadIdx.x & 31;
@@ -141,25 +143,25 @@ gs_for_each(const K *p, gs_ull n, F &f, unsigned nblocks = 0)
 	}
 	const uint4 *vp = reinterpret_cast<const uint4 *>(p + head);
 
-	for (gs_ull w = gwarp * 32 * GS_UNROLL; w < nvec; w += nwarps * 32 * GS_UNROLL)
+	for (gs_ull w = gwarp * 32 * U; w < nvec; w += nwarps * 32 * U)
 	{
-		uint4		buf[GS_UNROLL];
+		uint4		buf[U];
 		unsigned	valid = 0;
 
-		if (w + 32 * GS_UNROLL <= nvec)
+		if (w + 32 * U <= nvec)
 		{
 			/* the warp's whole batch is in range (all but the last): no
 			 * per-load bounds or fill (~3 instructions per key of the
 			 * approximate count, NOTES-gpu.md section 10) */
 #pragma unroll
-			for (int u = 0; u < GS_UNROLL; u++)
+			for (int u = 0; u < U; u++)
 				buf[u] = __ldcs(vp + w + (gs_ull) u * 32 + lane);	/* streamed: read once per pass */
 			valid = gs_batch<K>::ALL;
 		}
 		else
 		{
 #pragma unroll
-			for (int u = 0; u < GS_UNROLL; u++)
+			for (int u = 0; u < U; u++)
 			{
 				const gs_ull i = w + (gs_ull) u * 32 + lane;
 
@@ -175,7 +177,7 @@ gs_for_each(const K *p, gs_ull n, F &f, unsigned nblocks = 0)
 		K			xs[N];
 
 #pragma unroll
-		for (int u = 0; u < GS_UNROLL; u++)
+		for (int u = 0; u < U; u++)
 			memcpy(&xs[u * V], &buf[u], 16);
 		f.batch(xs, valid, gs_at{w + lane, false});
 	}
@@ -255,19 +257,20 @@ struct gs_stage
 template <typename K, int ITEMS>
 struct gs_sample_smem
 {
-	static constexpr int SIZE = GS_SAMPLE_THREADS * ITEMS;	/* sample size, also the base case */
-	/* 6-bit digits: 11 passes instead of 16 for 64-bit keys, 6 instead of 8
-	 * for 32-bit (the one-block sample sort is on every spread level's
-	 * critical path) */
-	typedef cub::BlockRadixSort<K, GS_SAMPLE_THREADS, ITEMS, cub::NullType, 6> Sort;
-	typedef gs_block_select<K, GS_SAMPLE_THREADS, ITEMS> Select;
+	static constexpr int THREADS = gs_sample_policy::threads;
+	static constexpr int SIZE = THREADS * ITEMS;	/* sample size, also the base case */
+	/* 6-bit digits (radix_bits): 11 passes instead of 16 for 64-bit keys, 6
+	 * instead of 8 for 32-bit (the one-block sample sort is on every spread
+	 * level's critical path) */
+	typedef cub::BlockRadixSort<K, THREADS, ITEMS, cub::NullType, gs_sample_policy::radix_bits> Sort;
+	typedef gs_block_select<K, THREADS, ITEMS> Select;
 	union
 	{
 		typename Sort::TempStorage sort;
 		K			sorted[SIZE];
 		typename Select::TempStorage select;
 	};
-	unsigned	warp_count[GS_SAMPLE_THREADS / 32];	/* gs_sample_spread */
+	unsigned	warp_count[THREADS / 32];	/* gs_sample_spread */
 };
 
 /*
@@ -356,15 +359,16 @@ gs_sample_focused(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, K (&items)[I
  * among the distinct splitters is the warp's count so far (ballot, popc)
  * plus the counts of the warps before it.
  */
-#define GS_SPREAD_PER_WARP 256	/* 16 warps x 256 >= 4095 splitters */
-static_assert((GS_SAMPLE_THREADS / 32) * GS_SPREAD_PER_WARP >= GS_MAX_SPLIT_EXACT, "spread positions");
+static_assert((gs_sample_policy::threads / 32) * gs_sample_policy::spread_per_warp >= GS_MAX_SPLIT_EXACT,
+			  "spread positions");
 
 template <typename K, int ITEMS>
 static __device__ void
 gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dsplit, int *s_m)
 {
 	constexpr int SIZE = gs_sample_smem<K, ITEMS>::SIZE;
-	constexpr int ROUNDS = GS_SPREAD_PER_WARP / 32;
+	constexpr int PER_WARP = gs_sample_policy::spread_per_warp;
+	constexpr int ROUNDS = PER_WARP / 32;
 	const int	tid = threadIdx.x;
 	const int	warp = tid >> 5;
 	const unsigned lane = tid & 31;
@@ -380,7 +384,7 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dspli
 #pragma unroll
 	for (int i = 0; i < ROUNDS; i++)
 	{
-		const int	s = warp * GS_SPREAD_PER_WARP + i * 32 + (int) lane;
+		const int	s = warp * PER_WARP + i * 32 + (int) lane;
 		bool		keep = false;
 
 		keys[i] = 0;
@@ -401,7 +405,7 @@ gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dspli
 	int			before = 0,
 				total = 0;
 
-	for (int w = 0; w < GS_SAMPLE_THREADS / 32; w++)
+	for (int w = 0; w < gs_sample_policy::threads / 32; w++)
 	{
 		before += w < warp ? (int) sm.warp_count[w] : 0;
 		total += (int) sm.warp_count[w];
@@ -440,9 +444,10 @@ gs_sample_key(const K *src, gs_ull n, gs_ull salt, gs_ull i)
  * The sample of a level of 4096 buckets (16384 keys) is drawn and sorted by
  * a grid instead of one block: a one-block sort of it took ~57 us per level,
  * ~1/8 of a 1001-rank level (the block's random gather alone ~10 us).
- * k_sample_runs: each of GS_RUN_BLOCKS blocks draws GS_RUN_KEYS keys (the
- * whole level input, padded with the largest key, when it fits) and sorts
- * them (cub::BlockRadixSort) into one run; k_sample_merge: every key's place
+ * k_sample_runs: each of gs_sample_runs_policy::blocks blocks draws
+ * gs_sample_runs_policy::keys keys (the whole level input, padded with the
+ * largest key, when it fits) and sorts them (cub::BlockRadixSort) into one
+ * run; k_sample_merge: every key's place
  * in the whole sample is its index in its run plus, for every other run, how
  * many of that run's keys precede it (binary search; equal keys ordered by
  * run), and it is written there; k_sample<K, ITEMS, true> then reads the
@@ -451,29 +456,28 @@ gs_sample_key(const K *src, gs_ull n, gs_ull salt, gs_ull i)
  * 6 launches for the approximate mode's 32768-key sample.  (Measured: the
  * three sample kernels take ~34 us per level, against 57.)
  */
-#define GS_RUN_THREADS 256
-#define GS_RUN_ITEMS 4
-#define GS_RUN_KEYS (GS_RUN_THREADS * GS_RUN_ITEMS)
 
 template <typename K>
-__global__ void __launch_bounds__(GS_RUN_THREADS)
+__global__ void __launch_bounds__(gs_sample_runs_policy::threads)
 k_sample_runs(gs_level_state *st, const K *in, K *bufA, K *bufB, K *runs)
 {
 	gs_pdl_enter();
-	typedef cub::BlockRadixSort<K, GS_RUN_THREADS, GS_RUN_ITEMS> Sort;
+	constexpr int ITEMS = gs_sample_runs_policy::items;
+	constexpr int KEYS = gs_sample_runs_policy::keys;
+	typedef cub::BlockRadixSort<K, gs_sample_runs_policy::threads, ITEMS> Sort;
 	__shared__ typename Sort::TempStorage ts;
 
 	if (st->done)
 		return;
 	const gs_ull n = st->n;
-	const gs_ull size = (gs_ull) gridDim.x * GS_RUN_KEYS;
+	const gs_ull size = (gs_ull) gridDim.x * KEYS;
 	const K    *src = gs_pick_src<K>(st->src, in, bufA, bufB);
 	const gs_ull salt = gs_sample_salt(st);
-	const gs_ull first = (gs_ull) blockIdx.x * GS_RUN_KEYS + (gs_ull) threadIdx.x * GS_RUN_ITEMS;
-	K			items[GS_RUN_ITEMS];
+	const gs_ull first = (gs_ull) blockIdx.x * KEYS + (gs_ull) threadIdx.x * ITEMS;
+	K			items[ITEMS];
 
 #pragma unroll
-	for (int i = 0; i < GS_RUN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 	{
 		const gs_ull g = first + i;
 
@@ -484,34 +488,34 @@ k_sample_runs(gs_level_state *st, const K *in, K *bufA, K *bufB, K *runs)
 	}
 	Sort(ts).Sort(items);
 #pragma unroll
-	for (int i = 0; i < GS_RUN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 		runs[first + i] = items[i];
 }
 
-/* GS_MERGE_THREADS threads per block, one key each (the searches are chains
- * of dependent loads: many warps hide them), RUNK / GS_MERGE_THREADS blocks
- * per run of RUNK keys; dynamic shared memory: the whole sample */
-#define GS_MERGE_THREADS 1024
-
-template <typename K, int RUNK = GS_RUN_KEYS>
-__global__ void __launch_bounds__(GS_MERGE_THREADS)
+/* gs_sample_runs_policy::merge_threads threads per block, one key each (the
+ * searches are chains of dependent loads: many warps hide them), RUNK /
+ * merge_threads blocks per run of RUNK keys; dynamic shared memory: the
+ * whole sample */
+template <typename K, int RUNK = gs_sample_runs_policy::keys>
+__global__ void __launch_bounds__(gs_sample_runs_policy::merge_threads)
 k_sample_merge(const gs_level_state *st, const K *runs, K *sorted)
 {
 	gs_pdl_enter();
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
-	constexpr int PER = RUNK / GS_MERGE_THREADS;
+	constexpr int THREADS = gs_sample_runs_policy::merge_threads;
+	constexpr int PER = RUNK / THREADS;
 	K		   *all = reinterpret_cast<K *>(gs_dyn_smem);
 	const int	nruns = (int) gridDim.x / PER;
 	const int	r = (int) blockIdx.x / PER;
 
-	static_assert(RUNK % GS_MERGE_THREADS == 0, "whole blocks per run");
+	static_assert(RUNK % THREADS == 0, "whole blocks per run");
 	if (st->done)
 		return;
-	for (int i = threadIdx.x; i < nruns * RUNK; i += GS_MERGE_THREADS)
+	for (int i = threadIdx.x; i < nruns * RUNK; i += THREADS)
 		all[i] = runs[i];
 	__syncthreads();
 	{
-		const int	li = (int) (blockIdx.x % PER) * GS_MERGE_THREADS + threadIdx.x;
+		const int	li = (int) (blockIdx.x % PER) * THREADS + threadIdx.x;
 		const K		x = all[r * RUNK + li];
 		int			place = li;
 
@@ -540,11 +544,12 @@ k_sample_merge(const gs_level_state *st, const K *runs, K *sorted)
 
 /* PRE: the sample comes sorted from k_sample_runs / k_sample_merge (pre) */
 template <typename K, int ITEMS, bool PRE = false>
-__global__ void __launch_bounds__(GS_SAMPLE_THREADS)
+__global__ void __launch_bounds__(gs_sample_policy::threads)
 k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull *dsplit,
 		 gs_ull *rank_cur, int *resolved, gs_ull *result, const K *pre)
 {
 	gs_pdl_enter();
+	constexpr int THREADS = gs_sample_policy::threads;
 	typedef gs_sample_smem<K, ITEMS> S;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	S		   &sm = *reinterpret_cast<S *>(gs_dyn_smem);
@@ -562,7 +567,7 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 	{
 		/* straight into shared memory, coalesced (the spread path below
 		 * needs the sorted sample there, not in registers) */
-		for (int i = tid; i < S::SIZE; i += GS_SAMPLE_THREADS)
+		for (int i = tid; i < S::SIZE; i += THREADS)
 			sm.sorted[i] = pre[i];
 	}
 	else if (base)
@@ -602,13 +607,13 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 			__syncthreads();
 #pragma unroll
 			for (int i = 0; i < ITEMS; i++)
-				sm.sorted[i * GS_SAMPLE_THREADS + tid] = items[i];
+				sm.sorted[i * THREADS + tid] = items[i];
 		}
 		__syncthreads();
 		if (base)
 		{
 			/* base case: the whole level input is sorted; every rank is read off */
-			for (int k = tid; k < st->nranks; k += GS_SAMPLE_THREADS)
+			for (int k = tid; k < st->nranks; k += THREADS)
 				if (!resolved[k])
 				{
 					result[k] = (K) (sm.sorted[rank_cur[k]] + (K) st->kbase);
@@ -639,7 +644,7 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 	}
 	const int	nb = st->focused ? 5 : 2 * s_m + 1;
 
-	for (int b = tid; b < nb; b += GS_SAMPLE_THREADS)
+	for (int b = tid; b < nb; b += THREADS)
 		hist[b] = 0;
 }
 
@@ -800,11 +805,11 @@ gs_focus_run(gs_level_state *st, const K *src, K *dst, const gs_ull *dsplit, K *
 }
 
 template <typename K>
-__global__ void __launch_bounds__(GS_COUNT_THREADS)
+__global__ void __launch_bounds__(gs_count_policy::threads)
 k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit)
 {
 	gs_pdl_enter();
-	__shared__ K s_stage[GS_COUNT_THREADS / 32][gs_batch<K>::STAGE];
+	__shared__ K s_stage[gs_count_policy::threads / 32][gs_batch<K>::STAGE];
 	__shared__ unsigned s_cnt[5];
 
 	if (st->done || !st->focused)
@@ -847,9 +852,8 @@ k_count_focus(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, c
  * key only if one of its vector's keys is kept.  Slots follow gs_for_each's
  * layout for the level's input pointer: body vector v's keys at V v .. V v +
  * V - 1, the tail's keys at V nvec + t, the head's at V nvec + V + h; so a
- * level of n keys uses fewer than n + 2 V <= n + GS_ORA_PAD slots.
+ * level of n keys uses fewer than n + 2 V <= n + gs_count_policy::ora_pad slots.
  */
-#define GS_ORA_PAD 8
 
 template <typename K, int N>
 static __device__ __forceinline__ void
@@ -868,7 +872,7 @@ gs_ora_store(uint16_t *ora, const int (&b)[N], unsigned valid, gs_at at)
 		return;
 	}
 #pragma unroll
-	for (int u = 0; u < GS_UNROLL; u++)
+	for (int u = 0; u < gs_batch<K>::U; u++)
 	{
 		if (!((valid >> (u * V)) & 1u))
 			continue;			/* a body vector is valid as a whole */
@@ -933,10 +937,9 @@ struct gs_count_fn
 			/*
 			 * In chunks of C keys: the lookups, then the atomics, so that
 			 * a chunk's shared-memory loads need not wait behind atomics on
-			 * the same memory.  C = 4 measured best (approximate count f32
-			 * 2^28: 522 us; C = 8: 546; C = 16: 668, where ptxas spills).
+			 * the same memory (gs_count_policy::chunk says what C measured).
 			 */
-			constexpr int C = N < 4 ? N : 4;
+			constexpr int C = N < gs_count_policy::chunk ? N : gs_count_policy::chunk;
 
 			unsigned char *const hb = reinterpret_cast<unsigned char *>(shist);
 
@@ -1103,7 +1106,7 @@ gs_active_blocks(gs_ull n)
  * of 0 blocks means none, as without the argument).  PACKED: its packed
  * table (approximate count only).
  */
-template <typename K, bool MM, int THREADS = GS_COUNT_THREADS, bool ONE = false, bool PACKED = false>
+template <typename K, bool MM, int THREADS = gs_count_policy::threads, bool ONE = false, bool PACKED = false>
 __global__ void __launch_bounds__(THREADS, ONE ? 1024 / THREADS : 0)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
 		gs_minmax *blk_mm, uint16_t *ora, int cells_cap)
@@ -1184,12 +1187,9 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 
 /* ------------------------------------------------------------------ plan */
 
-#define GS_PLAN_THREADS 1024
-#define GS_PLAN_ITEMS 8			/* 8192 >= 2*4095+1 buckets */
-#define GS_PLAN_THREADS_FOCUS 32
 
-/* THREADS * GS_PLAN_ITEMS >= the level's buckets: GS_PLAN_THREADS for
- * spread levels (up to 2*4095+1 buckets), GS_PLAN_THREADS_FOCUS for
+/* THREADS * gs_plan_policy::items >= the level's buckets: threads for
+ * spread levels (up to 2*4095+1 buckets), threads_focus for
  * single-rank levels (5 buckets; a 1024-thread block cost ~9 us there) */
 template <typename K, int THREADS>
 __global__ void __launch_bounds__(THREADS)
@@ -1197,6 +1197,7 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 	   unsigned char *wmask, gs_ull *rank_cur, int *resolved, int *rank_bucket, gs_ull *result)
 {
 	gs_pdl_enter();
+	constexpr int ITEMS = gs_plan_policy::items;
 	typedef cub::BlockScan<gs_ull, THREADS> Scan;
 	__shared__ typename Scan::TempStorage ts;
 	__shared__ int s_allpred,
@@ -1211,20 +1212,20 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 	const bool	focused = st->focused != 0;
 	const bool	spec = st->spec != 0;
 	const unsigned pmask = st->pmask;
-	gs_ull		v[GS_PLAN_ITEMS];
+	gs_ull		v[ITEMS];
 
 #pragma unroll
-	for (int i = 0; i < GS_PLAN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 	{
-		int			b = tid * GS_PLAN_ITEMS + i;
+		int			b = tid * ITEMS + i;
 
 		v[i] = b < nb ? hist[b] : 0;
 	}
 	Scan(ts).ExclusiveSum(v, v);
 #pragma unroll
-	for (int i = 0; i < GS_PLAN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 	{
-		int			b = tid * GS_PLAN_ITEMS + i;
+		int			b = tid * ITEMS + i;
 
 		if (b < nb)
 		{
@@ -1293,18 +1294,18 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 	gs_ull		excluded;
 
 #pragma unroll
-	for (int i = 0; i < GS_PLAN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 	{
-		int			b = tid * GS_PLAN_ITEMS + i;
+		int			b = tid * ITEMS + i;
 
 		v[i] = (b < nb && !wmask[b]) ? hist[b] : 0;
 	}
 	__syncthreads();
 	Scan(ts).ExclusiveSum(v, v, excluded);
 #pragma unroll
-	for (int i = 0; i < GS_PLAN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 	{
-		int			b = tid * GS_PLAN_ITEMS + i;
+		int			b = tid * ITEMS + i;
 
 		if (b < nb)
 			below[b] = v[i];
@@ -1382,6 +1383,7 @@ static __device__ __forceinline__ void
 gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, gs_stage<K> &stage,
 			  unsigned nblocks)
 {
+	constexpr int U = gs_batch<K>::U;
 	constexpr int V = gs_batch<K>::V;
 	constexpr int N = gs_batch<K>::N;
 	const unsigned lane = threadIdx.x & 31;
@@ -1416,12 +1418,12 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 		stage.push(xs, keep);
 	}
 	const uint4 *vp = reinterpret_cast<const uint4 *>(p + head);
-	const gs_ull stride = nwarps * 32 * GS_UNROLL;
+	const gs_ull stride = nwarps * 32 * U;
 	/* this lane's oracles of one batch: V 16-bit buckets per key vector, as
 	 * 8 (f32) or 4 (f64) bytes */
 	typedef typename std::conditional<V == 4, uint2, unsigned>::type ora_vec;
 	const ora_vec *ov = reinterpret_cast<const ora_vec *>(ora);
-	ora_vec		o[GS_UNROLL];
+	ora_vec		o[U];
 
 	/*
 	 * Software-pipelined: the next batch's oracles are loaded before this
@@ -1430,7 +1432,7 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 	 */
 	auto		load_ora = [&](gs_ull w) {
 #pragma unroll
-		for (int u = 0; u < GS_UNROLL; u++)
+		for (int u = 0; u < U; u++)
 		{
 			const gs_ull i = w + (gs_ull) u * 32 + lane;
 
@@ -1438,7 +1440,7 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 				o[u] = __ldcs(ov + i);
 		}
 	};
-	gs_ull		w = gwarp * 32 * GS_UNROLL;
+	gs_ull		w = gwarp * 32 * U;
 
 	if (w < nvec)
 		load_ora(w);
@@ -1447,7 +1449,7 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 		unsigned	keep = 0;
 
 #pragma unroll
-		for (int u = 0; u < GS_UNROLL; u++)
+		for (int u = 0; u < U; u++)
 		{
 			const gs_ull i = w + (gs_ull) u * 32 + lane;
 
@@ -1474,7 +1476,7 @@ gs_filter_ora(const K *p, gs_ull n, const uint16_t *ora, const unsigned *smask, 
 		if (w + stride < nvec)
 			load_ora(w + stride);
 #pragma unroll
-		for (int u = 0; u < GS_UNROLL; u++)
+		for (int u = 0; u < U; u++)
 		{
 			uint4		v = make_uint4(0, 0, 0, 0);
 
@@ -1507,13 +1509,13 @@ struct gs_filter_focus_fn
 
 /* dynamic shared memory: gs_filter_smem(P) */
 template <typename K>
-__global__ void __launch_bounds__(GS_COUNT_THREADS)
+__global__ void __launch_bounds__(gs_count_policy::threads)
 k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit,
 		 const unsigned char *wmask, const uint16_t *ora)
 {
 	gs_pdl_enter();
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
-	__shared__ K s_stage[GS_COUNT_THREADS / 32][gs_batch<K>::STAGE];
+	__shared__ K s_stage[gs_count_policy::threads / 32][gs_batch<K>::STAGE];
 
 	if (st->done || !st->need_filter)
 		return;
@@ -1564,7 +1566,7 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 	const int	nbits = words ? 2 * P : nb;
 	const unsigned lane = threadIdx.x & 31;
 
-	for (int wd = warp; wd < (nbits + 31) >> 5; wd += GS_COUNT_THREADS / 32)
+	for (int wd = warp; wd < (nbits + 31) >> 5; wd += gs_count_policy::threads / 32)
 	{
 		const int	o = wd * 32 + (int) lane;
 		const int	b = !words ? o : (o >= P ? 2 * (o - P) + 1 : 2 * o);
@@ -1616,51 +1618,50 @@ k_approx_sample(gs_level_state *st, const K *in, gs_ull n, gs_ull s, gs_ull seed
 }
 
 /*
- * The approximate sample as sorted runs of GS_APPROX_RUN_KEYS
- * (k_sample_merge then merges them): block b draws sample keys b
- * GS_APPROX_RUN_KEYS .. as k_approx_sample does (the CPU engine's draw);
- * keys from s on are padding (the largest key, which sorts last, so the
- * first s sorted keys are the sample's).  For 4-byte keys and at most
- * GS_APPROX_RUNS_MAX runs: two launches (~12 + ~8 us for 32768 keys)
- * instead of a device radix sort's six (43 us; NOTES-gpu.md section 10).
- * Runs of 4096 rather than the spread levels' 1024: 8 runs instead of 32
- * cut the merge's searches per key from 31 to 7 (merge 25 -> ~8 us).
+ * The approximate sample as sorted runs of RUN_KEYS = gs_approx_policy::run_keys
+ * (k_sample_merge then merges them): block b draws sample keys b RUN_KEYS ..
+ * as k_approx_sample does (the CPU engine's draw); keys from s on are
+ * padding (the largest key, which sorts last, so the first s sorted keys are
+ * the sample's).  For 4-byte keys and at most gs_approx_policy::runs_max
+ * runs: two launches instead of a device radix sort's six (figures in
+ * gs_tuning.cuh).
  */
-#define GS_APPROX_RUN_THREADS 1024
-#define GS_APPROX_RUN_KEYS (GS_APPROX_RUN_THREADS * GS_RUN_ITEMS)
-#define GS_APPROX_RUNS_MAX 8
 
 template <typename K>
-__global__ void __launch_bounds__(GS_APPROX_RUN_THREADS)
+__global__ void __launch_bounds__(gs_approx_policy::run_threads)
 k_approx_runs(gs_level_state *st, const K *in, gs_ull n, gs_ull s, gs_ull seed, K *runs)
 {
 	gs_pdl_enter();
 	gs_approx_state_init(st, n);
-	typedef cub::BlockRadixSort<K, GS_APPROX_RUN_THREADS, GS_RUN_ITEMS> Sort;
+	constexpr int ITEMS = gs_approx_policy::run_items;
+	constexpr int RUN_KEYS = gs_approx_policy::run_keys;
+	typedef cub::BlockRadixSort<K, gs_approx_policy::run_threads, ITEMS> Sort;
 	__shared__ typename Sort::TempStorage ts;
-	const gs_ull first = (gs_ull) blockIdx.x * GS_APPROX_RUN_KEYS + (gs_ull) threadIdx.x * GS_RUN_ITEMS;
-	K			items[GS_RUN_ITEMS];
+	const gs_ull first = (gs_ull) blockIdx.x * RUN_KEYS + (gs_ull) threadIdx.x * ITEMS;
+	K			items[ITEMS];
 
 #pragma unroll
-	for (int i = 0; i < GS_RUN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 		items[i] = first + i < s ? in[gs_splitmix64(seed + first + i) % n] : gs_key_max<K>::v;
 	Sort(ts).Sort(items);
 #pragma unroll
-	for (int i = 0; i < GS_RUN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 		runs[first + i] = items[i];
 }
 
 /* approx_buckets-1 splitters at sample positions i*s/B (i = 1..B-1), deduplicated */
 template <typename K>
-__global__ void __launch_bounds__(GS_PLAN_THREADS)
+__global__ void __launch_bounds__(gs_plan_policy::threads)
 k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsplit, gs_ull *hist)
 {
 	gs_pdl_enter();
-	typedef cub::BlockScan<int, GS_PLAN_THREADS> Scan;
+	constexpr int THREADS = gs_plan_policy::threads;
+	constexpr int ITEMS = gs_plan_policy::items;
+	typedef cub::BlockScan<int, THREADS> Scan;
 	__shared__ typename Scan::TempStorage ts;
 	const int	tid = threadIdx.x;
-	int			flags[GS_PLAN_ITEMS];
-	K			keys[GS_PLAN_ITEMS];
+	int			flags[ITEMS];
+	K			keys[ITEMS];
 	const int	mraw = B - 1;
 	/* j s / B without a 64-bit division per position where s is a multiple
 	 * of B (s = GS_APPROX_OVERSAMPLE B unless n is smaller) */
@@ -1671,9 +1672,9 @@ k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsp
 	};
 
 #pragma unroll
-	for (int i = 0; i < GS_PLAN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 	{
-		int			j = tid * GS_PLAN_ITEMS + i + 1;	/* splitter index 1..B-1 */
+		int			j = tid * ITEMS + i + 1;	/* splitter index 1..B-1 */
 
 		flags[i] = 0;
 		keys[i] = 0;
@@ -1684,14 +1685,14 @@ k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsp
 		}
 	}
 	int			total;
-	int			pos[GS_PLAN_ITEMS];
+	int			pos[ITEMS];
 
 	Scan(ts).ExclusiveSum(flags, pos, total);
 #pragma unroll
-	for (int i = 0; i < GS_PLAN_ITEMS; i++)
+	for (int i = 0; i < ITEMS; i++)
 		if (flags[i])
 			dsplit[pos[i]] = keys[i];
-	for (int b = tid; b < 2 * total + 1; b += GS_PLAN_THREADS)
+	for (int b = tid; b < 2 * total + 1; b += THREADS)
 		hist[b] = 0;
 	if (tid == 0)
 	{
@@ -1713,14 +1714,16 @@ k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsp
  * (contains it, else nearest end; a tie goes to the smaller key).
  */
 template <typename K>
-__global__ void __launch_bounds__(GS_PLAN_THREADS)
+__global__ void __launch_bounds__(gs_plan_policy::threads)
 k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, const gs_minmax *blk_mm,
 			  int nblk, const gs_ull *ranks, int nranks, gs_ull *cand_key, gs_ull *cand_lo,
 			  gs_ull *cand_hi, gs_approx_pick *out)
 {
 	gs_pdl_enter();
-	typedef cub::BlockScan<gs_ull, GS_PLAN_THREADS> Scan;
-	typedef cub::BlockReduce<gs_minmax, GS_PLAN_THREADS> MMReduce;
+	constexpr int THREADS = gs_plan_policy::threads;
+	constexpr int ITEMS = gs_plan_policy::items;
+	typedef cub::BlockScan<gs_ull, THREADS> Scan;
+	typedef cub::BlockReduce<gs_minmax, THREADS> MMReduce;
 	__shared__ typename Scan::TempStorage ts;
 	__shared__ typename MMReduce::TempStorage ts_mm;
 	__shared__ int s_nc;
@@ -1734,31 +1737,31 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 	/* the input's min and max with their counts: merge the blocks' (thread 0) */
 	gs_minmax	mm = {0, 0, 0, 0};
 
-	for (int i = tid; i < nblk; i += GS_PLAN_THREADS)
+	for (int i = tid; i < nblk; i += THREADS)
 		mm = gs_mm_merge()(mm, blk_mm[i]);
 	mm = MMReduce(ts_mm).Reduce(mm, gs_mm_merge());
 	/* prefix sums over 2*8191+1 buckets: 16 per thread, two passes of 8 */
 	gs_ull		carry = 0;
 
-	for (int half = 0; half * GS_PLAN_THREADS * GS_PLAN_ITEMS < nb; half++)
+	for (int half = 0; half * THREADS * ITEMS < nb; half++)
 	{
-		gs_ull		v[GS_PLAN_ITEMS],
+		gs_ull		v[ITEMS],
 					agg;
-		const int	b0 = half * GS_PLAN_THREADS * GS_PLAN_ITEMS;
+		const int	b0 = half * THREADS * ITEMS;
 
 #pragma unroll
-		for (int i = 0; i < GS_PLAN_ITEMS; i++)
+		for (int i = 0; i < ITEMS; i++)
 		{
-			int			b = b0 + tid * GS_PLAN_ITEMS + i;
+			int			b = b0 + tid * ITEMS + i;
 
 			v[i] = b < nb ? hist[b] : 0;
 		}
 		__syncthreads();
 		Scan(ts).ExclusiveSum(v, v, agg);
 #pragma unroll
-		for (int i = 0; i < GS_PLAN_ITEMS; i++)
+		for (int i = 0; i < ITEMS; i++)
 		{
-			int			b = b0 + tid * GS_PLAN_ITEMS + i;
+			int			b = b0 + tid * ITEMS + i;
 
 			/* equality bucket 2j+1 of splitter j: lo = start, hi = start+count-1 */
 			if (b < nb && (b & 1))
@@ -1790,7 +1793,7 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 	__syncthreads();
 	const int	nc = s_nc;
 
-	for (int k = tid; k < nranks; k += GS_PLAN_THREADS)
+	for (int k = tid; k < nranks; k += THREADS)
 	{
 		const gs_ull r = ranks[k];
 		/* first candidate with hi >= r (ranges are increasing and disjoint,

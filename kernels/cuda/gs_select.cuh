@@ -18,17 +18,10 @@
 #include <cuda_runtime.h>
 
 #include "gs_engine.h"	/* gs_splitmix64, GS_APPROX_BUCKETS_MAX */
+#include "gs_tuning.cuh"
 
-#define GS_SAMPLE_THREADS 512
-#define GS_SAMPLE_ITEMS 16
-#define GS_SAMPLE_SIZE (GS_SAMPLE_THREADS * GS_SAMPLE_ITEMS)	/* 8192: also the base-case size */
-#define GS_SAMPLE_ITEMS_WIDE 32		/* spread levels of 4096 buckets: a 16384-key sample */
 #define GS_MAX_SPLIT_EXACT 4095		/* exact mode: at most 4096 open buckets */
 #define GS_MAX_SPLIT (GS_APPROX_BUCKETS_MAX - 1)	/* approx mode: approx_buckets-1 splitters */
-#define GS_COUNT_THREADS 256
-#define GS_COUNT_THREADS_WIDE 512	/* k_count where shared memory allows two blocks per SM */
-#define GS_COUNT_THREADS_FULL 1024	/* k_count where shared memory allows one block per SM */
-#define GS_UNROLL 4
 
 /* Level state, one per call, in device memory.  Written by the single-block
  * sample/plan kernels, read by all; the host reads it only between batches
