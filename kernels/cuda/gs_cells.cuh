@@ -123,7 +123,7 @@ gs_count_smem(int P, int kb, bool packed)
 }
 
 /* filter: the keep mask of up to 2P - 1 buckets, one copy per bank
- * (unsigned smask[32 * words]; gs_kernels.cuh, gs_filter_ora) */
+ * (unsigned smask[32 * words]; gs_pass_filter.cuh, gs_filter_ora) */
 static __host__ __device__ __forceinline__ size_t
 gs_filter_smem(int P)
 {

@@ -17,7 +17,11 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "gs_cuda.h"
-#include "gs_kernels.cuh"
+#include "gs_pass_sample.cuh"
+#include "gs_pass_count.cuh"
+#include "gs_pass_plan.cuh"
+#include "gs_pass_filter.cuh"
+#include "gs_pass_approx.cuh"
 
 struct gs_alloc_rec
 {
@@ -650,7 +654,7 @@ gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads = gs_coun
 
 /*
  * Launch a level kernel as a programmatic dependent launch (unless built
- * with -DGS_NO_PDL); gs_pdl_enter in gs_kernels.cuh says what the kernel
+ * with -DGS_NO_PDL); gs_pdl_enter in gs_stream.cuh says what the kernel
  * does with it.  Launch errors surface in the cudaGetLastError after each
  * level.  Hand-written: CUB has no launch helper for this.
  */
@@ -1146,6 +1150,15 @@ gs_check_fits(gs_cuda_engine *e, size_t need, gs_error *err)
 		return gs_fail(err, GS_ERR_TOO_LARGE, "selection needs %zu bytes of scratch; the device has %zu",
 					   need, tot);
 	return GS_OK;
+}
+
+/* 2-byte keys widened to 4 (gs_cuda_widen16) */
+__global__ void
+k_widen16(const uint16_t *src, uint32_t *dst, gs_ull n)
+{
+	for (gs_ull i = (gs_ull) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (gs_ull) gridDim.x * blockDim.x)
+		dst[i] = src[i];
 }
 
 /* ------------------------------------------------------------ C API */
