@@ -11,30 +11,27 @@
 #include <cub/block/block_scan.cuh>
 #include "gs_pass_count.cuh"	/* gs_keep_range, gs_open_bucket_range */
 
-/* THREADS * gs_plan_policy::items >= the level's buckets: gs_plan_policy::
- * threads for spread levels (up to 2*4095+1 buckets), threads_focus for
- * single-rank levels (5 buckets; a 1024-thread block cost ~9 us there) */
-template <typename K, int THREADS>
-__global__ void __launch_bounds__(THREADS)
-k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, const gs_ull *dsplit,
-	   unsigned char *wmask, gs_ull *rank_cur, int *resolved, int *rank_bucket, gs_ull *result)
+/* what k_plan reads of the level state before it writes anything */
+struct gs_plan_level
 {
-	gs_pdl_enter();
+	int			nb;
+	gs_ull		n;
+	int			nranks;
+	bool		focused,
+				spec;
+	unsigned	pmask;
+};
+
+/* bucket starts: the exclusive prefix sum of the histogram; the keep mask
+ * cleared */
+template <int THREADS>
+static __device__ __forceinline__ void
+gs_plan_starts(typename cub::BlockScan<gs_ull, THREADS>::TempStorage &ts, const gs_ull *hist, int nb,
+			   gs_ull *start, unsigned char *wmask)
+{
 	constexpr int ITEMS = gs_plan_policy::items;
 	typedef cub::BlockScan<gs_ull, THREADS> Scan;
-	__shared__ typename Scan::TempStorage ts;
-	__shared__ int s_allpred,
-				s_unres;
 	const int	tid = threadIdx.x;
-
-	if (st->done)
-		return;
-	const int	nb = st->nb;
-	const gs_ull n = st->n;
-	const int	nranks = st->nranks;
-	const bool	focused = st->focused != 0;
-	const bool	spec = st->spec != 0;
-	const unsigned pmask = st->pmask;
 	gs_ull		v[ITEMS];
 
 #pragma unroll
@@ -56,20 +53,24 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 			wmask[b] = 0;
 		}
 	}
-	if (tid == 0)
-	{
-		s_allpred = 1;
-		s_unres = 0;
-	}
-	__syncthreads();
+}
 
-	for (int k = tid; k < nranks; k += THREADS)
+/* the bucket of every unresolved rank: an equality bucket resolves it, an
+ * open one is kept (wmask, rank_bucket); counts the unresolved ranks
+ * (s_unres) and clears s_allpred unless every one is in a predicted bucket */
+template <typename K, int THREADS>
+static __device__ __forceinline__ void
+gs_plan_locate(const gs_level_state *st, const gs_plan_level &lv, const gs_ull *start, const gs_ull *dsplit,
+			   unsigned char *wmask, const gs_ull *rank_cur, int *resolved, int *rank_bucket, gs_ull *result,
+			   int &s_unres, int &s_allpred)
+{
+	for (int k = threadIdx.x; k < lv.nranks; k += THREADS)
 	{
 		if (resolved[k])
 			continue;
 		const gs_ull r = rank_cur[k];
 		int			lo = 0,
-					hi = nb - 1;
+					hi = lv.nb - 1;
 
 		/* largest b with start[b] <= r: the non-empty bucket holding r */
 		while (lo < hi)
@@ -91,29 +92,23 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 			rank_bucket[k] = lo;
 			wmask[lo] = 1;
 			atomicAdd(&s_unres, 1);
-			if (!(focused && spec && ((pmask >> lo) & 1u)))
+			if (!(lv.focused && lv.spec && ((lv.pmask >> lo) & 1u)))
 				s_allpred = 0;
 		}
 	}
-	__syncthreads();
-	if (s_unres == 0)
-	{
-		if (tid == 0)
-		{
-			st->nactive = 0;
-			st->done = 1;
-		}
-		return;
-	}
-	const bool	spec_ok = spec && s_allpred && st->out_count <= st->cap;
+}
 
-	if (spec_ok)
-	{
-		for (int b = tid; b < nb; b += THREADS)
-			wmask[b] = (pmask >> b) & 1u;
-	}
-	__syncthreads();
-
+/* below[b]: the keys of the dropped buckets below bucket b (the shift of a
+ * rank kept in b); returns all the dropped keys */
+template <int THREADS>
+static __device__ __forceinline__ gs_ull
+gs_plan_below(typename cub::BlockScan<gs_ull, THREADS>::TempStorage &ts, const gs_ull *hist,
+			  const unsigned char *wmask, int nb, gs_ull *below)
+{
+	constexpr int ITEMS = gs_plan_policy::items;
+	typedef cub::BlockScan<gs_ull, THREADS> Scan;
+	const int	tid = threadIdx.x;
+	gs_ull		v[ITEMS];
 	gs_ull		excluded;
 
 #pragma unroll
@@ -133,8 +128,60 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 		if (b < nb)
 			below[b] = v[i];
 	}
+	return excluded;
+}
+
+/* THREADS * gs_plan_policy::items >= the level's buckets: gs_plan_policy::
+ * threads for spread levels (up to 2*4095+1 buckets), threads_focus for
+ * single-rank levels (5 buckets; a 1024-thread block cost ~9 us there) */
+template <typename K, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, const gs_ull *dsplit,
+	   unsigned char *wmask, gs_ull *rank_cur, int *resolved, int *rank_bucket, gs_ull *result)
+{
+	gs_pdl_enter();
+	__shared__ typename cub::BlockScan<gs_ull, THREADS>::TempStorage ts;
+	__shared__ int s_allpred,
+				s_unres;
+	const int	tid = threadIdx.x;
+
+	if (st->done)
+		return;
+	const gs_plan_level lv = {st->nb, st->n, st->nranks, st->focused != 0, st->spec != 0, st->pmask};
+
+	gs_plan_starts<THREADS>(ts, hist, lv.nb, start, wmask);
+	if (tid == 0)
+	{
+		s_allpred = 1;
+		s_unres = 0;
+	}
 	__syncthreads();
-	const gs_ull new_n = n - excluded;
+	gs_plan_locate<K, THREADS>(st, lv, start, dsplit, wmask, rank_cur, resolved, rank_bucket, result, s_unres,
+							   s_allpred);
+	__syncthreads();
+	if (s_unres == 0)
+	{
+		if (tid == 0)
+		{
+			st->nactive = 0;
+			st->done = 1;
+		}
+		return;
+	}
+	/* the single-rank count's speculative write holds every kept key */
+	const bool	spec_ok = lv.spec && s_allpred && st->out_count <= st->cap;
+
+	if (spec_ok)
+	{
+		for (int b = tid; b < lv.nb; b += THREADS)
+			wmask[b] = (lv.pmask >> b) & 1u;
+	}
+	__syncthreads();
+
+	const gs_ull excluded = gs_plan_below<THREADS>(ts, hist, wmask, lv.nb, below);
+
+	__syncthreads();
+	const gs_ull new_n = lv.n - excluded;
 
 	if (!spec_ok && new_n > st->cap)
 	{
@@ -152,9 +199,11 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 		}
 		return;
 	}
-	for (int k = tid; k < nranks; k += THREADS)
+	for (int k = tid; k < lv.nranks; k += THREADS)
 		if (!resolved[k])
 			rank_cur[k] -= below[rank_bucket[k]];
+	/* the next level's state (this and the redraw above stay in the kernel:
+	 * as helpers they compiled to another block order, sm_90) */
 	if (tid == 0)
 	{
 		st->need_filter = spec_ok ? 0 : 1;
@@ -170,11 +219,11 @@ k_plan(gs_level_state *st, const gs_ull *hist, gs_ull *start, gs_ull *below, con
 		}
 		else
 			st->out_count = 0;
-		below[nb] = new_n;		/* new size, for the filter's epilogue */
+		below[lv.nb] = new_n;	/* new size, for the filter's epilogue */
 		/* one rank: the next input is its open bucket [a, a + w) as offsets
 		 * from a (both write paths subtract the same a) */
 		st->kspan = (gs_ull) gs_key_max<K>::v;
-		if (focused)
+		if (lv.focused)
 		{
 			const gs_keep_range<K> kr = gs_open_bucket_range<K>(rank_bucket[0], (K) dsplit[0],
 																 st->m == 2 ? (K) dsplit[1] : gs_key_max<K>::v,
