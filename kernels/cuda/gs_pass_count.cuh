@@ -466,7 +466,7 @@ gs_active_blocks(gs_ull n)
  * dynamic shared memory: gs_count_smem(P, sizeof(K), PACKED) for the P the
  * launch was sized for, whose cell capacity is cells_cap.  THREADS: 256, 512
  * or 1024, so that the blocks that memory allows fill an SM (gs_count_kernel
- * in gs_cuda.cu picks the variant).  ONE: the one-splitter lookup hist_fast
+ * in gs_cuda_count.cu picks the variant).  ONE: the one-splitter lookup hist_fast
  * (gs_cells.cuh says when it pays), held to 64 registers (1024 threads per
  * SM): left alone, ptxas gave its batch ~100, i.e. half the warps (a minimum
  * of 0 blocks means none, as without the argument).  PACKED: its packed

@@ -31,7 +31,7 @@
  * launch per level for all active buckets.  The streaming loop and the
  * compaction the passes share are in gs_stream.cuh, the approximate mode's
  * one level in gs_pass_approx.cuh, every launch size in gs_tuning.cuh; the
- * host drivers in gs_cuda.cu.
+ * host drivers are gs_cuda_exact.cu and gs_cuda_approx.cu.
  *
  * Bucket layout of one level (equality buckets, Ribizel & Anzt 2020 §4.3):
  * the m distinct splitters d[0] < ... < d[m-1] define 2m+1 buckets
@@ -50,6 +50,8 @@
 
 #include "gs_engine.h"	/* gs_splitmix64, GS_APPROX_BUCKETS_MAX */
 #include "gs_tuning.cuh"
+
+typedef unsigned long long gs_ull;
 
 #define GS_MAX_SPLIT_EXACT 4095		/* exact mode: at most 4096 open buckets */
 #define GS_MAX_SPLIT (GS_APPROX_BUCKETS_MAX - 1)	/* approx mode: approx_buckets-1 splitters */

@@ -12,8 +12,6 @@
 #include <cuda_runtime.h>
 #include "gs_select.cuh"
 
-typedef unsigned long long gs_ull;
-
 template <typename K> struct gs_key_max;
 template <> struct gs_key_max<uint32_t> { static constexpr uint32_t v = 0xFFFFFFFFu; };
 template <> struct gs_key_max<uint64_t> { static constexpr uint64_t v = ~UINT64_C(0); };
@@ -21,7 +19,8 @@ template <> struct gs_key_max<uint64_t> { static constexpr uint64_t v = ~UINT64_
 #define GS_FULL 0xFFFFFFFFu
 
 /*
- * Programmatic dependent launch (Hopper; gs_launch in gs_cuda.cu): a level
+ * Programmatic dependent launch (Hopper; gs_launch in gs_cuda_internal.h):
+ * a level
  * kernel first waits until the kernel before it in the stream has completed
  * and its memory is visible, then lets the next one start launching, so
  * that a launch's latency overlaps the kernel before it.  The next kernel's
