@@ -123,7 +123,7 @@ gs_count_smem(int P, int kb, bool packed)
 }
 
 /* filter: the keep mask of up to 2P - 1 buckets, one copy per bank
- * (unsigned smask[32 * words]; gs_kernels.cuh, gs_filter_ora) */
+ * (unsigned smask[32 * words]; gs_pass_filter.cuh, gs_filter_ora) */
 static __host__ __device__ __forceinline__ size_t
 gs_filter_smem(int P)
 {
@@ -167,6 +167,10 @@ struct gs_cells
 	unsigned	flag,			/* PACKED: the "search this cell" bit */
 				offsh;			/* PACKED: position of the splitter's offset in its cell */
 	bool		runs;			/* PACKED: some cell holds a run of adjacent splitters */
+
+	/* no entry is all ones: J | k << 13 <= 8190 | 7 << 13; 4 J | 0x8000 <=
+	 * 0xBFFC; packed, 4 J ends in two zero bits */
+	static constexpr entry_t EMPTY = (entry_t) ~entry_t(0);
 
 	/* J of an entry; whether its cell is searched (two or more splitters;
 	 * packed: more than a run of adjacent ones) */
@@ -343,26 +347,12 @@ struct gs_gap_max
 	}
 };
 
-/*
- * Block-cooperative (THREADS threads): load the m splitters (dsplit, sorted,
- * distinct, 1 <= m < P) into spl (room for m + 1), choose the fold and fill the
- * table.  Ends with __syncthreads.  Every block of a pass builds the same
- * table (a few microseconds), which costs less than a separate kernel plus a
- * copy from global memory.
- */
-template <typename K, bool ONE, bool PACKED, int THREADS>
-static __device__ void
-gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, PACKED>::entry_t *tab,
-			   const unsigned long long *dsplit, int m, int cap)
+/* the m splitters (dsplit, sorted, distinct) into spl, and the padding
+ * spl[m] = max (bucket_two reads spl[J + 1]); ends with __syncthreads */
+template <typename K, int THREADS>
+static __device__ __forceinline__ void
+gs_cells_load(K *spl, const unsigned long long *dsplit, int m)
 {
-	typedef typename gs_cells<K, ONE, PACKED>::entry_t entry_t;
-	/* no entry is all ones: J | k << 13 <= 8190 | 7 << 13; 4 J | 0x8000 <=
-	 * 0xBFFC; packed, 4 J ends in two zero bits */
-	constexpr entry_t EMPTY = (entry_t) ~entry_t(0);
-
-	typedef cub::BlockReduce<gs_gap, THREADS> GapReduce;
-	__shared__ typename GapReduce::TempStorage s_red;
-	__shared__ gs_gap s_widest;
 	const int	tid = threadIdx.x;
 
 	for (int i = tid; i < m; i += THREADS)
@@ -370,9 +360,17 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 	if (tid == 0)
 		spl[m] = (K) ~K(0);		/* padding: bucket_two reads spl[J + 1] */
 	__syncthreads();
-	cs.spl = spl;
+}
 
-	/* the widest gap between neighbours (thread, then block) */
+/* the widest gap between neighbouring splitters (thread, then block) into
+ * s_widest; ends with __syncthreads */
+template <typename K, int THREADS>
+static __device__ __forceinline__ void
+gs_cells_widest(const K *spl, int m, typename cub::BlockReduce<gs_gap, THREADS>::TempStorage &s_red,
+				gs_gap &s_widest)
+{
+	typedef cub::BlockReduce<gs_gap, THREADS> GapReduce;
+	const int	tid = threadIdx.x;
 	gs_gap		mine = {0, 0};
 
 	for (int i = tid; i + 1 < m; i += THREADS)
@@ -386,11 +384,124 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 	if (tid == 0)
 		s_widest = widest;
 	__syncthreads();
+}
+
+/*
+ * Fill step 1: every entry of the nent is marked empty; the first splitter
+ * of each occupied cell writes that cell's entry (packed: with its run of
+ * adjacent splitters, s_runs = 1 where one has two or more).  fits: whether
+ * packed entries hold the offsets (gs_cells_build).
+ */
+template <typename K, bool ONE, bool PACKED, int THREADS>
+static __device__ __forceinline__ void
+gs_cells_mark(const gs_cells<K, ONE, PACKED> &cs, const K *spl, typename gs_cells<K, ONE, PACKED>::entry_t *tab,
+			  int m, int nent, bool fits, int &s_runs)
+{
+	typedef typename gs_cells<K, ONE, PACKED>::entry_t entry_t;
+	const int	tid = threadIdx.x;
+
+	for (int c = tid; c < nent; c += THREADS)
+		tab[c] = gs_cells<K, ONE, PACKED>::EMPTY;
+	__syncthreads();
+	for (int i = tid; i < m; i += THREADS)
+	{
+		K			u;
+		const int	ci = cs.cell(spl[i], u);
+
+		if (i > 0 && cs.cell(spl[i - 1]) == ci)
+			continue;
+		unsigned	k = 1;
+
+		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(spl[i + (int) k]) == ci)
+			k++;
+		if (PACKED)
+		{
+			/* r: the run of adjacent splitters from the cell's first (up
+			 * to 4: r - 1 in bits 0-1); more splitters than that: search */
+			unsigned	r = 1;
+
+			while (r < 4 && r < k && spl[i + (int) r] == (K) (spl[i] + r))
+				r++;
+			if (r > 1 && fits)
+				s_runs = 1;
+			tab[ci] = (entry_t) ((unsigned) i << 2 |
+								 (k > r || !fits ? cs.flag
+								  : ((unsigned) u - ((unsigned) ci << cs.sh)) << cs.offsh | (r - 1)));
+		}
+		else
+			tab[ci] = (entry_t) (ONE ? (unsigned) i << 2 | (k >= 2 ? 0x8000u : 0u) : (unsigned) i | (k << GS_CELL_JBITS));
+	}
+}
+
+/*
+ * Fill step 2: an empty cell's J is the J of the next occupied cell above
+ * it (m above the last one; the entry after the last cell is always empty).
+ * Thread t takes the run of `per` cells numbered THREADS-1-t from the
+ * bottom, so that a scan in thread order runs from the top down: the lowest
+ * J in each run, a block exclusive min-scan, then each thread fills its run
+ * from its top (per = nent / THREADS rounded up).  Ends with __syncthreads.
+ */
+template <typename K, bool ONE, bool PACKED, int THREADS>
+static __device__ __forceinline__ void
+gs_cells_fill_empty(const gs_cells<K, ONE, PACKED> &cs, typename gs_cells<K, ONE, PACKED>::entry_t *tab, int m,
+					int nent, int per, typename cub::BlockScan<int, THREADS>::TempStorage &s_scan)
+{
+	typedef typename gs_cells<K, ONE, PACKED>::entry_t entry_t;
+	typedef cub::BlockScan<int, THREADS> RunScan;
+	const int	tid = threadIdx.x;
+	const int	c0 = (THREADS - 1 - tid) * per;
+	const int	c1 = c0 + per < nent ? c0 + per : nent;
+	int			lowest = m,
+				above;
+
+	for (int c = c1 - 1; c >= c0; c--)
+	{
+		const unsigned e = tab[c];
+
+		if (e != gs_cells<K, ONE, PACKED>::EMPTY)
+			lowest = cs.jof(e);
+	}
+	RunScan(s_scan).ExclusiveScan(lowest, above, m, cuda::minimum<int>());
+	for (int c = c1 - 1; c >= c0; c--)
+	{
+		const unsigned e = tab[c];
+
+		if (e == gs_cells<K, ONE, PACKED>::EMPTY)	/* packed: offset 2^sh, above every key of the cell */
+			tab[c] = (entry_t) (PACKED ? (unsigned) above << 2 | 1u << 31 : ONE ? above << 2 : above);
+		else
+			above = cs.jof(e);
+	}
+	__syncthreads();
+}
+
+/*
+ * Block-cooperative (THREADS threads): load the m splitters (dsplit, sorted,
+ * distinct, 1 <= m < P) into spl (room for m + 1), choose the fold and fill the
+ * table.  Ends with __syncthreads.  Every block of a pass builds the same
+ * table (a few microseconds), which costs less than a separate kernel plus a
+ * copy from global memory.
+ */
+template <typename K, bool ONE, bool PACKED, int THREADS>
+static __device__ void
+gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, PACKED>::entry_t *tab,
+			   const unsigned long long *dsplit, int m, int cap)
+{
+	__shared__ typename cub::BlockReduce<gs_gap, THREADS>::TempStorage s_red;
+	__shared__ gs_gap s_widest;
+	__shared__ int s_runs;
+	__shared__ typename cub::BlockScan<int, THREADS>::TempStorage s_scan;
+
+	gs_cells_load<K, THREADS>(spl, dsplit, m);
+	cs.spl = spl;
+
+	gs_cells_widest<K, THREADS>(spl, m, s_red, s_widest);
+
 	const unsigned long long g = s_widest.w;
 	const int	gi = s_widest.at;
 
 	/* fold out the largest gap if it is over half the range (every thread
-	 * computes the same values) */
+	 * computes the same values; kept here: as a helper it compiled to
+	 * another compare for 8-byte keys, sm_90) */
 	cs.tab = tab;
 	cs.lo = (K) (spl[0] - (spl[0] > 0));	/* keys below d0 get u = 0, d0 u = 1 */
 
@@ -435,90 +546,25 @@ gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, P
 		cs.offsh = 31u - (unsigned) cs.sh;
 		cs.flag = fits ? 1u << (30 - cs.sh) : 1u << 31;
 	}
-	__shared__ int s_runs;
-
-	if (tid == 0)
+	if (threadIdx.x == 0)
 		s_runs = 0;
 
 	/*
-	 * Fill, in block-wide steps.  (It was: the first splitter of each occupied
-	 * cell also filled the empty cells since the previous occupied one, one
-	 * thread per stretch; when splitters crowd into a few cells, as after a
-	 * spread level, a few threads filled thousands of cells while the block
-	 * waited: ncu showed that loop as most of level 2's time, NOTES-gpu.md
-	 * §5 J.)
-	 * 1. Every entry is marked empty; the first splitter of each occupied cell
-	 *    writes that cell's entry.
-	 * 2. An empty cell's J is the J of the next occupied cell above it (m
-	 *    above the last one; the entry after the last cell is always empty).
-	 *    Thread t takes the run of `per` cells numbered THREADS-1-t from the
-	 *    bottom, so that a scan in thread order runs from the top down: the
-	 *    lowest J in each run, a block exclusive min-scan, then each thread
-	 *    fills its run from its top.
+	 * Fill, in block-wide steps (gs_cells_mark, gs_cells_fill_empty).  (It
+	 * was: the first splitter of each occupied cell also filled the empty
+	 * cells since the previous occupied one, one thread per stretch; when
+	 * splitters crowd into a few cells, as after a spread level, a few
+	 * threads filled thousands of cells while the block waited: ncu showed
+	 * that loop as most of level 2's time, NOTES-gpu.md §5 J.)
 	 */
-	typedef cub::BlockScan<int, THREADS> RunScan;
-	__shared__ typename RunScan::TempStorage s_scan;
 	const int	nent = cs.cmax + 2;
 	const int	per = (nent + THREADS - 1) / THREADS;
 
-	for (int c = tid; c < nent; c += THREADS)
-		tab[c] = EMPTY;
-	__syncthreads();
-	for (int i = tid; i < m; i += THREADS)
-	{
-		K			u;
-		const int	ci = cs.cell(spl[i], u);
-
-		if (i > 0 && cs.cell(spl[i - 1]) == ci)
-			continue;
-		unsigned	k = 1;
-
-		while (k < GS_CELL_KCAP && i + (int) k < m && cs.cell(spl[i + (int) k]) == ci)
-			k++;
-		if (PACKED)
-		{
-			/* r: the run of adjacent splitters from the cell's first (up
-			 * to 4: r - 1 in bits 0-1); more splitters than that: search */
-			unsigned	r = 1;
-
-			while (r < 4 && r < k && spl[i + (int) r] == (K) (spl[i] + r))
-				r++;
-			if (r > 1 && fits)
-				s_runs = 1;
-			tab[ci] = (entry_t) ((unsigned) i << 2 |
-								 (k > r || !fits ? cs.flag
-								  : ((unsigned) u - ((unsigned) ci << cs.sh)) << cs.offsh | (r - 1)));
-		}
-		else
-			tab[ci] = (entry_t) (ONE ? (unsigned) i << 2 | (k >= 2 ? 0x8000u : 0u) : (unsigned) i | (k << GS_CELL_JBITS));
-	}
+	gs_cells_mark<K, ONE, PACKED, THREADS>(cs, spl, tab, m, nent, fits, s_runs);
 	__syncthreads();
 	if constexpr (PACKED)
 		cs.runs = s_runs != 0;
-
-	const int	c0 = (THREADS - 1 - tid) * per;
-	const int	c1 = c0 + per < nent ? c0 + per : nent;
-	int			lowest = m,
-				above;
-
-	for (int c = c1 - 1; c >= c0; c--)
-	{
-		const unsigned e = tab[c];
-
-		if (e != EMPTY)
-			lowest = cs.jof(e);
-	}
-	RunScan(s_scan).ExclusiveScan(lowest, above, m, cuda::minimum<int>());
-	for (int c = c1 - 1; c >= c0; c--)
-	{
-		const unsigned e = tab[c];
-
-		if (e == EMPTY)		/* packed: offset 2^sh, above every key of the cell */
-			tab[c] = (entry_t) (PACKED ? (unsigned) above << 2 | 1u << 31 : ONE ? above << 2 : above);
-		else
-			above = cs.jof(e);
-	}
-	__syncthreads();
+	gs_cells_fill_empty<K, ONE, PACKED, THREADS>(cs, tab, m, nent, per, s_scan);
 }
 
 #endif							/* GS_CELLS_CUH */

@@ -1,59 +1,24 @@
 /*
- * gs_cuda.cu — the CUDA engine behind gs_cuda.h: lifecycle, memory accounting,
- * fault injection, and the host drivers of exact SampleSelect (multi-level,
- * device-planned) and approximate SampleSelect (one level).
+ * gs_cuda.cu — the CUDA engine behind gs_cuda.h: lifecycle, memory
+ * accounting, fault injection, validation and the extern "C" entries.  The
+ * selections are in gs_cuda_exact.cu and gs_cuda_approx.cu; what the host
+ * files share is in gs_cuda_internal.h.
  *
  * Nothing here throws, aborts or prints: every CUDA return code is checked
- * and turned into a gs_status with a message.  No thrust, no operator new;
- * CUB's device algorithms return cudaError_t.  The extern "C" entries also
+ * and turned into a gs_status with a message.  The extern "C" entries also
  * catch (...) as a last line of defence.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 #include <stdarg.h>
 #include <cuda_runtime.h>
-#include <cub/device/device_radix_sort.cuh>
 
-#include "gs_cuda.h"
-#include "gs_kernels.cuh"
-
-struct gs_alloc_rec
-{
-	void	   *p;
-	size_t		bytes;
-	int			host;			/* 0 device, 1 pinned host alloc, 2 registered */
-	gs_alloc_rec *next;
-};
-
-struct gs_cuda_engine
-{
-	int			dev;
-	cudaStream_t s;				/* selection stream */
-	cudaStream_t cs;			/* copy stream */
-	cudaEvent_t ev_copy;
-	int			nsm;
-	size_t		smem_optin;
-	size_t		mem_cap;		/* 0: none */
-	size_t		dev_in_use;		/* gs_cuda_alloc */
-	size_t		host_in_use;	/* gs_cuda_host_alloc */
-	size_t		internal_in_use;	/* temporaries of a running call */
-	int			inject;
-	int			sort_finish;	/* test hook: 0 cost model, 1 always, 2 never */
-	long long	focus_sort;		/* test hook: single-rank sort threshold, -1 default */
-	int			last_sort_bits;	/* test hook: key bits of the last finishing sort */
-	double		focus_z;		/* single-rank splitters at -/+ focus_z sigma (test hook) */
-	gs_alloc_rec *recs;
-	char		name[256];
-};
+#include "gs_cuda_internal.h"
 
 /* ------------------------------------------------------------ errors */
 
-static gs_status
-gs_fail(gs_error *err, gs_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static gs_status
+gs_status
 gs_fail(gs_error *err, gs_status st, const char *fmt, ...)
 {
 	if (err)
@@ -68,7 +33,7 @@ gs_fail(gs_error *err, gs_status st, const char *fmt, ...)
 	return st;
 }
 
-static gs_status
+gs_status
 gs_ok(gs_error *err)
 {
 	if (err)
@@ -79,7 +44,7 @@ gs_ok(gs_error *err)
 	return GS_OK;
 }
 
-static gs_status
+gs_status
 gs_cuda_fail(gs_error *err, cudaError_t ce, const char *what)
 {
 	gs_status	st = GS_ERR_DEVICE;
@@ -92,12 +57,17 @@ gs_cuda_fail(gs_error *err, cudaError_t ce, const char *what)
 	return gs_fail(err, st, "%s: %s (%d)", what, cudaGetErrorString(ce), (int) ce);
 }
 
-#define GS_CK(call, what) do { cudaError_t ce_ = (call); \
-	if (ce_ != cudaSuccess) { rc = gs_cuda_fail(err, ce_, what); goto done; } } while (0)
+gs_status
+gs_check_interrupt(const gs_options *opt, gs_error *err)
+{
+	if (opt && opt->interrupt && opt->interrupt(opt->interrupt_arg))
+		return gs_fail(err, GS_ERR_CANCELED, "canceled by interrupt");
+	return GS_OK;
+}
 
 /* ------------------------------------------------------------ memory */
 
-static gs_status
+gs_status
 gs_dev_alloc_internal(gs_cuda_engine *e, size_t bytes, void **p, gs_error *err)
 {
 	*p = NULL;
@@ -122,7 +92,7 @@ gs_dev_alloc_internal(gs_cuda_engine *e, size_t bytes, void **p, gs_error *err)
 	return GS_OK;
 }
 
-static void
+void
 gs_dev_free_internal(gs_cuda_engine *e, void *p, size_t bytes)
 {
 	if (p)
@@ -169,350 +139,22 @@ gs_rec_del(gs_cuda_engine *e, void *p, int host)
 	return 0;
 }
 
-/* ------------------------------------------------------------ sizing */
+/* ------------------------------------------------------------ launches */
 
-static size_t
-gs_round_up(size_t x)
+int
+gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads)
 {
-	return (x + 255) & ~(size_t) 255;
-}
+	int			per = 0;
 
-/*
- * Open buckets of a spread level, a power of two in 256 .. 4096: at least 16
- * per rank up to 2048, at least 8 per rank beyond.  A level keeps about
- * 1.3 nu / mopen of its input.  With oracles the first count pass is at the
- * DRAM floor up to 2048 buckets, so more buckets cost little there and keep
- * less (101 ranks, 2^28, H100: 1024 -> 2048 buckets took f64 2.61-2.70 ->
- * 2.19-2.27 ms, f32 1.69-1.78 -> 1.58-1.66); 32 per rank (4096) was slower.
- */
-static int
-gs_mopen_for(size_t nu)
-{
-	int			mo = 256;
-
-	while (mo < 4096 && ((size_t) mo < 8 * nu || (mo < 2048 && (size_t) mo < 16 * nu)))
-		mo <<= 1;
-	return mo;
-}
-
-/*
- * Single rank: once a level has cut the input to at most this many keys, one
- * radix sort of them replaces the remaining small levels (2^21 was best or
- * tied for both key widths in `gs_test sweep`, 2026-11-22).  It also bounds
- * the test hook's thresholds, since it sizes the sort's temp storage.
- */
-#define GS_FOCUS_SORT_MAX ((size_t) 1 << 21)
-
-/*
- * Single rank: the kept bucket is the sample's p -/+ (z sigma + 16).  z = 3
- * keeps ~3.7% of a level's keys (z = 4: 4.8%) and misses the rank in ~0.3%
- * of levels, which then cost one filter pass over the level's input.
- */
-#define GS_FOCUS_Z 3.0
-
-static size_t
-gs_focus_sort_below(const gs_cuda_engine *e)
-{
-	if (e->focus_sort >= 0 && (size_t) e->focus_sort < GS_FOCUS_SORT_MAX)
-		return (size_t) e->focus_sort;
-	return GS_FOCUS_SORT_MAX;
-}
-
-/* capacity (elements) of each of the two ping-pong buffers */
-static size_t
-gs_buf_cap(size_t n, size_t nu)
-{
-	double		c;
-
-	if (n <= GS_SAMPLE_SIZE)
-		return 0;
-	if (nu == 1)
-		c = (double) n / 8.0 + 16384.0;
-	else
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, threads, dyn) != cudaSuccess || per < 1)
 	{
-		double		frac = 1.5 * (double) nu / (double) gs_mopen_for(nu) + 1.0 / 32.0;
-
-		if (frac > 1.0)
-			frac = 1.0;
-		c = (double) n * frac + 65536.0;
+		(void) cudaGetLastError();
+		per = 1;
 	}
-	if (c > (double) n)
-		c = (double) n;
-	return (size_t) c;
-}
-
-/*
- * Spread levels of 4096 buckets draw a 16384-key sample (512 threads x 32),
- * sorted by a grid (k_sample_runs, k_sample_merge); other levels 8192 keys,
- * sorted by k_sample's block.  The larger sample puts ~4 sample keys into
- * each open bucket instead of 2, so a level keeps ~1.1 nu / mopen of its
- * input instead of ~1.3 (1001 ranks f32 2^28: 2.88-2.93 -> 2.59-2.67 ms, f64
- * 5.26 -> 4.76-4.83, with a one-block sort of it; 2.52-2.60 ms with the grid
- * sort; test/bench/NOTES-gpu.md section 8).  At fewer buckets, and for one
- * rank, it cost more than it saved (one-block sort: 101 ranks f64 2.15 ->
- * 2.20 ms, one rank f64 1.085 -> 1.108).
- */
-#define GS_RUN_BLOCKS 16
-#define GS_SAMPLE_WIDE_SIZE ((size_t) GS_RUN_BLOCKS * GS_RUN_KEYS)
-static_assert(GS_SAMPLE_WIDE_SIZE == (size_t) GS_SAMPLE_THREADS * GS_SAMPLE_ITEMS_WIDE,
-			  "the grid-sorted sample fills k_sample's wide block");
-
-static bool
-gs_wide_sample(size_t nu)
-{
-	return nu > 1 && gs_mopen_for(nu) >= 4096;
-}
-
-struct gs_exact_layout
-{
-	size_t		off_state,
-				off_hist,
-				off_start,
-				off_below,
-				off_dsplit,
-				off_wmask,
-				off_rank,
-				off_res,
-				off_resolved,
-				off_bucket,
-				off_runs,			/* wide sample (gs_wide_sample): drawn runs */
-				off_sample,			/* ... and the sorted sample */
-				small_bytes;
-	size_t		cap;
-};
-
-static void
-gs_exact_layout_for(size_t n, size_t nu, gs_exact_layout *L)
-{
-	size_t		o = 0;
-	const size_t NB = 2 * GS_MAX_SPLIT_EXACT + 2;
-
-	L->off_state = o;
-	o += gs_round_up(sizeof(gs_level_state));
-	L->off_hist = o;
-	o += gs_round_up(NB * 8);
-	L->off_start = o;
-	o += gs_round_up(NB * 8);
-	L->off_below = o;
-	o += gs_round_up((NB + 1) * 8);
-	L->off_dsplit = o;
-	o += gs_round_up((GS_MAX_SPLIT_EXACT + 1) * 8);
-	L->off_wmask = o;
-	o += gs_round_up(NB);
-	L->off_rank = o;
-	o += gs_round_up(nu * 8);
-	L->off_res = o;
-	o += gs_round_up(nu * 8);
-	L->off_resolved = o;
-	o += gs_round_up(nu * 4);
-	L->off_bucket = o;
-	o += gs_round_up(nu * 4);
-	const size_t wide_bytes = gs_wide_sample(nu) ? gs_round_up(GS_SAMPLE_WIDE_SIZE * 8) : 0;
-
-	L->off_runs = o;
-	o += wide_bytes;
-	L->off_sample = o;
-	o += wide_bytes;
-	L->small_bytes = o;
-	L->cap = gs_buf_cap(n, nu);
-}
-
-/* temp storage of the finishing sort (keys only, double buffer: the two
- * level buffers are its key storage) for up to cap keys */
-static size_t
-gs_finish_sort_temp(size_t cap, unsigned kb)
-{
-	size_t		tb = 0;
-
-	if (cap == 0)
-		return 0;
-	if (kb == 4)
-	{
-		cub::DoubleBuffer<uint32_t> db(NULL, NULL);
-
-		if (cub::DeviceRadixSort::SortKeys(NULL, tb, db, (int64_t) cap, 0, 32) != cudaSuccess)
-			tb = 0;
-	}
-	else
-	{
-		cub::DoubleBuffer<uint64_t> db(NULL, NULL);
-
-		if (cub::DeviceRadixSort::SortKeys(NULL, tb, db, (int64_t) cap, 0, 64) != cudaSuccess)
-			tb = 0;
-	}
-	(void) cudaGetLastError();
-	return tb;
-}
-
-/* the oracles of spread levels: one uint16 per key of the first level */
-static size_t
-gs_ora_bytes(size_t n)
-{
-	return gs_round_up((n + GS_ORA_PAD) * sizeof(uint16_t));
-}
-
-static size_t
-gs_exact_scratch(size_t n, unsigned kb, size_t nu)
-{
-	gs_exact_layout L;
-	size_t		sort_keys;
-
-	gs_exact_layout_for(n, nu, &L);
-	/* the finishing sort: the kept union (many ranks), or at most
-	 * GS_FOCUS_SORT_MAX keys of one rank's bucket */
-	sort_keys = nu > 1 || L.cap < GS_FOCUS_SORT_MAX ? L.cap : GS_FOCUS_SORT_MAX;
-	return L.small_bytes + 2 * gs_round_up(L.cap * kb) + gs_round_up(gs_finish_sort_temp(sort_keys, kb)) +
-		(nu > 1 ? gs_ora_bytes(n) : 0);
-}
-
-/*
- * Multiselect finish: once the kept union of a level is small enough, one
- * radix sort of it replaces the remaining levels.  Kept buckets are disjoint
- * key ranges and every unresolved rank is already mapped into the union
- * (rank_cur), so the answer is sorted_union[rank_cur].  Cost model (H100,
- * measured 2026-11-22): a level costs ~c_l ps per key + ~60 us fixed and
- * keeps a fraction f; sorting costs ~c_s ps per key.  One more level pays off
- * when n * (c_s * (1 - f) - c_l) > 60 us.  Returns the largest n at which to
- * sort instead of running another level.
- */
-static double
-gs_sort_finish_below(unsigned kb, int mopen, double keep)
-{
-	/* per-key level cost (count + filter with the cell index, 2026-11-22
-	 * ncu run at 2^28): f32 5.1 ps at 1024 buckets, 12.4 at 4096; f64 8.0,
-	 * 16.7; sort 22 / 68 ps */
-	const double cs = kb == 4 ? 22e-12 : 68e-12;
-	double		lg = log2((double) mopen) - 10.0;
-	double		cl = kb == 4 ? 5.1e-12 * (1.0 + 0.7 * lg) : 8.0e-12 * (1.0 + 0.55 * lg);
-	double		gain = cs * (1.0 - keep) - cl;
-
-	if (gain <= 0)
-		return 1e30;
-	double		t = 60e-6 / gain;
-
-	return t < (double) ((size_t) 1 << 20) ? (double) ((size_t) 1 << 20) : t;
-}
-
-template <typename K>
-__global__ void
-k_finish_gather(const K *sorted, const gs_ull *rank_cur, int *resolved, int nu, gs_ull *res, K kbase)
-{
-	int			i = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < nu && !resolved[i])
-	{
-		res[i] = (K) (sorted[rank_cur[i]] + kbase);
-		resolved[i] = 1;
-	}
+	return per * e->nsm;
 }
 
 /* ------------------------------------------------------------ lifecycle */
-
-/*
- * The count kernel of a many-splitter level of P splitter slots (mm:
- * approximate mode, which also finds the min and max): 1024 threads per SM
- * or fewer, in as many blocks as its shared memory allows (up to 64 KB:
- * three or four 256-thread blocks; up to 112 KB: two of 512; else one of
- * 1024), so that enough warps keep loads in flight; the one-splitter lookup
- * where the cell table has 16 cells per slot (gs_cells_one).
- */
-template <typename K>
-struct gs_count_launch
-{
-	void		(*fn) (gs_level_state *, const K *, K *, K *, gs_ull *, const gs_ull *, gs_minmax *, uint16_t *, int);
-	int			threads;
-	size_t		smem;			/* dynamic shared memory: gs_count_smem */
-	int			cells_cap;		/* the kernel's last argument: gs_cells_cap(P) */
-};
-
-template <typename K, bool MM, int THREADS>
-static void
-gs_count_kernel_t(gs_count_launch<K> &r, bool one, bool packed)
-{
-	r.threads = THREADS;
-	/* instantiated only where chosen: the one-splitter lookup for 4-byte
-	 * keys, packed entries for the approximate count */
-	if constexpr (sizeof(K) == 4 && MM)
-		r.fn = packed ? k_count<K, MM, THREADS, true, true>
-			: one ? k_count<K, MM, THREADS, true> : k_count<K, MM, THREADS, false>;
-	else if constexpr (sizeof(K) == 4)
-		r.fn = one ? k_count<K, MM, THREADS, true> : k_count<K, MM, THREADS, false>;
-	else
-		r.fn = k_count<K, MM, THREADS, false>;
-	(void) one;
-	(void) packed;
-}
-
-template <typename K, bool MM>
-static gs_count_launch<K>
-gs_count_kernel_mm(int P)
-{
-	const bool	one = gs_cells_one(P, (int) sizeof(K)),
-				packed = MM && one && gs_cells_packed(P, (int) sizeof(K));
-	gs_count_launch<K> r;
-
-	r.smem = gs_count_smem(P, (int) sizeof(K), packed);
-	r.cells_cap = gs_cells_cap(P, (int) sizeof(K));
-	if (r.smem > 112 * 1024)
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_FULL>(r, one, packed);
-	else if (r.smem > 64 * 1024)
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS_WIDE>(r, one, packed);
-	else
-		gs_count_kernel_t<K, MM, GS_COUNT_THREADS>(r, one, packed);
-	return r;
-}
-
-template <typename K>
-static gs_count_launch<K>
-gs_count_kernel(bool mm, int P)
-{
-	return mm ? gs_count_kernel_mm<K, true>(P) : gs_count_kernel_mm<K, false>(P);
-}
-
-template <typename K>
-static cudaError_t
-gs_set_attrs(size_t optin)
-{
-	cudaError_t ce;
-
-	ce = cudaFuncSetAttribute(k_sample<K, GS_SAMPLE_ITEMS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS>));
-	if (ce != cudaSuccess)
-		return ce;
-	ce = cudaFuncSetAttribute(k_sample<K, GS_SAMPLE_ITEMS_WIDE, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>));
-	if (ce != cudaSuccess)
-		return ce;
-	ce = cudaFuncSetAttribute(k_sample_merge<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) (GS_SAMPLE_WIDE_SIZE * sizeof(K)));
-	if (ce != cudaSuccess)
-		return ce;
-	/* the approximate pick's candidate ranks (k_approx_pick) */
-	ce = cudaFuncSetAttribute(k_approx_pick<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) ((GS_APPROX_BUCKETS_MAX + 2) * 8));
-	if (ce != cudaSuccess)
-		return ce;
-	/* the approximate sample's runs (4-byte keys only) */
-	if constexpr (sizeof(K) == 4)
-		ce = cudaFuncSetAttribute(k_sample_merge<K, GS_APPROX_RUN_KEYS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-								  (int) (GS_APPROX_RUNS_MAX * GS_APPROX_RUN_KEYS * sizeof(K)));
-	if (ce != cudaSuccess)
-		return ce;
-	size_t		dyn = optin - 16 * 1024;	/* leave room for static shared memory */
-
-	/* every (threads, lookup) pair that gs_count_kernel picks occurs for
-	 * one of these P */
-	for (int P = 1024; P <= 8192; P *= 2)
-		for (int mm = 0; mm < 2; mm++)
-		{
-			ce = cudaFuncSetAttribute(gs_count_kernel<K>(mm != 0, P).fn,
-									  cudaFuncAttributeMaxDynamicSharedMemorySize, (int) dyn);
-			if (ce != cudaSuccess)
-				return ce;
-		}
-	ce = cudaFuncSetAttribute(k_filter<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) (dyn - 32 * 1024));
-	return ce;
-}
 
 static gs_status
 gs_cuda_open_impl(int ordinal, gs_cuda_engine **out, gs_error *err)
@@ -544,7 +186,7 @@ gs_cuda_open_impl(int ordinal, gs_cuda_engine **out, gs_error *err)
 		return gs_fail(err, GS_ERR_NOMEM, "out of host memory");
 	e->dev = ordinal;
 	e->focus_sort = -1;
-	e->focus_z = GS_FOCUS_Z;
+	e->focus_z = gs_host_policy::focus_z;
 	GS_CK(cudaSetDevice(ordinal), "cudaSetDevice");
 	GS_CK(cudaFree(0), "creating the CUDA context");
 	GS_CK(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
@@ -569,8 +211,9 @@ gs_cuda_open_impl(int ordinal, gs_cuda_engine **out, gs_error *err)
 		GS_CK(cudaDeviceGetDefaultMemPool(&pool, ordinal), "cudaDeviceGetDefaultMemPool");
 		GS_CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
 	}
-	GS_CK(gs_set_attrs<uint32_t>(e->smem_optin), "cudaFuncSetAttribute");
-	GS_CK(gs_set_attrs<uint64_t>(e->smem_optin), "cudaFuncSetAttribute");
+	GS_CK(gs_exact_set_attrs(e->smem_optin), "cudaFuncSetAttribute");
+	GS_CK(gs_approx_set_attrs(), "cudaFuncSetAttribute");
+	GS_CK(gs_count_set_attrs(e->smem_optin), "cudaFuncSetAttribute");
 	*out = e;
 	return gs_ok(err);
 done:
@@ -581,541 +224,6 @@ done:
 	if (e->s)
 		cudaStreamDestroy(e->s);
 	free(e);
-	return rc;
-}
-
-/* ------------------------------------------------------------ exact */
-
-template <typename K>
-__global__ void
-k_gather(const K *sorted, const gs_ull *ranks, int nr, gs_ull *out)
-{
-	int			i = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < nr)
-		out[i] = sorted[ranks[i]];
-}
-
-/* Last resort (the sampler failed 8 times in a row, never seen): full radix
- * sort of the input.  Needs 2n keys of scratch; fails cleanly if absent. */
-template <typename K>
-static gs_status
-gs_sort_fallback(gs_cuda_engine *e, const K *d_in, size_t n, const gs_ull *d_ranks, int nu,
-				 gs_ull *d_res, gs_error *err)
-{
-	gs_status	rc = GS_OK;
-	void	   *tmp = NULL;
-	K		   *sorted = NULL;
-	size_t		tb = 0;
-
-	GS_CK(cub::DeviceRadixSort::SortKeys(NULL, tb, d_in, (K *) NULL, (int64_t) n, 0, (int) sizeof(K) * 8, e->s),
-		  "DeviceRadixSort (size)");
-	if ((rc = gs_dev_alloc_internal(e, tb, &tmp, err)) != GS_OK)
-		goto done;
-	if ((rc = gs_dev_alloc_internal(e, n * sizeof(K), (void **) &sorted, err)) != GS_OK)
-		goto done;
-	GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, d_in, sorted, (int64_t) n, 0, (int) sizeof(K) * 8, e->s),
-		  "DeviceRadixSort");
-	k_gather<K><<<(nu + 255) / 256, 256, 0, e->s>>>(sorted, d_ranks, nu, d_res);
-	GS_CK(cudaGetLastError(), "launch k_gather");
-	GS_CK(cudaStreamSynchronize(e->s), "fallback sort");
-done:
-	gs_dev_free_internal(e, sorted, n * sizeof(K));
-	gs_dev_free_internal(e, tmp, tb);
-	return rc;
-}
-
-struct gs_rank_pair
-{
-	uint64_t	r;
-	size_t		i;
-};
-
-static int
-gs_cmp_rank(const void *a, const void *b)
-{
-	uint64_t	x = ((const gs_rank_pair *) a)->r,
-				y = ((const gs_rank_pair *) b)->r;
-
-	return x < y ? -1 : (x > y ? 1 : 0);
-}
-
-static gs_status
-gs_check_interrupt(const gs_options *opt, gs_error *err)
-{
-	if (opt && opt->interrupt && opt->interrupt(opt->interrupt_arg))
-		return gs_fail(err, GS_ERR_CANCELED, "canceled by interrupt");
-	return GS_OK;
-}
-
-template <typename K>
-static int
-gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads = GS_COUNT_THREADS)
-{
-	int			per = 0;
-
-	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, threads, dyn) != cudaSuccess || per < 1)
-	{
-		(void) cudaGetLastError();
-		per = 1;
-	}
-	return per * e->nsm;
-}
-
-/*
- * Launch a level kernel as a programmatic dependent launch (unless built
- * with -DGS_NO_PDL); gs_pdl_enter in gs_kernels.cuh says what the kernel
- * does with it.  Launch errors surface in the cudaGetLastError after each
- * level.  Hand-written: CUB has no launch helper for this.
- */
-template <typename... Params, typename... Args>
-static void
-gs_launch(void (*fn) (Params...), int grid, int threads, size_t smem, cudaStream_t s, Args... args)
-{
-#ifndef GS_NO_PDL
-	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute at = {};
-
-	cfg.gridDim = dim3((unsigned) grid);
-	cfg.blockDim = dim3((unsigned) threads);
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = s;
-	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	at.val.programmaticStreamSerializationAllowed = 1;
-	cfg.attrs = &at;
-	cfg.numAttrs = 1;
-	(void) cudaLaunchKernelEx(&cfg, fn, static_cast<Params>(args)...);
-#else
-	fn<<<grid, threads, smem, s>>>(static_cast<Params>(args)...);
-#endif
-}
-
-/* sort the kept union (n keys in a; b is the other level buffer, same
- * capacity) and read every unresolved rank off it; enqueued only (the
- * caller's copy of the results waits for it and reports its errors) */
-template <typename K>
-static gs_status
-gs_finish_sort(gs_cuda_engine *e, K *a, K *b, size_t n, const gs_ull *rank_cur, int *resolved, int nu,
-			   gs_ull *res, gs_ull kbase, gs_ull kspan, gs_error *err)
-{
-	gs_status	rc = GS_OK;
-	void	   *tmp = NULL;
-	size_t		tb = 0;
-	cub::DoubleBuffer<K> db(a, b);
-	/* every value is <= kspan: the bits above kspan's highest are zero (a
-	 * single rank's bucket after two levels: 16 of 32 bits, ~45 of 64) */
-	const int	end_bit = kspan == 0 ? 1 : 64 - __builtin_clzll(kspan);
-
-	e->last_sort_bits = end_bit;
-
-	GS_CK(cub::DeviceRadixSort::SortKeys(NULL, tb, db, (int64_t) n, 0, end_bit, e->s),
-		  "DeviceRadixSort (size)");
-	if ((rc = gs_dev_alloc_internal(e, tb, &tmp, err)) != GS_OK)
-		goto done;
-	GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, db, (int64_t) n, 0, end_bit, e->s),
-		  "DeviceRadixSort (kept union)");
-	k_finish_gather<K><<<(nu + 255) / 256, 256, 0, e->s>>>(db.Current(), rank_cur, resolved, nu, res, (K) kbase);
-	GS_CK(cudaGetLastError(), "launch k_finish_gather");
-done:
-	gs_dev_free_internal(e, tmp, tb);
-	return rc;
-}
-
-template <typename K>
-static gs_status
-gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
-				uint64_t *out_keys, const gs_options *opt, gs_error *err)
-{
-	gs_status	rc = GS_OK;
-	gs_rank_pair *pairs = NULL;
-	uint64_t   *uniq = NULL;
-	size_t	   *map = NULL;
-	size_t		nu = 0;
-	unsigned char *small = NULL;
-	K		   *bufA = NULL,
-			   *bufB = NULL;
-	uint16_t   *ora = NULL;
-	gs_exact_layout L;
-	size_t		bufbytes = 0,
-				orabytes = 0;
-	gs_level_state hs;
-
-	memset(&L, 0, sizeof L);
-	e->last_sort_bits = 0;
-	pairs = (gs_rank_pair *) malloc(nranks * sizeof *pairs);
-	uniq = (uint64_t *) malloc(nranks * sizeof *uniq);
-	map = (size_t *) malloc(nranks * sizeof *map);
-	if (!pairs || !uniq || !map)
-	{
-		rc = gs_fail(err, GS_ERR_NOMEM, "out of host memory for %zu ranks", nranks);
-		goto done;
-	}
-	for (size_t i = 0; i < nranks; i++)
-	{
-		pairs[i].r = ranks[i];
-		pairs[i].i = i;
-	}
-	qsort(pairs, nranks, sizeof *pairs, gs_cmp_rank);
-	for (size_t i = 0; i < nranks; i++)
-	{
-		if (nu == 0 || uniq[nu - 1] != pairs[i].r)
-			uniq[nu++] = pairs[i].r;
-		map[pairs[i].i] = nu - 1;
-	}
-	if (nu > (size_t) 1 << 30)
-	{
-		rc = gs_fail(err, GS_ERR_INVALID, "too many ranks");
-		goto done;
-	}
-
-	gs_exact_layout_for(n, nu, &L);
-	bufbytes = gs_round_up(L.cap * sizeof(K));
-	if ((rc = gs_dev_alloc_internal(e, L.small_bytes, (void **) &small, err)) != GS_OK)
-		goto done;
-	if (L.cap > 0)
-	{
-		if ((rc = gs_dev_alloc_internal(e, bufbytes, (void **) &bufA, err)) != GS_OK)
-			goto done;
-		if ((rc = gs_dev_alloc_internal(e, bufbytes, (void **) &bufB, err)) != GS_OK)
-			goto done;
-	}
-	if (nu > 1)
-	{
-		/* spread levels: the count pass's oracles, read by the filter */
-		orabytes = gs_ora_bytes(n);
-		if ((rc = gs_dev_alloc_internal(e, orabytes, (void **) &ora, err)) != GS_OK)
-			goto done;
-	}
-	{
-		gs_level_state *st = (gs_level_state *) (small + L.off_state);
-		gs_ull	   *hist = (gs_ull *) (small + L.off_hist);
-		gs_ull	   *start = (gs_ull *) (small + L.off_start);
-		gs_ull	   *below = (gs_ull *) (small + L.off_below);
-		gs_ull	   *dsplit = (gs_ull *) (small + L.off_dsplit);
-		unsigned char *wmask = small + L.off_wmask;
-		gs_ull	   *rank_cur = (gs_ull *) (small + L.off_rank);
-		gs_ull	   *res = (gs_ull *) (small + L.off_res);
-		int		   *resolved = (int *) (small + L.off_resolved);
-		int		   *rbucket = (int *) (small + L.off_bucket);
-		const bool	focused = nu == 1;
-		const int	mopen = gs_mopen_for(nu);
-		const int	P = focused ? 0 : mopen;
-		const size_t smem_filter = focused ? 0 : gs_filter_smem(P);
-		const gs_count_launch<K> kc = gs_count_kernel<K>(false, focused ? 1024 : P);
-		const int	grid_count = focused ? gs_occ_grid<K>(e, (const void *) k_count_focus<K>, 0)
-			: gs_occ_grid<K>(e, (const void *) kc.fn, kc.smem, kc.threads);
-		const int	grid_filter = gs_occ_grid<K>(e, (const void *) k_filter<K>, smem_filter);
-		int			levels = 0;
-		const bool	wide = gs_wide_sample(nu);
-		K		   *runs = (K *) (small + L.off_runs),
-				   *sorted_sample = (K *) (small + L.off_sample);
-		void		(*sample_fn) (gs_level_state *, const K *, K *, K *, gs_ull *, gs_ull *, gs_ull *, int *, gs_ull *,
-								  const K *) =
-			wide ? k_sample<K, GS_SAMPLE_ITEMS_WIDE, true> : k_sample<K, GS_SAMPLE_ITEMS, false>;
-		const size_t sample_smem = wide ? sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>)
-			: sizeof(gs_sample_smem<K, GS_SAMPLE_ITEMS>);
-		const double sample_size = wide ? gs_sample_smem<K, GS_SAMPLE_ITEMS_WIDE>::SIZE
-			: gs_sample_smem<K, GS_SAMPLE_ITEMS>::SIZE;
-		const double keep = focused ? 0.05 : fmin(0.5, (wide ? 1.1 : 1.3) * (double) nu / mopen);
-		double		sort_below = e->sort_finish == 2 ? 0.0 :
-			(e->sort_finish == 1 ? 1e30 :
-			 (focused ? (double) gs_focus_sort_below(e) : gs_sort_finish_below((unsigned) sizeof(K), mopen, keep)));
-
-		memset(&hs, 0, sizeof hs);
-		hs.n = n;
-		hs.cap = L.cap;
-		hs.seed = opt ? opt->seed : 0;
-		hs.src = 0;
-		hs.focused = focused;
-		hs.focus_z = e->focus_z;
-		hs.nranks = (int) nu;
-		hs.nactive = (int) nu;
-		hs.mopen = mopen;
-		GS_CK(cudaEventRecord(e->ev_copy, e->cs), "cudaEventRecord");
-		GS_CK(cudaStreamWaitEvent(e->s, e->ev_copy, 0), "cudaStreamWaitEvent");
-		GS_CK(cudaMemcpyAsync(st, &hs, sizeof hs, cudaMemcpyHostToDevice, e->s), "copy state");
-		GS_CK(cudaMemcpyAsync(rank_cur, uniq, nu * 8, cudaMemcpyHostToDevice, e->s), "copy ranks");
-		GS_CK(cudaMemsetAsync(resolved, 0, nu * 4, e->s), "memset");
-		if (e->inject > 0)
-		{
-			e->inject--;
-			rc = gs_fail(err, GS_ERR_DEVICE, "injected launch failure");
-			cudaStreamSynchronize(e->s);
-			goto done;
-		}
-
-		/* levels are enqueued in batches; the host looks at the state only
-		 * between batches (and polls the interrupt hook between levels) */
-		for (;;)
-		{
-			int			batch;
-
-			if (levels == 0)
-			{
-				double		est;
-
-				if (focused)
-				{
-					/* the levels down to the finishing sort (or the base case) */
-					double		lim = fmax(sort_below, sample_size);
-
-					est = (double) n > lim ? log((double) n / lim) / log(1.0 / keep) : 0.0;
-					est = fmax(est - 1.0, 0.0);		/* batch adds one */
-				}
-				else
-				{
-					/* levels until the kept union is below the sort threshold */
-					double		lim = fmax(sort_below, sample_size);
-
-					est = (double) n > lim ? log((double) n / lim) / log(1.0 / keep) : 0.0;
-					if (est < 1.5)
-						est = 1.5;
-					est -= 1.5;		/* keep is pessimistic; one sync more is cheap */
-				}
-				batch = (int) ceil(est) + 1;
-			}
-			else
-				batch = focused ? 3 : 1;
-			for (int b = 0; b < batch; b++)
-			{
-				if ((rc = gs_check_interrupt(opt, err)) != GS_OK)
-				{
-					cudaStreamSynchronize(e->s);
-					goto done;
-				}
-				if (wide)
-				{
-					gs_launch(k_sample_runs<K>, GS_RUN_BLOCKS, GS_RUN_THREADS, 0, e->s, st, d_in, bufA, bufB, runs);
-					gs_launch(k_sample_merge<K>, GS_RUN_BLOCKS, GS_MERGE_THREADS, GS_SAMPLE_WIDE_SIZE * sizeof(K), e->s,
-							  st, runs, sorted_sample);
-				}
-				gs_launch(sample_fn, 1, GS_SAMPLE_THREADS, sample_smem, e->s,
-						  st, d_in, bufA, bufB, hist, dsplit, rank_cur, resolved, res, wide ? sorted_sample : NULL);
-				if (focused)
-				{
-					gs_launch(k_count_focus<K>, grid_count, GS_COUNT_THREADS, 0, e->s, st, d_in, bufA, bufB, hist, dsplit);
-					gs_launch(k_plan<K, GS_PLAN_THREADS_FOCUS>, 1, GS_PLAN_THREADS_FOCUS, 0, e->s,
-							  st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
-				}
-				else
-				{
-					gs_launch(kc.fn, grid_count, kc.threads, kc.smem, e->s, st, d_in, bufA, bufB, hist, dsplit, (gs_minmax *) NULL, ora,
-							  kc.cells_cap);
-					gs_launch(k_plan<K, GS_PLAN_THREADS>, 1, GS_PLAN_THREADS, 0, e->s,
-							  st, hist, start, below, dsplit, wmask, rank_cur, resolved, rbucket, res);
-				}
-				gs_launch(k_filter<K>, grid_filter, GS_COUNT_THREADS, smem_filter, e->s, st, d_in, bufA, bufB, dsplit,
-						  wmask, ora);
-				gs_launch(k_advance, 1, 1, 0, e->s, st, below);
-				GS_CK(cudaGetLastError(), "kernel launch");
-				levels++;
-			}
-			GS_CK(cudaMemcpyAsync(&hs, st, sizeof hs, cudaMemcpyDeviceToHost, e->s), "copy state back");
-			GS_CK(cudaStreamSynchronize(e->s), "selection");
-			if (hs.done)
-				break;
-			if (!hs.stuck && hs.src != 0 && (double) hs.n > sample_size && hs.n <= hs.cap &&
-				(double) hs.n <= sort_below)
-			{
-				/* finish: sort the kept union (or bucket) once, pick every rank */
-				gs_status	frc;
-
-				if ((rc = gs_check_interrupt(opt, err)) != GS_OK)
-					goto done;
-				frc = gs_finish_sort<K>(e, hs.src == 1 ? bufA : bufB, hs.src == 1 ? bufB : bufA,
-													(size_t) hs.n, rank_cur, resolved, (int) nu, res,
-													hs.kbase, hs.kspan, err);
-
-				if (frc == GS_OK)
-					break;
-				if (frc != GS_ERR_DEVICE_NOMEM)
-				{
-					rc = frc;
-					goto done;
-				}
-				sort_below = 0;	/* no room for the sort's temp: go on with levels */
-			}
-			if (levels > 96)
-			{
-				rc = gs_fail(err, GS_ERR_DEVICE, "selection did not converge after %d levels", levels);
-				goto done;
-			}
-		}
-		if (hs.stuck)
-		{
-			/* release the level buffers first: the sort needs 2n */
-			gs_dev_free_internal(e, bufA, bufbytes);
-			gs_dev_free_internal(e, bufB, bufbytes);
-			gs_dev_free_internal(e, ora, orabytes);
-			bufA = bufB = NULL;
-			ora = NULL;
-			GS_CK(cudaMemcpyAsync(rank_cur, uniq, nu * 8, cudaMemcpyHostToDevice, e->s), "copy ranks");
-			if ((rc = gs_sort_fallback<K>(e, d_in, n, rank_cur, (int) nu, res, err)) != GS_OK)
-				goto done;
-		}
-		GS_CK(cudaMemcpyAsync(uniq, res, nu * 8, cudaMemcpyDeviceToHost, e->s), "copy results");
-		GS_CK(cudaStreamSynchronize(e->s), "copy results");
-		for (size_t i = 0; i < nranks; i++)
-			out_keys[i] = uniq[map[i]];
-		rc = gs_ok(err);
-	}
-done:
-	gs_dev_free_internal(e, bufA, bufbytes);
-	gs_dev_free_internal(e, bufB, bufbytes);
-	gs_dev_free_internal(e, ora, orabytes);
-	gs_dev_free_internal(e, small, L.small_bytes);
-	free(pairs);
-	free(uniq);
-	free(map);
-	return rc;
-}
-
-/* ------------------------------------------------------------ approximate */
-
-/* the sample's buffers: whole runs of GS_APPROX_RUN_KEYS (k_approx_runs) */
-static size_t
-gs_approx_sample_room(size_t s)
-{
-	return (s + GS_APPROX_RUN_KEYS - 1) / GS_APPROX_RUN_KEYS * GS_APPROX_RUN_KEYS;
-}
-
-/* whether the sample is sorted as runs + merge (else a device radix sort):
- * 4-byte keys, at most GS_APPROX_RUNS_MAX runs (k_sample_merge holds them
- * all in shared memory) */
-static bool
-gs_approx_runs(unsigned kb, size_t s)
-{
-	return kb == 4 && s <= (size_t) GS_APPROX_RUNS_MAX * GS_APPROX_RUN_KEYS;
-}
-
-static size_t
-gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, size_t *cub_bytes)
-{
-	size_t		s = (size_t) GS_APPROX_OVERSAMPLE * B;
-
-	if (s > n)
-		s = n;
-	size_t		tb = 0;		/* CUB's temporary storage: only where it sorts the sample */
-
-	if (kb != 4)
-		cub::DeviceRadixSort::SortKeys(NULL, tb, (const uint64_t *) NULL, (uint64_t *) NULL, (int64_t) s);
-	else if (!gs_approx_runs(kb, s))
-		cub::DeviceRadixSort::SortKeys(NULL, tb, (const uint32_t *) NULL, (uint32_t *) NULL, (int64_t) s);
-	if (cub_bytes)
-		*cub_bytes = tb;
-	return gs_round_up(sizeof(gs_level_state)) + 2 * gs_round_up(gs_approx_sample_room(s) * kb) + gs_round_up(tb)
-		+ gs_round_up((size_t) B * 8) + gs_round_up((2 * (size_t) B + 1) * 8)
-		+ gs_round_up((size_t) nblk * sizeof(gs_minmax)) + 3 * gs_round_up(((size_t) B + 2) * 8)
-		+ gs_round_up(nranks * sizeof(gs_approx_pick)) + gs_round_up(nranks * 8);
-}
-
-template <typename K>
-static gs_status
-gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
-				   const gs_options *opt, gs_approx_pick *out, gs_error *err)
-{
-	gs_status	rc = GS_OK;
-	const unsigned B = opt->approx_buckets;
-	const size_t s = (size_t) GS_APPROX_OVERSAMPLE * B < n ? (size_t) GS_APPROX_OVERSAMPLE * B : n;
-	int			P = 1;
-
-	while (P < (int) B)
-		P <<= 1;
-	const gs_count_launch<K> kc = gs_count_kernel<K>(true, P);
-	const int	grid = gs_occ_grid<K>(e, (const void *) kc.fn, kc.smem, kc.threads);
-	size_t		tb = 0;
-	const size_t total = gs_approx_scratch(n, sizeof(K), nranks, B, grid, &tb);
-	unsigned char *mem = NULL;
-
-	if ((rc = gs_dev_alloc_internal(e, total, (void **) &mem, err)) != GS_OK)
-		return rc;
-	{
-		size_t		o = 0;
-		gs_level_state *st = (gs_level_state *) (mem + o);
-
-		o += gs_round_up(sizeof(gs_level_state));
-		K		   *sample = (K *) (mem + o);
-
-		o += gs_round_up(gs_approx_sample_room(s) * sizeof(K));
-		K		   *sorted = (K *) (mem + o);
-
-		o += gs_round_up(gs_approx_sample_room(s) * sizeof(K));
-		void	   *tmp = mem + o;
-
-		o += gs_round_up(tb);
-		gs_ull	   *dsplit = (gs_ull *) (mem + o);
-
-		o += gs_round_up((size_t) B * 8);
-		gs_ull	   *hist = (gs_ull *) (mem + o);
-
-		o += gs_round_up((2 * (size_t) B + 1) * 8);
-		gs_minmax  *mm = (gs_minmax *) (mem + o);
-
-		o += gs_round_up((size_t) grid * sizeof(gs_minmax));
-		gs_ull	   *ck = (gs_ull *) (mem + o);
-
-		o += gs_round_up(((size_t) B + 2) * 8);
-		gs_ull	   *clo = (gs_ull *) (mem + o);
-
-		o += gs_round_up(((size_t) B + 2) * 8);
-		gs_ull	   *chi = (gs_ull *) (mem + o);
-
-		o += gs_round_up(((size_t) B + 2) * 8);
-		gs_approx_pick *dpicks = (gs_approx_pick *) (mem + o);
-
-		o += gs_round_up(nranks * sizeof(gs_approx_pick));
-		gs_ull	   *dranks = (gs_ull *) (mem + o);
-		GS_CK(cudaEventRecord(e->ev_copy, e->cs), "cudaEventRecord");
-		GS_CK(cudaStreamWaitEvent(e->s, e->ev_copy, 0), "cudaStreamWaitEvent");
-		GS_CK(cudaMemcpyAsync(dranks, ranks, nranks * 8, cudaMemcpyHostToDevice, e->s), "copy ranks");
-		if (e->inject > 0)
-		{
-			e->inject--;
-			rc = gs_fail(err, GS_ERR_DEVICE, "injected launch failure");
-			cudaStreamSynchronize(e->s);
-			goto done;
-		}
-		if ((rc = gs_check_interrupt(opt, err)) != GS_OK)
-		{
-			cudaStreamSynchronize(e->s);
-			goto done;
-		}
-		bool		runs_sorted = false;
-
-		if constexpr (sizeof(K) == 4)
-		{
-			if (gs_approx_runs(sizeof(K), s))
-			{
-				const int	nruns = (int) (gs_approx_sample_room(s) / GS_APPROX_RUN_KEYS);
-
-				gs_launch(k_approx_runs<K>, nruns, GS_APPROX_RUN_THREADS, 0, e->s, st, d_in, (gs_ull) n, (gs_ull) s,
-						  (gs_ull) opt->seed, sample);
-				gs_launch(k_sample_merge<K, GS_APPROX_RUN_KEYS>, nruns * (GS_APPROX_RUN_KEYS / GS_MERGE_THREADS),
-						  GS_MERGE_THREADS, (size_t) nruns * GS_APPROX_RUN_KEYS * sizeof(K), e->s, st, sample,
-						  sorted);
-				runs_sorted = true;
-			}
-		}
-		if (!runs_sorted)
-		{
-			k_approx_sample<K><<<(unsigned) ((s + 255) / 256), 256, 0, e->s>>>(st, d_in, n, s, opt->seed, sample);
-			GS_CK(cudaGetLastError(), "launch k_approx_sample");
-			GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
-				  "DeviceRadixSort (sample)");
-		}
-		gs_launch(k_approx_split<K>, 1, GS_PLAN_THREADS, 0, e->s, st, sorted, (gs_ull) s, (int) B, dsplit, hist);
-		gs_launch(kc.fn, grid, kc.threads, kc.smem, e->s, st, d_in, (K *) NULL, (K *) NULL, hist, dsplit, mm,
-				  (uint16_t *) NULL, kc.cells_cap);
-		gs_launch(k_approx_pick<K>, 1, GS_PLAN_THREADS, ((size_t) B + 2) * 8, e->s, st, hist, dsplit, mm, grid, dranks,
-				  (int) nranks, ck, clo, chi, dpicks);
-		GS_CK(cudaGetLastError(), "kernel launch");
-		GS_CK(cudaMemcpyAsync(out, dpicks, nranks * sizeof(gs_approx_pick), cudaMemcpyDeviceToHost, e->s),
-			  "copy picks");
-		GS_CK(cudaStreamSynchronize(e->s), "approximate selection");
-		rc = gs_ok(err);
-	}
-done:
-	gs_dev_free_internal(e, mem, total);
 	return rc;
 }
 
@@ -1160,6 +268,15 @@ gs_check_fits(gs_cuda_engine *e, size_t need, gs_error *err)
 		return gs_fail(err, GS_ERR_TOO_LARGE, "selection needs %zu bytes of scratch; the device has %zu",
 					   need, tot);
 	return GS_OK;
+}
+
+/* 2-byte keys widened to 4 (gs_cuda_widen16) */
+__global__ void
+k_widen16(const uint16_t *src, uint32_t *dst, gs_ull n)
+{
+	for (gs_ull i = (gs_ull) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (gs_ull) gridDim.x * blockDim.x)
+		dst[i] = src[i];
 }
 
 /* ------------------------------------------------------------ C API */
@@ -1549,7 +666,7 @@ void
 gs_cuda_test_focus_z(gs_cuda_engine *e, double z)
 {
 	if (e)
-		e->focus_z = z > 0 ? z : GS_FOCUS_Z;
+		e->focus_z = z > 0 ? z : gs_host_policy::focus_z;
 }
 
 /* test hook (not in gs_cuda.h): key bits the last finishing sort sorted on */

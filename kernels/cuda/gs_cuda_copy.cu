@@ -1,7 +1,8 @@
 /*
  * gs_cuda_copy.cu — the one staging operation the PostgreSQL path needs that
- * the selection engine (gs_cuda.cu) does not offer: joining chunks that were
- * uploaded while the scan ran into one contiguous device buffer.
+ * the selection engine (gs_cuda.cu and its drivers) does not offer: joining
+ * chunks that were uploaded while the scan ran into one contiguous device
+ * buffer.
  *
  * Plain CUDA runtime calls, no engine internals: the caller syncs the engine
  * first (gs_cuda_sync) and this call returns only when the copy is complete,

@@ -1,6 +1,37 @@
 /*
- * gs_select.cuh — device building blocks of the SampleSelect engine
- * (internal to kernels/; included by gs_cuda.cu only).
+ * gs_select.cuh — the SampleSelect level of the CUDA engine (internal to
+ * kernels/cuda/): what a level does and where its passes live, the bucket
+ * layout and the level state.
+ *
+ * One exact level = four launches, all parameters read from device memory
+ * (gs_level_state), so the host enqueues several levels without waiting:
+ *   k_sample   one block: random sample -> splitters (many ranks:
+ *              cub::BlockRadixSort; one rank: two order statistics by block
+ *              radix selection); if the level's input fits, the base
+ *              case: sort it (or select the one rank) and read the answers.
+ *              Levels of 4096 buckets draw a sample twice as large, sorted
+ *              by a grid first (k_sample_runs, k_sample_merge)
+ *              [gs_pass_sample.cuh]
+ *   k_count_*  grid-stride over the input in per-lane batches: bucket of every
+ *              key (many splitters: the cell index of gs_cells.cuh), per-block
+ *              histograms merged with global atomics; in single-rank
+ *              ("focused") mode also writes the predicted bucket's keys
+ *              (speculative filter fused into the count pass)
+ *              [gs_pass_count.cuh]
+ *   k_plan     one block: prefix sums, the bucket of every wanted rank,
+ *              equality buckets resolve ranks, ranks mapped into the kept
+ *              buckets; decides whether the filter pass is needed
+ *              [gs_pass_plan.cuh]
+ *   k_filter   grid-stride: writes the kept buckets' keys (skipped when the
+ *              speculative write of k_count_focus was right)
+ *              [gs_pass_filter.cuh]
+ * A level's kept buckets (all ranks together) are compacted into one buffer
+ * and the next level treats that buffer as one multiselect problem whose
+ * ranks are shifted by the sizes of the dropped buckets below them: one
+ * launch per level for all active buckets.  The streaming loop and the
+ * compaction the passes share are in gs_stream.cuh, the approximate mode's
+ * one level in gs_pass_approx.cuh, every launch size in gs_tuning.cuh; the
+ * host drivers are gs_cuda_exact.cu and gs_cuda_approx.cu.
  *
  * Bucket layout of one level (equality buckets, Ribizel & Anzt 2020 §4.3):
  * the m distinct splitters d[0] < ... < d[m-1] define 2m+1 buckets
@@ -18,17 +49,12 @@
 #include <cuda_runtime.h>
 
 #include "gs_engine.h"	/* gs_splitmix64, GS_APPROX_BUCKETS_MAX */
+#include "gs_tuning.cuh"
 
-#define GS_SAMPLE_THREADS 512
-#define GS_SAMPLE_ITEMS 16
-#define GS_SAMPLE_SIZE (GS_SAMPLE_THREADS * GS_SAMPLE_ITEMS)	/* 8192: also the base-case size */
-#define GS_SAMPLE_ITEMS_WIDE 32		/* spread levels of 4096 buckets: a 16384-key sample */
+typedef unsigned long long gs_ull;
+
 #define GS_MAX_SPLIT_EXACT 4095		/* exact mode: at most 4096 open buckets */
 #define GS_MAX_SPLIT (GS_APPROX_BUCKETS_MAX - 1)	/* approx mode: approx_buckets-1 splitters */
-#define GS_COUNT_THREADS 256
-#define GS_COUNT_THREADS_WIDE 512	/* k_count where shared memory allows two blocks per SM */
-#define GS_COUNT_THREADS_FULL 1024	/* k_count where shared memory allows one block per SM */
-#define GS_UNROLL 4
 
 /* Level state, one per call, in device memory.  Written by the single-block
  * sample/plan kernels, read by all; the host reads it only between batches

@@ -1,0 +1,160 @@
+/*
+ * gs_cuda_internal.h — what the CUDA engine's host files share (private to
+ * kernels/cuda/; CUDA runtime types, C++): the engine struct, error and
+ * memory helpers, the launch helper, and the entries of the two host
+ * drivers.
+ *
+ *   gs_cuda.cu         lifecycle, memory accounting, fault injection,
+ *                      validation, the extern "C" API (gs_cuda.h)
+ *   gs_cuda_exact.cu   exact SampleSelect: multi-level, device-planned
+ *   gs_cuda_approx.cu  approximate SampleSelect: one level
+ *   gs_cuda_count.cu   the count kernel's variants (k_count), both modes
+ *   gs_cuda_copy.cu    the PostgreSQL path's device-to-device copy
+ *
+ * Nothing here throws, aborts or prints: every CUDA return code is checked
+ * and turned into a gs_status with a message.  No thrust, no operator new;
+ * CUB's device algorithms return cudaError_t.  The extern "C" entries also
+ * catch (...) as a last line of defence.
+ */
+#ifndef GS_CUDA_INTERNAL_H
+#define GS_CUDA_INTERNAL_H
+
+#include <stddef.h>
+#include <cuda_runtime.h>
+
+#include "gs_cuda.h"
+#include "gs_select.cuh"		/* gs_ull, gs_level_state, gs_tuning.cuh */
+
+struct gs_alloc_rec
+{
+	void	   *p;
+	size_t		bytes;
+	int			host;			/* 0 device, 1 pinned host alloc, 2 registered */
+	gs_alloc_rec *next;
+};
+
+struct gs_cuda_engine
+{
+	int			dev;
+	cudaStream_t s;				/* selection stream */
+	cudaStream_t cs;			/* copy stream */
+	cudaEvent_t ev_copy;
+	int			nsm;
+	size_t		smem_optin;
+	size_t		mem_cap;		/* 0: none */
+	size_t		dev_in_use;		/* gs_cuda_alloc */
+	size_t		host_in_use;	/* gs_cuda_host_alloc */
+	size_t		internal_in_use;	/* temporaries of a running call */
+	int			inject;
+	int			sort_finish;	/* test hook: 0 cost model, 1 always, 2 never */
+	long long	focus_sort;		/* test hook: single-rank sort threshold, -1 default */
+	int			last_sort_bits;	/* test hook: key bits of the last finishing sort */
+	double		focus_z;		/* single-rank splitters at -/+ focus_z sigma (test hook) */
+	gs_alloc_rec *recs;
+	char		name[256];
+};
+
+/* ---- errors (gs_cuda.cu) ---- */
+
+gs_status	gs_fail(gs_error *err, gs_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+gs_status	gs_ok(gs_error *err);
+gs_status	gs_cuda_fail(gs_error *err, cudaError_t ce, const char *what);
+/* GS_ERR_CANCELED when the options' interrupt hook says so */
+gs_status	gs_check_interrupt(const gs_options *opt, gs_error *err);
+
+#define GS_CK(call, what) do { cudaError_t ce_ = (call); \
+	if (ce_ != cudaSuccess) { rc = gs_cuda_fail(err, ce_, what); goto done; } } while (0)
+
+/* ---- a call's device temporaries (gs_cuda.cu): stream-ordered, counted
+ * against the memory cap ---- */
+
+gs_status	gs_dev_alloc_internal(gs_cuda_engine *e, size_t bytes, void **p, gs_error *err);
+void		gs_dev_free_internal(gs_cuda_engine *e, void *p, size_t bytes);
+
+static inline size_t
+gs_round_up(size_t x)
+{
+	return (x + 255) & ~(size_t) 255;
+}
+
+/* ---- launches ---- */
+
+/* blocks of fn (threads each, dyn bytes of dynamic shared memory) that
+ * fill the device (gs_cuda.cu) */
+int			gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads = gs_count_policy::threads);
+
+/*
+ * Launch a level kernel as a programmatic dependent launch (unless built
+ * with -DGS_NO_PDL); gs_pdl_enter in gs_stream.cuh says what the kernel
+ * does with it.  Launch errors surface in the cudaGetLastError after each
+ * level.  Hand-written: CUB has no launch helper for this.
+ */
+template <typename... Params, typename... Args>
+static void
+gs_launch(void (*fn) (Params...), int grid, int threads, size_t smem, cudaStream_t s, Args... args)
+{
+#ifndef GS_NO_PDL
+	cudaLaunchConfig_t cfg = {};
+	cudaLaunchAttribute at = {};
+
+	cfg.gridDim = dim3((unsigned) grid);
+	cfg.blockDim = dim3((unsigned) threads);
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = s;
+	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at.val.programmaticStreamSerializationAllowed = 1;
+	cfg.attrs = &at;
+	cfg.numAttrs = 1;
+	(void) cudaLaunchKernelEx(&cfg, fn, static_cast<Params>(args)...);
+#else
+	fn<<<grid, threads, smem, s>>>(static_cast<Params>(args)...);
+#endif
+}
+
+/* ---- the count kernel of a many-splitter level (gs_cuda_count.cu) ---- */
+
+/*
+ * The count kernel of a many-splitter level of P splitter slots (MM:
+ * approximate mode, which also finds the min and max): 1024 threads per SM
+ * or fewer, in as many blocks as its shared memory allows (up to 64 KB:
+ * three or four 256-thread blocks; up to 112 KB: two of 512; else one of
+ * 1024), so that enough warps keep loads in flight; the one-splitter lookup
+ * where the cell table has 16 cells per slot (gs_cells_one).
+ */
+template <typename K>
+struct gs_count_launch
+{
+	void		(*fn) (gs_level_state *, const K *, K *, K *, gs_ull *, const gs_ull *, gs_minmax *, uint16_t *, int);
+	int			threads;
+	size_t		smem;			/* dynamic shared memory: gs_count_smem */
+	int			cells_cap;		/* the kernel's last argument: gs_cells_cap(P) */
+};
+
+/* the variant for a level of P splitter slots; mm: approximate mode */
+template <typename K>
+gs_count_launch<K> gs_count_kernel(bool mm, int P);
+/* every variant's shared-memory limit, both modes and key widths (gs_cuda_open) */
+cudaError_t gs_count_set_attrs(size_t optin);
+
+/* ---- the exact driver (gs_cuda_exact.cu; K = uint32_t, uint64_t) ---- */
+
+template <typename K>
+gs_status	gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
+							uint64_t *out_keys, const gs_options *opt, gs_error *err);
+/* peak device temporaries of an exact call with nu distinct ranks */
+size_t		gs_exact_scratch(size_t n, unsigned kb, size_t nu);
+/* the exact kernels' shared-memory limits, both key widths (gs_cuda_open) */
+cudaError_t gs_exact_set_attrs(size_t optin);
+
+/* ---- the approximate driver (gs_cuda_approx.cu; K = uint32_t, uint64_t) ---- */
+
+template <typename K>
+gs_status	gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
+							   const gs_options *opt, gs_approx_pick *out, gs_error *err);
+/* device temporaries of an approximate call of B buckets counted by nblk
+ * blocks; *cub_bytes: CUB's temporary storage for the sample sort */
+size_t		gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, size_t *cub_bytes);
+/* the approximate kernels' shared-memory limits, both key widths */
+cudaError_t gs_approx_set_attrs(void);
+
+#endif							/* GS_CUDA_INTERNAL_H */
