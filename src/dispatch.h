@@ -7,6 +7,7 @@
 #define GS_DISPATCH_H
 
 #include "postgres.h"
+#include "pg_compat.h"
 
 #include "gpu_path.h"
 #include "state.h"
@@ -26,12 +27,12 @@ extern void gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks,
  * Shared by gpu_path_none.c ("this build has no CUDA support") and gpu_path.c
  * (no device, device failure), so both builds word it the same way.
  */
-extern void gs_dispatch_gpu_required(int sqlerrcode, const char *reason) pg_attribute_noreturn();
+pg_noreturn extern void gs_dispatch_gpu_required(int sqlerrcode, const char *reason);
 
 /* the interrupt hook every engine call gets (nonzero when InterruptPending) */
 extern int	gs_interrupt_hook(void *arg);
 
 /* turn a failed engine status into ereport(ERROR) (GS_ERR_CANCELED: caller handles) */
-extern void gs_engine_error(const gs_error *err) pg_attribute_noreturn();
+pg_noreturn extern void gs_engine_error(const gs_error *err);
 
 #endif							/* GS_DISPATCH_H */
