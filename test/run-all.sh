@@ -98,7 +98,9 @@ if [ -n "${GS_PG_VERSIONS:-}" ]; then
 elif [ -n "${PG_CONFIG:-}" ]; then
 	PG_CONFIGS=("$PG_CONFIG")
 else
-	for pc in /usr/lib/postgresql/*/bin/pg_config "$GS_PG_CACHE"/postgresql-*/bin/pg_config; do
+	# (of a major's cached builds, the newest first: sort -V -r)
+	mapfile -t cached < <(printf '%s\n' "$GS_PG_CACHE"/postgresql-*/bin/pg_config | sort -V -r)
+	for pc in /usr/lib/postgresql/*/bin/pg_config "${cached[@]}"; do
 		[ -x "$pc" ] && [ -f "$("$pc" --pgxs 2>/dev/null)" ] && PG_CONFIGS+=("$pc")
 	done
 	[ ${#PG_CONFIGS[@]} = 0 ] && PG_CONFIGS=("$GS_PG_CONFIG")
