@@ -30,6 +30,9 @@ OBJS += $(GS_CPU_ENGINE_SRCS:.c=.o)
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS += $(GS_ENGINE_INCLUDES) -I$(srcdir)/src
+# the module's version for PG_MODULE_MAGIC_EXT (PostgreSQL 18; src/pg_compat.h)
+GS_EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))gpuselect.control)
+PG_CPPFLAGS += -DGS_EXTVERSION='"$(GS_EXTVERSION)"'
 PG_CFLAGS += -std=gnu11
 
 # ---- optional CUDA ----

