@@ -44,9 +44,9 @@ if has regress; then
 	PGOPTIONS="-c gpuselect.device=gpu -c gpuselect.gpu_min_rows=0" \
 		make USE_CUDA=1 installcheck >"$OUTD/regress-gpu.log" 2>&1
 	rc=$?
-	grep -E '\.\.\. |tests' "$OUTD/regress-gpu.log" | tail -12
+	grep -E '\.\.\. |^(not )?ok [0-9]+ |tests' "$OUTD/regress-gpu.log" | tail -12
 	[ -f regression.diffs ] && cp regression.diffs "$OUTD/regress-gpu.diffs" && head -80 regression.diffs
-	stage "pg_regress, device=gpu" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '\.\.\. ok' "$OUTD/regress-gpu.log") ok)"
+	stage "pg_regress, device=gpu" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$OUTD/regress-gpu.log") ok)"
 fi
 if has check; then
 	test/gpu/pg_gpu_check.sh 2>&1 | tee "$OUTD/pg_gpu_check.log"
