@@ -14,7 +14,9 @@ my $PSQL = $ENV{GS_PSQL} // 'psql';
 # psql($sql, %opt) -> ($exit_code, $output).  stdout and stderr together,
 # unaligned, tuples only; VERBOSITY verbose so errors carry their SQLSTATE.
 # opt: on_error_stop => 0|1 (default 1), db => name
-sub psql
+# psql_cmd($sql, %opt) -> the psql command line (a list) that runs $sql from
+# a temporary file, as psql() and psql_bg() run it
+sub psql_cmd
 {
 	my ($sql, %opt) = @_;
 	my $stop = $opt{on_error_stop} // 1;
@@ -23,6 +25,12 @@ sub psql
 	close $fh;
 	my @cmd = ($PSQL, '-X', '-q', '-A', '-t', '-v', "ON_ERROR_STOP=$stop", '-f', $file);
 	push @cmd, '-d', $opt{db} if $opt{db};
+	return @cmd;
+}
+
+sub psql
+{
+	my @cmd = psql_cmd(@_);
 	my $cmd = join(' ', map { "'$_'" } @cmd) . ' 2>&1';
 	my $out = `$cmd`;
 	my $rc = $? >> 8;
@@ -96,14 +104,8 @@ use POSIX ();
 
 sub psql_bg
 {
-	my ($sql, %opt) = @_;
-	my $stop = $opt{on_error_stop} // 1;
-	my ($fh, $file) = tempfile('gs-tap-XXXXXX', TMPDIR => 1, UNLINK => 1, SUFFIX => '.sql');
-	print $fh "\\set VERBOSITY verbose\nSET client_min_messages = warning;\n$sql\n";
-	close $fh;
+	my @cmd = psql_cmd(@_);
 	my (undef, $outfile) = tempfile('gs-tap-XXXXXX', TMPDIR => 1, UNLINK => 1, SUFFIX => '.out');
-	my @cmd = ($PSQL, '-X', '-q', '-A', '-t', '-v', "ON_ERROR_STOP=$stop", '-f', $file);
-	push @cmd, '-d', $opt{db} if $opt{db};
 	my $pid = fork() // die "fork: $!";
 	if ($pid == 0)
 	{
