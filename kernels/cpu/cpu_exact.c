@@ -3,6 +3,8 @@
  * range narrowing.  This file sorts and deduplicates the wanted ranks, picks
  * the way in, and scatters the answers back in the caller's order.
  *
+ *   many ranks  (sort_pays) selection approaches a sort and falls behind
+ *            it: cpu_sort.c radix sorts a copy and reads the ranks off.
  *   small    (n < GS_SAMPLE_MIN_N) pass 0 finds the input's min/max
  *            (cpu_pass.c).  If min == max every rank is min; tiny inputs
  *            are copied and sorted; otherwise the input levels
@@ -443,10 +445,42 @@ select_sampled(eng *e, const gs_input *in, size_t n)
 	return st;
 }
 
+/*
+ * Sort instead of selecting when the distinct wanted ranks are at least
+ * n / GS_SORT_KEYS_PER_RANK or GS_SORT_MIN_RANKS, on inputs of
+ * GS_SAMPLE_MIN_N keys or more (below, selection takes well under a
+ * millisecond and the unit tests keep exercising it).  Measured on uniform
+ * float8 keys (test/bench/results/engine-2026-11-23-sort-crossover.md,
+ * 2-core AMD EPYC, ms min of 3, select / sort):
+ *   n = 1M:   5k ranks 18 / 49,   10k ranks 208 / 40
+ *   n = 10M:  3k ranks 183 / 496,  5k ranks 1213 / 455
+ * The sort costs ~50 ns a key whatever the ranks; selection is cheaper until
+ * the ranks crowd its levels, then it falls off a cliff (10-60x, at n/100
+ * ranks for 1M keys, between 3k and 5k ranks for 10M).  Sorting early is
+ * the safe side: it costs at most about what the built-in's sort costs.
+ */
+#define GS_SORT_KEYS_PER_RANK	100
+#define GS_SORT_MIN_RANKS		4000
+
+static int
+sort_pays(size_t n, size_t nu)
+{
+	return n >= GS_SAMPLE_MIN_N &&
+		(nu >= GS_SORT_MIN_RANKS || (double) nu * GS_SORT_KEYS_PER_RANK >= (double) n);
+}
+
 gs_status
 gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 			  uint64_t *out_keys, const gs_options *opt, gs_error *err)
 {
+	return cpu_select_path(in, ranks, nranks, out_keys, opt, err, CPU_PATH_AUTO);
+}
+
+gs_status
+cpu_select_path(const gs_input *in, const uint64_t *ranks, size_t nranks,
+				uint64_t *out_keys, const gs_options *opt, gs_error *err, cpu_path path)
+{
+	int			sorted = 0;
 	size_t		n,
 				i,
 				u;
@@ -481,7 +515,10 @@ gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	e.nu = unique_ranks(ranks, nranks, ri, ur);
 	e.keymax = in->key_bytes == 8 ? UINT64_MAX : ((uint64_t) 1 << (8 * in->key_bytes)) - 1;
 
-	st = n >= GS_SAMPLE_MIN_N ? select_sampled(&e, in, n) : select_unsampled(&e, in, n);
+	if (path == CPU_PATH_SORT || (path == CPU_PATH_AUTO && sort_pays(n, e.nu)))
+		st = cpu_sort_ranks(in, n, ur, e.nu, uval, opt, err, &sorted);
+	if (st == GS_OK && !sorted)
+		st = n >= GS_SAMPLE_MIN_N ? select_sampled(&e, in, n) : select_unsampled(&e, in, n);
 	if (st != GS_OK)
 		goto done;
 

@@ -21,6 +21,7 @@
  *   cpu_count.c      counting against distinct splitters (approximate mode;
  *                    few-distinct exact)
  *   cpu_approx.c     gs_cpu_select_approx: one level of SampleSelect
+ *   cpu_sort.c       the exact mode's sort path: LSD radix sort, ranks read off
  *
  * Interrupts: opt->interrupt is polled between passes/levels and after every
  * GS_CHUNK keys of any pass.  The input is never written.
@@ -175,6 +176,31 @@ gs_status	cpu_scratch_select(eng *e, uint64_t *a, uint64_t *b, size_t m, uint64_
 
 gs_status	cpu_input_levels(eng *e, const gs_input *in, uint64_t n, uint64_t mn, uint64_t mx,
 							 int open, const uint64_t *samp, size_t nsamp, size_t sampoff);
+
+/* ---- the sort path (cpu_sort.c) ---- */
+
+/*
+ * Sort a copy of the input and read the unique ascending ranks ur[0..nu)
+ * into uval.  *sorted = 0 with GS_OK: its two n-key arrays could not be
+ * allocated (select instead).
+ */
+gs_status	cpu_sort_ranks(const gs_input *in, size_t n, const uint64_t *ur, size_t nu,
+						   uint64_t *uval, const gs_options *opt, gs_error *err, int *sorted);
+
+/*
+ * gs_cpu_select with the path forced (the unit test and the bench check
+ * and time both paths): CPU_PATH_AUTO is gs_cpu_select's cost model.
+ */
+typedef enum cpu_path
+{
+	CPU_PATH_AUTO,
+	CPU_PATH_SELECT,
+	CPU_PATH_SORT
+} cpu_path;
+
+gs_status	cpu_select_path(const gs_input *in, const uint64_t *ranks, size_t nranks,
+							uint64_t *out_keys, const gs_options *opt, gs_error *err,
+							cpu_path path);
 
 /* ---- piecewise-linear first level (cpu_piecewise.c) ---- */
 

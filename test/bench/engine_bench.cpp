@@ -4,6 +4,8 @@
 // engine_bench.sh.
 //
 //   engine_bench [n] [reps]      defaults: n = 10,000,000, reps = 7
+//   engine_bench crossover [reps] selection vs the sort path (cpu_sort.c) for
+//                                n = 1M, 10M and 1k..1M evenly spread ranks
 //
 // For each distribution the keys are float8 values mapped by
 // gs_key_from_float8 and stored in 8M-key segments (like the transition
@@ -25,6 +27,9 @@
 extern "C" {
 #include "gs_engine.h"
 #include "gs_keys.h"
+/* cpu_internal.h's forced-path entry (that header is C only) */
+gs_status cpu_select_path(const gs_input *in, const uint64_t *ranks, size_t nranks,
+						  uint64_t *out_keys, const gs_options *opt, gs_error *err, int path);
 }
 
 using clk = std::chrono::steady_clock;
@@ -129,9 +134,68 @@ bench(const std::string &name, const std::vector<double> &vals, int reps)
 			100.0 * maxerr / (double) n};
 }
 
+// selection (path 1) vs sort (path 2) on uniform float8 keys: min and
+// median of reps runs each, alternating so that load on a shared box hits both
+static void
+crossover(int reps)
+{
+	const size_t ns[] = {1000000, 10000000};
+	const size_t nrs[] = {1000, 2000, 3000, 5000, 10000, 100000, 300000, 1000000};
+	std::mt19937_64 g(777);
+	std::uniform_real_distribution<double> u(0.0, 1.0);
+
+	std::printf("uniform float8 keys, evenly spread ranks, %d runs each, ms (min / median)\n\n", reps);
+	std::printf("| n | ranks | select min | select med | sort min | sort med | sort/select (min) |\n");
+	std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (size_t n : ns)
+	{
+		std::vector<uint64_t> keys(n);
+		for (auto &k : keys)
+			k = gs_key_from_float8(u(g));
+		const size_t seg_keys = (size_t) 8 << 20;
+		std::vector<gs_segment> segs;
+		for (size_t off = 0; off < n; off += seg_keys)
+			segs.push_back({keys.data() + off, std::min(seg_keys, n - off)});
+		gs_input in = {segs.data(), segs.size(), 8};
+		gs_options opt = {};
+		gs_error err;
+
+		for (size_t nr : nrs)
+		{
+			std::vector<uint64_t> ranks(nr), o1(nr), o2(nr);
+			for (size_t i = 0; i < nr; i++)
+				ranks[i] = (uint64_t) ((double) i / (double) (nr > 1 ? nr - 1 : 1) * (double) (n - 1));
+			std::vector<double> t[2];
+			for (int rep = 0; rep < reps; rep++)
+				for (int p = 1; p <= 2; p++)
+				{
+					auto t0 = clk::now();
+					die_if(cpu_select_path(&in, ranks.data(), nr, (p == 1 ? o1 : o2).data(), &opt, &err, p),
+						   err, "crossover");
+					t[p - 1].push_back(ms_since(t0));
+				}
+			if (o1 != o2)
+			{
+				std::fprintf(stderr, "crossover: paths disagree at n %zu ranks %zu\n", n, nr);
+				std::exit(1);
+			}
+			double s1 = *std::min_element(t[0].begin(), t[0].end());
+			double s2 = *std::min_element(t[1].begin(), t[1].end());
+			std::printf("| %zu | %zu | %.1f | %.1f | %.1f | %.1f | %.2f |\n", n, nr, s1, median(t[0]), s2,
+						median(t[1]), s2 / s1);
+			std::fflush(stdout);
+		}
+	}
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc > 1 && std::strcmp(argv[1], "crossover") == 0)
+	{
+		crossover(argc > 2 ? std::atoi(argv[2]) : 5);
+		return 0;
+	}
 	size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 10000000;
 	int reps = argc > 2 ? std::atoi(argv[2]) : 7;
 	std::mt19937_64 g(12345);

@@ -17,6 +17,7 @@
 
 #include "gs_engine.h"
 #include "gs_keys.h"
+#include "cpu_internal.h"		/* cpu_select_path: both exact paths forced */
 
 static long n_pass,
 			n_fail;
@@ -1178,6 +1179,98 @@ check_approx_gap(void)
 	free(is_samp);
 }
 
+/*
+ * The exact mode's two paths (selection, cpu_sort.c's radix sort) and the
+ * cost model's choice, each forced, on many ranks: random order, repeats,
+ * extremes, evenly spread; all widths, random segments, duplicates.
+ */
+static void
+check_sort_path(void)
+{
+	static const size_t sizes[] = {1, 2, 31, 1000, 70000, 300000};
+	static const int dists[] = {D_UNIFORM, D_SORTED, D_EQUAL, D_TWO, D_SIXTEEN, D_CLUSTER,
+	D_NANINF, D_MIXSIGN};
+	char		desc[128];
+
+	for (int t = 0; t < T_NTYPES; t++)
+		for (size_t di = 0; di < sizeof dists / sizeof dists[0]; di++)
+			for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+			{
+				size_t		n = sizes[si],
+							nr = n < 2000 ? 2 * n + 3 : 6000,
+							i;
+				uint64_t   *k = malloc(n * sizeof(uint64_t)),
+						   *sorted = malloc(n * sizeof(uint64_t)),
+						   *ranks = malloc(nr * sizeof(uint64_t)),
+						   *out = malloc(nr * sizeof(uint64_t));
+				tinput		ti;
+				gs_error	err;
+
+				snprintf(desc, sizeof desc, "sort path %s %s n=%zu", tname[t], dname[dists[di]], n);
+				ctx_desc = desc;
+				gen(t, dists[di], k, n);
+				memcpy(sorted, k, n * sizeof(uint64_t));
+				qsort(sorted, n, sizeof(uint64_t), cmp_u64);
+				make_input(&ti, k, n, tbytes[t]);
+				for (i = 0; i < nr; i++)
+					ranks[i] = i % 3 == 0 ? (uint64_t) ((double) i / (double) nr * (double) (n - 1))
+						: i % 3 == 1 ? rnd_below(n) : (rnd_below(2) ? n - 1 : 0);
+				for (cpu_path p = CPU_PATH_AUTO; p <= CPU_PATH_SORT; p++)
+				{
+					size_t		bad = nr;
+					gs_status	st = cpu_select_path(&ti.in, ranks, nr, out, NULL, &err, p);
+
+					for (i = 0; st == GS_OK && i < nr && bad == nr; i++)
+						if (out[i] != sorted[ranks[i]])
+							bad = i;
+					CHECK(st == GS_OK && bad == nr, "path %d: status %d, first wrong rank index %zu",
+						  (int) p, st, bad);
+					CHECK(input_unchanged(&ti), "path %d modified its input", (int) p);
+				}
+				free_input(&ti);
+				free(k);
+				free(sorted);
+				free(ranks);
+				free(out);
+			}
+
+	/* cancel on the sort path: every poll may stop it; OK once polls run out */
+	{
+		size_t		n = 3 * 1000 * 1000 + 17;
+		uint64_t   *big = malloc(n * sizeof(uint64_t)),
+					ranks[3] = {0, n / 2, n - 1},
+					out[3];
+		gs_segment	bs[2] = {{big, n / 3}, {big + n / 3, n - n / 3}};
+		gs_input	bin = {bs, 2, 8};
+		gs_options	opt;
+		gs_error	err;
+		int			ok_seen = 0,
+					cancels = 0;
+
+		ctx_desc = "sort path cancel";
+		for (size_t i = 0; i < n; i++)
+			big[i] = rnd();
+		memset(&opt, 0, sizeof opt);
+		opt.interrupt = intr_fn;
+		for (intr_at = 1; intr_at < 100 && !ok_seen; intr_at++)
+		{
+			gs_status	st;
+
+			intr_calls = 0;
+			st = cpu_select_path(&bin, ranks, 3, out, &opt, &err, CPU_PATH_SORT);
+			if (st == GS_ERR_CANCELED)
+				cancels++;
+			else
+			{
+				CHECK(st == GS_OK, "cancel at poll %d: status %d", intr_at, st);
+				ok_seen = 1;
+			}
+		}
+		CHECK(ok_seen && cancels >= 8, "sort path: completed %d, cancel points %d", ok_seen, cancels);
+		free(big);
+	}
+}
+
 static void
 run_all(uint64_t seed, int big)
 {
@@ -1198,6 +1291,7 @@ run_all(uint64_t seed, int big)
 	check_approx_gap();
 	check_heavy();
 	check_api();
+	check_sort_path();
 }
 
 int
