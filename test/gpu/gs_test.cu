@@ -3,7 +3,7 @@
  *
  *   gs_test check [small]   correctness: every entry point vs. a CUB radix
  *                           sort of a copy (and vs. the CPU engine
- *                           src/cpu_select.c when built with -DGS_HAVE_CPU_ENGINE)
+ *                           kernels/cpu/ when built with -DGS_HAVE_CPU_ENGINE)
  *   gs_test bench [out.md]  timing table (CUDA events, median of 25 after warm-up)
  *   gs_test sweep           one rank at 2^28 under several single-rank settings
  *
