@@ -136,6 +136,18 @@ gs_status	gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks
 gs_status	gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t nranks,
 								 const gs_options *opt, gs_approx_pick *out, gs_error *err);
 
+/*
+ * Test hook (process-wide, like the CUDA engine's gs_cuda_test_* hooks):
+ * the exact CPU engine's choice between selection and its sort path.
+ * 0: by the cost model (the default); 1: always select; 2: always sort.
+ * Lets a test hold a long selection (TAP 008 cancels one mid-way) or run
+ * the sort path on small data.
+ */
+#define GS_CPU_PATH_AUTO 0
+#define GS_CPU_PATH_SELECT 1
+#define GS_CPU_PATH_SORT 2
+void		gs_cpu_test_force_path(int path);
+
 /* Total number of keys in an input. */
 static inline size_t
 gs_input_count(const gs_input *in)

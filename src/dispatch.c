@@ -246,7 +246,10 @@ gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
 	if (picks)
 		s = gs_cpu_select_approx(in, ranks, (size_t) nranks, &opt, picks, &err);
 	else
+	{
+		gs_cpu_test_force_path(gs_guc_test_cpu_path);
 		s = gs_cpu_select(in, ranks, (size_t) nranks, out_keys, &opt, &err);
+	}
 	/* an interrupt's ERROR ends the statement, whatever the engine returned */
 	gs_interrupts_rethrow(&gi);
 	if (s == GS_OK)

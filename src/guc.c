@@ -8,7 +8,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "gs_engine.h"		/* GS_APPROX_BUCKETS_*: the engines' range */
+#include "gs_engine.h"		/* GS_APPROX_BUCKETS_*, GS_CPU_PATH_*: the engines' */
 #include "guc.h"
 
 int			gs_guc_device = GS_DEVICE_AUTO;
@@ -24,6 +24,14 @@ bool		gs_guc_test_fail_shared_attach = false;
 int			gs_guc_parallel_arena_size = 256;
 char	   *gs_guc_parallel_arena = NULL;
 int			gs_guc_test_cancel_at_poll = 0;
+int			gs_guc_test_cpu_path = GS_CPU_PATH_AUTO;
+
+static const struct config_enum_entry gs_cpu_path_options[] = {
+	{"auto", GS_CPU_PATH_AUTO, false},
+	{"select", GS_CPU_PATH_SELECT, false},
+	{"sort", GS_CPU_PATH_SORT, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry gs_device_options[] = {
 	{"auto", GS_DEVICE_AUTO, false},
@@ -199,6 +207,16 @@ gs_guc_define(void)
 							0, 0, INT_MAX,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpuselect.test_cpu_path",
+							 "Test hook: the CPU engine's exact path: auto (its cost model), select or sort.",
+							 "Lets a test hold a long selection where the cost model would sort (many fractions), "
+							 "or run the sort path on small data.",
+							 &gs_guc_test_cpu_path,
+							 GS_CPU_PATH_AUTO,
+							 gs_cpu_path_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.test_fail_shared_attach",
 							 "Test hook: raise an ERROR right after the leader attaches a worker's shared partial state.",

@@ -469,11 +469,21 @@ sort_pays(size_t n, size_t nu)
 		(nu >= GS_SORT_MIN_RANKS || (double) nu * GS_SORT_KEYS_PER_RANK >= (double) n);
 }
 
+/* gs_cpu_test_force_path (gs_engine.h): a test hook, CPU_PATH_AUTO unless set */
+static cpu_path forced_path = CPU_PATH_AUTO;
+
+void
+gs_cpu_test_force_path(int path)
+{
+	forced_path = path == GS_CPU_PATH_SELECT ? CPU_PATH_SELECT
+		: path == GS_CPU_PATH_SORT ? CPU_PATH_SORT : CPU_PATH_AUTO;
+}
+
 gs_status
 gs_cpu_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 			  uint64_t *out_keys, const gs_options *opt, gs_error *err)
 {
-	return cpu_select_path(in, ranks, nranks, out_keys, opt, err, CPU_PATH_AUTO);
+	return cpu_select_path(in, ranks, nranks, out_keys, opt, err, forced_path);
 }
 
 gs_status

@@ -38,6 +38,9 @@ sub victim_script
 	my ($setup) = @_;
 	return qq{
 SET gpuselect.device = 'cpu';
+-- many fractions: the cost model would sort (a fraction of a second); this
+-- test needs a selection of seconds to interrupt
+SET gpuselect.test_cpu_path = 'select';
 SET application_name = 'gs_victim';
 SELECT 'pid:' || pg_backend_pid();
 SELECT 'before:' || string_agg(value, ',' ORDER BY name) FROM gpuselect_status()
