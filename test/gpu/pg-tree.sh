@@ -114,8 +114,10 @@ if [ ! -s \$PGDATA/PG_VERSION ]; then
   printf "jit = off\\nunix_socket_directories = '/tmp'\\nlisten_addresses = ''\\nshared_buffers = 4GB\\nwork_mem = 1GB\\nmax_parallel_workers_per_gather = 8\\n" >> \$PGDATA/postgresql.conf
 fi
 runuser -u pgrun -- env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH pg_ctl -D \$PGDATA -l /tmp/pg.log -w start >/dev/null || { cat /tmp/pg.log; return 1; }
-# pg_regress runs as root here; let it connect as the superuser pgrun
-chmod 755 /tmp
+# pg_regress runs as root here and connects through the socket in /tmp:
+# keep /tmp traversable and, for a later server of another bundle, writable
+# (sticky, as /tmp should be; 0755 here locked the next server out)
+chmod 1777 /tmp
 UP
 chmod +x "$out/pg-up"
 
