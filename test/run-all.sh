@@ -33,6 +33,7 @@
 #                           TAP) run on that version (default: all built);
 #                           the others are still built and installed
 #   GS_SKIP_TAP=1           skip the TAP tests
+#   GS_TAP_TESTS="007 008"  only the TAP scripts whose names start so (default: all)
 #   GS_KEEP=1               keep the scratch directory (printed at the end)
 #   GS_JOBS=N               make -j (default: nproc)
 set -u -o pipefail
@@ -197,6 +198,19 @@ if [ -n "$ub" ]; then
 	record "unit" "$up" "$uf"
 fi
 
+# the TAP scripts to run, relative to a build directory: all of test/t, or
+# those GS_TAP_TESTS names by prefix
+gs_tap_scripts() {
+	local p
+	if [ -z "${GS_TAP_TESTS:-}" ]; then
+		echo test/t/*.pl
+		return
+	fi
+	for p in $GS_TAP_TESTS; do
+		compgen -G "test/t/$p*.pl" || true
+	done
+}
+
 # ---------------- install + server tests per version and variant ----------------
 for m in "${PG_LIST[@]}"; do
 	CUR_PG=pg$m
@@ -249,7 +263,7 @@ for m in "${PG_LIST[@]}"; do
 			section "pg$m: TAP tests $v (prove test/t)"
 			# the TAP scripts reach the cluster through PGHOST/PGPORT/PGUSER
 			(cd "$b" && GS_VARIANT=$v GS_PG_MAJOR=$m PATH="$(gs_pg_bindir):$PATH" \
-				prove -v --timer test/t/*.pl) >"$WORK/tap-pg$m-$v.log" 2>&1
+				prove -v --timer $(gs_tap_scripts)) >"$WORK/tap-pg$m-$v.log" 2>&1
 			trc=$?
 			cat "$WORK/tap-pg$m-$v.log"
 			tp=$(grep -cE '^ok [0-9]+' "$WORK/tap-pg$m-$v.log")
