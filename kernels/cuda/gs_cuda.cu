@@ -647,6 +647,26 @@ gs_cuda_test_sort_finish(gs_cuda_engine *e, int mode)
 		e->sort_finish = mode;
 }
 
+/* test hook (not in gs_cuda.h): exact mode's path, GS_CPU_PATH_AUTO (the
+ * rule, gs_sort_path_policy), _SELECT or _SORT (the whole input sorted) */
+void		gs_cuda_test_exact_path(gs_cuda_engine *e, int path);
+
+void
+gs_cuda_test_exact_path(gs_cuda_engine *e, int path)
+{
+	if (e)
+		e->exact_path = path;
+}
+
+/* test hook (not in gs_cuda.h): did the last exact call sort the whole input? */
+int			gs_cuda_test_last_exact_sorted(gs_cuda_engine *e);
+
+int
+gs_cuda_test_last_exact_sorted(gs_cuda_engine *e)
+{
+	return e ? e->last_exact_sorted : 0;
+}
+
 /* test hook (not in gs_cuda.h): single-rank finishing-sort threshold in
  * keys (0: never sort; negative: the default) */
 void		gs_cuda_test_focus_sort(gs_cuda_engine *e, long long below);

@@ -312,11 +312,11 @@ k_gather(const K *sorted, const gs_ull *ranks, int nr, gs_ull *out)
 		out[i] = sorted[ranks[i]];
 }
 
-/* Last resort (the sampler failed 8 times in a row, never seen): full radix
- * sort of the input.  Needs 2n keys of scratch; fails cleanly if absent. */
+/* A radix sort of the whole input, then every rank gathered: needs 2n keys
+ * of scratch; fails cleanly (GS_ERR_DEVICE_NOMEM) if absent. */
 template <typename K>
 static gs_status
-gs_sort_fallback(gs_cuda_engine *e, const K *d_in, size_t n, const gs_ull *d_ranks, int nu,
+gs_sort_gather(gs_cuda_engine *e, const K *d_in, size_t n, const gs_ull *d_ranks, int nu,
 				 gs_ull *d_res, gs_error *err)
 {
 	gs_status	rc = GS_OK;
@@ -339,6 +339,44 @@ done:
 	gs_dev_free_internal(e, sorted, n * sizeof(K));
 	gs_dev_free_internal(e, tmp, tb);
 	return rc;
+}
+
+/* The whole input sorted once and every rank gathered from it: the path of
+ * exact calls whose ranks are so many that selection's levels would cost
+ * more than a sort (gs_sort_path_policy), and selection's last resort.
+ * GS_ERR_DEVICE_NOMEM when the sort's 2n keys of scratch do not fit. */
+template <typename K>
+static gs_status
+gs_exact_by_sort(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *uniq, size_t nu, uint64_t *res,
+				 gs_error *err)
+{
+	gs_status	rc = GS_OK;
+	gs_ull	   *d_r = NULL;
+	size_t		rb = gs_round_up(2 * nu * sizeof(gs_ull));
+
+	if ((rc = gs_dev_alloc_internal(e, rb, (void **) &d_r, err)) != GS_OK)
+		return rc;
+	GS_CK(cudaMemcpyAsync(d_r, uniq, nu * 8, cudaMemcpyHostToDevice, e->s), "copy ranks");
+	if ((rc = gs_sort_gather<K>(e, d_in, n, d_r, (int) nu, d_r + nu, err)) != GS_OK)
+		goto done;
+	GS_CK(cudaMemcpyAsync(res, d_r + nu, nu * 8, cudaMemcpyDeviceToHost, e->s), "copy results");
+	GS_CK(cudaStreamSynchronize(e->s), "copy results");
+	e->last_exact_sorted = 1;
+done:
+	gs_dev_free_internal(e, d_r, rb);
+	return rc;
+}
+
+/* does one sort of everything beat selection for nu distinct ranks of n? */
+static bool
+gs_sort_path_pays(const gs_cuda_engine *e, size_t n, size_t nu)
+{
+	if (e->exact_path == GS_CPU_PATH_SORT)
+		return n > 0;
+	if (e->exact_path == GS_CPU_PATH_SELECT)
+		return false;
+	return n >= gs_sort_path_policy::min_n &&
+		(nu >= gs_sort_path_policy::min_ranks || nu >= n / gs_sort_path_policy::keys_per_rank);
 }
 
 /* ------------------------------------------------------------ the driver */
@@ -368,6 +406,15 @@ struct gs_exact_ranks
 	size_t		nu;
 };
 
+static bool
+gs_ranks_ascending(const uint64_t *ranks, size_t nranks)
+{
+	for (size_t i = 1; i < nranks; i++)
+		if (ranks[i] < ranks[i - 1])
+			return false;
+	return true;
+}
+
 static gs_status
 gs_exact_unique_ranks(const uint64_t *ranks, size_t nranks, gs_exact_ranks *R, gs_error *err)
 {
@@ -381,7 +428,10 @@ gs_exact_unique_ranks(const uint64_t *ranks, size_t nranks, gs_exact_ranks *R, g
 		R->pairs[i].r = ranks[i];
 		R->pairs[i].i = i;
 	}
-	qsort(R->pairs, nranks, sizeof *R->pairs, gs_cmp_rank);
+	/* ascending already (fractions written in order, the usual case): no
+	 * sort; qsort took ~100 ms of a 1M-rank call (gs_test crossover) */
+	if (!gs_ranks_ascending(ranks, nranks))
+		qsort(R->pairs, nranks, sizeof *R->pairs, gs_cmp_rank);
 	for (size_t i = 0; i < nranks; i++)
 	{
 		if (R->nu == 0 || R->uniq[R->nu - 1] != R->pairs[i].r)
@@ -692,12 +742,14 @@ gs_exact_results(gs_exact_call<K> *C, bool stuck, const gs_exact_ranks &R, size_
 		gs_dev_free_internal(e, C->ora, C->orabytes);
 		C->bufA = C->bufB = NULL;
 		C->ora = NULL;
-		GS_CK(cudaMemcpyAsync(C->rank_cur, R.uniq, C->nu * 8, cudaMemcpyHostToDevice, e->s), "copy ranks");
-		if ((rc = gs_sort_fallback<K>(e, C->d_in, C->n, C->rank_cur, (int) C->nu, C->res, err)) != GS_OK)
+		if ((rc = gs_exact_by_sort<K>(e, C->d_in, C->n, R.uniq, C->nu, R.uniq, err)) != GS_OK)
 			goto done;
 	}
-	GS_CK(cudaMemcpyAsync(R.uniq, C->res, C->nu * 8, cudaMemcpyDeviceToHost, e->s), "copy results");
-	GS_CK(cudaStreamSynchronize(e->s), "copy results");
+	else
+	{
+		GS_CK(cudaMemcpyAsync(R.uniq, C->res, C->nu * 8, cudaMemcpyDeviceToHost, e->s), "copy results");
+		GS_CK(cudaStreamSynchronize(e->s), "copy results");
+	}
 	for (size_t i = 0; i < nranks; i++)
 		out_keys[i] = R.uniq[R.map[i]];
 	rc = gs_ok(err);
@@ -722,6 +774,22 @@ gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *rank
 	if ((rc = gs_exact_unique_ranks(ranks, nranks, &R, err)) != GS_OK)
 		goto done;
 	C.nu = R.nu;
+	e->last_exact_sorted = 0;
+	if (gs_sort_path_pays(e, n, C.nu))
+	{
+		if ((rc = gs_check_interrupt(opt, err)) != GS_OK)
+			goto done;
+		rc = gs_exact_by_sort<K>(e, d_in, n, R.uniq, C.nu, R.uniq, err);
+		if (rc == GS_OK)
+		{
+			for (size_t i = 0; i < nranks; i++)
+				out_keys[i] = R.uniq[R.map[i]];
+			goto done;
+		}
+		if (rc != GS_ERR_DEVICE_NOMEM)
+			goto done;
+		/* no room for the sort's scratch: select (needs less) */
+	}
 	if ((rc = gs_exact_alloc(&C, err)) != GS_OK)
 		goto done;
 	gs_exact_setup(&C);

@@ -47,6 +47,8 @@ struct gs_cuda_engine
 	size_t		internal_in_use;	/* temporaries of a running call */
 	int			inject;
 	int			sort_finish;	/* test hook: 0 cost model, 1 always, 2 never */
+	int			exact_path;		/* test hook: GS_CPU_PATH_* values (0 the rule) */
+	int			last_exact_sorted;	/* test hook: the last exact call sorted all */
 	long long	focus_sort;		/* test hook: single-rank sort threshold, -1 default */
 	int			last_sort_bits;	/* test hook: key bits of the last finishing sort */
 	double		focus_z;		/* single-rank splitters at -/+ focus_z sigma (test hook) */

@@ -135,4 +135,27 @@ struct gs_host_policy
 	static constexpr double focus_z = 3.0;
 };
 
+/* exact mode's choice between selection and one radix sort of the whole
+ * input (CUB DeviceRadixSort, then a gather of every rank): the sort costs
+ * the same whatever the ranks, selection's levels grow with them (issue 18
+ * item 7; the CPU engine's rule is kernels/cpu/cpu_exact.c's sort_pays).
+ * Sort when n >= min_n and the distinct ranks reach min_ranks or
+ * n / keys_per_rank.  `gs_test crossover` (test/gpu/run.sh crossover;
+ * test/bench/results/gpu-2026-11-23-sort-crossover.md), H100, uniform keys,
+ * evenly spread ranks, select / sort ms:
+ *   4096 ranks: the sort wins at every size and width measured (f64 2^26
+ *     7.94 / 4.79, f32 2^26 2.27 / 1.85, f64 2^20 0.56 / 0.42);
+ *   1024 ranks: selection wins from 2^23 keys (f64 2^26 1.67 / 4.49, f64
+ *     2^23 0.61 / 0.76), the sort below (f64 2^20 0.34 / 0.25);
+ *   16384+ ranks of f64 at 2^23 and 2^26 keys: selection did not converge
+ *     in 96 levels (an ERROR; auto fell back to the CPU), the sort 2-100 ms.
+ * Erring to the sort is the safe side: it costs what it costs whatever the
+ * ranks, selection past its cliff does not. */
+struct gs_sort_path_policy
+{
+	static constexpr size_t min_n = (size_t) 1 << 16;
+	static constexpr size_t min_ranks = 4096;
+	static constexpr size_t keys_per_rank = 2048;
+};
+
 #endif							/* GS_TUNING_CUH */

@@ -319,6 +319,8 @@ rank_set(uint64_t n, int which, uint64_t seed)
 }
 
 extern "C" void gs_cuda_test_sort_finish(gs_cuda_engine *e, int mode);
+extern "C" void gs_cuda_test_exact_path(gs_cuda_engine *e, int path);
+extern "C" int gs_cuda_test_last_exact_sorted(gs_cuda_engine *e);
 extern "C" void gs_cuda_test_focus_sort(gs_cuda_engine *e, long long below);
 extern "C" int gs_cuda_test_last_sort_bits(gs_cuda_engine *e);
 extern "C" void gs_cuda_test_focus_z(gs_cuda_engine *e, double z);
@@ -435,6 +437,18 @@ run_case(int type, int dist, uint64_t n, const void *d_keys16, K *d_keys, K *d_s
 			gs_cuda_test_sort_finish(E, 0);
 			check(st == GS_OK && out2 == ref, "%s exact(%zu ranks, finishing sort mode %d): status %d %s", tag, nr,
 				  mode, (int) st, err.message);
+		}
+		/* the whole input sorted (the path of very many ranks): same answers */
+		{
+			std::vector<uint64_t> out3(nr, 0xDEADBEEFDEADBEEFULL);
+
+			gs_cuda_test_exact_path(E, GS_CPU_PATH_SORT);
+			st = gs_cuda_select(E, d_keys, n, sizeof(K), ranks.data(), nr, out3.data(), &opt, &err);
+			int			sorted = gs_cuda_test_last_exact_sorted(E);
+
+			gs_cuda_test_exact_path(E, GS_CPU_PATH_AUTO);
+			check(st == GS_OK && sorted && out3 == ref, "%s exact(%zu ranks, whole-input sort): status %d %s sorted %d",
+				  tag, nr, (int) st, err.message, sorted);
 		}
 #ifdef GS_HAVE_CPU_ENGINE
 		if (with_cpu)
@@ -937,6 +951,95 @@ bench_one(FILE *md, const char *tname, int type, int dist, uint64_t n)
 	CK(cudaEventDestroy(b));
 }
 
+/* one exact call's milliseconds, median of reps after 2 warm-ups (one call
+ * if the first takes over a second); the answers into out */
+static float
+time_exact(const void *d, uint64_t n, int kb, const std::vector<uint64_t> &ranks, std::vector<uint64_t> &out,
+		   int path)
+{
+	std::vector<float> ts;
+	gs_options	opt;
+	gs_error	err;
+
+	memset(&opt, 0, sizeof opt);
+	gs_cuda_test_exact_path(E, path);
+	for (int rep = 0; rep < 7; rep++)
+	{
+		struct timespec t0, t1;
+
+		opt.seed = g_seed + rep;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (gs_cuda_select(E, d, n, kb, ranks.data(), ranks.size(), out.data(), &opt, &err) != GS_OK)
+			printf("crossover: %s\n", err.message);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		float		ms = (float) ((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+
+		if (rep >= 2 || ms > 1000)
+			ts.push_back(ms);
+		if (ms > 1000)
+			break;
+	}
+	gs_cuda_test_exact_path(E, GS_CPU_PATH_AUTO);
+	return median(ts);
+}
+
+/* exact selection against the whole-input sort, by key width, n and number
+ * of evenly spread ranks (issue 18 item 7): where does the sort win? */
+static int
+crossover(const char *mdpath)
+{
+	FILE	   *md = mdpath ? fopen(mdpath, "w") : NULL;
+	const char *hdr = "| keys | n | ranks | select ms | sort ms | sort/select | rule picks | check |\n|---|---:|---:|---:|---:|---:|---|---|";
+	char		name[256];
+	size_t		fr,
+				tot;
+	gs_error	err;
+
+	gs_cuda_device_info(E, name, sizeof name, &fr, &tot, &err);
+	printf("device: %s\n%s\n", name, hdr);
+	if (md)
+		fprintf(md, "device: %s, seed %llu, uniform keys, evenly spread ranks, median of 5 after 2 warm-ups\n\n%s\n",
+				name, (unsigned long long) g_seed, hdr);
+	for (int kb = 4; kb <= 8; kb += 4)
+		for (uint64_t n : {(uint64_t) 1 << 20, (uint64_t) 1 << 23, (uint64_t) 1 << 26})
+		{
+			void	   *d;
+
+			CK(cudaMalloc(&d, n * kb));
+			k_gen<<<4096, 256>>>(kb == 4 ? T_FLOAT4 : T_FLOAT8, D_UNIFORM, g_seed, n, d);
+			CK(cudaDeviceSynchronize());
+			for (uint64_t nr : {256, 1024, 2048, 4096, 8192, 16384, 65536, 262144, 1048576})
+			{
+				if (nr > n / 4)
+					break;
+				std::vector<uint64_t> ranks(nr), a(nr), b(nr);
+
+				for (uint64_t i = 0; i < nr; i++)
+					ranks[i] = (uint64_t) ((double) i * (double) (n - 1) / (double) (nr - 1));
+				float		tsel = time_exact(d, n, kb, ranks, a, GS_CPU_PATH_SELECT);
+				float		tsort = time_exact(d, n, kb, ranks, b, GS_CPU_PATH_SORT);
+				std::vector<uint64_t> c(nr);
+
+				gs_cuda_select(E, d, n, kb, ranks.data(), nr, c.data(), NULL, &err);
+				const char *pick = gs_cuda_test_last_exact_sorted(E) ? "sort" : "select";
+				char		line[256];
+
+				snprintf(line, sizeof line, "| f%d | %llu | %llu | %.3f | %.3f | %.2f | %s | %s |", kb * 8,
+						 (unsigned long long) n, (unsigned long long) nr, tsel, tsort, tsort / tsel, pick,
+						 a == b && b == c ? "equal" : "MISMATCH");
+				printf("%s\n", line);
+				if (md)
+					fprintf(md, "%s\n", line);
+				fflush(stdout);
+			}
+			CK(cudaFree(d));
+		}
+	if (md)
+		fclose(md);
+	gs_cuda_close(E);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1112,6 +1215,8 @@ main(int argc, char **argv)
 		gs_cuda_close(E);
 		return 0;
 	}
+	if (strcmp(mode, "crossover") == 0)
+		return crossover(argc > 2 ? argv[2] : NULL);
 	/* bench */
 	FILE	   *md = argc > 2 ? fopen(argv[2], "w") : NULL;
 	char		name[256];

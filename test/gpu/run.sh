@@ -1,7 +1,7 @@
 #!/bin/bash
 # test/gpu/run.sh — build the CUDA engine + harness, run the correctness
 # checks, compute-sanitizer (memcheck, racecheck) on small sizes, and the
-# benchmark.  Usage: test/gpu/run.sh [check|sanitize|bench|sweep|prof|all] (default all)
+# benchmark.  Usage: test/gpu/run.sh [check|sanitize|bench|sweep|crossover|prof|all] (default all)
 # Logs and the benchmark table go to $OUT (or test/gpu/out).
 set -u
 cd "$(dirname "$0")/../.."
@@ -46,6 +46,10 @@ fi
 if [ "$what" = sweep ]; then
 	# one rank at 2^28 under several single-rank finishing-sort thresholds
 	./test/gpu/gs_test.bin sweep; rc=$((rc | $?))
+fi
+if [ "$what" = crossover ]; then
+	# exact selection against the whole-input sort by key width, n, ranks
+	./test/gpu/gs_test.bin crossover "$OUTD/crossover.md"; rc=$((rc | $?))
 fi
 if [ "$what" = prof ]; then
 	# per-kernel device time of each kind of call (2^28 uniform; kinds: 0 one
