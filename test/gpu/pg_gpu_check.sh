@@ -69,6 +69,20 @@ for col in i2 i4 i8 f4 f8 few; do
 	check "gpu cont/median $col = built-in" "t" "$(echo "$r" | grep -v '^SET$')"
 done
 
+# many fractions (20000 > the engine's gs_sort_path_policy threshold): the
+# GPU sorts the whole input once; f8 with 16384+ ranks had made its
+# selection fail to converge (issue 18 item 7)
+for col in f8 i4; do
+	r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
+		SELECT (gpu_percentile_disc(p) WITHIN GROUP (ORDER BY $col))::text
+		     = (percentile_disc(p) WITHIN GROUP (ORDER BY $col))::text
+		   AND (gpu_percentile_cont(p) WITHIN GROUP (ORDER BY $col))::text
+		     = (percentile_cont(p) WITHIN GROUP (ORDER BY $col))::text
+		FROM gchk, (SELECT array_agg(i / 20000.0 ORDER BY i)::float8[] AS p FROM generate_series(0, 20000) i) f;
+		SELECT value FROM gpuselect_status() WHERE name = 'last_path';")
+	check "gpu 20001 fractions $col = built-in" "$(printf 't\ngpu')" "$(echo "$r" | grep -v '^SET$')"
+done
+
 # parallel plan: workers fill partial states on the CPU side, the leader selects on the GPU
 r=$(q "$GPU SET max_parallel_workers_per_gather = 4; SET parallel_setup_cost = 0; SET min_parallel_table_scan_size = 0;
 	SELECT gpu_quantiles(f8, $fr)::text = (percentile_disc($fr) WITHIN GROUP (ORDER BY f8))::text FROM gchk;
