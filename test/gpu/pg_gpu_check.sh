@@ -72,13 +72,14 @@ done
 # many fractions (20000 > the engine's gs_sort_path_policy threshold): the
 # GPU sorts the whole input once; f8 with 16384+ ranks had made its
 # selection fail to converge (issue 18 item 7)
+p="(SELECT array_agg(i / 20000.0 ORDER BY i)::float8[] FROM generate_series(0, 20000) i)"
 for col in f8 i4; do
 	r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
-		SELECT (gpu_percentile_disc(p) WITHIN GROUP (ORDER BY $col))::text
-		     = (percentile_disc(p) WITHIN GROUP (ORDER BY $col))::text
-		   AND (gpu_percentile_cont(p) WITHIN GROUP (ORDER BY $col))::text
-		     = (percentile_cont(p) WITHIN GROUP (ORDER BY $col))::text
-		FROM gchk, (SELECT array_agg(i / 20000.0 ORDER BY i)::float8[] AS p FROM generate_series(0, 20000) i) f;
+		SELECT (gpu_percentile_disc($p) WITHIN GROUP (ORDER BY $col))::text
+		     = (percentile_disc($p) WITHIN GROUP (ORDER BY $col))::text
+		   AND (gpu_percentile_cont($p) WITHIN GROUP (ORDER BY $col))::text
+		     = (percentile_cont($p) WITHIN GROUP (ORDER BY $col))::text
+		FROM gchk;
 		SELECT value FROM gpuselect_status() WHERE name = 'last_path';")
 	check "gpu 20001 fractions $col = built-in" "$(printf 't\ngpu')" "$(echo "$r" | grep -v '^SET$')"
 done
