@@ -56,9 +56,13 @@ is($s->[1] - $s->[0], 0, 'off: every state went through the tuple queue');
 my $grouped = "SELECT grp, gpu_quantiles(x, $fr) FROM gs_sh GROUP BY grp ORDER BY grp";
 my $grouped_bi = "SELECT grp, percentile_disc($fr) WITHIN GROUP (ORDER BY x) FROM gs_sh GROUP BY grp ORDER BY grp";
 $want = psql_value("SET max_parallel_workers_per_gather = 0; $grouped_bi;");
-for my $v ([ 'sorted', 'SET enable_hashagg = off;' ], [ 'hashed', 'SET enable_sort = off;' ])
+for my $v ([ 'sorted', 'SET enable_hashagg = off;', qr/GroupAggregate/ ],
+	[ 'hashed', 'SET enable_sort = off;', qr/HashAggregate/ ])
 {
-	my ($name, $set) = @$v;
+	my ($name, $set, $node) = @$v;
+	# the plan is the variant's: partial aggregation in workers, by its method
+	my $plan = psql_value($par . $set . "EXPLAIN (COSTS OFF) $grouped;");
+	like($plan, qr/Partial $node/, "GROUP BY ($name): workers aggregate partially by $name groups");
 	($s, $rest) = split_out(psql_value($par . $set . $shared . "$grouped;" . $shared));
 	is(join("\n", @$rest), $want, "GROUP BY ($name): equal to the built-ins");
 	is($s->[1] - $s->[0], 0, "GROUP BY ($name): states went through the tuple queue");
