@@ -198,6 +198,18 @@ RETURNS internal
 AS 'MODULE_PATHNAME', 'gs_planner_trans_multi'
 LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
 
+-- DESC has transition functions of its own: PostgreSQL shares a transition
+-- state between aggregates with the same transition function and arguments
+CREATE FUNCTION gs_planner_trans_desc(internal, anyelement, float8)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_planner_trans_desc'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_planner_trans_multi_desc(internal, anyelement, float8[])
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_planner_trans_multi_desc'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
 CREATE FUNCTION gs_planner_disc_final(internal, anyelement, float8)
 RETURNS anyelement
 AS 'MODULE_PATHNAME', 'gs_planner_disc_final'
@@ -234,18 +246,22 @@ BEGIN
 		FOREACH kind IN ARRAY ARRAY['disc', 'disc_desc', 'cont', 'cont_desc'] LOOP
 			EXECUTE format($f$
 				CREATE AGGREGATE %I(anyelement, float8) (
-					SFUNC = gs_planner_trans, STYPE = internal,
+					SFUNC = %I, STYPE = internal,
 					FINALFUNC = %I, FINALFUNC_EXTRA,
 					COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
 					DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$,
-				'gs_planner_' || variant || kind, 'gs_planner_' || split_part(kind, '_', 1) || '_final');
+				'gs_planner_' || variant || kind,
+				'gs_planner_trans' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END,
+				'gs_planner_' || split_part(kind, '_', 1) || '_final');
 			EXECUTE format($f$
 				CREATE AGGREGATE %I(anyelement, float8[]) (
-					SFUNC = gs_planner_trans_multi, STYPE = internal,
+					SFUNC = %I, STYPE = internal,
 					FINALFUNC = %I, FINALFUNC_EXTRA,
 					COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
 					DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$,
-				'gs_planner_' || variant || kind, 'gs_planner_' || split_part(kind, '_', 1) || '_multi_final');
+				'gs_planner_' || variant || kind,
+				'gs_planner_trans_multi' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END,
+				'gs_planner_' || split_part(kind, '_', 1) || '_multi_final');
 		END LOOP;
 	END LOOP;
 END

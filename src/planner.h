@@ -10,8 +10,8 @@
 /* chain gpuselect's planner_hook in front of any previous one (_PG_init) */
 extern void gs_planner_install_hook(void);
 
-/* the flags a target aggregate's name encodes (planner_aggs.c) */
-#define GS_PLANNER_DESC		0x01	/* ORDER BY x DESC */
-#define GS_PLANNER_EXACT	0x02	/* a built-in's: exact whatever gpuselect.approximate says */
+/* a target aggregate named gs_planner_builtin_*: exact whatever
+ * gpuselect.approximate says (planner_aggs.c) */
+#define GS_PLANNER_EXACT	0x01
 
 #endif							/* GS_PLANNER_H */

@@ -4,10 +4,10 @@
  * float8[] overloads, plus gs_planner_check_fraction.  Nobody is meant to
  * call them by hand; EXPLAIN VERBOSE shows them where they replaced a call.
  *
- * The name says what the aggregate stands for (GS_PLANNER_* in planner.h):
- * "_desc" ORDER BY x DESC, "builtin_" a built-in percentile, which stays
- * exact whatever gpuselect.approximate says.  The C functions read it once
- * per query from the Aggref's function name.
+ * The name says what the aggregate stands for: "_desc" ORDER BY x DESC (its
+ * own transition function), "builtin_" a built-in percentile, which stays
+ * exact whatever gpuselect.approximate says (the final function reads it
+ * from the Aggref's function name, GS_PLANNER_EXACT).
  *
  * They differ from gpu_quantile(s) in what the ordered-set forms require:
  *   - the fraction is carried, never compared per row: the planner proved it
@@ -38,13 +38,15 @@
 
 PG_FUNCTION_INFO_V1(gs_planner_trans);
 PG_FUNCTION_INFO_V1(gs_planner_trans_multi);
+PG_FUNCTION_INFO_V1(gs_planner_trans_desc);
+PG_FUNCTION_INFO_V1(gs_planner_trans_multi_desc);
 PG_FUNCTION_INFO_V1(gs_planner_disc_final);
 PG_FUNCTION_INFO_V1(gs_planner_disc_multi_final);
 PG_FUNCTION_INFO_V1(gs_planner_cont_final);
 PG_FUNCTION_INFO_V1(gs_planner_cont_multi_final);
 PG_FUNCTION_INFO_V1(gs_planner_check_fraction);
 
-/* GS_PLANNER_* of the running aggregate, from its name (one lookup per OID) */
+/* GS_PLANNER_EXACT of the running aggregate, from its name (one lookup per OID) */
 static int
 gs_planner_flags(FunctionCallInfo fcinfo)
 {
@@ -60,15 +62,14 @@ gs_planner_flags(FunctionCallInfo fcinfo)
 	name = get_func_name(aggref->aggfnoid);
 	if (name == NULL || strncmp(name, "gs_planner_", 11) != 0)
 		elog(ERROR, "gpuselect: %u is not a planner aggregate", aggref->aggfnoid);
-	last_flags = (strstr(name, "_desc") ? GS_PLANNER_DESC : 0) |
-		(strstr(name, "_builtin_") ? GS_PLANNER_EXACT : 0);
+	last_flags = strncmp(name, "gs_planner_builtin_", 19) == 0 ? GS_PLANNER_EXACT : 0;
 	last_oid = aggref->aggfnoid;
 	return last_flags;
 }
 
 /* a group's first row: its state, direction and fraction */
 static GsState *
-gs_planner_start(FunctionCallInfo fcinfo)
+gs_planner_start(FunctionCallInfo fcinfo, bool descending)
 {
 	MemoryContext aggcontext;
 	Aggref	   *aggref = AggGetAggref(fcinfo);
@@ -79,7 +80,7 @@ gs_planner_start(FunctionCallInfo fcinfo)
 		elog(ERROR, "gpuselect planner aggregate called in non-aggregate context");
 	c = gs_fn_cache(fcinfo, 1, NULL, false, false);
 	st = gs_state_create(aggcontext, c->type.typid);
-	st->descending = (gs_planner_flags(fcinfo) & GS_PLANNER_DESC) != 0;
+	st->descending = descending;
 	/* as plain_aggs.c: partial states are serialized, never selected on */
 	st->partial = DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
 	st->arena_ok = st->partial && fcinfo->context != NULL && IsA(fcinfo->context, AggState) &&
@@ -89,35 +90,26 @@ gs_planner_start(FunctionCallInfo fcinfo)
 	return st;
 }
 
-/* gs_planner_trans(internal, anyelement, float8) */
-Datum
-gs_planner_trans(PG_FUNCTION_ARGS)
+/*
+ * (internal, anyelement, float8 or float8[]).  ASC and DESC have transition
+ * functions of their own: PostgreSQL shares one transition state between
+ * aggregates with the same transition function and arguments (e.g. a
+ * percentile_disc and a percentile_cont over the same x and fraction), and
+ * the direction is part of the state.
+ */
+static Datum
+gs_planner_trans_common(FunctionCallInfo fcinfo, bool descending, bool multi)
 {
 	GsState    *st;
 
 	if (unlikely(PG_ARGISNULL(0)))
 	{
-		st = gs_planner_start(fcinfo);
-		if (!st->fraction_null)
+		st = gs_planner_start(fcinfo, descending);
+		if (st->fraction_null)
+			;
+		else if (!multi)
 			st->fraction = PG_GETARG_FLOAT8(2);
-	}
-	else
-		st = (GsState *) PG_GETARG_POINTER(0);
-	if (!PG_ARGISNULL(1))
-		gs_append_datum(st, (GsTypeKind) st->kind, PG_GETARG_DATUM(1));
-	PG_RETURN_POINTER(st);
-}
-
-/* gs_planner_trans_multi(internal, anyelement, float8[]) */
-Datum
-gs_planner_trans_multi(PG_FUNCTION_ARGS)
-{
-	GsState    *st;
-
-	if (unlikely(PG_ARGISNULL(0)))
-	{
-		st = gs_planner_start(fcinfo);
-		if (!st->fraction_null)
+		else
 		{
 			ArrayType  *a = PG_GETARG_ARRAYTYPE_P(2);
 
@@ -130,6 +122,30 @@ gs_planner_trans_multi(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1))
 		gs_append_datum(st, (GsTypeKind) st->kind, PG_GETARG_DATUM(1));
 	PG_RETURN_POINTER(st);
+}
+
+Datum
+gs_planner_trans(PG_FUNCTION_ARGS)
+{
+	return gs_planner_trans_common(fcinfo, false, false);
+}
+
+Datum
+gs_planner_trans_desc(PG_FUNCTION_ARGS)
+{
+	return gs_planner_trans_common(fcinfo, true, false);
+}
+
+Datum
+gs_planner_trans_multi(PG_FUNCTION_ARGS)
+{
+	return gs_planner_trans_common(fcinfo, false, true);
+}
+
+Datum
+gs_planner_trans_multi_desc(PG_FUNCTION_ARGS)
+{
+	return gs_planner_trans_common(fcinfo, true, true);
 }
 
 /* the selection of a final function, exact for a built-in's aggregate */
