@@ -236,6 +236,9 @@ EXPLAIN (COSTS OFF) SELECT g, percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROU
 -- the same parallel answers
 SELECT pg_temp.rw_check('SELECT g, @percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY f8), @percentile_disc(0.5) WITHIN GROUP (ORDER BY ts DESC) FROM rw GROUP BY g') AS parallel_grouped;
 SELECT pg_temp.rw_check('SELECT @percentile_cont(0.5) WITHIN GROUP (ORDER BY f8), @percentile_disc(ARRAY[0.01, 0.99]) WITHIN GROUP (ORDER BY i8) FROM rw') AS parallel_plain;
+SELECT pg_temp.rw_check('SELECT g, @percentile_disc(g / 10.0) WITHIN GROUP (ORDER BY f8), @percentile_cont(ARRAY[g / 10.0]) WITHIN GROUP (ORDER BY i4 DESC) FROM rw GROUP BY g') AS parallel_per_group;
+SELECT pg_temp.rw_check('SELECT g, @percentile_cont(g / 5.0) WITHIN GROUP (ORDER BY f8) FILTER (WHERE g < 5) FROM rw GROUP BY g') AS parallel_bad_no_rows;
+SELECT pg_temp.rw_check('SELECT g, h, @percentile_disc(0.5) WITHIN GROUP (ORDER BY d) FROM rw GROUP BY ROLLUP (g, h)') AS parallel_rollup;
 
 -- gpuselect.approximate does not make a rewritten built-in approximate
 SET gpuselect.approximate = on;
