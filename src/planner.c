@@ -348,8 +348,10 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	na->aggorder = NIL;
 	na->aggtranstype = InvalidOid;
 	na->aggargtypes = list_make2_oid(exprType(x), exprType(frac));
+	/* evaluated per input row: below the grouping step (pg_compat.h) */
 	na->args = list_make2(makeTargetEntry((Expr *) copyObject(x), 1, NULL, false),
-						  makeTargetEntry((Expr *) copyObject(frac), 2, NULL, false));
+						  makeTargetEntry((Expr *) gs_flatten_group_exprs(ctx->query, copyObject(frac)),
+										  2, NULL, false));
 	if (!guard)
 		return (Node *) na;
 
