@@ -176,3 +176,93 @@ LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION gpuselect_status() IS
 'gpuselect settings, GPU availability, GPU/CPU run counts and the last selection run of this backend';
+
+-- ---------------------------------------------------------------------
+-- Planner targets (src/planner.c, src/planner_aggs.c).  The planner hook
+-- replaces gpu_percentile_disc/cont(p) WITHIN GROUP (ORDER BY x [DESC])
+-- -- and, with gpuselect.accelerate_builtins, the built-in percentile_disc
+-- and percentile_cont -- by these plain aggregates when the fraction is the
+-- same for the whole group, so that GROUP BY can hash and workers can
+-- aggregate partially.  Not meant to be called by hand.  The name says what
+-- they stand for: "_desc" ORDER BY x DESC; "builtin_" a built-in call,
+-- always exact (gpuselect.approximate is ignored).
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gs_planner_trans(internal, anyelement, float8)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_planner_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_planner_trans_multi(internal, anyelement, float8[])
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_planner_trans_multi'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+-- DESC has transition functions of its own: PostgreSQL shares a transition
+-- state between aggregates with the same transition function and arguments
+CREATE FUNCTION gs_planner_trans_desc(internal, anyelement, float8)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_planner_trans_desc'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_planner_trans_multi_desc(internal, anyelement, float8[])
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_planner_trans_multi_desc'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_planner_disc_final(internal, anyelement, float8)
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'gs_planner_disc_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_planner_disc_multi_final(internal, anyelement, float8[])
+RETURNS anyarray
+AS 'MODULE_PATHNAME', 'gs_planner_disc_multi_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_planner_cont_final(internal, anyelement, float8)
+RETURNS float8
+AS 'MODULE_PATHNAME', 'gs_planner_cont_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_planner_cont_multi_final(internal, anyelement, float8[])
+RETURNS float8[]
+AS 'MODULE_PATHNAME', 'gs_planner_cont_multi_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+-- the ordered-set final functions' fraction check, above a rewritten
+-- aggregate whose fraction is not a constant (a group with no rows)
+CREATE FUNCTION gs_planner_check_fraction(anyelement, float8)
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'gs_planner_check_fraction'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+DO $planner$
+DECLARE
+	variant text;
+	kind text;
+BEGIN
+	FOREACH variant IN ARRAY ARRAY['', 'builtin_'] LOOP
+		FOREACH kind IN ARRAY ARRAY['disc', 'disc_desc', 'cont', 'cont_desc'] LOOP
+			EXECUTE format($f$
+				CREATE AGGREGATE %I(anyelement, float8) (
+					SFUNC = %I, STYPE = internal,
+					FINALFUNC = %I, FINALFUNC_EXTRA,
+					COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
+					DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$,
+				'gs_planner_' || variant || kind,
+				'gs_planner_trans' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END,
+				'gs_planner_' || split_part(kind, '_', 1) || '_final');
+			EXECUTE format($f$
+				CREATE AGGREGATE %I(anyelement, float8[]) (
+					SFUNC = %I, STYPE = internal,
+					FINALFUNC = %I, FINALFUNC_EXTRA,
+					COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
+					DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$,
+				'gs_planner_' || variant || kind,
+				'gs_planner_trans_multi' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END,
+				'gs_planner_' || split_part(kind, '_', 1) || '_multi_final');
+		END LOOP;
+	END LOOP;
+END
+$planner$;

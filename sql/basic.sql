@@ -107,7 +107,9 @@ FROM gpuselect_status() \gset
 SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x), gpu_percentile_cont(0.5) WITHIN GROUP (ORDER BY x),
        gpu_percentile_cont(ARRAY[0.5]) WITHIN GROUP (ORDER BY x)
 FROM generate_series(1, 10) x;
--- three final functions ran on ONE shared transition state
+-- three final functions ran on two transition states: the planner rewrite
+-- (planner.c) plans these as plain aggregates whose fraction is an argument,
+-- so the two scalar 0.5 calls share one state and the array call has its own
 SELECT max(value::int8) FILTER (WHERE name = 'cpu_runs') - :runs_before AS runs,
        max(value::int8) FILTER (WHERE name = 'states_created') - :states_before AS states
 FROM gpuselect_status();

@@ -258,13 +258,16 @@ gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
 	gs_engine_failed(&err);
 }
 
+/* planner_aggs.c: a rewritten built-in is exact whatever gpuselect.approximate says */
+bool		gs_dispatch_exact_only = false;
+
 void
 gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_keys)
 {
 	gs_input	in;
 	GsRunInfo	info;
 	gs_approx_pick *picks = NULL;
-	bool		approx = gs_guc_approximate;
+	bool		approx = gs_guc_approximate && !gs_dispatch_exact_only;
 	GpuPathOutcome outcome = GPU_PATH_NOT_USED;
 	int64		n = st->nrows;
 	int64		bound = 0;

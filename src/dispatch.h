@@ -22,6 +22,13 @@ extern void gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks,
 							   uint64 *out_keys);
 
 /*
+ * True while the final function of a rewritten built-in percentile runs
+ * (planner_aggs.c): the built-ins are exact, so gpuselect.approximate is
+ * ignored for them.
+ */
+extern bool gs_dispatch_exact_only;
+
+/*
  * ERROR for gpuselect.device = 'gpu' when the GPU path cannot run:
  *   gpuselect.device is "gpu" but <reason>
  * Shared by gpu_path_none.c ("this build has no CUDA support") and gpu_path.c

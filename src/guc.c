@@ -17,6 +17,7 @@ bool		gs_guc_approximate = false;
 int			gs_guc_approx_buckets = GS_APPROX_BUCKETS_DEFAULT;
 int			gs_guc_seed = 42;
 bool		gs_guc_debug = false;
+bool		gs_guc_accelerate_builtins = false;
 int			gs_guc_test_max_serial_bytes = 0;
 bool		gs_guc_shared_partial_states = true;
 int			gs_guc_pinned_pool_size = 256;
@@ -134,6 +135,20 @@ gs_guc_define(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	/*
+	 * USERSET: it only changes how this session's own queries are planned
+	 * (planner.c); results are the built-ins', bit for bit.
+	 */
+	DefineCustomBoolVariable("gpuselect.accelerate_builtins",
+							 "Plan the built-in percentile_disc and percentile_cont as gpuselect's hashable, parallel aggregates.",
+							 "Only calls gpuselect can prove equivalent are replaced (README: the planner rewrite); "
+							 "a statement follows the value in force when it was planned.",
+							 &gs_guc_accelerate_builtins,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.debug",
 							 "Emit a NOTICE describing every selection run (path, rows, timings, rank bound).",

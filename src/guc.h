@@ -13,6 +13,9 @@
  *   gpuselect.approx_buckets  buckets of the approximate mode  (default 1024)
  *   gpuselect.seed            sampling seed                    (default 42)
  *   gpuselect.debug           NOTICE per selection run         (default off)
+ *   gpuselect.accelerate_builtins  plan the built-in percentile_disc /
+ *                             percentile_cont as gpuselect plain
+ *                             aggregates (planner.c)           (default off)
  *
  * SUSET (server-wide or long-lived memory):
  *
@@ -59,6 +62,7 @@ extern bool gs_guc_approximate;
 extern int	gs_guc_approx_buckets;
 extern int	gs_guc_seed;
 extern bool gs_guc_debug;
+extern bool gs_guc_accelerate_builtins;
 extern int	gs_guc_pinned_pool_size;	/* MB */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;

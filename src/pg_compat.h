@@ -14,6 +14,11 @@
  *     (1-based then, 0-based now: gpuselect only compares them for equality).
  *   - GS_PG_MODULE_MAGIC: PG_MODULE_MAGIC_EXT (18) gives the module's name
  *     and version to pg_get_loaded_modules(); plain PG_MODULE_MAGIC before.
+ *   - gs_flatten_group_exprs (18): a parsed query with GROUP BY refers to
+ *     its grouped expressions through Vars of an RTE_GROUP entry
+ *     (hasGroupRTE), valid above the grouping step only; an expression moved
+ *     below it (planner.c: a fraction into an aggregate's arguments) needs
+ *     the expressions themselves.  Before 18 the parse tree has them already.
  *
  * The same in 15 to 18 for what gpuselect uses (the headers compared, and
  * -Werror builds against each): the only hook it installs, ExecutorStart
@@ -57,6 +62,15 @@ typedef BackendId ProcNumber;
 #define GS_PG_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "gpuselect", .version = GS_EXTVERSION)
 #else
 #define GS_PG_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/* ---- 18: Vars of the RTE_GROUP entry (parse trees with GROUP BY) ---- */
+#if PG_VERSION_NUM >= 180000
+#include "optimizer/optimizer.h"
+#define gs_flatten_group_exprs(query, node) \
+	((query)->hasGroupRTE ? flatten_group_exprs(NULL, (query), (node)) : (node))
+#else
+#define gs_flatten_group_exprs(query, node) (node)
 #endif
 
 #endif							/* GS_PG_COMPAT_H */

@@ -148,8 +148,8 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 				 errmsg("gpuselect: a partial aggregate state of " INT64_FORMAT " values (" UINT64_FORMAT " bytes) is too large to pass between parallel workers",
 						st->nrows, total),
 				 errdetail("Serialized states are limited to " UINT64_FORMAT " bytes.", limit),
-				 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0), "
-						 "or the ordered-set form gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x), which is never split across workers.")));
+				 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0); "
+						 "for the built-in percentile_disc or percentile_cont, SET gpuselect.accelerate_builtins = off.")));
 
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.magic = GS_SERIAL_MAGIC;

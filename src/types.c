@@ -130,6 +130,31 @@ gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *
 	return false;				/* keep compiler quiet */
 }
 
+bool
+gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont, bool *descending)
+{
+	Oid			base = getBaseType(typid);
+	bool		numeric;
+	TypeCacheEntry *tce;
+
+	(void) collid;				/* every supported type is non-collatable */
+	if (!gs_type_kind_from_oid(base, NULL, NULL, &numeric))
+		return false;
+	if (cont && !numeric)
+		return false;
+	/* the same test as gs_sort_is_descending: default < is ASC, default > is DESC */
+	tce = lookup_type_cache(base, TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+	if (!OidIsValid(sortop))
+		return false;
+	if (sortop == tce->lt_opr)
+		*descending = false;
+	else if (sortop == tce->gt_opr)
+		*descending = true;
+	else
+		return false;
+	return true;
+}
+
 GsFnCache *
 gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,
 			bool numeric_only, bool ordered)

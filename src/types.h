@@ -68,6 +68,18 @@ extern void gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggn
 extern bool gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t,
 								  const char *aggname);
 
+/*
+ * The planner rewrite's ONE question about a type (planner.c): may an
+ * ordered-set percentile over a value of type typid (collation collid),
+ * ordered by sortop, be computed by gpuselect's plain aggregates with the
+ * same order?  cont: for percentile_cont (an interpolating type).  On true,
+ * *descending tells whether sortop is the type's default descending order.
+ * A type gpuselect learns to aggregate (or a collation it learns to order
+ * by) is added here, and the rewrite follows.
+ */
+extern bool gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont,
+									bool *descending);
+
 /* Common per-query setup; `ordered` also detects the ORDER BY direction;
  * aggname NULL: the name of the aggregate being run. */
 extern GsFnCache *gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,

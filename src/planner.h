@@ -1,0 +1,17 @@
+/*
+ * planner.h — the planner rewrite: ordered-set percentiles planned as
+ * gpuselect's plain (hashable, parallel) aggregates.  planner.c says what is
+ * rewritten and why it is equivalent; planner_aggs.c holds the aggregates
+ * the rewrite targets (gs_planner_* in the extension script).
+ */
+#ifndef GS_PLANNER_H
+#define GS_PLANNER_H
+
+/* chain gpuselect's planner_hook in front of any previous one (_PG_init) */
+extern void gs_planner_install_hook(void);
+
+/* a target aggregate named gs_planner_builtin_*: exact whatever
+ * gpuselect.approximate says (planner_aggs.c) */
+#define GS_PLANNER_EXACT	0x01
+
+#endif							/* GS_PLANNER_H */
