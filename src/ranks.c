@@ -69,8 +69,10 @@ gs_final_cont(GsState *st, float8 p)
 				hi;
 
 	if (st->kind == GS_T_DATUM)
-		elog(ERROR, "gpuselect: percentile_cont over float8 reached a state of type %s",
-			 format_type_be(st->typid));
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuselect: percentile_cont over %s supports only its default ordering (ASC or DESC)",
+						format_type_be(st->typid))));
 	gs_cont_rows(p, n, &cr);
 	ranks[0] = gs_engine_rank(cr.first, n, st->descending);
 	ranks[1] = gs_engine_rank(cr.second, n, st->descending);
@@ -155,8 +157,10 @@ gs_final_cont_multi(GsState *st, ArrayType *param)
 	ArrayType  *out;
 
 	if (st->kind == GS_T_DATUM)
-		elog(ERROR, "gpuselect: percentile_cont over float8 reached a state of type %s",
-			 format_type_be(st->typid));
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuselect: percentile_cont over %s supports only its default ordering (ASC or DESC)",
+						format_type_be(st->typid))));
 	np = gs_fraction_array(param, &fr, &frnull);
 	if (np == 0)
 		return construct_empty_array(FLOAT8OID);

@@ -112,7 +112,8 @@ gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggname,
 }
 
 bool
-gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *aggname)
+gs_sort_is_default(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *aggname,
+				   bool *descending)
 {
 	Aggref	   *aggref = AggGetAggref(fcinfo);
 	SortGroupClause *sortcl;
@@ -125,16 +126,15 @@ gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *
 	sortcl = (SortGroupClause *) linitial(aggref->aggorder);
 
 	tce = lookup_type_cache(t->typid, TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+	*descending = false;
 	if (OidIsValid(sortcl->sortop) && sortcl->sortop == tce->lt_opr)
-		return false;
-	if (OidIsValid(sortcl->sortop) && sortcl->sortop == tce->gt_opr)
 		return true;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("%s supports only ORDER BY x, ORDER BY x ASC and ORDER BY x DESC", aggname),
-			 errdetail("The sort operator %s is not the default ordering of type %s.",
-					   format_operator(sortcl->sortop), format_type_be(t->typid))));
-	return false;				/* keep compiler quiet */
+	if (OidIsValid(sortcl->sortop) && sortcl->sortop == tce->gt_opr)
+	{
+		*descending = true;
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -175,6 +175,13 @@ gs_state_create_for(MemoryContext mcxt, const GsFnCache *c)
 	GsState    *st = gs_state_create(mcxt, c->type.typid);
 
 	st->descending = c->descending;
+	if (c->type.kind == GS_T_DATUM && st->kind != GS_T_DATUM)
+	{
+		/* a key type in a non-default ordering: its values, by comparison */
+		st->kind = GS_T_DATUM;
+		st->key_bytes = 0;
+		gs_datum_store_init(st);
+	}
 	if (st->kind == GS_T_DATUM)
 		gs_datum_set_order(st, c->sortop, c->collation);
 	return st;
@@ -199,8 +206,13 @@ gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,
 			aggname = fname ? fname : "gpuselect";
 		}
 		gs_type_resolve(fcinfo, argno, aggname, numeric_only, &t);
-		if (ordered && t.kind != GS_T_DATUM)
-			desc = gs_sort_is_descending(fcinfo, &t, aggname);
+		/* another btree ordering of a key type (ORDER BY x USING op): by comparison */
+		if (ordered && t.kind != GS_T_DATUM && !gs_sort_is_default(fcinfo, &t, aggname, &desc))
+		{
+			t.kind = GS_T_DATUM;
+			t.key_bytes = 0;
+			t.numeric = false;
+		}
 		c = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(GsFnCache));
 		c->type = t;
 		c->descending = desc;

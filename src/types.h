@@ -76,9 +76,12 @@ extern bool gs_type_kind_from_oid(Oid typid, GsTypeKind *kind, uint8 *key_bytes,
 extern void gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggname,
 							bool numeric_only, GsTypeInfo *out);
 
-/* Ordered-set forms: ORDER BY x [ASC] -> false, DESC -> true, USING other -> ERROR. */
-extern bool gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t,
-								  const char *aggname);
+/*
+ * Ordered-set forms: is the ORDER BY the type's default ordering (then
+ * *descending says ASC or DESC), or another btree ordering (USING op)?
+ */
+extern bool gs_sort_is_default(FunctionCallInfo fcinfo, const GsTypeInfo *t,
+							   const char *aggname, bool *descending);
 
 /* Common per-query setup; `ordered` also detects the ORDER BY direction;
  * aggname NULL: the name of the aggregate being run. */
