@@ -89,6 +89,7 @@ gs_partition3(GsDatumItem *a, int64 lo, int64 hi, const GsDatumItem *p, GsSelect
 	int64		lt = lo,
 				i = lo,
 				gt = hi;
+	uint32		steps = 0;
 
 	while (i < gt)
 	{
@@ -109,7 +110,7 @@ gs_partition3(GsDatumItem *a, int64 lo, int64 hi, const GsDatumItem *p, GsSelect
 		}
 		else
 			i++;
-		if (((i - lo) & 0xFFFF) == 0)
+		if ((++steps & 0xFFFF) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
 	*lt_out = lt;
