@@ -82,7 +82,6 @@ gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 	GsDatumStore *s = st->datums;
 	int64		n = st->nrows;
 	GsDatumItem *items;
-	Datum	   *vals;
 	int64		filled = 0;
 	int64	   *sorted;
 	int			nsorted = 0;
@@ -94,21 +93,10 @@ gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 	if (!OidIsValid(s->sortop))
 		elog(ERROR, "gpuselect: state without an ordering");
 
-	/* the values, in store order, as items (vals: staging, one chunk at a time) */
+	/* the values, in store order, as items */
 	items = (GsDatumItem *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(GsDatumItem) * Max(n, 1));
 	for (int i = 0; i < s->nchunks; i++)
-	{
-		int64		cn = gs_datum_chunk_values(s, &s->chunks[i], NULL);
-
-		if (filled + cn > n)
-			elog(ERROR, "gpuselect: corrupt value store");
-		vals = (Datum *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(Datum) * Max(cn, 1));
-		gs_datum_chunk_values(s, &s->chunks[i], vals);
-		for (int64 j = 0; j < cn; j++)
-			items[filled + j].val = vals[j];
-		pfree(vals);
-		filled += cn;
-	}
+		filled += gs_datum_chunk_values(s, &s->chunks[i], items + filled, n - filled);
 	if (filled != n)
 		elog(ERROR, "gpuselect: corrupt value store");
 

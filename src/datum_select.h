@@ -25,7 +25,11 @@ typedef struct GsDatumItem
 extern void gs_multiselect(GsDatumItem *items, int64 n, const int64 *ranks, int nranks,
 						   SortSupport ssup, bool abbrev);
 
-/* the values of one chunk (datum_state.c); out NULL: count only */
-extern int64 gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c, Datum *out);
+/*
+ * The values of one chunk (datum_state.c) into out[].val, at most room of
+ * them (more: ERROR, a corrupt store); out NULL: count only.
+ */
+extern int64 gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c,
+								   GsDatumItem *out, int64 room);
 
 #endif							/* GS_DATUM_SELECT_H */

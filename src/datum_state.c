@@ -122,7 +122,7 @@ gs_datum_append(GsState *st, Datum d)
  * ERROR, not a wild read.  Returns the number of values.
  */
 int64
-gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c, Datum *out)
+gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c, GsDatumItem *out, int64 room)
 {
 	Size		off = 0;
 	int64		n = 0;
@@ -150,10 +150,10 @@ gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c, Datum *out)
 		}
 		else
 			size = strnlen(p, c->used - off) + 1;
-		if (size > c->used - off)
+		if (size > c->used - off || n >= room)
 			elog(ERROR, "gpuselect: corrupt value store");
 		if (out)
-			out[n] = s->typbyval ? *(const Datum *) p : PointerGetDatum(p);
+			out[n].val = s->typbyval ? *(const Datum *) p : PointerGetDatum(p);
 		n++;
 		off += size;
 		if ((n & 0xFFFF) == 0)
@@ -336,7 +336,7 @@ gs_datum_deserialize(MemoryContext mcxt, bytea *b)
 			elog(ERROR, "gpuselect: serialized state is truncated");
 		gs_datum_add_chunk_copy(st, p, (Size) used);
 		c = &st->datums->chunks[st->datums->nchunks - 1];
-		counted += gs_datum_chunk_values(st->datums, c, NULL);
+		counted += gs_datum_chunk_values(st->datums, c, NULL, hdr.nrows - counted);
 		p += MAXALIGN(used);
 	}
 	if (p != end || counted != hdr.nrows)
