@@ -7,6 +7,7 @@
 #
 # Runs against the server given by the PG* variables, gpuselect installed.
 # Environment: GS_BENCH_ROWS (default 10000000), GS_BENCH_REPS (default 3),
+# GS_BENCH_REUSE=1 (keep the tables of an earlier run of the same size),
 # GS_BENCH_WORK_MEM (the built-in's work_mem, default 1GB: its in-memory
 # sort, its fastest case), GS_BENCH_OUT (also write the table there).
 set -u
@@ -16,6 +17,11 @@ WM=${GS_BENCH_WORK_MEM:-1GB}
 OUT=${GS_BENCH_OUT:-/dev/null}
 PSQL="psql -X -q -v ON_ERROR_STOP=1"
 
+# GS_BENCH_REUSE=1: keep tables of a previous run with the same row count (same seed, same data)
+if [ "${GS_BENCH_REUSE:-0}" = 1 ] &&
+	[ "$($PSQL -tAc "SELECT count(*) FROM gsb_numeric" 2>/dev/null)" = "$ROWS" ]; then
+	:
+else
 $PSQL <<SQL
 CREATE EXTENSION IF NOT EXISTS gpuselect;
 SELECT setseed(0.5);
@@ -25,6 +31,7 @@ CREATE TABLE gsb_interval AS SELECT make_interval(days => (random() * 30)::int, 
 CREATE TABLE gsb_text AS SELECT substr(md5(random()::text), 1, 16) AS x FROM generate_series(1, $ROWS);
 VACUUM ANALYZE gsb_numeric, gsb_interval, gsb_text;
 SQL
+fi
 
 # name|query, per type; the floor first
 QUERIES=(
