@@ -56,6 +56,8 @@ if [ -n "${GS_BENCH_ICU:-en-US-x-icu}" ] && $PSQL -tAc "SELECT 1 FROM pg_collati
 	          "text gpu_percentile_disc(0.5) $C|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x COLLATE \"$C\") FROM gsb_text")
 fi
 
+commit=$(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
 script=$(mktemp)
 {
 	echo "SET max_parallel_workers_per_gather = 0; SET gpuselect.device = 'cpu'; SET work_mem = '$WM';"
@@ -70,9 +72,8 @@ script=$(mktemp)
 log=$(mktemp)
 $PSQL -f "$script" >"$log" 2>&1 || { cat "$log"; exit 1; }
 
-commit=$(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)
 {
-	echo "# types_bench $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit"
+	echo "# types_bench started $started, commit $commit (the checkout's HEAD at the start; the server runs what was installed)"
 	echo "machine: $(uname -n), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 	echo "server: $($PSQL -tAc 'SHOW server_version'), rows: $ROWS, reps: $REPS (median), serial, one session, alternating; built-in work_mem = $WM"
 	echo
