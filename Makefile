@@ -21,7 +21,10 @@ OBJS = \
 	src/plain_aggs.o \
 	src/planner.o \
 	src/planner_aggs.o \
-	src/dispatch.o
+	src/dispatch.o \
+	src/datum_state.o \
+	src/datum_select.o \
+	src/datum_final.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect

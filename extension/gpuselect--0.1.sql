@@ -25,14 +25,24 @@ RETURNS anyarray
 AS 'MODULE_PATHNAME', 'gs_pct_disc_multi_final'
 LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
 
-CREATE FUNCTION gs_pct_cont_final(internal, float8, anyelement)
+CREATE FUNCTION gs_pct_cont_final(internal, float8, float8)
 RETURNS float8
 AS 'MODULE_PATHNAME', 'gs_pct_cont_final'
 LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
 
-CREATE FUNCTION gs_pct_cont_multi_final(internal, float8[], anyelement)
+CREATE FUNCTION gs_pct_cont_multi_final(internal, float8[], float8)
 RETURNS float8[]
 AS 'MODULE_PATHNAME', 'gs_pct_cont_multi_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_pct_cont_interval_final(internal, float8, interval)
+RETURNS interval
+AS 'MODULE_PATHNAME', 'gs_pct_cont_interval_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_pct_cont_interval_multi_final(internal, float8[], interval)
+RETURNS interval[]
+AS 'MODULE_PATHNAME', 'gs_pct_cont_interval_multi_final'
 LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
 
 CREATE AGGREGATE gpu_percentile_disc(float8 ORDER BY anyelement) (
@@ -51,7 +61,10 @@ CREATE AGGREGATE gpu_percentile_disc(float8[] ORDER BY anyelement) (
 	FINALFUNC_MODIFY = SHAREABLE
 );
 
-CREATE AGGREGATE gpu_percentile_cont(float8 ORDER BY anyelement) (
+-- percentile_cont: float8 and interval, as the built-in, so that the same
+-- implicit casts apply (numeric and the integer types through float8) and a
+-- type it does not take is the same "does not exist" error.
+CREATE AGGREGATE gpu_percentile_cont(float8 ORDER BY float8) (
 	SFUNC = gs_os_trans,
 	STYPE = internal,
 	FINALFUNC = gs_pct_cont_final,
@@ -59,10 +72,26 @@ CREATE AGGREGATE gpu_percentile_cont(float8 ORDER BY anyelement) (
 	FINALFUNC_MODIFY = SHAREABLE
 );
 
-CREATE AGGREGATE gpu_percentile_cont(float8[] ORDER BY anyelement) (
+CREATE AGGREGATE gpu_percentile_cont(float8[] ORDER BY float8) (
 	SFUNC = gs_os_trans,
 	STYPE = internal,
 	FINALFUNC = gs_pct_cont_multi_final,
+	FINALFUNC_EXTRA,
+	FINALFUNC_MODIFY = SHAREABLE
+);
+
+CREATE AGGREGATE gpu_percentile_cont(float8 ORDER BY interval) (
+	SFUNC = gs_os_trans,
+	STYPE = internal,
+	FINALFUNC = gs_pct_cont_interval_final,
+	FINALFUNC_EXTRA,
+	FINALFUNC_MODIFY = SHAREABLE
+);
+
+CREATE AGGREGATE gpu_percentile_cont(float8[] ORDER BY interval) (
+	SFUNC = gs_os_trans,
+	STYPE = internal,
+	FINALFUNC = gs_pct_cont_interval_multi_final,
 	FINALFUNC_EXTRA,
 	FINALFUNC_MODIFY = SHAREABLE
 );
@@ -71,10 +100,14 @@ COMMENT ON AGGREGATE gpu_percentile_disc(float8 ORDER BY anyelement) IS
 'percentile_disc by selection: first value whose position in the ordering equals or exceeds the fraction';
 COMMENT ON AGGREGATE gpu_percentile_disc(float8[] ORDER BY anyelement) IS
 'percentile_disc(float8[]) by selection: one result per fraction, same shape as the fraction array';
-COMMENT ON AGGREGATE gpu_percentile_cont(float8 ORDER BY anyelement) IS
-'percentile_cont by selection over x::float8 (x: smallint, integer, bigint, real, double precision)';
-COMMENT ON AGGREGATE gpu_percentile_cont(float8[] ORDER BY anyelement) IS
-'percentile_cont(float8[]) by selection over x::float8, same shape as the fraction array';
+COMMENT ON AGGREGATE gpu_percentile_cont(float8 ORDER BY float8) IS
+'percentile_cont by selection over double precision (and what casts to it implicitly: integers, real, numeric)';
+COMMENT ON AGGREGATE gpu_percentile_cont(float8[] ORDER BY float8) IS
+'percentile_cont(float8[]) by selection over double precision, same shape as the fraction array';
+COMMENT ON AGGREGATE gpu_percentile_cont(float8 ORDER BY interval) IS
+'percentile_cont by selection over interval, interpolated as the built-in does';
+COMMENT ON AGGREGATE gpu_percentile_cont(float8[] ORDER BY interval) IS
+'percentile_cont(float8[]) by selection over interval, same shape as the fraction array';
 
 -- ---------------------------------------------------------------------
 -- Plain aggregates: parallel safe (combine / serialize / deserialize).
@@ -85,9 +118,14 @@ RETURNS internal
 AS 'MODULE_PATHNAME', 'gs_median_trans'
 LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
 
-CREATE FUNCTION gs_median_final(internal, anyelement)
+CREATE FUNCTION gs_median_final(internal, float8)
 RETURNS float8
 AS 'MODULE_PATHNAME', 'gs_median_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_median_interval_final(internal, interval)
+RETURNS interval
+AS 'MODULE_PATHNAME', 'gs_median_interval_final'
 LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
 
 CREATE FUNCTION gs_quantile_trans(internal, anyelement, float8)
@@ -125,10 +163,22 @@ RETURNS internal
 AS 'MODULE_PATHNAME', 'gs_deserialize'
 LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 
-CREATE AGGREGATE gpu_median(anyelement) (
+-- gpu_median: float8 and interval, as percentile_cont(0.5)
+CREATE AGGREGATE gpu_median(float8) (
 	SFUNC = gs_median_trans,
 	STYPE = internal,
 	FINALFUNC = gs_median_final,
+	FINALFUNC_EXTRA,
+	COMBINEFUNC = gs_combine,
+	SERIALFUNC = gs_serialize,
+	DESERIALFUNC = gs_deserialize,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE gpu_median(interval) (
+	SFUNC = gs_median_trans,
+	STYPE = internal,
+	FINALFUNC = gs_median_interval_final,
 	FINALFUNC_EXTRA,
 	COMBINEFUNC = gs_combine,
 	SERIALFUNC = gs_serialize,
@@ -158,8 +208,10 @@ CREATE AGGREGATE gpu_quantiles(anyelement, float8[]) (
 	PARALLEL = SAFE
 );
 
-COMMENT ON AGGREGATE gpu_median(anyelement) IS
-'percentile_cont(0.5) WITHIN GROUP (ORDER BY x) by selection (numeric x)';
+COMMENT ON AGGREGATE gpu_median(float8) IS
+'percentile_cont(0.5) WITHIN GROUP (ORDER BY x) by selection (x: double precision or what casts to it implicitly)';
+COMMENT ON AGGREGATE gpu_median(interval) IS
+'percentile_cont(0.5) WITHIN GROUP (ORDER BY x) by selection over interval';
 COMMENT ON AGGREGATE gpu_quantile(anyelement, float8) IS
 'percentile_disc(p) WITHIN GROUP (ORDER BY x) by selection; p must be the same in every row of a group';
 COMMENT ON AGGREGATE gpu_quantiles(anyelement, float8[]) IS

@@ -104,9 +104,11 @@ FROM generate_series(1, 10) x;
 SELECT max(value) FILTER (WHERE name = 'cpu_runs') AS runs_before,
        max(value) FILTER (WHERE name = 'states_created') AS states_before
 FROM gpuselect_status() \gset
+-- (over float8: percentile_cont takes float8, so over an integer x its
+-- argument is x::float8, another expression than gpu_percentile_disc's x)
 SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x), gpu_percentile_cont(0.5) WITHIN GROUP (ORDER BY x),
        gpu_percentile_cont(ARRAY[0.5]) WITHIN GROUP (ORDER BY x)
-FROM generate_series(1, 10) x;
+FROM (SELECT g::float8 AS x FROM generate_series(1, 10) g) s;
 -- three final functions ran on two transition states: the planner rewrite
 -- (planner.c) plans these as plain aggregates whose fraction is an argument,
 -- so the two scalar 0.5 calls share one state and the array call has its own
@@ -255,13 +257,16 @@ SELECT gpu_percentile_disc(ARRAY[0.5, 2]) WITHIN GROUP (ORDER BY x) FROM generat
 \set VERBOSITY default
 SELECT gpu_percentile_disc(1.5) WITHIN GROUP (ORDER BY x) FROM generate_series(1, 10) x;
 SELECT gpu_percentile_cont(ARRAY[0.5, -0.25]) WITHIN GROUP (ORDER BY x) FROM generate_series(1, 10) x;
--- unsupported types: 0A000, also with no rows
+-- types beyond the eight key types: percentile_disc takes any type with a
+-- btree ordering (by comparison, types_varlena.sql); percentile_cont takes
+-- float8 and interval, as the built-in, so other types are its 42883
 SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM (VALUES ('a'::text)) s(x);
 SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM (SELECT 1.5::numeric AS x WHERE false) s;
 SELECT gpu_percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM (VALUES (date '2020-01-01')) s(x);
 SELECT gpu_percentile_cont(ARRAY[0.5]) WITHIN GROUP (ORDER BY x) FROM (SELECT now() AS x WHERE false) s;
 SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM (VALUES (interval '1 day')) s(x);
--- ORDER BY ... USING an operator other than the type's default < or >
+-- ORDER BY ... USING an operator other than the type's default < or >: the
+-- comparison path selects in that ordering, as the built-in sorts in it
 CREATE FUNCTION gs_abs_cmp(int4, int4) RETURNS int4 LANGUAGE sql IMMUTABLE AS 'SELECT btint4cmp(abs($1), abs($2))';
 CREATE FUNCTION gs_abs_lt(int4, int4) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT abs($1) < abs($2)';
 CREATE FUNCTION gs_abs_le(int4, int4) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT abs($1) <= abs($2)';

@@ -114,6 +114,7 @@ SELECT gpu_quantile(x, (x * 0 + 1) / 4.0) AS q, gpu_quantiles(x, ARRAY[(x * 0 + 
 FROM generate_series(1, 10) x;
 \set VERBOSITY default
 SELECT gpu_quantile(x, x / 10.0) FROM generate_series(1, 10) x;
+-- gpu_median takes float8 and interval (as percentile_cont); gpu_quantile(s) any type with a btree ordering
 SELECT gpu_median(x) FROM (VALUES (date '2020-01-01')) s(x);
 SELECT gpu_median(x) FROM (SELECT 'a'::text AS x WHERE false) s;
 SELECT gpu_quantile(x, 0.5) FROM (VALUES (1.5::numeric)) s(x);

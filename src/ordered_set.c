@@ -43,8 +43,7 @@ gs_os_trans(PG_FUNCTION_ARGS)
 		if (AggCheckCallContext(fcinfo, &aggcontext) != AGG_CONTEXT_AGGREGATE)
 			elog(ERROR, "ordered-set aggregate called in non-aggregate context");
 		c = gs_fn_cache(fcinfo, 1, NULL, false, true);
-		st = gs_state_create(aggcontext, c->type.typid);
-		st->descending = c->descending;
+		st = gs_state_create_for(aggcontext, c);
 	}
 	else
 		st = (GsState *) PG_GETARG_POINTER(0);

@@ -230,7 +230,7 @@ gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
 		if (has_fraction)
 			c->arg_stable = gs_agg_arg_is_stable(fcinfo, 1);
 	}
-	st = gs_state_create(aggcontext, c->type.typid);
+	st = gs_state_create_for(aggcontext, c);
 	st->partial = gs_agg_is_partial(fcinfo);
 	st->arena_ok = st->partial && gs_agg_is_plain(fcinfo);
 	return st;
@@ -243,7 +243,7 @@ gs_median_trans(PG_FUNCTION_ARGS)
 	GsState    *st;
 
 	if (unlikely(PG_ARGISNULL(0)))
-		st = gs_plain_start(fcinfo, "gpu_median", true, false);
+		st = gs_plain_start(fcinfo, "gpu_median", false, false);	/* float8 or interval */
 	else
 		st = (GsState *) PG_GETARG_POINTER(0);
 	if (!PG_ARGISNULL(1))

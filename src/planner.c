@@ -151,7 +151,10 @@ gs_identify(Aggref *a, GsRewriteCtx *ctx, GsCandidate *c)
 				else if (strcmp(name, "gpu_percentile_disc") != 0)
 					return false;
 				get_func_signature(a->aggfnoid, &argtypes, &nargs);
-				if (nargs != 2 || argtypes[1] != ANYELEMENTOID ||
+				/* disc: ORDER BY anyelement; cont: ORDER BY float8 or
+				 * interval (which types may go: gs_type_plan_rewritable) */
+				if (nargs != 2 ||
+					(argtypes[1] != ANYELEMENTOID && argtypes[1] != FLOAT8OID && argtypes[1] != INTERVALOID) ||
 					(argtypes[0] != FLOAT8OID && argtypes[0] != FLOAT8ARRAYOID))
 					return false;
 				c->multi = argtypes[0] == FLOAT8ARRAYOID;

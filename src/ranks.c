@@ -7,6 +7,7 @@
 
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
 #include "dispatch.h"
@@ -47,9 +48,12 @@ Datum
 gs_final_disc(GsState *st, float8 p)
 {
 	int64		n = st->nrows;
-	uint64		rank = gs_engine_rank(gs_disc_rank(p, n), n, st->descending);
+	uint64		rank;
 	uint64		key;
 
+	if (st->kind == GS_T_DATUM)
+		return gs_datum_final_disc(st, p);
+	rank = gs_engine_rank(gs_disc_rank(p, n), n, st->descending);
 	gs_dispatch_select(st, &rank, 1, &key);
 	return gs_key_to_datum((GsTypeKind) st->kind, key);
 }
@@ -64,6 +68,11 @@ gs_final_cont(GsState *st, float8 p)
 	float8		lo,
 				hi;
 
+	if (st->kind == GS_T_DATUM)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuselect: percentile_cont over %s supports only its default ordering (ASC or DESC)",
+						format_type_be(st->typid))));
 	gs_cont_rows(p, n, &cr);
 	ranks[0] = gs_engine_rank(cr.first, n, st->descending);
 	ranks[1] = gs_engine_rank(cr.second, n, st->descending);
@@ -103,6 +112,8 @@ gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 	bool	   *resnull;
 	ArrayType  *out;
 
+	if (st->kind == GS_T_DATUM)
+		return gs_datum_final_disc_multi(st, param, t->elemtypid);
 	np = gs_fraction_array(param, &fr, &frnull);
 	if (np == 0)
 		return construct_empty_array(t->elemtypid);
@@ -145,6 +156,11 @@ gs_final_cont_multi(GsState *st, ArrayType *param)
 	bool	   *resnull;
 	ArrayType  *out;
 
+	if (st->kind == GS_T_DATUM)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuselect: percentile_cont over %s supports only its default ordering (ASC or DESC)",
+						format_type_be(st->typid))));
 	np = gs_fraction_array(param, &fr, &frnull);
 	if (np == 0)
 		return construct_empty_array(FLOAT8OID);

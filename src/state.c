@@ -35,6 +35,8 @@ gs_state_create(MemoryContext mcxt, Oid typid)
 	st->typid = typid;
 	st->kind = (uint8) kind;
 	st->key_bytes = key_bytes;
+	if (kind == GS_T_DATUM)
+		gs_datum_store_init(st);
 	gs_states_created++;
 	return st;
 }
@@ -292,6 +294,12 @@ gs_state_combine(GsState *into, GsState *from)
 		}
 		else if (!gs_fraction_same(into, from))
 			gs_fraction_mismatch_error(into->fractions != NULL || from->fractions != NULL);
+	}
+
+	if (into->kind == GS_T_DATUM)
+	{
+		gs_datum_combine(into, from);
+		return;
 	}
 
 	for (int i = 0; i < from->nchunks; i++)

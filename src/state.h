@@ -48,7 +48,7 @@ typedef struct GsState
 {
 	MemoryContext mcxt;			/* aggregate context: chunks and state live here */
 	Oid			typid;			/* the aggregated column's type */
-	uint8		key_bytes;		/* 2, 4 or 8 */
+	uint8		key_bytes;		/* 2, 4 or 8; 0 for GS_T_DATUM */
 	uint8		kind;			/* GsTypeKind (types.h): fixed per state */
 	bool		descending;		/* ordered-set form with ORDER BY x DESC */
 	bool		partial;		/* will be serialized, never selected on: no GPU chunks */
@@ -70,6 +70,9 @@ typedef struct GsState
 	struct varatt_external fraction_toast[2];
 
 	struct GpuPathState *gpu;		/* NULL unless the GPU path attached data */
+
+	/* kind GS_T_DATUM: the values themselves, no keys (datum_state.h) */
+	struct GsDatumStore *datums;
 } GsState;
 
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);

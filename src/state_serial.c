@@ -34,6 +34,8 @@
 #include "utils/memutils.h"
 
 #include "arena.h"
+#include "datum_state.h"
+#include "types.h"
 #include "guc.h"
 #include "shared_state.h"
 #include "state.h"
@@ -120,6 +122,8 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	bytea	   *b;
 	char	   *p;
 
+	if (st->kind == GS_T_DATUM)
+		return gs_datum_serialize(st);	/* values, not keys: datum_state.c */
 	for (int i = 0; i < st->nchunks; i++)
 		if (st->chunks[i].arena && st->chunks[i].n > 0)
 		{
@@ -285,6 +289,8 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 	uint64		rest;
 	GsState    *st;
 
+	if (gs_datum_is_serialized(b))
+		return gs_datum_deserialize(mcxt, b);	/* values, not keys: datum_state.c */
 	if (len < sizeof(hdr))
 		elog(ERROR, "gpuselect: serialized state is truncated");
 	memcpy(&hdr, p, sizeof(hdr));

@@ -8,6 +8,7 @@
 #include "nodes/primnodes.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/tlist.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/lsyscache.h"
@@ -63,7 +64,13 @@ gs_type_kind_from_oid(Oid typid, GsTypeKind *kind, uint8 *key_bytes, bool *numer
 			num = false;
 			break;
 		default:
-			return false;
+			/* any other type sortable by its default btree opclass: by comparison */
+			if (!OidIsValid(lookup_type_cache(typid, TYPECACHE_LT_OPR)->lt_opr))
+				return false;
+			k = GS_T_DATUM;
+			kb = 0;
+			num = false;
+			break;
 	}
 	if (kind)
 		*kind = k;
@@ -88,12 +95,12 @@ gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggname,
 
 	base = getBaseType(argtype);
 	memset(out, 0, sizeof(*out));
-	if (!gs_type_kind_from_oid(base, &out->kind, &out->key_bytes, &out->numeric))
+	if (!gs_type_kind_from_oid(base, &out->kind, &out->key_bytes, &out->numeric) && !numeric_only)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s does not support type %s", aggname, format_type_be(argtype)),
-				 errhint("Supported types: %s.",
-						 numeric_only ? GS_NUMERIC_TYPES : GS_SUPPORTED_TYPES)));
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("could not identify an ordering operator for type %s",
+						format_type_be(argtype)),
+				 errhint("Use an explicit ordering operator or modify the query.")));
 	if (numeric_only && !out->numeric)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -105,7 +112,8 @@ gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggname,
 }
 
 bool
-gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *aggname)
+gs_sort_is_default(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *aggname,
+				   bool *descending)
 {
 	Aggref	   *aggref = AggGetAggref(fcinfo);
 	SortGroupClause *sortcl;
@@ -118,16 +126,65 @@ gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *
 	sortcl = (SortGroupClause *) linitial(aggref->aggorder);
 
 	tce = lookup_type_cache(t->typid, TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+	*descending = false;
 	if (OidIsValid(sortcl->sortop) && sortcl->sortop == tce->lt_opr)
-		return false;
-	if (OidIsValid(sortcl->sortop) && sortcl->sortop == tce->gt_opr)
 		return true;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("%s supports only ORDER BY x, ORDER BY x ASC and ORDER BY x DESC", aggname),
-			 errdetail("The sort operator %s is not the default ordering of type %s.",
-					   format_operator(sortcl->sortop), format_type_be(t->typid))));
-	return false;				/* keep compiler quiet */
+	if (OidIsValid(sortcl->sortop) && sortcl->sortop == tce->gt_opr)
+	{
+		*descending = true;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The ordering a GS_T_DATUM state is selected in.  Ordered-set forms: the
+ * ORDER BY clause's operator (so DESC and USING are the operator's business)
+ * and the sort expression's collation, as orderedsetaggs.c takes them.  Plain
+ * aggregates: the type's default btree "<" and the call's collation.
+ */
+static void
+gs_datum_ordering(FunctionCallInfo fcinfo, const GsTypeInfo *t, bool ordered,
+				  const char *aggname, Oid *sortop, Oid *collation)
+{
+	if (ordered)
+	{
+		Aggref	   *aggref = AggGetAggref(fcinfo);
+		SortGroupClause *sortcl;
+		TargetEntry *tle;
+
+		if (aggref == NULL)
+			elog(ERROR, "%s called in non-aggregate context", aggname);
+		if (list_length(aggref->aggorder) != 1)
+			elog(ERROR, "%s: expected exactly one ORDER BY column", aggname);
+		sortcl = linitial_node(SortGroupClause, aggref->aggorder);
+		tle = get_sortgroupclause_tle(sortcl, aggref->args);
+		*sortop = sortcl->sortop;
+		*collation = exprCollation((Node *) tle->expr);
+	}
+	else
+	{
+		*sortop = lookup_type_cache(t->typid, TYPECACHE_LT_OPR)->lt_opr;
+		*collation = PG_GET_COLLATION();
+	}
+}
+
+GsState *
+gs_state_create_for(MemoryContext mcxt, const GsFnCache *c)
+{
+	GsState    *st = gs_state_create(mcxt, c->type.typid);
+
+	st->descending = c->descending;
+	if (c->type.kind == GS_T_DATUM && st->kind != GS_T_DATUM)
+	{
+		/* a key type in a non-default ordering: its values, by comparison */
+		st->kind = GS_T_DATUM;
+		st->key_bytes = 0;
+		gs_datum_store_init(st);
+	}
+	if (st->kind == GS_T_DATUM)
+		gs_datum_set_order(st, c->sortop, c->collation);
+	return st;
 }
 
 bool
@@ -137,8 +194,17 @@ gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont, bool *desc
 	bool		numeric;
 	TypeCacheEntry *tce;
 
-	(void) collid;				/* every supported type is non-collatable */
-	if (!gs_type_kind_from_oid(base, NULL, NULL, &numeric))
+	GsTypeKind	kind;
+
+	(void) collid;				/* the key types are non-collatable */
+	if (!gs_type_kind_from_oid(base, &kind, NULL, &numeric))
+		return false;
+	/*
+	 * The comparison types (numeric, text, interval, ...: datum_*.c) stay
+	 * ordered-set aggregates for now: the planner aggregates' direction and
+	 * collation through the datum store are not tested yet.
+	 */
+	if (kind == GS_T_DATUM)
 		return false;
 	if (cont && !numeric)
 		return false;
@@ -174,11 +240,18 @@ gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,
 			aggname = fname ? fname : "gpuselect";
 		}
 		gs_type_resolve(fcinfo, argno, aggname, numeric_only, &t);
-		if (ordered)
-			desc = gs_sort_is_descending(fcinfo, &t, aggname);
+		/* another btree ordering of a key type (ORDER BY x USING op): by comparison */
+		if (ordered && t.kind != GS_T_DATUM && !gs_sort_is_default(fcinfo, &t, aggname, &desc))
+		{
+			t.kind = GS_T_DATUM;
+			t.key_bytes = 0;
+			t.numeric = false;
+		}
 		c = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(GsFnCache));
 		c->type = t;
 		c->descending = desc;
+		if (t.kind == GS_T_DATUM)
+			gs_datum_ordering(fcinfo, &t, ordered, aggname, &c->sortop, &c->collation);
 		fcinfo->flinfo->fn_extra = c;
 	}
 	return c;
@@ -205,6 +278,8 @@ gs_key_to_datum(GsTypeKind kind, uint64 key)
 			return Float4GetDatum(gs_float4_from_key((uint32) key));
 		case GS_T_FLOAT8:
 			return Float8GetDatum(gs_float8_from_key(key));
+		case GS_T_DATUM:
+			break;				/* no keys: datum_final.c */
 	}
 	elog(ERROR, "gpuselect: unknown type kind %d", (int) kind);
 	return (Datum) 0;

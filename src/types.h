@@ -11,6 +11,7 @@
 
 #include "gs_keys.h"
 #include "state.h"
+#include "datum_state.h"
 
 typedef enum GsTypeKind
 {
@@ -21,7 +22,10 @@ typedef enum GsTypeKind
 	GS_T_FLOAT8,
 	GS_T_DATE,
 	GS_T_TIMESTAMP,
-	GS_T_TIMESTAMPTZ
+	GS_T_TIMESTAMPTZ,
+	GS_T_DATUM					/* any other type with a btree ordering: the
+								 * values themselves, selected by comparison
+								 * (datum_state.h); CPU only */
 } GsTypeKind;
 
 /* the list named in "unsupported type" errors */
@@ -51,9 +55,17 @@ typedef struct GsFnCache
 	GsTypeInfo	type;
 	bool		descending;		/* ordered-set ORDER BY x DESC */
 	bool		arg_stable;		/* plain aggs: the fraction argument is a constant */
+	/* GS_T_DATUM: the ordering operator (DESC and USING included) and collation */
+	Oid			sortop;
+	Oid			collation;
 } GsFnCache;
 
-/* kind, key width and numeric-ness of a base type OID; false when unsupported */
+/*
+ * Is a base type supported, and how: kind, key width and numeric-ness
+ * (usable by percentile_cont's float8 forms).  The eight key types get their
+ * kind; every other type with a default btree ordering is GS_T_DATUM (key
+ * width 0, not numeric); false for types without one.
+ */
 extern bool gs_type_kind_from_oid(Oid typid, GsTypeKind *kind, uint8 *key_bytes, bool *numeric);
 
 /*
@@ -64,9 +76,12 @@ extern bool gs_type_kind_from_oid(Oid typid, GsTypeKind *kind, uint8 *key_bytes,
 extern void gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggname,
 							bool numeric_only, GsTypeInfo *out);
 
-/* Ordered-set forms: ORDER BY x [ASC] -> false, DESC -> true, USING other -> ERROR. */
-extern bool gs_sort_is_descending(FunctionCallInfo fcinfo, const GsTypeInfo *t,
-								  const char *aggname);
+/*
+ * Ordered-set forms: is the ORDER BY the type's default ordering (then
+ * *descending says ASC or DESC), or another btree ordering (USING op)?
+ */
+extern bool gs_sort_is_default(FunctionCallInfo fcinfo, const GsTypeInfo *t,
+							   const char *aggname, bool *descending);
 
 /*
  * The planner rewrite's ONE question about a type (planner.c): may an
@@ -84,6 +99,9 @@ extern bool gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont
  * aggname NULL: the name of the aggregate being run. */
 extern GsFnCache *gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,
 							  bool numeric_only, bool ordered);
+
+/* a new state for the cached type and ordering (first call of a group) */
+extern GsState *gs_state_create_for(MemoryContext mcxt, const GsFnCache *c);
 
 /* Selected key -> the stored Datum, and -> float8 (numeric kinds only). */
 extern Datum gs_key_to_datum(GsTypeKind kind, uint64 key);
@@ -112,6 +130,9 @@ gs_append_datum(GsState *st, GsTypeKind kind, Datum d)
 			break;
 		case GS_T_FLOAT8:
 			gs_state_append64(st, gs_key_from_float8(DatumGetFloat8(d)));
+			break;
+		case GS_T_DATUM:
+			gs_datum_append(st, d);
 			break;
 	}
 }

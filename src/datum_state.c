@@ -1,0 +1,346 @@
+/*
+ * datum_state.c — the value store of GS_T_DATUM states (see datum_state.h):
+ * append, combine, and the serialized form partial states travel in.
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/tupmacs.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "datum_state.h"
+#include "datum_select.h"
+#include "types.h"
+
+void
+gs_datum_store_init(GsState *st)
+{
+	GsDatumStore *s = (GsDatumStore *) MemoryContextAllocZero(st->mcxt, sizeof(GsDatumStore));
+
+	get_typlenbyvalalign(st->typid, &s->typlen, &s->typbyval, &s->typalign);
+	st->datums = s;
+}
+
+void
+gs_datum_set_order(GsState *st, Oid sortop, Oid collation)
+{
+	st->datums->sortop = sortop;
+	st->datums->collation = collation;
+}
+
+/* where a value of `size` bytes goes at offset off of a chunk */
+static inline Size
+gs_datum_align(const GsDatumStore *s, Size off)
+{
+	if (s->typbyval)
+		return MAXALIGN(off);
+	if (s->typlen == -2)
+		return off;
+	return att_align_nominal(off, s->typalign);
+}
+
+/* room for `size` bytes (plus alignment) at the end of the last chunk */
+static char *
+gs_datum_reserve(GsState *st, Size size)
+{
+	GsDatumStore *s = st->datums;
+	GsDatumChunk *c = s->nchunks > 0 ? &s->chunks[s->nchunks - 1] : NULL;
+	Size		off = c ? gs_datum_align(s, c->used) : 0;
+
+	if (c == NULL || off + size > c->cap)
+	{
+		Size		cap = s->grow > 0 ? Min(s->grow * 2, GS_DATUM_CHUNK_MAX) : GS_DATUM_CHUNK_MIN;
+
+		s->grow = cap;
+		cap = Max(cap, MAXALIGN(size));	/* a value larger than a chunk gets its own */
+		if (s->nchunks == s->maxchunks)
+		{
+			int			newmax = s->maxchunks > 0 ? s->maxchunks * 2 : 8;
+
+			s->chunks = s->chunks == NULL ?
+				(GsDatumChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsDatumChunk)) :
+				(GsDatumChunk *) repalloc(s->chunks, newmax * sizeof(GsDatumChunk));
+			s->maxchunks = newmax;
+		}
+		c = &s->chunks[s->nchunks++];
+		c->data = (char *) MemoryContextAllocHuge(st->mcxt, cap);
+		c->cap = cap;
+		c->used = 0;
+		off = 0;
+	}
+	c->used = off + size;
+	return c->data + off;
+}
+
+void
+gs_datum_append(GsState *st, Datum d)
+{
+	GsDatumStore *s = st->datums;
+
+	if (s->typbyval)
+		*(Datum *) gs_datum_reserve(st, sizeof(Datum)) = d;
+	else if (s->typlen > 0)
+		memcpy(gs_datum_reserve(st, s->typlen), DatumGetPointer(d), s->typlen);
+	else if (s->typlen == -1)
+	{
+		struct varlena *v = (struct varlena *) DatumGetPointer(d);
+
+		if (VARATT_IS_SHORT(v))
+		{
+			/* the common case of a value read from a tuple: widen the header, no detoast copy */
+			Size		datalen = VARSIZE_SHORT(v) - VARHDRSZ_SHORT;
+			char	   *dst = gs_datum_reserve(st, datalen + VARHDRSZ);
+
+			SET_VARSIZE(dst, datalen + VARHDRSZ);
+			memcpy(VARDATA(dst), VARDATA_SHORT(v), datalen);
+		}
+		else if (VARATT_IS_EXTENDED(v))
+		{
+			struct varlena *flat = detoast_attr(v);
+
+			memcpy(gs_datum_reserve(st, VARSIZE(flat)), flat, VARSIZE(flat));
+			pfree(flat);
+		}
+		else
+			memcpy(gs_datum_reserve(st, VARSIZE(v)), v, VARSIZE(v));
+	}
+	else
+	{
+		Size		len = strlen(DatumGetCString(d)) + 1;
+
+		memcpy(gs_datum_reserve(st, len), DatumGetCString(d), len);
+	}
+	st->nrows++;
+}
+
+/*
+ * The values of one chunk as Datums (out may be NULL: count only).  Every
+ * length is checked against the chunk, so a corrupt serialized state is an
+ * ERROR, not a wild read.  Returns the number of values.
+ */
+int64
+gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c, GsDatumItem *out, int64 room)
+{
+	Size		off = 0;
+	int64		n = 0;
+
+	for (;;)
+	{
+		Size		size;
+		const char *p;
+
+		if (off >= c->used)
+			break;
+		off = gs_datum_align(s, off);
+		if (off >= c->used)
+			elog(ERROR, "gpuselect: corrupt value store");
+		p = c->data + off;
+		if (s->typbyval)
+			size = sizeof(Datum);
+		else if (s->typlen > 0)
+			size = s->typlen;
+		else if (s->typlen == -1)
+		{
+			if (off + VARHDRSZ > c->used || VARATT_IS_EXTENDED(p))
+				elog(ERROR, "gpuselect: corrupt value store");
+			size = VARSIZE(p);
+		}
+		else
+			size = strnlen(p, c->used - off) + 1;
+		if (size > c->used - off || n >= room)
+			elog(ERROR, "gpuselect: corrupt value store");
+		if (out)
+			out[n].val = s->typbyval ? *(const Datum *) p : PointerGetDatum(p);
+		n++;
+		off += size;
+		if ((n & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	return n;
+}
+
+/* a chunk holding exactly `bytes` copied from data */
+static void
+gs_datum_add_chunk_copy(GsState *st, const char *data, Size bytes)
+{
+	GsDatumStore *s = st->datums;
+	GsDatumChunk *c;
+
+	if (bytes == 0)
+		return;
+	if (s->nchunks == s->maxchunks)
+	{
+		int			newmax = s->maxchunks > 0 ? s->maxchunks * 2 : 8;
+
+		s->chunks = s->chunks == NULL ?
+			(GsDatumChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsDatumChunk)) :
+			(GsDatumChunk *) repalloc(s->chunks, newmax * sizeof(GsDatumChunk));
+		s->maxchunks = newmax;
+	}
+	c = &s->chunks[s->nchunks++];
+	c->data = (char *) MemoryContextAllocHuge(st->mcxt, bytes);
+	memcpy(c->data, data, bytes);
+	c->used = bytes;
+	c->cap = bytes;				/* full: appends go to a new chunk */
+}
+
+void
+gs_datum_combine(GsState *into, const GsState *from)
+{
+	GsDatumStore *fs = from->datums;
+
+	if (into->typid != from->typid)
+		elog(ERROR, "gpuselect: cannot combine states of different types");
+	if (!OidIsValid(into->datums->sortop))
+		gs_datum_set_order(into, fs->sortop, fs->collation);
+	for (int i = 0; i < fs->nchunks; i++)
+		gs_datum_add_chunk_copy(into, fs->chunks[i].data, fs->chunks[i].used);
+	into->nrows += from->nrows;
+}
+
+/* ---------------- serialized form ----------------
+ *
+ *   GsDatumSerialHeader  magic "GSD1", type, ordering, the fraction argument
+ *                        (as state_serial.c's header), nrows, nchunks
+ *   fraction array       array_bytes, zero-padded to MAXALIGN
+ *   nchunks times        uint64 used, then `used` bytes of a chunk, padded to
+ *                        MAXALIGN (offsets in a chunk keep their alignment)
+ *
+ * Host-endian and unversioned like the key states: both ends are one build.
+ */
+#define GS_DATUM_SERIAL_MAGIC	0x31445347	/* "GSD1" */
+#define GS_DSF_HAVE_FRACTION	0x01
+#define GS_DSF_FRACTION_NULL	0x02
+#define GS_DSF_HAVE_ARRAY		0x04
+
+typedef struct GsDatumSerialHeader
+{
+	uint32		magic;
+	Oid			typid;
+	Oid			sortop;
+	Oid			collation;
+	uint32		flags;
+	uint32		array_bytes;
+	float8		fraction;
+	int64		nrows;
+	int64		nchunks;
+} GsDatumSerialHeader;
+
+bool
+gs_datum_is_serialized(bytea *b)
+{
+	uint32		magic;
+
+	if (VARSIZE(b) - VARHDRSZ < sizeof(GsDatumSerialHeader))
+		return false;
+	memcpy(&magic, VARDATA(b), sizeof(magic));
+	return magic == GS_DATUM_SERIAL_MAGIC;
+}
+
+bytea *
+gs_datum_serialize(const GsState *st)
+{
+	const GsDatumStore *s = st->datums;
+	GsDatumSerialHeader hdr;
+	uint32		array_bytes = st->fractions ? VARSIZE(st->fractions) : 0;
+	uint64		total = VARHDRSZ + sizeof(hdr) + MAXALIGN(array_bytes);
+	bytea	   *b;
+	char	   *p;
+
+	for (int i = 0; i < s->nchunks; i++)
+		total += sizeof(uint64) + MAXALIGN(s->chunks[i].used);
+	if (total > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gpuselect: a partial aggregate state of " INT64_FORMAT " values (" UINT64_FORMAT " bytes) is too large to pass between parallel workers",
+						st->nrows, total),
+				 errdetail("Serialized states are limited to %zu bytes.", (Size) MaxAllocSize),
+				 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0), "
+						 "or the ordered-set form gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x), which is never split across workers.")));
+
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.magic = GS_DATUM_SERIAL_MAGIC;
+	hdr.typid = st->typid;
+	hdr.sortop = s->sortop;
+	hdr.collation = s->collation;
+	hdr.flags = (st->have_fraction ? GS_DSF_HAVE_FRACTION : 0) |
+		(st->fraction_null ? GS_DSF_FRACTION_NULL : 0) |
+		(st->fractions ? GS_DSF_HAVE_ARRAY : 0);
+	hdr.array_bytes = array_bytes;
+	hdr.fraction = st->fraction;
+	hdr.nrows = st->nrows;
+	hdr.nchunks = s->nchunks;
+
+	b = (bytea *) palloc0((Size) total);
+	SET_VARSIZE(b, (Size) total);
+	p = VARDATA(b);
+	memcpy(p, &hdr, sizeof(hdr));
+	p += sizeof(hdr);
+	if (array_bytes)
+		memcpy(p, st->fractions, array_bytes);
+	p += MAXALIGN(array_bytes);
+	for (int i = 0; i < s->nchunks; i++)
+	{
+		uint64		used = s->chunks[i].used;
+
+		memcpy(p, &used, sizeof(used));
+		p += sizeof(used);
+		memcpy(p, s->chunks[i].data, used);
+		p += MAXALIGN(used);
+	}
+	return b;
+}
+
+GsState *
+gs_datum_deserialize(MemoryContext mcxt, bytea *b)
+{
+	GsDatumSerialHeader hdr;
+	const char *p = VARDATA(b);
+	const char *end = p + (VARSIZE(b) - VARHDRSZ);
+	GsState    *st;
+	int64		counted = 0;
+
+	memcpy(&hdr, p, sizeof(hdr));
+	p += sizeof(hdr);
+	if (hdr.nrows < 0 || hdr.nchunks < 0 || hdr.array_bytes > (Size) (end - p) ||
+		MAXALIGN(hdr.array_bytes) > (Size) (end - p))
+		elog(ERROR, "gpuselect: serialized state has a bad length");
+
+	st = gs_state_create(mcxt, hdr.typid);
+	if (st->datums == NULL)
+		elog(ERROR, "gpuselect: serialized state has a bad header");
+	gs_datum_set_order(st, hdr.sortop, hdr.collation);
+	st->have_fraction = (hdr.flags & GS_DSF_HAVE_FRACTION) != 0;
+	st->fraction_null = (hdr.flags & GS_DSF_FRACTION_NULL) != 0;
+	st->fraction = hdr.fraction;
+	if (hdr.flags & GS_DSF_HAVE_ARRAY)
+	{
+		st->fractions = (ArrayType *) MemoryContextAlloc(mcxt, hdr.array_bytes);
+		memcpy(st->fractions, p, hdr.array_bytes);
+	}
+	p += MAXALIGN(hdr.array_bytes);
+
+	for (int64 i = 0; i < hdr.nchunks; i++)
+	{
+		uint64		used;
+		GsDatumChunk *c;
+
+		if ((Size) (end - p) < sizeof(used))
+			elog(ERROR, "gpuselect: serialized state is truncated");
+		memcpy(&used, p, sizeof(used));
+		p += sizeof(used);
+		if (used == 0 || used > (uint64) (end - p) || MAXALIGN(used) > (uint64) (end - p))
+			elog(ERROR, "gpuselect: serialized state is truncated");
+		gs_datum_add_chunk_copy(st, p, (Size) used);
+		c = &st->datums->chunks[st->datums->nchunks - 1];
+		counted += gs_datum_chunk_values(st->datums, c, NULL, hdr.nrows - counted);
+		p += MAXALIGN(used);
+	}
+	if (p != end || counted != hdr.nrows)
+		elog(ERROR, "gpuselect: serialized state has a bad length");
+	st->nrows = counted;
+	return st;
+}
