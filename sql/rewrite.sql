@@ -143,8 +143,8 @@ CREATE OPERATOR pg_temp.>>> (LEFTARG = int4, RIGHTARG = int4, FUNCTION = int4lt)
 CREATE OPERATOR CLASS rw_rev_int4_ops FOR TYPE int4 USING btree AS
 	OPERATOR 1 pg_temp.<<<, OPERATOR 2 pg_temp.<<=, OPERATOR 3 =,
 	OPERATOR 4 pg_temp.>>=, OPERATOR 5 pg_temp.>>>, FUNCTION 1 pg_temp.rev_cmp(int4, int4);
--- (gpu_percentile_disc itself refuses an ordering other than the type's
--- default: 0A000, and the rewrite leaves that call as it is)
+-- (the rewrite leaves that call as it is; gpu_percentile_disc selects it by
+-- comparison with that operator, datum_select.c)
 SELECT pg_temp.rw_check('SELECT g, @percentile_disc(0.2) WITHIN GROUP (ORDER BY i4 USING OPERATOR(pg_temp.<<<)) FROM rw GROUP BY g') AS using_other_opclass;
 
 -- NULL fractions: constant, per group, parameter; NULL array elements; 2-D
