@@ -19,7 +19,8 @@ OBJS = \
 	src/ranks.o \
 	src/ordered_set.o \
 	src/plain_aggs.o \
-	src/dispatch.o
+	src/dispatch.o \
+	src/spill.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect

@@ -13,6 +13,9 @@
  *   gpuselect.approx_buckets  buckets of the approximate mode  (default 1024)
  *   gpuselect.seed            sampling seed                    (default 42)
  *   gpuselect.debug           NOTICE per selection run         (default off)
+ *   gpuselect.work_mem        a group's in-memory keys; beyond
+ *                             it they spill to temporary files (default 1GB;
+ *                             -1: work_mem) -- spill.c
  *
  * SUSET (server-wide or long-lived memory):
  *
@@ -59,6 +62,7 @@ extern bool gs_guc_approximate;
 extern int	gs_guc_approx_buckets;
 extern int	gs_guc_seed;
 extern bool gs_guc_debug;
+extern int	gs_guc_work_mem;	/* kB, -1: work_mem */
 extern int	gs_guc_pinned_pool_size;	/* MB */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;

@@ -40,6 +40,13 @@ typedef struct GsChunk
 	 * gs_state_combine may move it under the combined state (never pinned).
 	 */
 	MemoryContext handover;
+
+	/*
+	 * Non-NULL: data is the only allocation of this memory context, a child
+	 * of the state's, taken over from a deserialized state (the data may be
+	 * a shared memory mapping, not palloc'd): a spill deletes the context.
+	 */
+	MemoryContext owned;
 } GsChunk;
 
 struct GpuPathState;				/* gpu_path.c's per-state device data */
@@ -70,6 +77,9 @@ typedef struct GsState
 	struct varatt_external fraction_toast[2];
 
 	struct GpuPathState *gpu;		/* NULL unless the GPU path attached data */
+	struct GsSpill *spill;		/* NULL unless the keys went to a temporary
+								 * file (spill.c); then chunks[0] is its
+								 * write buffer and the only chunk */
 } GsState;
 
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);
