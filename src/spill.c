@@ -253,7 +253,24 @@ typedef struct SpillCx
 	char	   *readbuf;
 	uint64	   *out_keys;
 	int			passes;
+	int			polls;			/* for gpuselect.test_cancel_at_poll */
 } SpillCx;
+
+/*
+ * Once per block read.  The test hook gpuselect.test_cancel_at_poll makes
+ * the Nth poll of a spilled selection find a cancel request, as the
+ * engines' polls do (dispatch.c), so a test can cancel in a given pass.
+ */
+static void
+spill_poll(SpillCx *cx)
+{
+	if (unlikely(gs_guc_test_cancel_at_poll > 0) && ++cx->polls == gs_guc_test_cancel_at_poll)
+	{
+		QueryCancelPending = true;
+		InterruptPending = true;
+	}
+	CHECK_FOR_INTERRUPTS();
+}
 
 typedef void (*SpillVisit) (SpillCx *cx, const SpillLevel *lv, const char *keys,
 							uint64 n, void *arg);
@@ -277,7 +294,7 @@ spill_scan(SpillCx *cx, const SpillLevel *lv, SpillVisit visit, void *arg)
 		uint64		n = Min(left, per);
 		size_t		want = (size_t) n * st->key_bytes;
 
-		CHECK_FOR_INTERRUPTS();
+		spill_poll(cx);
 		if (BufFileRead(sp->file, cx->readbuf, want) != want)
 			ereport(ERROR,
 					(errcode_for_file_access(),
@@ -515,6 +532,7 @@ gs_spill_select(GsState *st, const uint64 *ranks, int nranks,
 	cx.readbuf = palloc(GS_SPILL_READ_BYTES);
 	cx.out_keys = out_keys;
 	cx.passes = 0;
+	cx.polls = 0;
 
 	rk = (SpillRank *) palloc(sizeof(SpillRank) * nranks);
 	for (int i = 0; i < nranks; i++)
