@@ -146,6 +146,23 @@ FROM (SELECT g AS k, gpu_quantile(f8, 0.5) OVER (ORDER BY g ROWS BETWEEN UNBOUND
 JOIN (SELECT k, (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM sp_t WHERE g <= k) AS b
       FROM (VALUES (1), (8000), (9000), (11111), (12000)) v(k)) c USING (k);
 
+-- parallel plain aggregates: workers' partial states do not spill, the
+-- leader's combined state does
+SELECT percentile_disc('{0.5,0.01,0.99}'::float8[]) WITHIN GROUP (ORDER BY i8)::text AS b_par,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY i4) AS b_med FROM sp_t \gset
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT gpu_quantiles(i8, '{0.5,0.01,0.99}')::text = :'b_par' AS parallel_quantiles_ok,
+       gpu_median(i4) = :b_med AS parallel_median_ok
+  FROM sp_t;
+SELECT value LIKE 'cpu (spilled, % passes)' AS leader_spilled FROM gpuselect_status() WHERE name = 'last_path';
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET max_parallel_workers_per_gather = 0;
+
 -- temp_file_limit: the built-in's error (53400)
 SET temp_file_limit = '100kB';
 SELECT gpu_median(f8) FROM sp_t;
