@@ -144,7 +144,10 @@ gs_spill_write(GsSpill *sp, const char *keys, uint64 n, int key_bytes)
 {
 	if (n == 0)
 		return;
-	BufFileSeek(sp->file, sp->end_fileno, sp->end_off, SEEK_SET);
+	if (BufFileSeek(sp->file, sp->end_fileno, sp->end_off, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("gpuselect: could not seek in a temporary file: %m")));
 	BufFileWrite(sp->file, (void *) keys, (size_t) n * key_bytes);
 	BufFileTell(sp->file, &sp->end_fileno, &sp->end_off);
 	sp->nfile += n;
