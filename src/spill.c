@@ -309,7 +309,7 @@ spill_scan(SpillCx *cx, const SpillLevel *lv, SpillVisit visit, void *arg)
 		visit(cx, lv, st->chunks[i].data, st->chunks[i].n, arg);
 }
 
-/* the loop body for each key width; K: the key's uint type */
+/* BODY once per key k (widened to uint64; i_ its index), per key width */
 #define SPILL_FOR_KEYS(KEYS, N, KB, BODY) \
 	do { \
 		switch (KB) \
