@@ -87,7 +87,11 @@ my $spilled_kb = peak_kb("$spill SELECT gpu_median(x) FROM spill_t");
 my $keys_kb = int($rows * 8 / 1024);
 note("peak RSS: sum $base kB, in memory $inmem kB, spilled $spilled_kb kB; keys $keys_kb kB");
 cmp_ok($inmem - $base, '>', $keys_kb * 0.8, 'unspilled: the backend holds the keys');
-cmp_ok($spilled_kb - $base, '<', 6 * 1024, 'spilled at 1MB: the backend stays within a few MB of sum(x)');
+# the limit (1MB) plus the selection's fixed buffers (histogram 512 kB,
+# read buffer 256 kB), the engine's scratch and code pages the spilled path
+# touches (CUDA builds: 4.8-6.6 MB measured on PostgreSQL 18), far below the
+# keys' 31 MB
+cmp_ok($spilled_kb - $base, '<', 10 * 1024, 'spilled at 1MB: the backend stays within 10 MB of sum(x)');
 
 psql_value('DROP TABLE spill_t;');
 done_testing();
