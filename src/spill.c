@@ -22,9 +22,13 @@
  * the limit is refined by its next 16 bits in another histogram pass; a
  * bucket of the last level holds a single key value, which is the answer
  * without any gather (all keys equal costs one pass per level).  So a few
- * fractions cost 2-4 passes over the file; many fractions whose buckets
- * together exceed the limit cost one gather pass per limit's worth of
- * candidates (the documented worst case: about input size / limit passes).
+ * fractions cost 2-4 passes over the file.  Many fractions cost more:
+ * wanted buckets that fit are gathered together (one pass per limit's worth
+ * of candidates), but each wanted bucket larger than the limit is refined
+ * on its own, a histogram and a gather pass each (README: 101 fractions
+ * over 50M float8 at 4MB cost as much as the built-in's external sort).
+ * Refining all of a level's large buckets in one histogram pass would cut
+ * that to a few passes; not done yet.
  *
  * Resources.  The BufFile is created in the state's memory context under
  * the current resource owner; a reset callback on that context closes it
