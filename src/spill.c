@@ -18,17 +18,18 @@
  * the prefix sums name the buckets that hold the wanted ranks.  The wanted
  * buckets are gathered into memory in batches of at most the limit (one
  * pass per batch) and the CPU engine (dispatch.c) selects the ranks, moved
- * to the batch's own numbering, among them.  A wanted bucket larger than
- * the limit is refined by its next 16 bits in another histogram pass; a
- * bucket of the last level holds a single key value, which is the answer
- * without any gather (all keys equal costs one pass per level).  So a few
- * fractions cost 2-4 passes over the file.  Many fractions cost more:
- * wanted buckets that fit are gathered together (one pass per limit's worth
- * of candidates), but each wanted bucket larger than the limit is refined
- * on its own, a histogram and a gather pass each (README: 101 fractions
- * over 50M float8 at 4MB cost as much as the built-in's external sort).
- * Refining all of a level's large buckets in one histogram pass would cut
- * that to a few passes; not done yet.
+ * to the batch's own numbering, among them.  Wanted buckets larger than the
+ * limit are refined by their next bits, all of a level's in one histogram
+ * pass (a key finds its bucket by binary search over the level's
+ * prefixes); so are buckets that fit but together need more than one
+ * gather pass (many fractions), as long as the next histogram (at most the
+ * limit, or 512 kB) gives each at least 16 buckets.  A bucket of the last
+ * level holds a single key value, which is the answer without any gather
+ * (all keys equal costs one pass per level).  One fraction costs 2-3 passes
+ * over the file; 101 or 5001 fractions over 20M uniform float8 at 4MB cost
+ * 3 and 4 (each oversized bucket refined on its own cost 49 and 62).  Only
+ * where the fractions outnumber what the histogram can refine do the
+ * candidates go in several gather passes, one per limit's worth.
  *
  * Resources.  The BufFile is created in the state's memory context under
  * the current resource owner; a reset callback on that context closes it
@@ -234,18 +235,35 @@ typedef struct SpillRank
 	int			idx;			/* into the caller's ranks / out_keys */
 } SpillRank;
 
+/*
+ * A set of keys of one level: those whose top pbits bits are prefix; its
+ * wanted ranks are rk[first .. first + nr - 1], relative to the set.
+ */
+typedef struct SpillNode
+{
+	uint64		prefix;
+	int			first;
+	int			nr;
+} SpillNode;
+
+/* a wanted bucket of a node */
 typedef struct SpillBucket
 {
-	uint32		b;				/* bucket number at its level */
+	int			node;
+	uint32		b;				/* bucket number in its node */
 	uint64		count;			/* keys in it */
 	int			first;			/* its ranks: rk[first .. first + nr - 1] */
 	int			nr;
 } SpillBucket;
 
-/* one level: keys whose top pbits bits are prefix, bucketed by the next bb */
+/*
+ * One level: the nodes (sorted by prefix, all of pbits bits), each bucketed
+ * by its next bb bits in one pass.
+ */
 typedef struct SpillLevel
 {
-	uint64		prefix;
+	const SpillNode *nodes;
+	int			nnodes;
 	int			pbits;
 	int			bb;
 	int			shift;
@@ -324,6 +342,31 @@ spill_scan(SpillCx *cx, const SpillLevel *lv, SpillVisit visit, void *arg)
 		} \
 	} while (0)
 
+/* the node of key k at level lv (pshift = kbits - pbits), or -1 */
+static inline int
+spill_node_of(const SpillLevel *lv, int pshift, uint64 k)
+{
+	uint64		p;
+	int			lo = 0,
+				hi = lv->nnodes - 1;
+
+	if (lv->pbits == 0)
+		return 0;
+	p = k >> pshift;
+	if (p < lv->nodes[0].prefix || p > lv->nodes[hi].prefix)
+		return -1;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (lv->nodes[mid].prefix < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lv->nodes[lo].prefix == p ? lo : -1;
+}
+
 static void
 spill_visit_hist(SpillCx *cx, const SpillLevel *lv, const char *keys, uint64 n, void *arg)
 {
@@ -333,14 +376,18 @@ spill_visit_hist(SpillCx *cx, const SpillLevel *lv, const char *keys, uint64 n, 
 
 	if (lv->pbits == 0)
 		SPILL_FOR_KEYS(keys, n, cx->st->key_bytes, hist[(k >> lv->shift) & mask]++);
+	else if (lv->nnodes == 1)
+		SPILL_FOR_KEYS(keys, n, cx->st->key_bytes,
+					   if ((k >> pshift) == lv->nodes[0].prefix) hist[(k >> lv->shift) & mask]++);
 	else
 		SPILL_FOR_KEYS(keys, n, cx->st->key_bytes,
-					   if ((k >> pshift) == lv->prefix) hist[(k >> lv->shift) & mask]++);
+					   int nd = spill_node_of(lv, pshift, k);
+					   if (nd >= 0) hist[(uint64) nd * lv->nb + ((k >> lv->shift) & mask)]++);
 }
 
 typedef struct SpillGather
 {
-	const uint8 *mark;			/* per bucket: 1 = gather */
+	const uint8 *mark;			/* per node and bucket: 1 = gather */
 	char	   *cand;
 	uint64		ncand;
 	uint64		cap;
@@ -355,8 +402,8 @@ spill_visit_gather(SpillCx *cx, const SpillLevel *lv, const char *keys, uint64 n
 	int			kb = cx->st->key_bytes;
 
 	SPILL_FOR_KEYS(keys, n, kb,
-				   if ((lv->pbits == 0 || (k >> pshift) == lv->prefix) &&
-					   g->mark[(k >> lv->shift) & mask])
+				   int nd = spill_node_of(lv, pshift, k);
+				   if (nd >= 0 && g->mark[(uint64) nd * lv->nb + ((k >> lv->shift) & mask)])
 				   {
 					   if (unlikely(g->ncand == g->cap))
 						   elog(ERROR, "gpuselect: a spilled group's keys changed between passes");
@@ -366,15 +413,15 @@ spill_visit_gather(SpillCx *cx, const SpillLevel *lv, const char *keys, uint64 n
 }
 
 /*
- * Gather the buckets bk[0..nbk-1] (in order, total keys total) into memory
- * and select their ranks there with the CPU engine.
+ * Gather the buckets bk[0..nbk-1] (in key order, total keys total) into
+ * memory and select their ranks there with the CPU engine.
  */
 static void
 spill_gather(SpillCx *cx, const SpillLevel *lv, const SpillBucket *bk, int nbk,
 			 uint64 total, SpillRank *rk)
 {
 	SpillGather g;
-	uint8	   *mark = (uint8 *) palloc0(lv->nb);
+	uint8	   *mark;
 	gs_segment	seg;
 	gs_input	in;
 	uint64	   *ranks;
@@ -384,9 +431,10 @@ spill_gather(SpillCx *cx, const SpillLevel *lv, const SpillBucket *bk, int nbk,
 
 	if (nbk == 0)
 		return;
+	mark = (uint8 *) palloc0((Size) lv->nnodes * lv->nb);
 	for (int i = 0; i < nbk; i++)
 	{
-		mark[bk[i].b] = 1;
+		mark[(uint64) bk[i].node * lv->nb + bk[i].b] = 1;
 		nr += bk[i].nr;
 	}
 	g.mark = mark;
@@ -426,91 +474,135 @@ spill_gather(SpillCx *cx, const SpillLevel *lv, const SpillBucket *bk, int nbk,
 }
 
 /*
- * Select rk[0..nr-1] (sorted by rank, ranks relative to the keys under
- * prefix) among the keys whose top pbits bits are prefix.
+ * Select the ranks of nodes[0..nnodes-1] (sorted by prefix, each prefix of
+ * pbits bits): one histogram pass for all of them, gather passes for the
+ * wanted buckets that fit, and one next level for all that do not.
  */
 static void
-spill_level(SpillCx *cx, uint64 prefix, int pbits, SpillRank *rk, int nr)
+spill_level(SpillCx *cx, int pbits, const SpillNode *nodes, int nnodes, SpillRank *rk)
 {
 	SpillLevel	lv;
 	uint64	   *hist;
 	SpillBucket *bk;
+	SpillNode  *next;
 	int			nbk = 0;
-	uint64		below = 0;
-	int			j = 0;
+	int			nnext = 0;
+	int			ngather = 0;
+	int			nr = 0;
+	bool		refine_all = false;
 	int			batch_first = 0;
 	uint64		batch_total = 0;
+	/* the histogram of all nodes in at most the limit (or 512 kB) */
+	Size		hist_max = Max((Size) 512 * 1024, (Size) cx->budget * cx->st->key_bytes);
 
-	lv.prefix = prefix;
+	lv.nodes = nodes;
+	lv.nnodes = nnodes;
 	lv.pbits = pbits;
 	lv.bb = Min(GS_SPILL_BUCKET_BITS, cx->kbits - pbits);
+	while (lv.bb > 1 && (Size) nnodes * ((Size) 1 << lv.bb) * sizeof(uint64) > hist_max)
+		lv.bb--;
 	lv.shift = cx->kbits - pbits - lv.bb;
 	lv.nb = UINT64CONST(1) << lv.bb;
 
-	hist = (uint64 *) palloc0(sizeof(uint64) * lv.nb);
+	hist = (uint64 *) MemoryContextAllocHuge(CurrentMemoryContext,
+											 (Size) nnodes * lv.nb * sizeof(uint64));
+	memset(hist, 0, (Size) nnodes * lv.nb * sizeof(uint64));
 	spill_scan(cx, &lv, spill_visit_hist, hist);
 
-	/* the buckets holding wanted ranks; ranks become bucket-relative */
+	/* each node's buckets holding wanted ranks; ranks become bucket-relative */
+	for (int d = 0; d < nnodes; d++)
+		nr += nodes[d].nr;
 	bk = (SpillBucket *) palloc(sizeof(SpillBucket) * nr);
-	for (uint64 b = 0; b < lv.nb && j < nr; b++)
+	for (int d = 0; d < nnodes; d++)
 	{
-		uint64		c = hist[b];
+		const uint64 *h = hist + (uint64) d * lv.nb;
+		uint64		below = 0;
+		int			j = nodes[d].first;
+		int			end = nodes[d].first + nodes[d].nr;
 
-		if (rk[j].rank < below + c)
+		for (uint64 b = 0; b < lv.nb && j < end; b++)
 		{
-			SpillBucket *w = &bk[nbk++];
-
-			w->b = (uint32) b;
-			w->count = c;
-			w->first = j;
-			w->nr = 0;
-			while (j < nr && rk[j].rank < below + c)
+			if (rk[j].rank < below + h[b])
 			{
-				rk[j].rank -= below;
-				w->nr++;
-				j++;
+				SpillBucket *w = &bk[nbk++];
+
+				w->node = d;
+				w->b = (uint32) b;
+				w->count = h[b];
+				w->first = j;
+				w->nr = 0;
+				while (j < end && rk[j].rank < below + h[b])
+				{
+					rk[j].rank -= below;
+					w->nr++;
+					j++;
+				}
 			}
+			below += h[b];
 		}
-		below += c;
+		if (j < end)
+			elog(ERROR, "gpuselect: a spilled group's keys changed between passes");
 	}
-	if (j < nr)
-		elog(ERROR, "gpuselect: a spilled group's keys changed between passes");
 	pfree(hist);
 
+	/*
+	 * Buckets that fit but together need more than one gather pass (many
+	 * fractions) are refined too, when the next level's histogram can give
+	 * each of them 16 buckets or more: one histogram pass then replaces a
+	 * gather pass per limit's worth of candidates.
+	 */
+	if (lv.shift != 0)
+	{
+		uint64		small_total = 0;
+
+		for (int i = 0; i < nbk; i++)
+			if (bk[i].count <= cx->budget)
+				small_total += bk[i].count;
+		refine_all = small_total > cx->budget &&
+			(Size) nbk * 16 * sizeof(uint64) <= hist_max;
+	}
+
+	/* answer last-level buckets, set large ones aside, gather the rest */
+	next = (SpillNode *) palloc(sizeof(SpillNode) * Max(nbk, 1));
 	for (int i = 0; i < nbk; i++)
 	{
 		SpillBucket *w = &bk[i];
+		uint64		key = (nodes[w->node].prefix << lv.bb) | w->b;
 
 		if (lv.shift == 0)
 		{
 			/* a bucket of the last level is one key value */
-			uint64		key = (prefix << lv.bb) | w->b;
-
 			for (int r = 0; r < w->nr; r++)
 				cx->out_keys[rk[w->first + r].idx] = key;
-			continue;
 		}
-		if (w->count > cx->budget)
+		else if (w->count > cx->budget || refine_all)
 		{
-			/* too large to gather: refine by its next bits */
-			spill_gather(cx, &lv, bk + batch_first, i - batch_first, batch_total, rk);
-			spill_level(cx, (prefix << lv.bb) | w->b, pbits + lv.bb, rk + w->first, w->nr);
-			batch_first = i + 1;
-			batch_total = 0;
-			continue;
+			/* too large to gather (or too many): the next level refines it */
+			next[nnext].prefix = key;
+			next[nnext].first = w->first;
+			next[nnext].nr = w->nr;
+			nnext++;
 		}
-		if (batch_total + w->count > cx->budget)
+		else
+			bk[ngather++] = *w;	/* compacted in place, still in key order */
+	}
+	/* batches of at most the limit, one gather pass each */
+	for (int i = 0; i < ngather; i++)
+	{
+		if (i > batch_first && batch_total + bk[i].count > cx->budget)
 		{
 			spill_gather(cx, &lv, bk + batch_first, i - batch_first, batch_total, rk);
 			batch_first = i;
 			batch_total = 0;
 		}
-		batch_total += w->count;
+		batch_total += bk[i].count;
 	}
-	/* a last-level run leaves batch_first == nbk or only gatherable buckets */
-	if (lv.shift != 0)
-		spill_gather(cx, &lv, bk + batch_first, nbk - batch_first, batch_total, rk);
+	spill_gather(cx, &lv, bk + batch_first, ngather - batch_first, batch_total, rk);
 	pfree(bk);
+
+	if (nnext > 0)
+		spill_level(cx, pbits + lv.bb, next, nnext, rk);
+	pfree(next);
 }
 
 static int
@@ -528,6 +620,7 @@ gs_spill_select(GsState *st, const uint64 *ranks, int nranks,
 {
 	SpillCx		cx;
 	SpillRank  *rk;
+	SpillNode	top;
 	Size		limit = gs_spill_limit_bytes();
 	Size		buffer = (Size) st->chunks[0].cap * st->key_bytes;
 
@@ -551,7 +644,10 @@ gs_spill_select(GsState *st, const uint64 *ranks, int nranks,
 	}
 	qsort(rk, nranks, sizeof(SpillRank), spill_rank_cmp);
 
-	spill_level(&cx, 0, 0, rk, nranks);
+	top.prefix = 0;
+	top.first = 0;
+	top.nr = nranks;
+	spill_level(&cx, 0, &top, 1, rk);
 
 	pfree(rk);
 	pfree(cx.readbuf);
