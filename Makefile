@@ -24,7 +24,8 @@ OBJS = \
 	src/dispatch.o \
 	src/datum_state.o \
 	src/datum_select.o \
-	src/datum_final.o
+	src/datum_final.o \
+	src/spill.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect

@@ -16,6 +16,7 @@
 #include "dispatch.h"
 #include "guc.h"
 #include "shared_state.h"
+#include "spill.h"
 
 /* per-backend record of the selection runs */
 static int64 n_gpu_runs = 0;
@@ -262,6 +263,39 @@ gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
 bool		gs_dispatch_exact_only = false;
 
 void
+gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int nranks, uint64 *out_keys)
+{
+	if (nranks > 0)
+		gs_run_cpu(in, ranks, nranks, out_keys, NULL);
+}
+
+/*
+ * A spilled group (spill.c): exact selection in passes over its temporary
+ * file, on the CPU whatever gpuselect.device says in auto mode (the GPU
+ * path holds a group's keys in device memory whole), an ERROR in gpu mode.
+ * Approximate mode gets the exact answer (rank bound 0): the passes cost
+ * the same either way.
+ */
+static void
+gs_dispatch_spilled(GsState *st, const uint64 *ranks, int nranks,
+					uint64 *out_keys, GsRunInfo *info)
+{
+	instr_time	start;
+	int			passes = 0;
+	static char path[64];
+
+	if (gs_guc_device == GS_DEVICE_GPU)
+		gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+								 "the group's keys spilled to disk (gpuselect.work_mem)");
+	INSTR_TIME_SET_CURRENT(start);
+	gs_spill_select(st, ranks, nranks, out_keys, &passes);
+	info->select_ms = gs_elapsed_ms(start);
+	snprintf(path, sizeof(path), "cpu (spilled, %d passes)", passes);
+	info->path = path;
+	gs_cpu_runs++;
+}
+
+void
 gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_keys)
 {
 	gs_input	in;
@@ -276,40 +310,49 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		return;
 	Assert(n > 0);
 
-	gs_state_input(st, &in);
 	memset(&info, 0, sizeof(info));
 	info.n = n;
-	if (approx)
-		picks = (gs_approx_pick *) palloc(sizeof(gs_approx_pick) * nranks);
-
-	if (gs_guc_device == GS_DEVICE_GPU ||
-		(gs_guc_device == GS_DEVICE_AUTO && n >= (int64) gs_guc_gpu_min_rows))
+	memset(&in, 0, sizeof(in));
+	if (st->spill != NULL)
 	{
-		outcome = gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
-		if (outcome != GPU_PATH_DONE && gs_guc_device == GS_DEVICE_GPU)
-			gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-								  "the GPU path did not run");
-	}
-
-	if (outcome == GPU_PATH_DONE)
-	{
-		n_gpu_runs++;
-		if (info.path == NULL)
-			info.path = "gpu";
+		gs_dispatch_spilled(st, ranks, nranks, out_keys, &info);
+		approx = false;			/* exact: rank bound 0 */
 	}
 	else
 	{
-		instr_time	start;
+		gs_state_input(st, &in);
+		if (approx)
+			picks = (gs_approx_pick *) palloc(sizeof(gs_approx_pick) * nranks);
 
-		/* keep a fallback reason the GPU path may have left in info.path */
-		if (info.path == NULL)
-			info.path = "cpu";
-		info.bytes_copied = 0;
-		info.copy_ms = 0;
-		INSTR_TIME_SET_CURRENT(start);
-		gs_run_cpu(&in, ranks, nranks, out_keys, picks);
-		info.select_ms = gs_elapsed_ms(start);
-		gs_cpu_runs++;
+		if (gs_guc_device == GS_DEVICE_GPU ||
+			(gs_guc_device == GS_DEVICE_AUTO && n >= (int64) gs_guc_gpu_min_rows))
+		{
+			outcome = gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
+			if (outcome != GPU_PATH_DONE && gs_guc_device == GS_DEVICE_GPU)
+				gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+										 "the GPU path did not run");
+		}
+
+		if (outcome == GPU_PATH_DONE)
+		{
+			n_gpu_runs++;
+			if (info.path == NULL)
+				info.path = "gpu";
+		}
+		else
+		{
+			instr_time	start;
+
+			/* keep a fallback reason the GPU path may have left in info.path */
+			if (info.path == NULL)
+				info.path = "cpu";
+			info.bytes_copied = 0;
+			info.copy_ms = 0;
+			INSTR_TIME_SET_CURRENT(start);
+			gs_run_cpu(&in, ranks, nranks, out_keys, picks);
+			info.select_ms = gs_elapsed_ms(start);
+			gs_cpu_runs++;
+		}
 	}
 
 	if (approx)
@@ -339,7 +382,8 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	gs_last.path = gs_last_path;
 	gs_last_approx = approx;
 	gs_last_nranks = nranks;
-	pfree((void *) in.segs);
+	if (in.segs != NULL)
+		pfree((void *) in.segs);
 
 	/* one line per final call: a NOTICE with gpuselect.debug, else DEBUG1 */
 	if (gs_guc_debug || message_level_is_interesting(DEBUG1))
@@ -399,6 +443,8 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("gpu_runs", psprintf(INT64_FORMAT, n_gpu_runs), &ea);
 	gs_emit("cpu_runs", psprintf(INT64_FORMAT, gs_cpu_runs), &ea);
 	gs_emit("states_created", psprintf(INT64_FORMAT, gs_states_created), &ea);
+	gs_emit("states_spilled", psprintf(INT64_FORMAT, gs_states_spilled), &ea);
+	gs_emit("work_mem_bytes", psprintf(UINT64_FORMAT, (uint64) gs_spill_limit_bytes()), &ea);
 	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);
 	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
 	gs_emit("states_in_arena", psprintf(INT64_FORMAT, gs_states_in_arena), &ea);

@@ -29,6 +29,14 @@ extern void gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks,
 extern bool gs_dispatch_exact_only;
 
 /*
+ * Exact selection on the CPU engine over any input (spill.c's candidates):
+ * the same engine call, interrupt hook and errors as gs_dispatch_select,
+ * recorded in nothing.
+ */
+extern void gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int nranks,
+								  uint64 *out_keys);
+
+/*
  * ERROR for gpuselect.device = 'gpu' when the GPU path cannot run:
  *   gpuselect.device is "gpu" but <reason>
  * Shared by gpu_path_none.c ("this build has no CUDA support") and gpu_path.c

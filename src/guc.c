@@ -41,6 +41,18 @@ static const struct config_enum_entry gs_device_options[] = {
 	{NULL, 0, false}
 };
 
+int			gs_guc_work_mem = 1024 * 1024;
+
+/* -1 (work_mem) or at least 64kB: the spill's buffers need some room */
+static bool
+gs_guc_check_work_mem(int *newval, void **extra, GucSource source)
+{
+	if (*newval == -1 || *newval >= 64)
+		return true;
+	GUC_check_errdetail("gpuselect.work_mem must be -1 (use work_mem) or at least 64kB.");
+	return false;
+}
+
 const char *
 gs_device_name(int device)
 {
@@ -88,6 +100,25 @@ gs_guc_define(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	/*
+	 * Like work_mem, which any session may set: it bounds this session's own
+	 * memory, and the disk it spills to is capped by temp_file_limit
+	 * (superuser only).  -1 follows work_mem, as a built-in percentile's
+	 * sort does.  The default is larger than work_mem's because keeping a
+	 * group's keys in memory (and on the GPU) is what makes selection fast;
+	 * see README "Memory and spilling".
+	 */
+	DefineCustomIntVariable("gpuselect.work_mem",
+							"Largest in-memory key volume of one group; beyond it the group's keys go to temporary files.",
+							"Per group, like a built-in percentile's sort memory. -1: use work_mem. "
+							"A spilled group is selected on the CPU in a few passes over its temporary file.",
+							&gs_guc_work_mem,
+							1024 * 1024,	/* 1GB */
+							-1, MAX_KILOBYTES,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							gs_guc_check_work_mem, NULL, NULL);
 
 	/*
 	 * Superuser only (or GRANT SET ON PARAMETER): an idle backend keeps this

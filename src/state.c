@@ -14,6 +14,7 @@
 #include "arena.h"
 #include "gpu_path.h"
 #include "guc.h"
+#include "spill.h"
 #include "state.h"
 #include "types.h"
 
@@ -83,6 +84,10 @@ gs_state_grow(GsState *st)
 	bool		pinned = false;
 	GsChunk    *c;
 
+	/* a spilled state appends its write buffer to the file (spill.c) */
+	if (st->spill != NULL)
+		return gs_spill_flush(st);
+
 	/* a large partial state of a parallel plain aggregate: the arena */
 	if (st->arena_ok && (Size) st->grow_cap * st->key_bytes >= GS_ARENA_START_BYTES)
 	{
@@ -105,6 +110,10 @@ gs_state_grow(GsState *st)
 		cap = maxcap;
 	bytes = (Size) cap * st->key_bytes;
 
+	/* beyond gpuselect.work_mem: every key to a temporary file (spill.c) */
+	if (gs_spill_wanted(st, bytes))
+		return gs_spill_start(st);
+
 	gs_state_reserve_chunk(st);
 
 	/* large groups headed for the GPU may get page-locked chunks */
@@ -124,6 +133,7 @@ gs_state_grow(GsState *st)
 	c->pinned = pinned;
 	c->arena = false;
 	c->handover = NULL;
+	c->owned = NULL;
 	st->grow_cap = cap;
 	return c;
 }
@@ -233,7 +243,6 @@ gs_state_adopt_chunk(GsState *into, GsChunk *c)
 	Assert(!c->pinned && c->n > 0);
 	gs_state_reserve_chunk(into);
 	MemoryContextSetParent(c->handover, into->mcxt);
-	c->handover = NULL;
 
 	dst = &into->chunks[into->nchunks++];
 	dst->data = c->data;
@@ -242,6 +251,8 @@ gs_state_adopt_chunk(GsState *into, GsChunk *c)
 	dst->pinned = false;
 	dst->arena = false;
 	dst->handover = NULL;
+	dst->owned = c->handover;	/* a spill deletes it (spill.c) */
+	c->handover = NULL;
 	into->nrows += (int64) c->n;
 	gs_states_taken_over++;
 }
@@ -260,6 +271,7 @@ gs_state_refer_arena_chunk(GsState *into, const GsChunk *c)
 	*dst = *c;
 	dst->cap = c->n;			/* full: appends go to a new chunk */
 	dst->handover = NULL;
+	dst->owned = NULL;
 	into->nrows += (int64) c->n;
 }
 
@@ -306,7 +318,9 @@ gs_state_combine(GsState *into, GsState *from)
 	{
 		GsChunk    *c = &from->chunks[i];
 
-		if (c->arena)
+		if (into->spill != NULL)
+			gs_state_append_keys(into, c->data, c->n);	/* to the file */
+		else if (c->arena)
 		{
 			if (c->n > 0)
 				gs_state_refer_arena_chunk(into, c);
@@ -316,6 +330,10 @@ gs_state_combine(GsState *into, GsState *from)
 		else
 			gs_state_append_keys(into, c->data, c->n);
 	}
+
+	/* taken-over keys may have brought into past gpuselect.work_mem */
+	if (gs_spill_wanted(into, 0))
+		gs_spill_start(into);
 }
 
 uint64

@@ -40,6 +40,13 @@ typedef struct GsChunk
 	 * gs_state_combine may move it under the combined state (never pinned).
 	 */
 	MemoryContext handover;
+
+	/*
+	 * Non-NULL: data is the only allocation of this memory context, a child
+	 * of the state's, taken over from a deserialized state (the data may be
+	 * a shared memory mapping, not palloc'd): a spill deletes the context.
+	 */
+	MemoryContext owned;
 } GsChunk;
 
 struct GpuPathState;				/* gpu_path.c's per-state device data */
@@ -73,6 +80,9 @@ typedef struct GsState
 
 	/* kind GS_T_DATUM: the values themselves, no keys (datum_state.h) */
 	struct GsDatumStore *datums;
+	struct GsSpill *spill;		/* NULL unless the keys went to a temporary
+								 * file (spill.c); then chunks[0] is its
+								 * write buffer and the only chunk */
 } GsState;
 
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);

@@ -230,6 +230,7 @@ gs_state_add_chunk(GsState *st, char *data, uint64 n, MemoryContext handover, bo
 	c->pinned = false;
 	c->arena = arena;
 	c->handover = handover;
+	c->owned = NULL;
 	st->nrows += (int64) n;
 }
 

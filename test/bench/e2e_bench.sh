@@ -84,11 +84,14 @@ timeq_alt() { # timeq_alt REPS "SETTINGS|QUERY"...
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }'; }
 
-SER="SET max_parallel_workers_per_gather = 0; SET gpuselect.gpu_min_rows = 0;"
+# groups stay in memory at every size (gpuselect.work_mem, default 1GB,
+# would spill 200M float8 rows to disk and to the CPU path)
+NOSPILL="SET gpuselect.work_mem = '${GS_BENCH_GS_WORK_MEM:-64GB}';"
+SER="SET max_parallel_workers_per_gather = 0; SET gpuselect.gpu_min_rows = 0; $NOSPILL"
 # GS_BENCH_ARENA: the leader's key arena (gpuselect.parallel_arena_size; 100M
 # float8 rows need ~1.2 GB with 8 workers)
 ARENA="SET gpuselect.parallel_arena_size = '${GS_BENCH_ARENA:-256MB}';"
-PAR="SET max_parallel_workers_per_gather = $WORKERS; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET gpuselect.gpu_min_rows = 0; $ARENA"
+PAR="SET max_parallel_workers_per_gather = $WORKERS; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET gpuselect.gpu_min_rows = 0; $ARENA $NOSPILL"
 GPU="SET gpuselect.device = gpu;"
 CPU="SET gpuselect.device = cpu;"
 

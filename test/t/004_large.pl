@@ -28,8 +28,11 @@ psql_value('CREATE EXTENSION IF NOT EXISTS gpuselect;');
 	my $fr = 'ARRAY[0, 0.25, 0.5, 0.999, 1]';
 	my $t0 = time;
 	# the multiplier is coprime to the prime modulus: distinct, permuted keys
+	# gpuselect.work_mem 4GB: this part is about chunks in memory beyond
+	# 1 GiB (a spilled group is sql/spill.sql's and 009_spill.pl's)
 	my $out = psql_value(qq{
 SET work_mem = '4GB';
+SET gpuselect.work_mem = '4GB';
 SET max_parallel_workers_per_gather = 0;
 SELECT 'n:' || count(g),
        'bytes:' || count(g) * 8,
