@@ -399,7 +399,8 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	uint32		state;
 	int			pid,
 				starts,
-				queue = 0;
+				queue = 0,
+				busy = 0;
 	TimestampTz up_since,
 				beat;
 	char		device[128],
@@ -427,6 +428,8 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 
 		if (s == GS_JOB_SUBMITTED || s == GS_JOB_RUNNING)
 			queue++;
+		if (s != GS_JOB_FREE)
+			busy++;
 	}
 
 	emit("service", gs_guc_service == GS_SERVICE_ON ? "on" :
@@ -440,6 +443,7 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	emit("service_heartbeat_age_ms", pid > 0 && beat ?
 		 psprintf(INT64_FORMAT, (int64) ((GetCurrentTimestamp() - beat) / 1000)) : NULL, arg);
 	emit("service_queue_length", psprintf("%d", queue), arg);
+	emit("service_slots_in_use", psprintf("%d", busy), arg);
 	EMIT_U64("service_served", pg_atomic_read_u64(&c->served));
 	EMIT_U64("service_failed", pg_atomic_read_u64(&c->failed));
 	EMIT_U64("service_fallen_back", pg_atomic_read_u64(&c->fallen_back));
