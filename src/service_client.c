@@ -241,6 +241,43 @@ gs_svc_slot_free(int j)
 	return pg_atomic_read_u32(&job->state) == GS_JOB_FREE;
 }
 
+/*
+ * Chunks for job j (held OPEN).  The pool full with other sessions' keys:
+ * auto falls back to the CPU at once (its engine is right here), gpu waits
+ * for chunks to come back, up to gpuselect.service_timeout, polling (phase
+ * 1: nobody signals a freed chunk).  A cancel while waiting frees the slot
+ * and is re-thrown.  -1: none.
+ */
+static int
+gs_svc_take_chunks(int j, int n)
+{
+	int			head = gs_pool_alloc(n, j);
+	TimestampTz deadline;
+
+	if (head >= 0 || gs_guc_device != GS_DEVICE_GPU)
+		return head;
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), gs_guc_service_timeout);
+	PG_TRY();
+	{
+		while (head < 0 && GetCurrentTimestamp() < deadline &&
+			   pg_atomic_read_u32(&gs_svc_ctl->state) == GS_SVC_READY)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 5L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+			head = gs_pool_alloc(n, j);
+		}
+	}
+	PG_CATCH();
+	{
+		gs_svc_abandon(j);		/* OPEN, no chunks: back to FREE */
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return head;
+}
+
 GpuPathOutcome
 gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
 				  uint64 *out_keys, gs_approx_pick *picks, GsRunInfo *info)
@@ -286,7 +323,7 @@ gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
 	expected = GS_JOB_FREE;
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_OPEN))
 		return gs_svc_fail(info, "this process's job slot is still busy");
-	job->head = gs_pool_alloc((int) (key_chunks + io_chunks), j);
+	job->head = gs_svc_take_chunks(j, (int) (key_chunks + io_chunks));
 	if (job->head < 0)
 	{
 		pg_atomic_write_u32(&job->state, GS_JOB_FREE);

@@ -144,7 +144,12 @@ use File::Basename qw(dirname);
 sub _as_server_user
 {
 	my @cmd = @_;
-	return $> == 0 ? ('runuser', '-u', 'postgres', '--', @cmd) : @cmd;
+	# GS_SERVER_USER: the server's user when running as root (the GPU
+	# machine's bundles use pgrun)
+	my $user = $ENV{GS_SERVER_USER} // 'postgres';
+	# the bundles' libraries (pg-up exports LD_LIBRARY_PATH), passed on explicitly
+	unshift @cmd, 'env', "LD_LIBRARY_PATH=$ENV{LD_LIBRARY_PATH}" if $ENV{LD_LIBRARY_PATH};
+	return $> == 0 ? ('runuser', '-u', $user, '--', @cmd) : @cmd;
 }
 
 # run a command with its stdout discarded; its exit status
@@ -171,7 +176,7 @@ sub service_cluster_start
 	chmod 0755, $dir;
 	if ($> == 0)
 	{
-		my (undef, undef, $uid, $gid) = getpwnam('postgres');
+		my (undef, undef, $uid, $gid) = getpwnam($ENV{GS_SERVER_USER} // 'postgres');
 		chown $uid, $gid, $dir;
 	}
 	my $port = 7600 + int(rand(1500));
@@ -200,6 +205,10 @@ sub service_cluster_stop
 	_quiet(_as_server_user("$h->{bindir}/pg_ctl", '-D', "$h->{dir}/data", '-m', 'fast', '-w', 'stop'));
 	$ENV{$_} = $h->{old}{$_} for keys %{ $h->{old} };
 }
+
+# the service mode the service tests run: cpu_test (CI), or on
+# (GS_SERVICE_MODE=on: the CUDA engine, on the GPU machine)
+sub service_mode { return $ENV{GS_SERVICE_MODE} // 'cpu_test'; }
 
 # service_status() -> { name => value } of gpuselect_status()
 sub service_status

@@ -1,4 +1,4 @@
-# GPU service (cpu_test mode): a cluster of its own with gpuselect preloaded.
+# GPU service (cpu_test mode; GS_SERVICE_MODE=on: the CUDA engine): a cluster of its own with gpuselect preloaded.
 # Every aggregate, every key width, exact and approximate, through the
 # service (gpuselect.device = gpu: a fallback would be an ERROR) gives the
 # built-ins' answers; the status fields; an injected job failure falls back
@@ -13,7 +13,7 @@ use Test::More;
 
 my $h = GsTest::service_cluster_start(
 	"shared_preload_libraries = 'gpuselect'",
-	"gpuselect.service = cpu_test",
+	"gpuselect.service = " . GsTest::service_mode(),
 	"gpuselect.key_pool_size = 64MB",
 	"gpuselect.key_pool_chunk_size = 64kB");
 END { GsTest::service_cluster_stop($h) if $h; }
@@ -22,10 +22,10 @@ psql_value('CREATE EXTENSION gpuselect;');
 ok(GsTest::wait_for(sub { GsTest::service_status()->{service_state} eq 'ready' }, 30),
 	'the service is ready');
 my $st = GsTest::service_status();
-is($st->{service}, 'cpu_test', 'status: service mode');
+is($st->{service}, GsTest::service_mode(), 'status: service mode');
 like($st->{service_pid}, qr/^\d+$/, 'status: service pid');
 like($st->{service_up_since}, qr/^\d{4}-/, 'status: up since');
-like($st->{service_device}, qr/cpu_test/, 'status: device');
+like($st->{service_device}, GsTest::service_mode() eq 'on' ? qr/./ : qr/cpu_test/, 'status: device');
 is($st->{key_pool_bytes}, 64 << 20, 'status: pool size');
 is($st->{key_pool_chunk_bytes}, 64 << 10, 'status: chunk size');
 is($st->{key_pool_used_bytes}, 0, 'status: pool empty');

@@ -1,4 +1,4 @@
-# GPU service (cpu_test mode) under load: 100 sessions at once, each with
+# GPU service (cpu_test mode; GS_SERVICE_MODE=on: the CUDA engine) under load: 100 sessions at once, each with
 # its own fractions, every answer checked against the built-ins in the same
 # session, gpuselect.device = gpu (a fallback would be an ERROR); afterwards
 # the queue, the job slots and the key pool are back to empty.
@@ -12,7 +12,7 @@ use Test::More;
 my $sessions = $ENV{GS_SERVICE_SESSIONS} // 100;
 my $h = GsTest::service_cluster_start(
 	"shared_preload_libraries = 'gpuselect'",
-	"gpuselect.service = cpu_test",
+	"gpuselect.service = " . GsTest::service_mode(),
 	"gpuselect.key_pool_size = 64MB",
 	"gpuselect.key_pool_chunk_size = 64kB",
 	"max_connections = " . ($sessions + 20));

@@ -1,4 +1,4 @@
-# GPU service (cpu_test mode): what goes wrong while a request waits.
+# GPU service (cpu_test mode; GS_SERVICE_MODE=on: the CUDA engine): what goes wrong while a request waits.
 # gpuselect.test_service_delay holds a job in the service so that a wait can
 # be canceled, time out, have its backend terminated, or lose the service
 # (SIGTERM; a sticky device error); a small key pool runs out.  Every
@@ -14,7 +14,7 @@ use Time::HiRes qw(time sleep);
 
 my $h = GsTest::service_cluster_start(
 	"shared_preload_libraries = 'gpuselect'",
-	"gpuselect.service = cpu_test",
+	"gpuselect.service = " . GsTest::service_mode(),
 	"gpuselect.key_pool_size = 1MB",
 	"gpuselect.key_pool_chunk_size = 64kB");
 END { GsTest::service_cluster_stop($h) if $h; }
@@ -57,6 +57,13 @@ like(psql_value("$auto $check"), qr/^t\ncpu \(fallback: GPU service: the key poo
 ($rc, $out) = GsTest::psql_wait($holder);
 like($out, qr/^t\nservice/, 'the held job is answered by the service');
 ok(status()->{service_pool_exhausted} >= 2, 'status: pool exhaustion counted');
+# gpu waits for the chunks instead (up to service_timeout)
+$holder = GsTest::psql_bg("$auto SET gpuselect.test_service_delay = 2000; $check");
+ok(GsTest::wait_for(sub { status()->{key_pool_used_bytes} > 0 }, 10), 'a held job holds pool chunks again');
+like(psql_value("SET gpuselect.device = 'gpu'; $check"), qr/^t\nservice/,
+	'gpu: waits for pool chunks, then the service answers');
+($rc, $out) = GsTest::psql_wait($holder);
+like($out, qr/^t\nservice/, 'the held job is answered by the service');
 ok(baseline(), 'pool and slots empty');
 
 # -- statement_timeout and pg_cancel_backend while waiting: 57014, slot freed
