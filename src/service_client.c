@@ -29,15 +29,12 @@
 
 static bool gs_svc_exit_registered = false;
 
-/* this process's job slot: its proc number (17+) or backend id (15/16) */
+/* this process's job slot: its proc number (17+; 0-based) or backend id
+ * (15/16, 1-based: pg_compat.h maps the name), hence MaxBackends + 1 slots */
 static int
 gs_svc_my_slot(void)
 {
-#if PG_VERSION_NUM >= 170000
 	int			idx = (int) MyProcNumber;
-#else
-	int			idx = (int) MyBackendId;
-#endif
 
 	if (idx < 0 || idx >= gs_svc_ctl->njobs)
 		return -1;
