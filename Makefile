@@ -25,7 +25,10 @@ OBJS = \
 	src/datum_state.o \
 	src/datum_select.o \
 	src/datum_final.o \
-	src/spill.o
+	src/spill.o \
+	src/service_shmem.o \
+	src/service_main.o \
+	src/service_client.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect
@@ -54,12 +57,12 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= $(GS_CUDA_ARCH)
 NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -Xcompiler -Wall -Werror all-warnings $(GS_ENGINE_INCLUDES)
 PG_CPPFLAGS += -DGS_HAVE_CUDA
-OBJS += src/gpu_path.o
+OBJS += src/gpu_path.o src/service_cuda.o
 # static cudart: the module loads on machines with no CUDA runtime or driver
 SHLIB_LINK += $(CUDA_OBJS) -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \
 	-lcudart_static -lstdc++ -lrt -lpthread -ldl
 else
-OBJS += src/gpu_path_none.o
+OBJS += src/gpu_path_none.o src/service_cuda_none.o
 endif
 
 # sql/cpu_only.sql expects a CPU-only build (gpuselect.device = 'gpu' is an

@@ -15,6 +15,7 @@
 #include "arena.h"
 #include "dispatch.h"
 #include "guc.h"
+#include "service.h"
 #include "shared_state.h"
 #include "spill.h"
 
@@ -327,7 +328,11 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		if (gs_guc_device == GS_DEVICE_GPU ||
 			(gs_guc_device == GS_DEVICE_AUTO && n >= (int64) gs_guc_gpu_min_rows))
 		{
-			outcome = gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
+			/* with the server's GPU service, never a CUDA context of our own */
+			if (gs_service_in_use())
+				outcome = gs_service_select(&in, ranks, nranks, out_keys, picks, &info);
+			else
+				outcome = gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
 			if (outcome != GPU_PATH_DONE && gs_guc_device == GS_DEVICE_GPU)
 				gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 										 "the GPU path did not run");
@@ -439,6 +444,7 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("debug", gs_guc_debug ? "on" : "off", &ea);
 
 	gpu_path_status(gs_emit, &ea);
+	gs_service_status(gs_emit, &ea);
 
 	gs_emit("gpu_runs", psprintf(INT64_FORMAT, n_gpu_runs), &ea);
 	gs_emit("cpu_runs", psprintf(INT64_FORMAT, gs_cpu_runs), &ea);

@@ -1,7 +1,9 @@
 /*
- * gpuselect.c — module entry point.  _PG_init only defines the GUCs: nothing
- * here touches CUDA (a CUDA context must be created lazily in the backend
- * that uses it, never in the postmaster).  It also installs the executor
+ * gpuselect.c — module entry point.  _PG_init defines the GUCs and, when
+ * gpuselect is in shared_preload_libraries, requests the GPU service's
+ * shared memory and registers its worker (service_shmem.c).  Nothing here
+ * touches CUDA (a CUDA context is created only in the process that uses
+ * it: the service, or without it a backend; never the postmaster).  It also installs the executor
  * hook that hands the leader's key arena to parallel workers (arena.c),
  * which creates nothing at load time, and the planner hook that plans
  * ordered-set percentiles as plain aggregates (planner.c).
@@ -10,12 +12,14 @@
 #include "pg_compat.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "arena.h"
 #include "gpu_path.h"
 #include "guc.h"
 #include "planner.h"
+#include "service.h"
 
 GS_PG_MODULE_MAGIC;
 
@@ -26,6 +30,10 @@ _PG_init(void)
 {
 	gs_guc_define();
 	gpu_path_define_gucs();
+	gs_service_define_gucs();
+	/* the GPU service: shared memory and its worker exist only when preloaded */
+	if (process_shared_preload_libraries_in_progress)
+		gs_service_preload_init();
 	MarkGUCPrefixReserved("gpuselect");
 	gs_arena_install_hook();
 	gs_planner_install_hook();

@@ -15,6 +15,7 @@
 #include "gpu_path.h"
 #include "guc.h"
 #include "spill.h"
+#include "service.h"
 #include "state.h"
 #include "types.h"
 
@@ -116,9 +117,10 @@ gs_state_grow(GsState *st)
 
 	gs_state_reserve_chunk(st);
 
-	/* large groups headed for the GPU may get page-locked chunks */
+	/* large groups headed for the GPU may get page-locked chunks (not
+	 * with the GPU service: it takes the keys from its own pool) */
 	if (!st->partial && gs_guc_device != GS_DEVICE_CPU &&
-		st->nrows >= (int64) gs_guc_gpu_min_rows)
+		st->nrows >= (int64) gs_guc_gpu_min_rows && !gs_service_in_use())
 	{
 		mem = gpu_path_chunk_alloc(st, bytes);
 		pinned = (mem != NULL);

@@ -13,9 +13,15 @@
 #      (test/t/006_shared_states.pl, 007_arena.pl) with the leader
 #      finalizing on the GPU (GS_TAP_DEVICE=gpu)
 #   5. test/bench/e2e_bench.sh: the end-to-end benchmark table
+#   6. (stage "service", not in the default set) the GPU service: the server
+#      restarted with shared_preload_libraries = 'gpuselect' and
+#      gpuselect.service = on; pg_regress with every aggregate through the
+#      service; the service TAP tests (test/t/10[1-3]_service_*.pl) with the
+#      CUDA engine; test/bench/concurrency_bench.sh; then the settings reset
+#      and the server restarted as before
 # Logs go to $OUT (or test/gpu/out).
 # Usage: [GS_PG_BUNDLE=DIR] test/gpu/pg_device_run.sh [STAGES]
-#   STAGES: any of "regress check tap bench" (default all four)
+#   STAGES: any of "regress check tap bench service" (default the first four)
 #   GS_PG_BUNDLE: the carried bundle whose pg-up starts the server (default
 #   .gpubundle); GS_BENCH_* variables pass through to e2e_bench.sh.
 set -u -o pipefail
@@ -68,8 +74,38 @@ if has bench; then
 	GS_BENCH_OUT="$OUTD/e2e-bench.md" test/bench/e2e_bench.sh >"$OUTD/e2e-bench.log" 2>&1
 	stage "e2e_bench.sh" "exit $?"
 fi
+if has service; then
+	pg_restart() { runuser -u pgrun -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" pg_ctl -D "$PGDATA" -l /tmp/pg.log -w restart >/dev/null; }
+	psql -X -q -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
+		-c "ALTER SYSTEM SET gpuselect.service = 'on'" \
+		-c "ALTER SYSTEM SET gpuselect.key_pool_size = '${GS_KEY_POOL_SIZE:-8GB}'" \
+		-c "ALTER SYSTEM SET max_connections = 320" && pg_restart
+	for _ in $(seq 60); do
+		st=$(psql -X -At -c "CREATE EXTENSION IF NOT EXISTS gpuselect" \
+			-c "SELECT value FROM gpuselect_status() WHERE name = 'service_state'" 2>/dev/null | tail -1)
+		[ "$st" = ready ] || [ "$st" = unavailable ] && break
+		sleep 1
+	done
+	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%'" |
+		tee "$OUTD/service-status.txt"
+	stage "service start" "$st ($(grep service_device "$OUTD/service-status.txt"))"
+	PGOPTIONS="-c gpuselect.device=gpu -c gpuselect.gpu_min_rows=0" \
+		make USE_CUDA=1 installcheck >"$OUTD/regress-service.log" 2>&1
+	rc=$?
+	[ -f regression.diffs ] && cp regression.diffs "$OUTD/regress-service.diffs" && head -80 regression.diffs
+	stage "pg_regress through the service" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$OUTD/regress-service.log") ok)"
+	GS_SERVICE_MODE=on GS_SERVER_USER=pgrun prove -v test/t/101_service_answers.pl \
+		test/t/102_service_concurrency.pl test/t/103_service_failures.pl >"$OUTD/tap-service-on.log" 2>&1
+	rc=$?
+	stage "TAP 101-103, service = on" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-service-on.log") ok, $(grep -c '^not ok' "$OUTD/tap-service-on.log") not ok)"
+	GS_CB_OUT="$OUTD/concurrency-bench.md" test/bench/concurrency_bench.sh >"$OUTD/concurrency-bench.log" 2>&1
+	stage "concurrency_bench.sh" "exit $?"
+	psql -X -q -c "ALTER SYSTEM RESET shared_preload_libraries" -c "ALTER SYSTEM RESET gpuselect.service" \
+		-c "ALTER SYSTEM RESET gpuselect.key_pool_size" -c "ALTER SYSTEM RESET max_connections" && pg_restart
+fi
 cp /tmp/pg.log "$OUTD/server.log" 2>/dev/null
 
 echo; echo "===== summary ====="
 printf '%s\n' "${summary[@]}"
 if has bench; then echo; cat "$OUTD/e2e-bench.md" 2>/dev/null || tail -20 "$OUTD/e2e-bench.log"; fi
+if has service; then echo; cat "$OUTD/concurrency-bench.md" 2>/dev/null || tail -20 "$OUTD/concurrency-bench.log"; fi

@@ -130,4 +130,108 @@ sub psql_wait
 	return ($rc, $out);
 }
 
+# ---- a cluster of the test's own (GPU service tests) ----
+# service_cluster_start(@conf_lines) -> a handle: initdb + pg_ctl start of a
+# new cluster with the same binaries as the server under test (read from
+# its postmaster.opts: the private install tree with gpuselect in it), the
+# given postgresql.conf lines (e.g. shared_preload_libraries), its own
+# socket directory and port; PGHOST/PGPORT then point at it until
+# service_cluster_stop($handle).  As root the server runs as postgres, as
+# test/lib/pgenv.sh does.  Not exported: GsTest::service_cluster_start(...).
+use File::Temp qw(tempdir);
+use File::Basename qw(dirname);
+
+sub _as_server_user
+{
+	my @cmd = @_;
+	# GS_SERVER_USER: the server's user when running as root (the GPU
+	# machine's bundles use pgrun)
+	my $user = $ENV{GS_SERVER_USER} // 'postgres';
+	# the bundles' libraries (pg-up exports LD_LIBRARY_PATH), passed on explicitly
+	unshift @cmd, 'env', "LD_LIBRARY_PATH=$ENV{LD_LIBRARY_PATH}" if $ENV{LD_LIBRARY_PATH};
+	return $> == 0 ? ('runuser', '-u', $user, '--', @cmd) : @cmd;
+}
+
+# run a command with its stdout discarded; its exit status
+sub _quiet
+{
+	my @cmd = @_;
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		open(STDOUT, '>', '/dev/null') or POSIX::_exit(127);
+		exec(@cmd) or POSIX::_exit(127);
+	}
+	waitpid($pid, 0);
+	return $? >> 8;
+}
+
+sub service_cluster_start
+{
+	my (@conf) = @_;
+	my $opts = psql_value("SELECT pg_read_file('postmaster.opts')");
+	my ($postgres) = $opts =~ /^"?([^"\s]+)/ or die "no binary in postmaster.opts: $opts";
+	my $bindir = dirname($postgres);
+	my $dir = tempdir('gs-svc-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+	chmod 0755, $dir;
+	if ($> == 0)
+	{
+		my (undef, undef, $uid, $gid) = getpwnam($ENV{GS_SERVER_USER} // 'postgres');
+		chown $uid, $gid, $dir;
+	}
+	my $port = 7600 + int(rand(1500));
+	$port++ while -e "/tmp/.s.PGSQL.$port";
+	_quiet(_as_server_user("$bindir/initdb", '-D', "$dir/data", '-U', 'postgres', '-A', 'trust',
+			'--no-sync', '-E', 'UTF8', '--locale=C')) == 0
+	  or die "initdb failed";
+	open(my $fh, '>>', "$dir/data/postgresql.conf") or die "$!";
+	print $fh "listen_addresses = ''\nunix_socket_directories = '$dir'\nport = $port\n"
+	  . "fsync = off\nsynchronous_commit = off\nshared_buffers = 64MB\n"
+	  . join('', map { "$_\n" } @conf);
+	close $fh;
+	_quiet(_as_server_user("$bindir/pg_ctl", '-D', "$dir/data", '-l', "$dir/server.log",
+			'-w', '-t', '120', 'start')) == 0
+	  or die "pg_ctl start failed:\n" . `cat $dir/server.log`;
+	my $h = { dir => $dir, bindir => $bindir, log => "$dir/server.log",
+		old => { PGHOST => $ENV{PGHOST}, PGPORT => $ENV{PGPORT} } };
+	$ENV{PGHOST} = $dir;
+	$ENV{PGPORT} = $port;
+	return $h;
+}
+
+sub service_cluster_stop
+{
+	my ($h) = @_;
+	_quiet(_as_server_user("$h->{bindir}/pg_ctl", '-D', "$h->{dir}/data", '-m', 'fast', '-w', 'stop'));
+	$ENV{$_} = $h->{old}{$_} for keys %{ $h->{old} };
+}
+
+# the service mode the service tests run: cpu_test (CI), or on
+# (GS_SERVICE_MODE=on: the CUDA engine, on the GPU machine)
+sub service_mode { return $ENV{GS_SERVICE_MODE} // 'cpu_test'; }
+
+# service_status() -> { name => value } of gpuselect_status()
+sub service_status
+{
+	my %st;
+	for my $line (split /\n/, psql_value("SELECT name || '=' || coalesce(value, '') FROM gpuselect_status()"))
+	{
+		my ($k, $v) = split /=/, $line, 2;
+		$st{$k} = $v;
+	}
+	return \%st;
+}
+
+# wait_for(sub { ... }, $seconds) -> true once the sub returns true
+sub wait_for
+{
+	my ($cond, $secs) = @_;
+	for (1 .. $secs * 10)
+	{
+		return 1 if $cond->();
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
+}
+
 1;

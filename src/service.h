@@ -1,0 +1,199 @@
+/*
+ * service.h — the GPU service (issue #16, phase 1): one background worker
+ * per server runs the selections of every backend, so only one process
+ * ever creates a CUDA context.
+ *
+ * Shared memory (main segment, sized in _PG_init's shmem_request_hook, all
+ * set up by service_shmem.c):
+ *
+ *   GsSvcControl   the service's state, pid, device, counters, the pool's
+ *                  free list (under one LWLock)
+ *   GsSvcJob[]     one job slot per backend, indexed by its proc number
+ *   GsSvcChunk[]   one descriptor per key-pool chunk
+ *   pool           nchunks * chunk_bytes, page aligned (page-locked once by
+ *                  the service in CUDA mode)
+ *
+ * Protocol (service_client.c = backend, service_main.c = service):
+ * a job's state word moves FREE -> OPEN (owner took the slot, copies its
+ * keys and ranks into pool chunks) -> SUBMITTED (owner; SetLatch service)
+ * -> RUNNING -> WRITING -> DONE | FAILED (service; SetLatch owner) -> FREE
+ * (owner, after reading the answer and freeing the chunks).  The owner may
+ * move SUBMITTED, RUNNING or WRITING -> ABANDONED (cancel, timeout, exit);
+ * the service then frees the chunks and sets FREE.  Every transition the
+ * two sides race on is a compare-and-swap, so a stale actor never writes
+ * into a slot the other side has moved on.
+ */
+#ifndef GS_SERVICE_H
+#define GS_SERVICE_H
+
+#include "postgres.h"
+#include "pg_compat.h"
+
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "utils/timestamp.h"
+
+#include "gs_engine.h"
+#include "gpu_path.h"
+
+/* gpuselect.service */
+typedef enum GsServiceMode
+{
+	GS_SERVICE_OFF = 0,
+	GS_SERVICE_ON,				/* CUDA engine (USE_CUDA=1 builds) */
+	GS_SERVICE_CPU_TEST			/* the CPU engine on the shared keys (CI) */
+} GsServiceMode;
+
+/* the service's state (GsSvcControl.state) */
+typedef enum GsSvcState
+{
+	GS_SVC_OFF = 0,				/* not registered (setting, build, pool size) */
+	GS_SVC_STARTING,			/* registered, not (yet) running or opening */
+	GS_SVC_READY,				/* takes jobs */
+	GS_SVC_DOWN,				/* exited; the postmaster restarts it */
+	GS_SVC_UNAVAILABLE			/* no usable device; exits and retries later */
+} GsSvcState;
+
+typedef enum GsJobState
+{
+	GS_JOB_FREE = 0,
+	GS_JOB_OPEN,
+	GS_JOB_SUBMITTED,
+	GS_JOB_RUNNING,
+	GS_JOB_WRITING,
+	GS_JOB_DONE,
+	GS_JOB_FAILED,
+	GS_JOB_ABANDONED
+} GsJobState;
+
+/* test hook gpuselect.test_service_fault: what the service does to a job */
+#define GS_SVC_FAULT_NONE 0
+#define GS_SVC_FAULT_FAIL 1		/* the job fails as a failed launch would */
+#define GS_SVC_FAULT_STICKY 2	/* ... and the service exits as on a sticky error */
+
+/*
+ * One job.  The owner writes the request fields while it holds the slot in
+ * OPEN, the service the response fields while it holds it in RUNNING /
+ * WRITING; the CAS on `state` orders them.  The keys and the io area
+ * (ranks, then the answers) live in one list of pool chunks from `head`:
+ * the first key_chunks hold the keys, the rest the io area.
+ */
+typedef struct GsSvcJob
+{
+	pg_atomic_uint32 state;		/* GsJobState */
+	PGPROC	   *owner_proc;		/* to SetLatch the owner; its pid tells a live owner */
+	int			owner_pid;
+	uint64		epoch;			/* the service incarnation it was submitted to */
+
+	/* request */
+	uint32		key_bytes;		/* 2, 4 or 8 */
+	bool		approx;
+	uint32		approx_buckets;
+	uint64		seed;
+	int			cpu_path;		/* gpuselect.test_cpu_path (cpu_test) */
+	int			delay_ms;		/* gpuselect.test_service_delay */
+	int			fault;			/* GS_SVC_FAULT_* */
+	uint64		nkeys;
+	int			nranks;
+	int			head;			/* first chunk, -1 = none */
+	int			nchunks;
+	int			key_chunks;
+	TimestampTz submit_time;
+
+	/* response */
+	int			status;			/* gs_status */
+	char		message[192];
+	double		queue_ms;
+	double		copy_ms;
+	double		select_ms;
+	uint64		bytes_copied;
+} GsSvcJob;
+
+typedef struct GsSvcChunk
+{
+	int			next;			/* next chunk of the same list (-1: end) */
+	int			job;			/* owning job slot, -1 when free */
+} GsSvcChunk;
+
+typedef struct GsSvcControl
+{
+	pg_atomic_uint32 state;		/* GsSvcState */
+	pg_atomic_uint64 epoch;		/* + 1 at each service start */
+	pg_atomic_uint64 heartbeat; /* TimestampTz of the service's last loop round */
+	pg_atomic_uint64 served;
+	pg_atomic_uint64 failed;
+	pg_atomic_uint64 fallen_back;
+	pg_atomic_uint64 canceled;
+	pg_atomic_uint64 timed_out;
+	pg_atomic_uint64 pool_exhausted;
+	pg_atomic_uint64 bytes_in_use;
+
+	LWLock	   *lock;			/* the free list; the fields below it */
+	int			svc_pid;
+	PGPROC	   *svc_proc;
+	TimestampTz up_since;
+	int			starts;
+	char		device[128];
+	char		reason[256];
+
+	int			njobs;
+	int			nchunks;
+	Size		chunk_bytes;
+	int			free_head;
+	int			nfree;
+} GsSvcControl;
+
+/* set up by service_shmem.c's startup hook (inherited by every child) */
+extern GsSvcControl *gs_svc_ctl;
+extern GsSvcJob *gs_svc_jobs;
+extern GsSvcChunk *gs_svc_chunks;
+extern char *gs_svc_pool;
+
+/* settings (service_shmem.c) */
+extern int	gs_guc_service;		/* GsServiceMode */
+extern int	gs_guc_key_pool_size;	/* MB */
+extern int	gs_guc_key_pool_chunk_size; /* kB */
+extern int	gs_guc_service_timeout; /* ms */
+extern int	gs_guc_test_service_delay;	/* ms */
+extern int	gs_guc_test_service_fault;
+
+/* _PG_init (gpuselect.c): settings always; the rest only when preloading */
+extern void gs_service_define_gucs(void);
+extern void gs_service_preload_init(void);
+
+/* true in every process of a server that runs the service (backends route
+ * GPU-bound groups to it; they never create a CUDA context themselves) */
+extern bool gs_service_in_use(void);
+
+/* pool (service_shmem.c): all-or-nothing allocation of n chunks for job
+ * slot `job`; -1 when the pool has fewer free.  Freeing checks every
+ * index and owner and never raises an ERROR. */
+extern int	gs_pool_alloc(int n, int job);
+extern void gs_pool_free_list(int head, int job);
+/* copy len bytes at byte offset off of a job's chunk list to/from buf;
+ * false when the list is shorter or an index/owner check fails */
+extern bool gs_pool_copy(int head, int job, Size off, void *buf, Size len, bool to_pool);
+/* the chunk's memory after the index and owner checks, else NULL */
+extern char *gs_pool_chunk(int idx, int job);
+
+/* bytes of a job's io area per rank: the rank, then the answer */
+#define GS_SVC_IO_BYTES_PER_RANK (sizeof(uint64) + sizeof(gs_approx_pick))
+
+/* the service's main (service_main.c), named in the worker's registration */
+extern PGDLLEXPORT void gs_service_main(Datum arg);
+
+/* the client (service_client.c): run a selection through the service.
+ * Returns GPU_PATH_NOT_USED (with the reason in info->path) when the
+ * service could not answer in auto mode; ERROR in gpu mode. */
+extern GpuPathOutcome gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
+										uint64 *out_keys, gs_approx_pick *picks,
+										GsRunInfo *info);
+
+/* gpuselect_status() fields (service_shmem.c) */
+extern void gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
+							  void *arg);
+
+extern const char *gs_svc_state_name(uint32 state);
+
+#endif							/* GS_SERVICE_H */

@@ -1,0 +1,182 @@
+/*
+ * service_cuda.c — the GPU service's CUDA device backend (CUDA builds only;
+ * service_cuda_none.c otherwise).  Plain C over kernels/cuda/gs_cuda.h: no
+ * PostgreSQL header, no ereport, so no longjmp ever crosses a CUDA frame.
+ *
+ * The engine is opened once, when the service starts, and the whole key
+ * pool is page-locked once then; a job's keys are copied from their pool
+ * chunks into one device buffer (asynchronous copies on the engine's copy
+ * stream, one sync), 2-byte keys are widened to 4 on the device as
+ * gpu_path.c does, the engine selects, and the buffers are freed.
+ * Phase 1 copies at the final call; copying chunks during the scan is
+ * phase 2 (docs/design-gpu-service.md, section 5).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "gs_cuda.h"
+#include "service_cuda.h"
+
+static gs_cuda_engine *svc_engine = NULL;
+static void *svc_pool_locked = NULL;
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+gs_status
+gs_svc_cuda_open(void *pool, size_t pool_bytes, char *name, size_t namelen, gs_error *err)
+{
+	gs_status	s;
+	size_t		free_b = 0,
+				total_b = 0;
+	gs_error	reg_err;
+
+	s = gs_cuda_open(0, &svc_engine, err);
+	if (s != GS_OK)
+	{
+		svc_engine = NULL;
+		return s;
+	}
+	s = gs_cuda_device_info(svc_engine, name, namelen, &free_b, &total_b, err);
+	if (s != GS_OK)
+	{
+		gs_cuda_close(svc_engine);
+		svc_engine = NULL;
+		return s;
+	}
+	/* an unlocked pool still works (staged copies), only slower: say so */
+	memset(&reg_err, 0, sizeof(reg_err));
+	if (pool_bytes > 0 &&
+		gs_cuda_host_register(svc_engine, pool, pool_bytes, &reg_err) == GS_OK)
+		svc_pool_locked = pool;
+	else if (pool_bytes > 0)
+	{
+		size_t		len = strlen(name);
+
+		if (len < namelen)
+			snprintf(name + len, namelen - len, " (key pool not page-locked: %s)", reg_err.message);
+	}
+	return GS_OK;
+}
+
+static void
+widen_mask(unsigned key_bytes, size_t nranks, uint64_t *out_keys, gs_approx_pick *picks)
+{
+	/* the engine returns keys widened to 64 bits: 2-byte keys went as 4 */
+	if (key_bytes != 2)
+		return;
+	for (size_t i = 0; i < nranks; i++)
+	{
+		if (picks)
+			picks[i].key &= 0xFFFF;
+		else
+			out_keys[i] &= 0xFFFF;
+	}
+}
+
+gs_status
+gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
+				   uint64_t *out_keys, gs_approx_pick *picks,
+				   const gs_options *opt, double *copy_ms, uint64_t *bytes_copied,
+				   bool *sticky, gs_error *err)
+{
+	size_t		n = gs_input_count(in);
+	unsigned	kb = in->key_bytes;
+	char	   *d_raw = NULL;
+	void	   *d_keys = NULL;
+	unsigned	sel_kb = kb == 2 ? 4 : kb;
+	size_t		off = 0;
+	double		t0 = now_ms();
+	gs_status	s;
+
+	*sticky = false;
+	*copy_ms = 0;
+	*bytes_copied = 0;
+	if (svc_engine == NULL)
+	{
+		err->status = GS_ERR_NO_DEVICE;
+		snprintf(err->message, sizeof(err->message), "the CUDA engine is not open");
+		return GS_ERR_NO_DEVICE;
+	}
+
+	s = gs_cuda_alloc(svc_engine, n * kb, (void **) &d_raw, err);
+	for (size_t i = 0; s == GS_OK && i < in->nsegs; i++)
+	{
+		size_t		bytes = in->segs[i].n * kb;
+
+		s = gs_cuda_copy_to_device_async(svc_engine, d_raw + off, in->segs[i].keys, bytes, err);
+		off += bytes;
+	}
+	if (s == GS_OK)
+		s = gs_cuda_sync(svc_engine, err);
+	d_keys = d_raw;
+	if (s == GS_OK && kb == 2)
+	{
+		void	   *d_wide = NULL;
+
+		s = gs_cuda_alloc(svc_engine, n * 4, &d_wide, err);
+		if (s == GS_OK)
+			s = gs_cuda_widen16(svc_engine, d_raw, d_wide, n, err);
+		if (s == GS_OK)
+			s = gs_cuda_sync(svc_engine, err);
+		gs_cuda_free(svc_engine, d_raw);
+		d_raw = NULL;
+		d_keys = d_wide;
+	}
+	*copy_ms = now_ms() - t0;
+	*bytes_copied = off;
+
+	if (s == GS_OK)
+	{
+		if (picks)
+			s = gs_cuda_select_approx(svc_engine, d_keys, n, sel_kb, ranks, nranks, opt, picks, err);
+		else
+			s = gs_cuda_select(svc_engine, d_keys, n, sel_kb, ranks, nranks, out_keys, opt, err);
+	}
+	if (d_keys)
+		gs_cuda_free(svc_engine, d_keys);
+
+	if (s == GS_OK)
+		widen_mask(kb, nranks, out_keys, picks);
+	else if (s == GS_ERR_DEVICE)
+	{
+		gs_error	sync_err;
+
+		/* a failure the context cannot recover from: the service restarts */
+		memset(&sync_err, 0, sizeof(sync_err));
+		if (gs_cuda_sync(svc_engine, &sync_err) != GS_OK)
+			*sticky = true;
+	}
+	err->status = s;
+	return s;
+}
+
+size_t
+gs_svc_cuda_device_bytes(void)
+{
+	size_t		dev = 0,
+				host = 0;
+
+	if (svc_engine)
+		gs_cuda_memory_in_use(svc_engine, &dev, &host);
+	return dev;
+}
+
+void
+gs_svc_cuda_close(void)
+{
+	if (svc_engine == NULL)
+		return;
+	if (svc_pool_locked)
+		gs_cuda_host_unregister(svc_engine, svc_pool_locked);
+	svc_pool_locked = NULL;
+	gs_cuda_close(svc_engine);
+	svc_engine = NULL;
+}

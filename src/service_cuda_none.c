@@ -1,0 +1,51 @@
+/*
+ * service_cuda_none.c — the service's CUDA backend in a CPU-only build
+ * (USE_CUDA=0): there is none.  service_shmem.c does not start the service
+ * in "on" mode in such a build, so these only answer "no device".
+ */
+#include <stdio.h>
+
+#include "service_cuda.h"
+
+gs_status
+gs_svc_cuda_open(void *pool, size_t pool_bytes, char *name, size_t namelen, gs_error *err)
+{
+	(void) pool;
+	(void) pool_bytes;
+	if (namelen > 0)
+		name[0] = '\0';
+	err->status = GS_ERR_NO_DEVICE;
+	snprintf(err->message, sizeof(err->message), "this build has no CUDA support");
+	return GS_ERR_NO_DEVICE;
+}
+
+gs_status
+gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
+				   uint64_t *out_keys, gs_approx_pick *picks,
+				   const gs_options *opt, double *copy_ms, uint64_t *bytes_copied,
+				   bool *sticky, gs_error *err)
+{
+	(void) in;
+	(void) ranks;
+	(void) nranks;
+	(void) out_keys;
+	(void) picks;
+	(void) opt;
+	*copy_ms = 0;
+	*bytes_copied = 0;
+	*sticky = false;
+	err->status = GS_ERR_NO_DEVICE;
+	snprintf(err->message, sizeof(err->message), "this build has no CUDA support");
+	return GS_ERR_NO_DEVICE;
+}
+
+size_t
+gs_svc_cuda_device_bytes(void)
+{
+	return 0;
+}
+
+void
+gs_svc_cuda_close(void)
+{
+}

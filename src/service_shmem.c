@@ -1,0 +1,456 @@
+/*
+ * service_shmem.c — the GPU service's settings, its shared memory (control
+ * struct, job slots, key pool), its registration as a background worker,
+ * the pool's chunk allocator and the service's gpuselect_status() fields.
+ *
+ * Everything here runs in the postmaster (at preload) or is plain shared
+ * memory bookkeeping; no CUDA (service.h describes the layout and protocol).
+ */
+#include "postgres.h"
+#include "pg_compat.h"
+
+#include <limits.h>
+
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+#include "service.h"
+
+GsSvcControl *gs_svc_ctl = NULL;
+GsSvcJob   *gs_svc_jobs = NULL;
+GsSvcChunk *gs_svc_chunks = NULL;
+char	   *gs_svc_pool = NULL;
+
+int			gs_guc_service = GS_SERVICE_ON;
+int			gs_guc_key_pool_size = 256;
+int			gs_guc_key_pool_chunk_size = 4096;
+int			gs_guc_service_timeout = 30000;
+int			gs_guc_test_service_delay = 0;
+int			gs_guc_test_service_fault = GS_SVC_FAULT_NONE;
+
+/* set in the postmaster at preload, inherited by every child it forks */
+static bool gs_svc_preloaded = false;
+static bool gs_svc_registered = false;
+static const char *gs_svc_off_reason = "gpuselect is not in shared_preload_libraries";
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+#define GS_SVC_PAGE 4096
+
+static const struct config_enum_entry gs_service_options[] = {
+	{"off", GS_SERVICE_OFF, false},
+	{"on", GS_SERVICE_ON, false},
+	{"cpu_test", GS_SERVICE_CPU_TEST, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry gs_service_fault_options[] = {
+	{"none", GS_SVC_FAULT_NONE, false},
+	{"fail", GS_SVC_FAULT_FAIL, false},
+	{"sticky", GS_SVC_FAULT_STICKY, false},
+	{NULL, 0, false}
+};
+
+const char *
+gs_svc_state_name(uint32 state)
+{
+	switch ((GsSvcState) state)
+	{
+		case GS_SVC_OFF:
+			return "off";
+		case GS_SVC_STARTING:
+			return "starting";
+		case GS_SVC_READY:
+			return "ready";
+		case GS_SVC_DOWN:
+			return "down";
+		case GS_SVC_UNAVAILABLE:
+			return "unavailable";
+	}
+	return "?";
+}
+
+/* settings every session sees, preloaded or not */
+void
+gs_service_define_gucs(void)
+{
+	DefineCustomIntVariable("gpuselect.service_timeout",
+							"Longest wait for the GPU service's answer to one selection.",
+							"Past it the request is abandoned: gpuselect.device = auto selects on the CPU, "
+							"gpu raises an ERROR.",
+							&gs_guc_service_timeout,
+							30000, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_service_delay",
+							"Test hook: the GPU service waits this long before it runs a job of this session.",
+							"Lets tests cancel, time out, terminate or kill while a request waits.",
+							&gs_guc_test_service_delay,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpuselect.test_service_fault",
+							 "Test hook: the GPU service fails this session's jobs (fail) and also exits as on a sticky device error (sticky).",
+							 NULL,
+							 &gs_guc_test_service_fault,
+							 GS_SVC_FAULT_NONE,
+							 gs_service_fault_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+}
+
+static Size
+gs_svc_shmem_size(int *njobs, int *nchunks, Size *chunk_bytes)
+{
+	Size		size;
+
+	*njobs = MaxBackends + 1;	/* ProcNumber 0-based (17+), BackendId 1-based (15/16) */
+	*chunk_bytes = (Size) gs_guc_key_pool_chunk_size * 1024;
+	*nchunks = (int) (((Size) gs_guc_key_pool_size << 20) / *chunk_bytes);
+
+	size = MAXALIGN(sizeof(GsSvcControl));
+	size = add_size(size, MAXALIGN(mul_size(*njobs, sizeof(GsSvcJob))));
+	size = add_size(size, MAXALIGN(mul_size(*nchunks, sizeof(GsSvcChunk))));
+	size = add_size(size, mul_size(*nchunks, *chunk_bytes));
+	size = add_size(size, GS_SVC_PAGE);	/* page alignment of the pool */
+	return size;
+}
+
+static void
+gs_svc_shmem_request(void)
+{
+	int			njobs,
+				nchunks;
+	Size		chunk_bytes;
+
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(gs_svc_shmem_size(&njobs, &nchunks, &chunk_bytes));
+	RequestNamedLWLockTranche("gpuselect_service", 1);
+}
+
+/*
+ * Runs in the postmaster at start and after every crash restart (shared
+ * memory is new then: found is false), and never in a child.
+ */
+static void
+gs_svc_shmem_startup(void)
+{
+	int			njobs,
+				nchunks;
+	Size		chunk_bytes,
+				size;
+	bool		found;
+	char	   *p;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	size = gs_svc_shmem_size(&njobs, &nchunks, &chunk_bytes);
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	p = ShmemInitStruct("gpuselect service", size, &found);
+	gs_svc_ctl = (GsSvcControl *) p;
+	p += MAXALIGN(sizeof(GsSvcControl));
+	gs_svc_jobs = (GsSvcJob *) p;
+	p += MAXALIGN(mul_size(njobs, sizeof(GsSvcJob)));
+	gs_svc_chunks = (GsSvcChunk *) p;
+	p += MAXALIGN(mul_size(nchunks, sizeof(GsSvcChunk)));
+	gs_svc_pool = (char *) TYPEALIGN(GS_SVC_PAGE, p);
+
+	if (!found)
+	{
+		GsSvcControl *c = gs_svc_ctl;
+
+		memset(c, 0, sizeof(*c));
+		pg_atomic_init_u32(&c->state, gs_svc_registered ? GS_SVC_STARTING : GS_SVC_OFF);
+		pg_atomic_init_u64(&c->epoch, 0);
+		pg_atomic_init_u64(&c->heartbeat, 0);
+		pg_atomic_init_u64(&c->served, 0);
+		pg_atomic_init_u64(&c->failed, 0);
+		pg_atomic_init_u64(&c->fallen_back, 0);
+		pg_atomic_init_u64(&c->canceled, 0);
+		pg_atomic_init_u64(&c->timed_out, 0);
+		pg_atomic_init_u64(&c->pool_exhausted, 0);
+		pg_atomic_init_u64(&c->bytes_in_use, 0);
+		c->lock = &(GetNamedLWLockTranche("gpuselect_service"))->lock;
+		strlcpy(c->reason, gs_svc_registered ? "" : gs_svc_off_reason, sizeof(c->reason));
+		c->njobs = njobs;
+		c->nchunks = nchunks;
+		c->chunk_bytes = chunk_bytes;
+		for (int i = 0; i < njobs; i++)
+		{
+			memset(&gs_svc_jobs[i], 0, sizeof(GsSvcJob));
+			pg_atomic_init_u32(&gs_svc_jobs[i].state, GS_JOB_FREE);
+			gs_svc_jobs[i].head = -1;
+		}
+		for (int i = 0; i < nchunks; i++)
+		{
+			gs_svc_chunks[i].next = i + 1 < nchunks ? i + 1 : -1;
+			gs_svc_chunks[i].job = -1;
+		}
+		c->free_head = nchunks > 0 ? 0 : -1;
+		c->nfree = nchunks;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+static void
+gs_svc_register_worker(void)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	bgw.bgw_start_time = BgWorkerStart_PostmasterStart;
+	/* exit code 1 (sticky device error, SIGTERM): started again after this */
+	bgw.bgw_restart_time = 2;
+	strlcpy(bgw.bgw_library_name, "gpuselect", BGW_MAXLEN);
+	strlcpy(bgw.bgw_function_name, "gs_service_main", BGW_MAXLEN);
+	strlcpy(bgw.bgw_name, "gpuselect GPU service", BGW_MAXLEN);
+	strlcpy(bgw.bgw_type, "gpuselect GPU service", BGW_MAXLEN);
+	RegisterBackgroundWorker(&bgw);
+}
+
+/*
+ * _PG_init in the postmaster while shared_preload_libraries loads: the
+ * server-wide settings, the shared memory hooks and, unless the service is
+ * off, the worker.  No CUDA here: children would inherit the context.
+ */
+void
+gs_service_preload_init(void)
+{
+	DefineCustomEnumVariable("gpuselect.service",
+							 "The server's GPU service: on (CUDA), cpu_test (the CPU engine, for tests) or off.",
+							 "on/cpu_test: one background worker runs every backend's GPU selections; off: each "
+							 "backend uses the GPU itself, as without shared_preload_libraries.",
+							 &gs_guc_service,
+							 GS_SERVICE_ON,
+							 gs_service_options,
+							 PGC_POSTMASTER, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.key_pool_size",
+							"Shared memory for the keys backends hand to the GPU service.",
+							"Taken from the main shared memory segment at server start; 0: no pool, no service.",
+							&gs_guc_key_pool_size,
+							256, 0, INT_MAX / 2,
+							PGC_POSTMASTER, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.key_pool_chunk_size",
+							"Size of one chunk of the key pool.",
+							"A group takes whole chunks for its keys and one or more for its fractions.",
+							&gs_guc_key_pool_chunk_size,
+							4096, 64, 1024 * 1024,
+							PGC_POSTMASTER, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	gs_svc_preloaded = true;
+	if (gs_guc_service == GS_SERVICE_OFF)
+		gs_svc_off_reason = "gpuselect.service is off";
+	else if (gs_guc_key_pool_size == 0)
+		gs_svc_off_reason = "gpuselect.key_pool_size is 0";
+#ifndef GS_HAVE_CUDA
+	else if (gs_guc_service == GS_SERVICE_ON)
+		gs_svc_off_reason = "gpuselect.service is on but this build has no CUDA support "
+			"(built with USE_CUDA=0; cpu_test runs the CPU engine in the service)";
+#endif
+	else
+		gs_svc_registered = true;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = gs_svc_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = gs_svc_shmem_startup;
+
+	if (gs_svc_registered)
+		gs_svc_register_worker();
+}
+
+bool
+gs_service_in_use(void)
+{
+	return gs_svc_registered && gs_svc_ctl != NULL;
+}
+
+/* ---------------- the key pool ---------------- */
+
+int
+gs_pool_alloc(int n, int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			head = -1;
+
+	if (n <= 0)
+		return -1;
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	if (c->nfree >= n)
+	{
+		int			prev = -1;
+
+		for (int i = 0; i < n; i++)
+		{
+			int			idx = c->free_head;
+
+			Assert(idx >= 0 && idx < c->nchunks);
+			c->free_head = gs_svc_chunks[idx].next;
+			gs_svc_chunks[idx].job = job;
+			gs_svc_chunks[idx].next = -1;
+			if (prev < 0)
+				head = idx;
+			else
+				gs_svc_chunks[prev].next = idx;
+			prev = idx;
+		}
+		c->nfree -= n;
+		pg_atomic_fetch_add_u64(&c->bytes_in_use, (uint64) n * c->chunk_bytes);
+	}
+	LWLockRelease(c->lock);
+	return head;
+}
+
+/*
+ * Back to the free list: the chunks of the list from head that job owns.
+ * Stops at the first index out of range or owned by another job (a list
+ * is never longer than the pool, so it ends).  Never raises an ERROR:
+ * it runs from PG_CATCH blocks and exit callbacks.
+ */
+void
+gs_pool_free_list(int head, int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			idx = head;
+	int			n = 0;
+
+	if (head < 0)
+		return;
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	while (idx >= 0 && idx < c->nchunks && gs_svc_chunks[idx].job == job && n < c->nchunks)
+	{
+		int			next = gs_svc_chunks[idx].next;
+
+		gs_svc_chunks[idx].job = -1;
+		gs_svc_chunks[idx].next = c->free_head;
+		c->free_head = idx;
+		c->nfree++;
+		n++;
+		idx = next;
+	}
+	pg_atomic_fetch_sub_u64(&c->bytes_in_use, (uint64) n * c->chunk_bytes);
+	LWLockRelease(c->lock);
+}
+
+char *
+gs_pool_chunk(int idx, int job)
+{
+	if (idx < 0 || idx >= gs_svc_ctl->nchunks || gs_svc_chunks[idx].job != job)
+		return NULL;
+	return gs_svc_pool + (Size) idx * gs_svc_ctl->chunk_bytes;
+}
+
+bool
+gs_pool_copy(int head, int job, Size off, void *buf, Size len, bool to_pool)
+{
+	Size		cb = gs_svc_ctl->chunk_bytes;
+	int			idx = head;
+	int			steps = 0;
+	char	   *b = (char *) buf;
+
+	while (len > 0)
+	{
+		char	   *mem = gs_pool_chunk(idx, job);
+
+		if (mem == NULL || ++steps > gs_svc_ctl->nchunks)
+			return false;
+		if (off >= cb)
+			off -= cb;
+		else
+		{
+			Size		piece = Min(len, cb - off);
+
+			if (to_pool)
+				memcpy(mem + off, b, piece);
+			else
+				memcpy(b, mem + off, piece);
+			b += piece;
+			len -= piece;
+			off = 0;
+		}
+		idx = gs_svc_chunks[idx].next;
+	}
+	return true;
+}
+
+/* ---------------- gpuselect_status() ---------------- */
+
+#define EMIT_U64(name, v) emit(name, psprintf(UINT64_FORMAT, (uint64) (v)), arg)
+
+void
+gs_service_status(void (*emit) (const char *name, const char *value, void *arg), void *arg)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	uint32		state;
+	int			pid,
+				starts,
+				queue = 0,
+				busy = 0;
+	TimestampTz up_since,
+				beat;
+	char		device[128],
+				reason[256];
+
+	if (!gs_svc_preloaded || c == NULL)
+	{
+		emit("service", "off", arg);
+		emit("service_state", "off", arg);
+		emit("service_reason", gs_svc_off_reason, arg);
+		return;
+	}
+	LWLockAcquire(c->lock, LW_SHARED);
+	pid = c->svc_pid;
+	starts = c->starts;
+	up_since = c->up_since;
+	strlcpy(device, c->device, sizeof(device));
+	strlcpy(reason, c->reason, sizeof(reason));
+	LWLockRelease(c->lock);
+	state = pg_atomic_read_u32(&c->state);
+	beat = (TimestampTz) pg_atomic_read_u64(&c->heartbeat);
+	for (int i = 0; i < c->njobs; i++)
+	{
+		uint32		s = pg_atomic_read_u32(&gs_svc_jobs[i].state);
+
+		if (s == GS_JOB_SUBMITTED || s == GS_JOB_RUNNING)
+			queue++;
+		if (s != GS_JOB_FREE)
+			busy++;
+	}
+
+	emit("service", gs_guc_service == GS_SERVICE_ON ? "on" :
+		 gs_guc_service == GS_SERVICE_CPU_TEST ? "cpu_test" : "off", arg);
+	emit("service_state", gs_svc_state_name(state), arg);
+	emit("service_reason", reason[0] ? reason : NULL, arg);
+	emit("service_pid", pid > 0 ? psprintf("%d", pid) : NULL, arg);
+	emit("service_up_since", pid > 0 && up_since ? pstrdup(timestamptz_to_str(up_since)) : NULL, arg);
+	emit("service_starts", psprintf("%d", starts), arg);
+	emit("service_device", device[0] ? device : NULL, arg);
+	emit("service_heartbeat_age_ms", pid > 0 && beat ?
+		 psprintf(INT64_FORMAT, (int64) ((GetCurrentTimestamp() - beat) / 1000)) : NULL, arg);
+	emit("service_queue_length", psprintf("%d", queue), arg);
+	emit("service_slots_in_use", psprintf("%d", busy), arg);
+	EMIT_U64("service_served", pg_atomic_read_u64(&c->served));
+	EMIT_U64("service_failed", pg_atomic_read_u64(&c->failed));
+	EMIT_U64("service_fallen_back", pg_atomic_read_u64(&c->fallen_back));
+	EMIT_U64("service_canceled", pg_atomic_read_u64(&c->canceled));
+	EMIT_U64("service_timed_out", pg_atomic_read_u64(&c->timed_out));
+	EMIT_U64("service_pool_exhausted", pg_atomic_read_u64(&c->pool_exhausted));
+	EMIT_U64("key_pool_bytes", (uint64) c->nchunks * c->chunk_bytes);
+	EMIT_U64("key_pool_chunk_bytes", c->chunk_bytes);
+	EMIT_U64("key_pool_used_bytes", pg_atomic_read_u64(&c->bytes_in_use));
+}

@@ -1,0 +1,119 @@
+#!/bin/bash
+# test/bench/concurrency_bench.sh — many sessions at once (a dashboard's
+# load, issue #16): pgbench clients each running gpu_quantiles over a float8
+# table, device = cpu against the GPU service, every answer checked.
+#
+# Runs against the server the PG* variables name, with gpuselect installed
+# and, for the service rows, in shared_preload_libraries with
+# gpuselect.service = on (or cpu_test), e.g. on the GPU machine:
+#   source .gpubundle/pg-up; make USE_CUDA=1 install
+#   psql -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
+#        -c "ALTER SYSTEM SET max_connections = 320"
+#   runuser -u pgrun -- env LD_LIBRARY_PATH=$LD_LIBRARY_PATH pg_ctl -D $PGDATA -l /tmp/pg.log -w restart
+#   test/bench/concurrency_bench.sh
+# Without the service (not preloaded / off) the "service" rows are skipped.
+#
+# Per (rows, mode, clients): pgbench -c C -j C -t TX runs one query per
+# transaction; the query divides by zero when its answer differs from the
+# built-in percentile_disc computed once beforehand, so a wrong answer is a
+# failed transaction.  Reported: wall seconds, queries per second (pgbench's
+# tps without connection time), mean and p95 latency (from pgbench's
+# per-transaction log), failed transactions, and the GPU's peak memory in use
+# (nvidia-smi, sampled every 0.2 s) when there is one.
+#   GS_CB_ROWS     table sizes      (default "2000000 10000000")
+#   GS_CB_CLIENTS  client counts    (default "1 16 64 150")
+#   GS_CB_TX       queries a client (default 3)
+#   GS_CB_MODES    "cpu service"    (default both)
+#   GS_CB_OUT      also write the table here (default: stdout only)
+set -u -o pipefail
+ROWS=${GS_CB_ROWS:-"2000000 10000000"}
+CLIENTS=${GS_CB_CLIENTS:-"1 16 64 150"}
+TX=${GS_CB_TX:-3}
+MODES=${GS_CB_MODES:-"cpu service"}
+OUT=${GS_CB_OUT:-/dev/null}
+PSQL="psql -X -q -At -v ON_ERROR_STOP=1"
+FR="'{0.01,0.5,0.99}'::float8[]"
+WORK=$(mktemp -d /tmp/gs-cbench.XXXXXX)
+chmod 777 "$WORK"
+trap 'rm -rf "$WORK"' EXIT
+
+command -v pgbench >/dev/null || { echo "no pgbench on PATH"; exit 1; }
+$PSQL -c "CREATE EXTENSION IF NOT EXISTS gpuselect" || exit 1
+maxc=$($PSQL -c "SHOW max_connections")
+svc_state=$($PSQL -c "SELECT value FROM gpuselect_status() WHERE name = 'service_state'")
+svc_dev=$($PSQL -c "SELECT value FROM gpuselect_status() WHERE name = 'service_device'")
+echo "server: $($PSQL -c 'SELECT version()')"
+echo "max_connections=$maxc  service_state=$svc_state  service_device=$svc_dev"
+
+gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1; }
+has_gpu=0
+[ -n "$(gpu_mem)" ] && has_gpu=1
+
+rows_out=()
+line() { rows_out+=("$(printf '| %9s | %-7s | %7s | %8s | %9s | %10s | %10s | %6s | %12s |' "$@")"); }
+line rows mode clients wall_s qps mean_ms p95_ms failed gpu_peak_MiB
+line --------- ------- ------- -------- --------- ---------- ---------- ------ ------------
+
+for n in $ROWS; do
+	$PSQL -c "DROP TABLE IF EXISTS gs_cb" -c "CREATE TABLE gs_cb AS SELECT random() AS x FROM generate_series(1, $n)" -c "VACUUM ANALYZE gs_cb" 2>/dev/null || exit 1
+	expected=$($PSQL -c "SELECT (percentile_disc($FR) WITHIN GROUP (ORDER BY x))::text FROM gs_cb")
+	# a wrong answer divides by zero (at run time: the comparison is not a
+	# constant): pgbench counts a failed transaction
+	cat >"$WORK/q.sql" <<SQL
+SELECT 1 / (gpu_quantiles(x, $FR)::text = '$expected')::int FROM gs_cb;
+SQL
+	for mode in $MODES; do
+		case $mode in
+		cpu) opts="-c gpuselect.device=cpu" ;;
+		service)
+			if [ "$svc_state" != ready ]; then
+				echo "(service rows skipped: service_state is '$svc_state')"
+				continue
+			fi
+			opts="-c gpuselect.device=gpu" ;;
+		*) echo "unknown mode $mode"; exit 1 ;;
+		esac
+		for c in $CLIENTS; do
+			if [ "$c" -ge "$maxc" ]; then
+				line "$n" "$mode" "$c" "-" "-" "-" "-" "-" "max_connections=$maxc"
+				continue
+			fi
+			rm -f "$WORK"/pgbench_log.*
+			peak=0
+			if [ $has_gpu = 1 ]; then
+				( while :; do gpu_mem; sleep 0.2; done ) >"$WORK/mem.txt" 2>/dev/null &
+				mempid=$!
+			fi
+			t0=$(date +%s.%N)
+			PGOPTIONS="$opts" pgbench -n -c "$c" -j "$c" -t "$TX" -f "$WORK/q.sql" \
+				-l --log-prefix="$WORK/pgbench_log" >"$WORK/pgbench.out" 2>&1
+			rc=$?
+			t1=$(date +%s.%N)
+			if [ $has_gpu = 1 ]; then
+				kill "$mempid" 2>/dev/null; wait "$mempid" 2>/dev/null
+				peak=$(sort -n "$WORK/mem.txt" | tail -1)
+			fi
+			qps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$WORK/pgbench.out")
+			failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")
+			done_tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")
+			# a client that aborted leaves transactions neither done nor failed
+			failed=$(( ${failed:-0} + c * TX - ${done_tx:-0} ))
+			# latency (µs) is the third field of pgbench's per-transaction log
+			read -r mean p95 < <(cat "$WORK"/pgbench_log.* 2>/dev/null | awk '{print $3}' | sort -n |
+				awk '{ a[NR] = $1; s += $1 } END { if (NR) { i = int(NR * 0.95 + 0.999); if (i > NR) i = NR;
+					printf "%.1f %.1f\n", s / NR / 1000, a[i] / 1000 } else print "- -" }')
+			line "$n" "$mode" "$c" "$(echo "$t1 - $t0" | bc | xargs printf '%.2f')" "${qps:-ERR}" "$mean" "$p95" "$failed" \
+				"$([ $has_gpu = 1 ] && echo "$peak" || echo n/a)"
+			[ $rc = 0 ] || { echo "pgbench rc=$rc ($n rows, $mode, $c clients):"; grep -iE 'error|abort' "$WORK/pgbench.out" | head -5; }
+		done
+	done
+done
+$PSQL -c "DROP TABLE IF EXISTS gs_cb"
+
+{
+	echo "concurrency_bench.sh $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname); $TX queries per client; gpu_quantiles(x, $FR)"
+	echo "service: $svc_state ($svc_dev)"
+	printf '%s\n' "${rows_out[@]}"
+	echo
+	$PSQL -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%'"
+} | tee "$OUT"
