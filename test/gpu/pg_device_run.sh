@@ -75,7 +75,13 @@ if has bench; then
 	stage "e2e_bench.sh" "exit $?"
 fi
 if has service; then
-	pg_restart() { runuser -u pgrun -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" pg_ctl -D "$PGDATA" -l /tmp/pg.log -w restart >/dev/null; }
+	# the bundle's pg-up leaves /tmp at 0755 after its start: a restart as
+	# pgrun could not create the socket's lock file there
+	pg_restart() {
+		chmod 1777 /tmp
+		runuser -u pgrun -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" pg_ctl -D "$PGDATA" -l /tmp/pg.log -w restart >/dev/null ||
+			tail -20 /tmp/pg.log
+	}
 	psql -X -q -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
 		-c "ALTER SYSTEM SET gpuselect.service = 'on'" \
 		-c "ALTER SYSTEM SET gpuselect.key_pool_size = '${GS_KEY_POOL_SIZE:-8GB}'" \
