@@ -102,7 +102,7 @@ SQL
 			read -r mean p95 < <(cat "$WORK"/pgbench_log.* 2>/dev/null | awk '{print $3}' | sort -n |
 				awk '{ a[NR] = $1; s += $1 } END { if (NR) { i = int(NR * 0.95 + 0.999); if (i > NR) i = NR;
 					printf "%.1f %.1f\n", s / NR / 1000, a[i] / 1000 } else print "- -" }')
-			line "$n" "$mode" "$c" "$(echo "$t1 - $t0" | bc | xargs printf '%.2f')" "${qps:-ERR}" "$mean" "$p95" "$failed" \
+			line "$n" "$mode" "$c" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')" "${qps:-ERR}" "$mean" "$p95" "$failed" \
 				"$([ $has_gpu = 1 ] && echo "$peak" || echo n/a)"
 			[ $rc = 0 ] || { echo "pgbench rc=$rc ($n rows, $mode, $c clients):"; grep -iE 'error|abort' "$WORK/pgbench.out" | head -5; }
 		done

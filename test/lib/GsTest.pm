@@ -193,9 +193,12 @@ sub service_cluster_start
 			'-w', '-t', '120', 'start')) == 0
 	  or die "pg_ctl start failed:\n" . `cat $dir/server.log`;
 	my $h = { dir => $dir, bindir => $bindir, log => "$dir/server.log",
-		old => { PGHOST => $ENV{PGHOST}, PGPORT => $ENV{PGPORT} } };
+		old => { PGHOST => $ENV{PGHOST}, PGPORT => $ENV{PGPORT}, PGUSER => $ENV{PGUSER} } };
 	$ENV{PGHOST} = $dir;
 	$ENV{PGPORT} = $port;
+	# its superuser is initdb's -U, whoever the server under test runs as
+	# (the GPU machine's bundles connect as pgrun)
+	$ENV{PGUSER} = 'postgres';
 	return $h;
 }
 
@@ -203,7 +206,11 @@ sub service_cluster_stop
 {
 	my ($h) = @_;
 	_quiet(_as_server_user("$h->{bindir}/pg_ctl", '-D', "$h->{dir}/data", '-m', 'fast', '-w', 'stop'));
-	$ENV{$_} = $h->{old}{$_} for keys %{ $h->{old} };
+	for my $k (keys %{ $h->{old} })
+	{
+		if (defined $h->{old}{$k}) { $ENV{$k} = $h->{old}{$k}; }
+		else { delete $ENV{$k}; }
+	}
 }
 
 # the service mode the service tests run: cpu_test (CI), or on
