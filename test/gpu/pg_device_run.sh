@@ -34,7 +34,9 @@ has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 BUNDLE=${GS_PG_BUNDLE:-.gpubundle}
 [ -f "$BUNDLE/pg-up" ] || { echo "no $BUNDLE/pg-up: make it here with ../shared/tools/pg-bundle (15) or test/gpu/pg-tree.sh VERSION DIR, and carry it"; exit 1; }
 # shellcheck disable=SC1091
-source "$BUNDLE/pg-up" || exit 1
+# on a warm machine the server of an earlier call may still run: pg-up's
+# start then fails, after it has exported the environment
+source "$BUNDLE/pg-up" || pg_ctl -D "$PGDATA" status >/dev/null || exit 1
 echo "PostgreSQL: $(pg_config --version) ($(command -v pg_config), bundle $BUNDLE)"
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv,noheader | tee "$OUTD/gpu.txt"
 summary=()
