@@ -36,7 +36,7 @@ BUNDLE=${GS_PG_BUNDLE:-.gpubundle}
 # shellcheck disable=SC1091
 # on a warm machine the server of an earlier call may still run: pg-up's
 # start then fails, after it has exported the environment
-source "$BUNDLE/pg-up" || pg_ctl -D "$PGDATA" status >/dev/null || exit 1
+source "$BUNDLE/pg-up" || pg_isready -q || exit 1
 echo "PostgreSQL: $(pg_config --version) ($(command -v pg_config), bundle $BUNDLE)"
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv,noheader | tee "$OUTD/gpu.txt"
 summary=()
