@@ -139,26 +139,13 @@ gs_datum_final_disc(GsState *st, float8 p)
 	return datumCopy(v, st->datums->typbyval, st->datums->typlen);
 }
 
-/* fractions of an array, validated in order as setup_pct_info does */
-static int
-gs_datum_fractions(ArrayType *param, Datum **fr, bool **frnull)
-{
-	int			np;
-
-	deconstruct_array(param, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, fr, frnull, &np);
-	for (int i = 0; i < np; i++)
-		if (!(*frnull)[i])
-			gs_check_fraction(DatumGetFloat8((*fr)[i]));
-	return np;
-}
-
 ArrayType *
 gs_datum_final_disc_multi(GsState *st, ArrayType *param, Oid elemtypid)
 {
 	GsDatumStore *s = st->datums;
 	Datum	   *fr;
 	bool	   *frnull;
-	int			np = gs_datum_fractions(param, &fr, &frnull);
+	int			np = gs_fraction_array(param, &fr, &frnull);
 	int64	   *ranks;
 	Datum	   *vals;
 	Datum	   *res;
@@ -213,7 +200,7 @@ gs_datum_final_cont_interval_multi(GsState *st, ArrayType *param)
 {
 	Datum	   *fr;
 	bool	   *frnull;
-	int			np = gs_datum_fractions(param, &fr, &frnull);
+	int			np = gs_fraction_array(param, &fr, &frnull);
 	GsContRows *cr;
 	int64	   *ranks;
 	Datum	   *vals;

@@ -42,6 +42,29 @@ gs_datum_align(const GsDatumStore *s, Size off)
 	return att_align_nominal(off, s->typalign);
 }
 
+/* a new last chunk of cap bytes, empty */
+static GsDatumChunk *
+gs_datum_new_chunk(GsState *st, Size cap)
+{
+	GsDatumStore *s = st->datums;
+	GsDatumChunk *c;
+
+	if (s->nchunks == s->maxchunks)
+	{
+		int			newmax = s->maxchunks > 0 ? s->maxchunks * 2 : 8;
+
+		s->chunks = s->chunks == NULL ?
+			(GsDatumChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsDatumChunk)) :
+			(GsDatumChunk *) repalloc(s->chunks, newmax * sizeof(GsDatumChunk));
+		s->maxchunks = newmax;
+	}
+	c = &s->chunks[s->nchunks++];
+	c->data = (char *) MemoryContextAllocHuge(st->mcxt, cap);
+	c->cap = cap;
+	c->used = 0;
+	return c;
+}
+
 /* room for `size` bytes (plus alignment) at the end of the last chunk */
 static char *
 gs_datum_reserve(GsState *st, Size size)
@@ -56,19 +79,7 @@ gs_datum_reserve(GsState *st, Size size)
 
 		s->grow = cap;
 		cap = Max(cap, MAXALIGN(size));	/* a value larger than a chunk gets its own */
-		if (s->nchunks == s->maxchunks)
-		{
-			int			newmax = s->maxchunks > 0 ? s->maxchunks * 2 : 8;
-
-			s->chunks = s->chunks == NULL ?
-				(GsDatumChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsDatumChunk)) :
-				(GsDatumChunk *) repalloc(s->chunks, newmax * sizeof(GsDatumChunk));
-			s->maxchunks = newmax;
-		}
-		c = &s->chunks[s->nchunks++];
-		c->data = (char *) MemoryContextAllocHuge(st->mcxt, cap);
-		c->cap = cap;
-		c->used = 0;
+		c = gs_datum_new_chunk(st, cap);
 		off = 0;
 	}
 	c->used = off + size;
@@ -166,25 +177,13 @@ gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c, GsDatumItem 
 static void
 gs_datum_add_chunk_copy(GsState *st, const char *data, Size bytes)
 {
-	GsDatumStore *s = st->datums;
 	GsDatumChunk *c;
 
 	if (bytes == 0)
 		return;
-	if (s->nchunks == s->maxchunks)
-	{
-		int			newmax = s->maxchunks > 0 ? s->maxchunks * 2 : 8;
-
-		s->chunks = s->chunks == NULL ?
-			(GsDatumChunk *) MemoryContextAlloc(st->mcxt, newmax * sizeof(GsDatumChunk)) :
-			(GsDatumChunk *) repalloc(s->chunks, newmax * sizeof(GsDatumChunk));
-		s->maxchunks = newmax;
-	}
-	c = &s->chunks[s->nchunks++];
-	c->data = (char *) MemoryContextAllocHuge(st->mcxt, bytes);
+	c = gs_datum_new_chunk(st, bytes);
 	memcpy(c->data, data, bytes);
-	c->used = bytes;
-	c->cap = bytes;				/* full: appends go to a new chunk */
+	c->used = bytes;			/* full: appends go to a new chunk */
 }
 
 void

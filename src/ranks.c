@@ -86,7 +86,7 @@ gs_final_cont(GsState *st, float8 p)
 
 /* Deconstruct a fraction array and validate every non-NULL element, in
  * order, as setup_pct_info() does; returns the number of elements. */
-static int
+int
 gs_fraction_array(ArrayType *param, Datum **fr, bool **frnull)
 {
 	int			np;

@@ -21,6 +21,8 @@
 
 /* ERROR 22003 "percentile value %g is not between 0 and 1" unless 0 <= p <= 1 */
 extern void gs_check_fraction(float8 p);
+/* a fraction array's elements, each non-NULL one checked in order; the count */
+extern int	gs_fraction_array(ArrayType *param, Datum **fr, bool **frnull);
 
 extern int64 gs_disc_rank(float8 p, int64 n);
 
