@@ -28,6 +28,8 @@
 #   GS_BENCH_WORK_MEM  work_mem (the built-ins sort in memory) [2GB]
 #   GS_BENCH_OUT       result file [test/bench/results/dashboard-<date>-<host>.md]
 #   GS_BENCH_NOTE      free text for the result file
+#   GS_BENCH_HELP=0    skip part 2 (planner help); the timings are written
+#                      to GS_BENCH_OUT before part 2 starts either way
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -158,35 +160,6 @@ plan_of() {	# <workers> <accelerate> <query name> -> the plan's node lines, one 
 		paste -sd'>' - | sed 's/>/ > /g'
 }
 
-# ---- part 2: planner help (the planner's own parallel costs) ----
-help_run() {	# <tag>: plan and median time of the rewritten queries
-	local name q t
-	for name in pct_hour pct_grafana pct_metabase; do
-		q=$(query "$name")
-		{
-			echo "LOAD 'gpuselect';"
-			for r in $(seq 1 "$RUNS"); do
-				settings "$WORKERS" on costs
-				echo "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $q;"
-			done
-		} | "${PSQL[@]}" | awk '/Execution Time:/ { print $3 }' | sort -g >"$TMP/h"
-		t=$(awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }' "$TMP/h")
-		echo "| $name | $1 | $(plan_of "$WORKERS" on costs "$name") | $t |"
-	done
-}
-log "planner help: without statistics"
-HELP=$(help_run "none")
-log "planner help: with CREATE STATISTICS"
-"${PSQL[@]}" <<-SQL
-	CREATE STATISTICS dash_bench_hour ON (date_trunc('hour', ts)) FROM dash_bench;
-	CREATE STATISTICS dash_bench_5min ON (floor(extract(epoch from ts) / 300) * 300) FROM dash_bench;
-	CREATE STATISTICS dash_bench_day ON (date_trunc('day', ts)) FROM dash_bench;
-	ANALYZE dash_bench;
-SQL
-HELP="$HELP
-$(help_run "CREATE STATISTICS")"
-"${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
-
 # ---- the result file ----
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2fx", a / b }'; }
 row() {	# <label> <floor label>
@@ -227,12 +200,46 @@ row() {	# <label> <floor label>
 	echo
 	echo "Answers (md5 of all rows; accelerate_builtins off vs on, gpu_quantiles vs percentile_disc), per workers:"
 	echo "$ANSWERS" | sed 's/^/- /'
+} >"$OUT"
+log "wrote the timings to $OUT"
+
+[ "${GS_BENCH_HELP:-1}" = 0 ] && { cat "$OUT"; exit 0; }
+# ---- part 2: planner help (the planner's own parallel costs) ----
+help_run() {	# <tag>: plan and median time of the rewritten queries
+	local name q t
+	for name in pct_hour pct_grafana pct_metabase; do
+		q=$(query "$name")
+		{
+			echo "LOAD 'gpuselect';"
+			for r in $(seq 1 "$RUNS"); do
+				settings "$WORKERS" on costs
+				echo "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $q;"
+			done
+		} | "${PSQL[@]}" | awk '/Execution Time:/ { print $3 }' | sort -g >"$TMP/h"
+		t=$(awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }' "$TMP/h")
+		echo "| $name | $1 | $(plan_of "$WORKERS" on costs "$name") | $t |"
+	done
+}
+log "planner help: without statistics"
+HELP=$(help_run "none")
+log "planner help: with CREATE STATISTICS"
+"${PSQL[@]}" <<-SQL
+	CREATE STATISTICS dash_bench_hour ON (date_trunc('hour', ts)) FROM dash_bench;
+	CREATE STATISTICS dash_bench_5min ON (floor(extract(epoch from ts) / 300) * 300) FROM dash_bench;
+	CREATE STATISTICS dash_bench_day ON (date_trunc('day', ts)) FROM dash_bench;
+	ANALYZE dash_bench;
+SQL
+HELP="$HELP
+$(help_run "CREATE STATISTICS")"
+"${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
+
+{
 	echo
 	echo "## Planner help: the planner's own parallel costs (max_parallel_workers_per_gather = $WORKERS), accelerate_builtins on"
 	echo
 	echo "| query | statistics on the grouping expression | plan | ms |"
 	echo "|---|---|---|---|"
 	echo "$HELP"
-} >"$OUT"
+} >>"$OUT"
 log "wrote $OUT"
 cat "$OUT"

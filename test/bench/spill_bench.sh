@@ -90,7 +90,7 @@ run_one() {
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- src kernels || echo ' (+ uncommitted changes)')"
 	echo "- machine: $HOST, $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo) RAM; shared with other work"
-	echo "- server: $("$PSQL" -XAtc 'SELECT version()' | cut -d, -f1); work_mem $("$PSQL" -XAtc 'SHOW work_mem'), shared_buffers $("$PSQL" -XAtc 'SHOW shared_buffers')"
+	echo "- server: $("$PSQL" -XAtc 'SELECT version()' | cut -d, -f1); server work_mem $("$PSQL" -XAtc 'SHOW work_mem') (every timed session sets 4MB), shared_buffers $("$PSQL" -XAtc 'SHOW shared_buffers')"
 	echo "- method: $RUNS rounds, each query once per round in a fresh session, alternating; psql \\timing of the one-row query; peak RSS = the backend's VmHWM after the query (includes shared buffers it touched)"
 	echo "- script: test/bench/spill_bench.sh (GS_BENCH_SPILL_MEM=$SPILL_MEM)"
 } >"$OUT"
