@@ -205,9 +205,9 @@ log "wrote the timings to $OUT"
 
 [ "${GS_BENCH_HELP:-1}" = 0 ] && { cat "$OUT"; exit 0; }
 # ---- part 2: planner help (the planner's own parallel costs) ----
-help_run() {	# <tag>: plan and median time of the rewritten queries
+help_run() {	# <tag>: plan and median time of the rewritten queries and their floors
 	local name q t
-	for name in pct_hour pct_grafana pct_metabase; do
+	for name in sum_hour pct_hour pct_grafana sum_metabase pct_metabase; do
 		q=$(query "$name")
 		{
 			echo "LOAD 'gpuselect';"
