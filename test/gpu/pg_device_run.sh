@@ -17,11 +17,15 @@
 #      restarted with shared_preload_libraries = 'gpuselect' and
 #      gpuselect.service = on; pg_regress with every aggregate through the
 #      service; the service TAP tests (test/t/10[1-3]_service_*.pl) with the
-#      CUDA engine; test/bench/concurrency_bench.sh; then the settings reset
-#      and the server restarted as before
+#      CUDA engine; test/bench/concurrency_bench.sh; test/bench/e2e_bench.sh
+#      through the service; then the settings reset and the server restarted
+#      as before.  Its five parts are stages of their own too (service-on,
+#      service-suite, service-conc, service-e2e, service-off) for calls that
+#      split it
 # Logs go to $OUT (or test/gpu/out).
 # Usage: [GS_PG_BUNDLE=DIR] test/gpu/pg_device_run.sh [STAGES]
-#   STAGES: any of "regress check tap bench service" (default the first four)
+#   STAGES: any of "regress check tap bench service" or the service's parts
+#   (default the first four)
 #   GS_PG_BUNDLE: the carried bundle whose pg-up starts the server (default
 #   .gpubundle); GS_BENCH_* variables pass through to e2e_bench.sh.
 set -u -o pipefail
@@ -76,14 +80,21 @@ if has bench; then
 	GS_BENCH_OUT="$OUTD/e2e-bench.md" test/bench/e2e_bench.sh >"$OUTD/e2e-bench.log" 2>&1
 	stage "e2e_bench.sh" "exit $?"
 fi
-if has service; then
-	# the bundle's pg-up leaves /tmp at 0755 after its start: a restart as
-	# pgrun could not create the socket's lock file there
-	pg_restart() {
-		chmod 1777 /tmp
-		runuser -u pgrun -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" pg_ctl -D "$PGDATA" -l /tmp/pg.log -w restart >/dev/null ||
-			tail -20 /tmp/pg.log
-	}
+# the service stages (a warm machine keeps the server between calls, so a
+# long run can be split: "service-on service-suite", then "service-conc",
+# then "service-e2e service-off"; "service" is all five)
+has service && STAGES="$STAGES service-on service-suite service-conc service-e2e service-off"
+# the bundle's pg-up leaves /tmp at 0755 after its start: a restart as
+# pgrun could not create the socket's lock file there
+pg_restart() {
+	chmod 1777 /tmp
+	runuser -u pgrun -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" pg_ctl -D "$PGDATA" -l /tmp/pg.log -w restart >/dev/null ||
+		tail -20 /tmp/pg.log
+}
+service_status() {
+	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%' OR name LIKE 'device_mem%'"
+}
+if has service-on; then
 	psql -X -q -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
 		-c "ALTER SYSTEM SET gpuselect.service = 'on'" \
 		-c "ALTER SYSTEM SET gpuselect.key_pool_size = '${GS_KEY_POOL_SIZE:-8GB}'" \
@@ -94,20 +105,31 @@ if has service; then
 		[ "$st" = ready ] || [ "$st" = unavailable ] && break
 		sleep 1
 	done
-	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%'" |
-		tee "$OUTD/service-status.txt"
+	service_status | tee "$OUTD/service-status.txt"
 	stage "service start" "$st ($(grep service_device "$OUTD/service-status.txt"))"
+fi
+if has service-suite; then
 	PGOPTIONS="-c gpuselect.device=gpu -c gpuselect.gpu_min_rows=0" \
 		make USE_CUDA=1 installcheck >"$OUTD/regress-service.log" 2>&1
 	rc=$?
 	[ -f regression.diffs ] && cp regression.diffs "$OUTD/regress-service.diffs" && head -80 regression.diffs
 	stage "pg_regress through the service" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$OUTD/regress-service.log") ok)"
-	GS_SERVICE_MODE=on GS_SERVER_USER=pgrun prove -v test/t/101_service_answers.pl \
-		test/t/102_service_concurrency.pl test/t/103_service_failures.pl >"$OUTD/tap-service-on.log" 2>&1
+	GS_SERVICE_MODE=on GS_SERVER_USER=pgrun prove -v test/t/10[0-9]_service_*.pl >"$OUTD/tap-service-on.log" 2>&1
 	rc=$?
-	stage "TAP 101-103, service = on" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-service-on.log") ok, $(grep -c '^not ok' "$OUTD/tap-service-on.log") not ok)"
+	stage "TAP 10x service, service = on" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-service-on.log") ok, $(grep -c '^not ok' "$OUTD/tap-service-on.log") not ok)"
+fi
+if has service-conc; then
 	GS_CB_OUT="$OUTD/concurrency-bench.md" test/bench/concurrency_bench.sh >"$OUTD/concurrency-bench.log" 2>&1
 	stage "concurrency_bench.sh" "exit $?"
+fi
+if has service-e2e; then
+	# one session through the service: first-call cost and the ratios to sum(x)
+	GS_BENCH_EXTRAS=0 GS_BENCH_SIZES=${GS_BENCH_SIZES-"10000000 100000000"} GS_BENCH_OUT="$OUTD/e2e-service.md" \
+		test/bench/e2e_bench.sh >"$OUTD/e2e-service.log" 2>&1
+	stage "e2e_bench.sh through the service" "exit $?"
+	service_status >"$OUTD/service-status-after.txt"
+fi
+if has service-off; then
 	psql -X -q -c "ALTER SYSTEM RESET shared_preload_libraries" -c "ALTER SYSTEM RESET gpuselect.service" \
 		-c "ALTER SYSTEM RESET gpuselect.key_pool_size" -c "ALTER SYSTEM RESET max_connections" && pg_restart
 fi
@@ -116,4 +138,5 @@ cp /tmp/pg.log "$OUTD/server.log" 2>/dev/null
 echo; echo "===== summary ====="
 printf '%s\n' "${summary[@]}"
 if has bench; then echo; cat "$OUTD/e2e-bench.md" 2>/dev/null || tail -20 "$OUTD/e2e-bench.log"; fi
-if has service; then echo; cat "$OUTD/concurrency-bench.md" 2>/dev/null || tail -20 "$OUTD/concurrency-bench.log"; fi
+if has service-conc; then echo; cat "$OUTD/concurrency-bench.md" 2>/dev/null || tail -20 "$OUTD/concurrency-bench.log"; fi
+if has service-e2e; then echo; cat "$OUTD/e2e-service.md" 2>/dev/null || tail -20 "$OUTD/e2e-service.log"; fi
