@@ -16,8 +16,10 @@
 #   6. (stage "service", not in the default set) the GPU service: the server
 #      restarted with shared_preload_libraries = 'gpuselect' and
 #      gpuselect.service = on; pg_regress with every aggregate through the
-#      service; the service TAP tests (test/t/10[1-3]_service_*.pl) with the
-#      CUDA engine; test/bench/concurrency_bench.sh; then the settings reset
+#      service; the service TAP tests (test/t/10[1-4]_service_*.pl) with the
+#      CUDA engine; with GS_SERVICE_E2E=1 test/bench/e2e_bench.sh through the
+#      service (the single-session goal); test/bench/concurrency_bench.sh;
+#      then the settings reset
 #      and the server restarted as before
 # Logs go to $OUT (or test/gpu/out).
 # Usage: [GS_PG_BUNDLE=DIR] test/gpu/pg_device_run.sh [STAGES]
@@ -103,9 +105,16 @@ if has service; then
 	[ -f regression.diffs ] && cp regression.diffs "$OUTD/regress-service.diffs" && head -80 regression.diffs
 	stage "pg_regress through the service" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$OUTD/regress-service.log") ok)"
 	GS_SERVICE_MODE=on GS_SERVER_USER=pgrun prove -v test/t/101_service_answers.pl \
-		test/t/102_service_concurrency.pl test/t/103_service_failures.pl >"$OUTD/tap-service-on.log" 2>&1
+		test/t/102_service_concurrency.pl test/t/103_service_failures.pl \
+		test/t/104_service_scan_chunks.pl >"$OUTD/tap-service-on.log" 2>&1
 	rc=$?
-	stage "TAP 101-103, service = on" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-service-on.log") ok, $(grep -c '^not ok' "$OUTD/tap-service-on.log") not ok)"
+	stage "TAP 101-104, service = on" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-service-on.log") ok, $(grep -c '^not ok' "$OUTD/tap-service-on.log") not ok)"
+	# the single-session goal with the service (keys written into the pool
+	# during the scan): e2e_bench.sh's serial/parallel rows against sum(x)
+	if [ "${GS_SERVICE_E2E:-0}" = 1 ]; then
+		GS_BENCH_OUT="$OUTD/e2e-bench-service.md" test/bench/e2e_bench.sh >"$OUTD/e2e-bench-service.log" 2>&1
+		stage "e2e_bench.sh through the service" "exit $?"
+	fi
 	GS_CB_OUT="$OUTD/concurrency-bench.md" test/bench/concurrency_bench.sh >"$OUTD/concurrency-bench.log" 2>&1
 	stage "concurrency_bench.sh" "exit $?"
 	psql -X -q -c "ALTER SYSTEM RESET shared_preload_libraries" -c "ALTER SYSTEM RESET gpuselect.service" \
@@ -116,4 +125,5 @@ cp /tmp/pg.log "$OUTD/server.log" 2>/dev/null
 echo; echo "===== summary ====="
 printf '%s\n' "${summary[@]}"
 if has bench; then echo; cat "$OUTD/e2e-bench.md" 2>/dev/null || tail -20 "$OUTD/e2e-bench.log"; fi
+if has service && [ "${GS_SERVICE_E2E:-0}" = 1 ]; then echo; cat "$OUTD/e2e-bench-service.md" 2>/dev/null; fi
 if has service; then echo; cat "$OUTD/concurrency-bench.md" 2>/dev/null || tail -20 "$OUTD/concurrency-bench.log"; fi
