@@ -28,7 +28,8 @@ OBJS = \
 	src/spill.o \
 	src/service_shmem.o \
 	src/service_main.o \
-	src/service_client.o
+	src/service_client.o \
+	src/service_scan.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect

@@ -330,7 +330,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		{
 			/* with the server's GPU service, never a CUDA context of our own */
 			if (gs_service_in_use())
-				outcome = gs_service_select(&in, ranks, nranks, out_keys, picks, &info);
+				outcome = gs_service_select(st, &in, ranks, nranks, out_keys, picks, &info);
 			else
 				outcome = gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
 			if (outcome != GPU_PATH_DONE && gs_guc_device == GS_DEVICE_GPU)

@@ -13,9 +13,18 @@
  *   pool           nchunks * chunk_bytes, page aligned (page-locked once by
  *                  the service in CUDA mode)
  *
+ * Phase 2: a state headed for the GPU takes whole pool chunks during the
+ * scan and writes its keys straight into them (service_scan.c).  Those
+ * chunks are HELD: owned by the backend's job slot and its pid, not by a
+ * job, and only the backend frees them (its state's memory-context reset
+ * callback, its on_shmem_exit cleanup), or the service's reaper once that
+ * slot's scan owner (scan_proc, scan_pid) is no longer that process.  A
+ * job refers to held chunks in place and never frees them.
+ *
  * Protocol (service_client.c = backend, service_main.c = service):
- * a job's state word moves FREE -> OPEN (owner took the slot, copies its
- * keys and ranks into pool chunks) -> SUBMITTED (owner; SetLatch service)
+ * a job's state word moves FREE -> OPEN (owner took the slot, links its
+ * io chunks (ranks, then answers), the chunks it copies the keys of
+ * palloc'd chunks into, and its held chunks, in that order) -> SUBMITTED (owner; SetLatch service)
  * -> RUNNING -> WRITING -> DONE | FAILED (service; SetLatch owner) -> FREE
  * (owner, after reading the answer and freeing the chunks).  The owner may
  * move SUBMITTED, RUNNING or WRITING -> ABANDONED (cancel, timeout, exit);
@@ -75,9 +84,12 @@ typedef enum GsJobState
 /*
  * One job.  The owner writes the request fields while it holds the slot in
  * OPEN, the service the response fields while it holds it in RUNNING /
- * WRITING; the CAS on `state` orders them.  The keys and the io area
- * (ranks, then the answers) live in one list of pool chunks from `head`:
- * the first key_chunks hold the keys, the rest the io area.
+ * WRITING; the CAS on `state` orders them.  The io area (ranks, then the
+ * answers) and the keys live in one list of pool chunks from `head`: the
+ * first io_chunks hold the io area, the next key_chunks the keys, each
+ * chunk's count in its descriptor's nkeys.  The job's own chunks come
+ * before any held chunk, so freeing a job's list stops at the first held
+ * chunk (gs_pool_free_list).
  */
 typedef struct GsSvcJob
 {
@@ -98,6 +110,7 @@ typedef struct GsSvcJob
 	int			nranks;
 	int			head;			/* first chunk, -1 = none */
 	int			nchunks;
+	int			io_chunks;
 	int			key_chunks;
 	TimestampTz submit_time;
 
@@ -108,12 +121,19 @@ typedef struct GsSvcJob
 	double		copy_ms;
 	double		select_ms;
 	uint64		bytes_copied;
+
+	/* the backend whose scan holds chunks under this slot (pool lock) */
+	PGPROC	   *scan_proc;
+	int			scan_pid;
 } GsSvcJob;
 
 typedef struct GsSvcChunk
 {
 	int			next;			/* next chunk of the same list (-1: end) */
 	int			job;			/* owning job slot, -1 when free */
+	bool		held;			/* held by a scan (see above), not by a job */
+	int			holder_pid;		/* held: the backend that holds it */
+	uint32		nkeys;			/* key chunk of a submitted job: its keys */
 } GsSvcChunk;
 
 typedef struct GsSvcControl
@@ -127,7 +147,15 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 canceled;
 	pg_atomic_uint64 timed_out;
 	pg_atomic_uint64 pool_exhausted;
-	pg_atomic_uint64 bytes_in_use;
+	pg_atomic_uint64 bytes_in_use;	/* job and held chunks */
+	pg_atomic_uint64 scan_bytes;	/* held chunks */
+	pg_atomic_uint64 scan_short;	/* pool chunks a scan wanted and did not get */
+	pg_atomic_uint64 scan_keys_in_place;	/* keys jobs read where the scan wrote them */
+	pg_atomic_uint64 scan_keys_copied;	/* keys copied into job chunks at the final call */
+	pg_atomic_uint64 device_bytes;	/* the service's device memory (engine's count) */
+	pg_atomic_uint64 device_peak;	/* ... its highest during a job */
+	pg_atomic_uint64 device_used;	/* the device's memory in use (all processes) */
+	pg_atomic_uint64 device_total;
 
 	LWLock	   *lock;			/* the free list; the fields below it */
 	int			svc_pid;
@@ -171,6 +199,19 @@ extern bool gs_service_in_use(void);
  * index and owner and never raises an ERROR. */
 extern int	gs_pool_alloc(int n, int job);
 extern void gs_pool_free_list(int head, int job);
+/* one held chunk for this backend's scan under job slot `job` (its
+ * scan owner becomes this process); -1 when the pool is down to its
+ * reserve.  Freeing checks index, slot and pid and never raises an ERROR. */
+extern int	gs_pool_take_held(int job);
+extern void gs_pool_free_held(const int *idx, int n, int job);
+/* every chunk held by (job, pid): exit cleanup */
+extern void gs_pool_free_all_held(int job, int pid);
+/* append held chunks idx[0..n) (with their key counts) after chunk `tail`
+ * of job j's list; false when one is not held by this process */
+extern bool gs_pool_link_held(int tail, const int *idx, const uint32 *nkeys, int n, int job);
+/* the reaper: held chunks whose slot's scan owner is gone (service) */
+extern int	gs_pool_reap_held(void);
+
 /* copy len bytes at byte offset off of a job's chunk list to/from buf;
  * false when the list is shorter or an index/owner check fails */
 extern bool gs_pool_copy(int head, int job, Size off, void *buf, Size len, bool to_pool);
@@ -183,10 +224,19 @@ extern char *gs_pool_chunk(int idx, int job);
 /* the service's main (service_main.c), named in the worker's registration */
 extern PGDLLEXPORT void gs_service_main(Datum arg);
 
+/* a backend's scan (service_scan.c): a pool chunk for st's next keys
+ * (NULL: palloc instead), and st's pool chunks back (reset callback, spill) */
+extern char *gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref);
+extern void gs_service_scan_release(GsState *st);
+extern int	gs_service_scan_held_chunks(void);
+/* this backend's slot, and its exit cleanup (registered once) */
+extern int	gs_svc_my_slot(void);
+extern void gs_svc_register_exit(void);
+
 /* the client (service_client.c): run a selection through the service.
  * Returns GPU_PATH_NOT_USED (with the reason in info->path) when the
  * service could not answer in auto mode; ERROR in gpu mode. */
-extern GpuPathOutcome gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
+extern GpuPathOutcome gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
 										uint64 *out_keys, gs_approx_pick *picks,
 										GsRunInfo *info);
 

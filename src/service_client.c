@@ -1,12 +1,15 @@
 /*
  * service_client.c — a backend's side of the GPU service (service.h has the
  * protocol).  dispatch.c calls gs_service_select for a group headed for the
- * GPU when the server runs the service: the keys are copied into pool
- * chunks (phase 1: at the final call), the request goes into this
- * backend's job slot, the service is woken, and the backend sleeps on its
- * latch until the answer, a timeout, or the service going away.
+ * GPU when the server runs the service: the keys the scan wrote into pool
+ * chunks it holds (service_scan.c) are referred to in place, the keys of
+ * the state's palloc'd chunks are copied into job chunks, the request goes
+ * into this backend's job slot, the service is woken, and the backend
+ * sleeps on its latch until the answer, a timeout, or the service going
+ * away.
  *
- * The backend keeps its own keys, so any failure ends in the CPU engine
+ * The backend keeps its own keys (held chunks are freed only by this
+ * backend, with the state), so any failure ends in the CPU engine
  * with the same answer (gpuselect.device = auto; counted as fallen back)
  * or a clean ERROR (gpu).  A cancel or ERROR while waiting abandons the
  * job in a PG_CATCH block (compare-and-swaps and the pool's LWLock only:
@@ -31,7 +34,7 @@ static bool gs_svc_exit_registered = false;
 
 /* this process's job slot: its proc number (17+; 0-based) or backend id
  * (15/16, 1-based: pg_compat.h maps the name), hence MaxBackends + 1 slots */
-static int
+int
 gs_svc_my_slot(void)
 {
 	int			idx = (int) MyProcNumber;
@@ -92,6 +95,8 @@ gs_svc_abandon(int j)
 	}
 }
 
+/* exit (FATAL, terminate, normal): the job, then every chunk our scans
+ * still hold (states' reset callbacks normally freed them already) */
 static void
 gs_svc_client_exit(int code, Datum arg)
 {
@@ -99,8 +104,20 @@ gs_svc_client_exit(int code, Datum arg)
 
 	(void) code;
 	(void) arg;
-	if (j >= 0)
-		gs_svc_abandon(j);
+	if (j < 0)
+		return;
+	gs_svc_abandon(j);
+	gs_pool_free_all_held(j, MyProcPid);
+}
+
+void
+gs_svc_register_exit(void)
+{
+	if (!gs_svc_exit_registered)
+	{
+		on_shmem_exit(gs_svc_client_exit, (Datum) 0);
+		gs_svc_exit_registered = true;
+	}
 }
 
 /* auto: count and fall back to the CPU; gpu: a clean ERROR */
@@ -115,32 +132,57 @@ gs_svc_fail(GsRunInfo *info, const char *reason)
 	return GPU_PATH_NOT_USED;
 }
 
-/* the group's keys into the job's first chunks, chunk after chunk */
-static bool
-gs_svc_copy_keys(int j, const gs_input *in)
+/*
+ * The keys of st's palloc'd chunks into the job's copy chunks (the
+ * copy_chunks after the io_chunks from head), packed; each copy chunk's
+ * count into its descriptor.  Returns the last chunk of the job's own
+ * list (-1 when the list is damaged).
+ */
+static int
+gs_svc_copy_keys(int j, const GsState *st, int io_chunks, int copy_chunks)
 {
 	Size		cb = gs_svc_ctl->chunk_bytes;
 	int			idx = gs_svc_jobs[j].head;
-	char	   *mem = gs_pool_chunk(idx, j);
+	int			tail;
+	char	   *mem;
 	Size		off = 0;
 
-	for (size_t s = 0; s < in->nsegs; s++)
+	/* the io area's last chunk */
+	for (int i = 0; i < io_chunks - 1; i++)
 	{
-		const char *src = (const char *) in->segs[s].keys;
-		Size		len = (Size) in->segs[s].n * in->key_bytes;
+		if (gs_pool_chunk(idx, j) == NULL)
+			return -1;
+		idx = gs_svc_chunks[idx].next;
+	}
+	if (gs_pool_chunk(idx, j) == NULL)
+		return -1;
+	if (copy_chunks == 0)
+		return idx;
+	idx = gs_svc_chunks[idx].next;
+	mem = gs_pool_chunk(idx, j);
+	tail = idx;
+	for (int i = 0; i < st->nchunks; i++)
+	{
+		const GsChunk *k = &st->chunks[i];
+		const char *src = k->data;
+		Size		len = (Size) k->n * st->key_bytes;
 
+		if (k->pool_ref != 0)
+			continue;
 		while (len > 0)
 		{
 			Size		piece;
 
 			if (off == cb)
 			{
+				gs_svc_chunks[idx].nkeys = (uint32) (off / st->key_bytes);
 				idx = gs_svc_chunks[idx].next;
 				mem = gs_pool_chunk(idx, j);
+				tail = idx;
 				off = 0;
 			}
 			if (mem == NULL)
-				return false;
+				return -1;
 			piece = Min(len, cb - off);
 			memcpy(mem + off, src, piece);
 			src += piece;
@@ -148,7 +190,41 @@ gs_svc_copy_keys(int j, const gs_input *in)
 			off += piece;
 		}
 	}
-	return true;
+	if (mem == NULL)
+		return -1;
+	gs_svc_chunks[idx].nkeys = (uint32) (off / st->key_bytes);
+	return tail;
+}
+
+/*
+ * After the job's own chunks: the state's held chunks, in place, with
+ * their counts.  False when one is not ours (a damaged list).
+ */
+static bool
+gs_svc_link_held(int j, const GsState *st, int tail, int nheld)
+{
+	int		   *idx;
+	uint32	   *nk;
+	int			n = 0;
+	bool		ok;
+
+	if (nheld == 0)
+		return true;
+	idx = palloc(sizeof(int) * nheld);
+	nk = palloc(sizeof(uint32) * nheld);
+	for (int i = 0; i < st->nchunks; i++)
+	{
+		if (st->chunks[i].pool_ref == 0 || st->chunks[i].n == 0)
+			continue;
+		idx[n] = st->chunks[i].pool_ref - 1;
+		nk[n] = (uint32) st->chunks[i].n;
+		n++;
+	}
+	Assert(n == nheld);
+	ok = gs_pool_link_held(tail, idx, nk, n, j);
+	pfree(idx);
+	pfree(nk);
+	return ok;
 }
 
 /*
@@ -241,8 +317,10 @@ gs_svc_slot_free(int j)
 /*
  * Chunks for job j (held OPEN).  The pool full with other sessions' keys:
  * auto falls back to the CPU at once (its engine is right here), gpu waits
- * for chunks to come back, up to gpuselect.service_timeout, polling (phase
- * 1: nobody signals a freed chunk).  A cancel while waiting frees the slot
+ * for chunks to come back, up to gpuselect.service_timeout, polling
+ * (nobody signals a freed chunk yet) -- unless the chunks missing are held
+ * by this backend's own scans (other groups of the same query), which
+ * only go back after this call.  A cancel while waiting frees the slot
  * and is re-thrown.  -1: none.
  */
 static int
@@ -253,6 +331,9 @@ gs_svc_take_chunks(int j, int n)
 
 	if (head >= 0 || gs_guc_device != GS_DEVICE_GPU)
 		return head;
+	/* what is missing is held by this backend's own scans: nobody gives it back */
+	if (gs_svc_ctl->nchunks - gs_service_scan_held_chunks() < n)
+		return -1;
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), gs_guc_service_timeout);
 	PG_TRY();
 	{
@@ -275,8 +356,25 @@ gs_svc_take_chunks(int j, int n)
 	return head;
 }
 
+/* the state's held chunks and the keys outside them */
+static void
+gs_svc_count_chunks(const GsState *st, int *nheld, uint64 *unpooled)
+{
+	*nheld = 0;
+	*unpooled = 0;
+	for (int i = 0; i < st->nchunks; i++)
+	{
+		if (st->chunks[i].n == 0)
+			continue;
+		if (st->chunks[i].pool_ref != 0)
+			(*nheld)++;
+		else
+			*unpooled += st->chunks[i].n;
+	}
+}
+
 GpuPathOutcome
-gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
+gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
 				  uint64 *out_keys, gs_approx_pick *picks, GsRunInfo *info)
 {
 	GsSvcControl *c = gs_svc_ctl;
@@ -285,12 +383,14 @@ gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
 	uint64		n = gs_input_count(in);
 	Size		cb = c->chunk_bytes;
 	uint64		per_chunk = cb / in->key_bytes;
-	int64		key_chunks = (int64) ((n + per_chunk - 1) / per_chunk);
 	int64		io_chunks = (int64) (((uint64) nranks * GS_SVC_IO_BYTES_PER_RANK + cb - 1) / cb);
+	int			nheld;
+	uint64		unpooled;
+	int64		copy_chunks;
 	uint64		epoch;
 	uint32		expected;
 	const char *why;
-	Size		io_off;
+	int			tail;
 	bool		ok;
 
 	if (pg_atomic_read_u32(&c->state) != GS_SVC_READY)
@@ -299,18 +399,18 @@ gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
 	j = gs_svc_my_slot();
 	if (j < 0)
 		return gs_svc_fail(info, "this process has no job slot");
-	if (!gs_svc_exit_registered)
-	{
-		on_shmem_exit(gs_svc_client_exit, (Datum) 0);
-		gs_svc_exit_registered = true;
-	}
+	gs_svc_register_exit();
 	if (!gs_svc_slot_free(j))
 		return gs_svc_fail(info, "this process's job slot is still busy");
-	if (key_chunks + io_chunks > c->nchunks)
+	if ((int64) ((n + per_chunk - 1) / per_chunk) + io_chunks > c->nchunks)
 	{
 		pg_atomic_fetch_add_u64(&c->pool_exhausted, 1);
 		return gs_svc_fail(info, "the group is larger than the key pool");
 	}
+	gs_svc_count_chunks(st, &nheld, &unpooled);
+	copy_chunks = (int64) ((unpooled + per_chunk - 1) / per_chunk);
+	if (copy_chunks + nheld + io_chunks > c->nchunks)
+		return gs_svc_fail(info, "the group is larger than the key pool");
 
 	/* take the slot (FREE -> OPEN), then chunks for it */
 	job = &gs_svc_jobs[j];
@@ -320,16 +420,17 @@ gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
 	expected = GS_JOB_FREE;
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_OPEN))
 		return gs_svc_fail(info, "this process's job slot is still busy");
-	job->head = gs_svc_take_chunks(j, (int) (key_chunks + io_chunks));
+	job->head = gs_svc_take_chunks(j, (int) (io_chunks + copy_chunks));
 	if (job->head < 0)
 	{
 		pg_atomic_write_u32(&job->state, GS_JOB_FREE);
 		pg_atomic_fetch_add_u64(&c->pool_exhausted, 1);
 		return gs_svc_fail(info, "the key pool is exhausted");
 	}
-	io_off = (Size) key_chunks * cb;
-	ok = gs_svc_copy_keys(j, in) &&
-		gs_pool_copy(job->head, j, io_off, (void *) ranks, sizeof(uint64) * nranks, true);
+	/* ranks into the io area; palloc'd keys copied; held chunks in place */
+	ok = gs_pool_copy(job->head, j, 0, (void *) ranks, sizeof(uint64) * nranks, true);
+	tail = ok ? gs_svc_copy_keys(j, st, (int) io_chunks, (int) copy_chunks) : -1;
+	ok = tail >= 0 && gs_svc_link_held(j, st, tail, nheld);
 	if (!ok)
 	{
 		gs_svc_abandon(j);
@@ -345,13 +446,16 @@ gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
 	job->fault = gs_guc_test_service_fault;
 	job->nkeys = n;
 	job->nranks = nranks;
-	job->key_chunks = (int) key_chunks;
-	job->nchunks = (int) (key_chunks + io_chunks);
+	job->io_chunks = (int) io_chunks;
+	job->key_chunks = (int) copy_chunks + nheld;
+	job->nchunks = job->io_chunks + job->key_chunks;
 	job->submit_time = GetCurrentTimestamp();
 	job->status = GS_OK;
 	job->message[0] = '\0';
 	epoch = pg_atomic_read_u64(&c->epoch);
 	job->epoch = epoch;
+	pg_atomic_fetch_add_u64(&c->scan_keys_in_place, n - unpooled);
+	pg_atomic_fetch_add_u64(&c->scan_keys_copied, unpooled);
 	/* the compare-and-swap is a full barrier: the request is visible first */
 	expected = GS_JOB_OPEN;
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
@@ -374,13 +478,14 @@ gs_service_select(const gs_input *in, const uint64 *ranks, int nranks,
 		gs_svc_abandon(j);
 		return gs_svc_fail(info, psprintf("the selection failed: %s", msg));
 	}
-	io_off += sizeof(uint64) * nranks;
-	ok = picks ? gs_pool_copy(job->head, j, io_off, picks, sizeof(gs_approx_pick) * nranks, false)
-		: gs_pool_copy(job->head, j, io_off, out_keys, sizeof(uint64) * nranks, false);
+	ok = picks ? gs_pool_copy(job->head, j, sizeof(uint64) * nranks, picks,
+							  sizeof(gs_approx_pick) * nranks, false)
+		: gs_pool_copy(job->head, j, sizeof(uint64) * nranks, out_keys,
+					   sizeof(uint64) * nranks, false);
 	info->copy_ms = job->copy_ms;
 	info->select_ms = job->queue_ms + job->select_ms;
 	info->bytes_copied = (int64) job->bytes_copied;
-	gs_svc_abandon(j);			/* DONE: frees the chunks and the slot */
+	gs_svc_abandon(j);			/* DONE: frees the job's chunks (not the held ones) and the slot */
 	if (!ok)
 		return gs_svc_fail(info, "the key pool's chunk list is damaged");
 	info->path = "service";

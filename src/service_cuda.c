@@ -20,6 +20,19 @@
 
 static gs_cuda_engine *svc_engine = NULL;
 static void *svc_pool_locked = NULL;
+static uint64_t svc_device_peak = 0;	/* the engine's device bytes, highest seen in a job */
+
+/* sample the engine's device memory while a job holds its buffers */
+static void
+note_device_peak(void)
+{
+	size_t		dev = 0,
+				host = 0;
+
+	gs_cuda_memory_in_use(svc_engine, &dev, &host);
+	if (dev > svc_device_peak)
+		svc_device_peak = dev;
+}
 
 static double
 now_ms(void)
@@ -135,6 +148,7 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 
 	if (s == GS_OK)
 	{
+		note_device_peak();
 		if (picks)
 			s = gs_cuda_select_approx(svc_engine, d_keys, n, sel_kb, ranks, nranks, opt, picks, err);
 		else
@@ -167,6 +181,27 @@ gs_svc_cuda_device_bytes(void)
 	if (svc_engine)
 		gs_cuda_memory_in_use(svc_engine, &dev, &host);
 	return dev;
+}
+
+void
+gs_svc_cuda_memory(uint64_t *engine_bytes, uint64_t *engine_peak,
+				   uint64_t *device_used, uint64_t *device_total)
+{
+	size_t		free_b = 0,
+				total_b = 0;
+	gs_error	err;
+
+	*engine_bytes = *engine_peak = *device_used = *device_total = 0;
+	if (svc_engine == NULL)
+		return;
+	*engine_bytes = gs_svc_cuda_device_bytes();
+	*engine_peak = svc_device_peak;
+	memset(&err, 0, sizeof(err));
+	if (gs_cuda_device_info(svc_engine, NULL, 0, &free_b, &total_b, &err) == GS_OK)
+	{
+		*device_used = total_b - free_b;
+		*device_total = total_b;
+	}
 }
 
 void

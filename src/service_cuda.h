@@ -34,6 +34,15 @@ gs_status	gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t n
 /* device memory the engine holds now (status) */
 size_t		gs_svc_cuda_device_bytes(void);
 
+/*
+ * For gpuselect_status(), read by the service between jobs: the engine's
+ * device memory now and its peak during a job (its own accounting), and
+ * the device's memory in use by every process and its total
+ * (cudaMemGetInfo).  All 0 when the engine is not open.
+ */
+void		gs_svc_cuda_memory(uint64_t *engine_bytes, uint64_t *engine_peak,
+							   uint64_t *device_used, uint64_t *device_total);
+
 void		gs_svc_cuda_close(void);
 
 #endif							/* GS_SERVICE_CUDA_H */

@@ -46,6 +46,13 @@ gs_svc_cuda_device_bytes(void)
 }
 
 void
+gs_svc_cuda_memory(uint64_t *engine_bytes, uint64_t *engine_peak,
+				   uint64_t *device_used, uint64_t *device_total)
+{
+	*engine_bytes = *engine_peak = *device_used = *device_total = 0;
+}
+
+void
 gs_svc_cuda_close(void)
 {
 }

@@ -57,8 +57,9 @@ gs_svc_release_job(int j)
 /*
  * Reap: jobs their owners abandoned, jobs of owners that are gone (proc
  * number and pid no longer match: a proc slot is reused at once, the pair
- * is not), and chunks owned by a FREE slot (an owner that died between
- * taking chunks and recording them).  The service is single-threaded, so
+ * is not), job chunks owned by a FREE slot (an owner that died between
+ * taking chunks and recording them), and chunks held by the scans of
+ * backends that are gone (gs_pool_reap_held).  The service is single-threaded, so
  * no job is running while this runs.
  */
 static TimestampTz last_orphan_scan = 0;
@@ -100,8 +101,10 @@ gs_svc_reap(void)
 	{
 		int			j = gs_svc_chunks[i].job;
 
-		/* owners set OPEN before they take chunks and free them before FREE */
-		if (j >= 0 && (j >= c->njobs || pg_atomic_read_u32(&gs_svc_jobs[j].state) == GS_JOB_FREE))
+		/* owners set OPEN before they take job chunks and free them before
+		 * FREE; held chunks have their own owner check below */
+		if (j >= 0 && !gs_svc_chunks[i].held &&
+			(j >= c->njobs || pg_atomic_read_u32(&gs_svc_jobs[j].state) == GS_JOB_FREE))
 		{
 			gs_svc_chunks[i].job = -1;
 			gs_svc_chunks[i].next = c->free_head;
@@ -111,6 +114,9 @@ gs_svc_reap(void)
 		}
 	}
 	LWLockRelease(c->lock);
+	/* chunks held by scans of backends that died without their cleanup */
+	if (gs_pool_reap_held() > 0)
+		ereport(DEBUG1, (errmsg("gpuselect GPU service: reclaimed key-pool chunks of a backend that is gone")));
 }
 
 /* the submitted job with the fewest keys (-1: none) */
@@ -166,8 +172,10 @@ gs_svc_ms_since(TimestampTz t)
 
 /*
  * Read and check the request, build the engine's input over the job's
- * chunks.  False (with err set) on anything inconsistent: the owner wrote
- * it, but the service checks every index and owner before it reads.
+ * chunks: io_chunks (ranks, answers), then key_chunks, each with its count
+ * in the descriptor; the held ones must be held by the job's owner.  False
+ * (with err set) on anything inconsistent: the owner wrote it, but the
+ * service checks every index, owner and count before it reads.
  */
 static bool
 gs_svc_prepare(int j, GsSvcJob *job, gs_input *in, gs_segment **segs, uint64 **ranks,
@@ -179,46 +187,67 @@ gs_svc_prepare(int j, GsSvcJob *job, gs_input *in, gs_segment **segs, uint64 **r
 	int			nranks = job->nranks;
 	uint64		per_chunk;
 	int			idx = job->head;
-	uint64		left = nkeys;
+	uint64		total = 0;
 
 	err->status = GS_ERR_INVALID;
 	if ((kb != 2 && kb != 4 && kb != 8) || nkeys == 0 || nranks <= 0 ||
-		job->key_chunks <= 0 || job->key_chunks >= job->nchunks ||
+		job->io_chunks <= 0 || job->key_chunks <= 0 ||
+		job->io_chunks + job->key_chunks != job->nchunks ||
 		job->nchunks > gs_svc_ctl->nchunks)
 	{
 		snprintf(err->message, sizeof(err->message), "malformed request");
 		return false;
 	}
 	per_chunk = cb / kb;
-	if ((nkeys + per_chunk - 1) / per_chunk != (uint64) job->key_chunks ||
-		(uint64) nranks * GS_SVC_IO_BYTES_PER_RANK > (uint64) (job->nchunks - job->key_chunks) * cb)
+	if ((uint64) nranks * GS_SVC_IO_BYTES_PER_RANK > (uint64) job->io_chunks * cb)
 	{
 		snprintf(err->message, sizeof(err->message), "request does not match its chunks");
 		return false;
+	}
+	for (int i = 0; i < job->io_chunks; i++)
+	{
+		if (gs_pool_chunk(idx, j) == NULL || gs_svc_chunks[idx].held)
+		{
+			snprintf(err->message, sizeof(err->message), "bad chunk list");
+			return false;
+		}
+		idx = gs_svc_chunks[idx].next;
 	}
 
 	*segs = palloc(sizeof(gs_segment) * job->key_chunks);
 	for (int i = 0; i < job->key_chunks; i++)
 	{
 		char	   *mem = gs_pool_chunk(idx, j);
+		uint32		n;
 
-		if (mem == NULL)
+		if (mem == NULL ||
+			(gs_svc_chunks[idx].held && gs_svc_chunks[idx].holder_pid != job->owner_pid))
 		{
 			snprintf(err->message, sizeof(err->message), "bad chunk list");
 			return false;
 		}
+		n = gs_svc_chunks[idx].nkeys;
+		if (n == 0 || n > per_chunk || total + n > nkeys)
+		{
+			snprintf(err->message, sizeof(err->message), "request does not match its chunks");
+			return false;
+		}
 		(*segs)[i].keys = mem;
-		(*segs)[i].n = (size_t) Min(left, per_chunk);
-		left -= (*segs)[i].n;
+		(*segs)[i].n = (size_t) n;
+		total += n;
 		idx = gs_svc_chunks[idx].next;
+	}
+	if (total != nkeys)
+	{
+		snprintf(err->message, sizeof(err->message), "request does not match its chunks");
+		return false;
 	}
 	in->segs = *segs;
 	in->nsegs = (size_t) job->key_chunks;
 	in->key_bytes = kb;
 
 	*ranks = palloc(sizeof(uint64) * nranks);
-	if (!gs_pool_copy(job->head, j, (Size) job->key_chunks * cb, *ranks,
-					  sizeof(uint64) * nranks, false))
+	if (!gs_pool_copy(job->head, j, 0, *ranks, sizeof(uint64) * nranks, false))
 	{
 		snprintf(err->message, sizeof(err->message), "bad chunk list");
 		return false;
@@ -327,8 +356,7 @@ gs_svc_run_job(int j, int mode, MemoryContext jobcxt)
 
 		job->status = s;
 		if (s == GS_OK &&
-			!gs_pool_copy(job->head, j, (Size) job->key_chunks * gs_svc_ctl->chunk_bytes
-						  + sizeof(uint64) * job->nranks, answer, answer_bytes, true))
+			!gs_pool_copy(job->head, j, sizeof(uint64) * job->nranks, answer, answer_bytes, true))
 		{
 			job->status = GS_ERR_INVALID;
 			snprintf(err.message, sizeof(err.message), "bad chunk list");
@@ -352,6 +380,33 @@ gs_svc_run_job(int j, int mode, MemoryContext jobcxt)
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(jobcxt);
 	return sticky;
+}
+
+/*
+ * Device memory for gpuselect_status(), published by the service (the only
+ * process with a context): after every job, and once a second otherwise.
+ * cpu_test: no device, all 0.
+ */
+static TimestampTz last_memory_publish = 0;
+
+static void
+gs_svc_publish_memory(int mode, bool now)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	uint64		engine = 0,
+				peak = 0,
+				used = 0,
+				total = 0;
+
+	if (!now && !TimestampDifferenceExceeds(last_memory_publish, GetCurrentTimestamp(), 1000))
+		return;
+	last_memory_publish = GetCurrentTimestamp();
+	if (mode == GS_SERVICE_ON)
+		gs_svc_cuda_memory(&engine, &peak, &used, &total);
+	pg_atomic_write_u64(&c->device_bytes, engine);
+	pg_atomic_write_u64(&c->device_peak, peak);
+	pg_atomic_write_u64(&c->device_used, used);
+	pg_atomic_write_u64(&c->device_total, total);
 }
 
 /* exit callback: backends stop waiting for this incarnation at once */
@@ -384,6 +439,9 @@ gs_svc_on_exit(int code, Datum arg)
 	}
 	if (gs_guc_service == GS_SERVICE_ON)
 		gs_svc_cuda_close();
+	/* no context, no device memory of ours */
+	pg_atomic_write_u64(&c->device_bytes, 0);
+	pg_atomic_write_u64(&c->device_used, 0);
 }
 
 /* no usable device: say why, wait (CUDA caches a failed init per process), exit 1 */
@@ -460,6 +518,7 @@ gs_service_main(Datum arg)
 	/* what an earlier incarnation left (jobs it ran, chunks of the dead) */
 	gs_svc_reap();
 	gs_svc_open_device(mode);
+	gs_svc_publish_memory(mode, true);
 	pg_atomic_write_u32(&c->state, GS_SVC_READY);
 
 	for (;;)
@@ -486,8 +545,10 @@ gs_service_main(Datum arg)
 				ereport(LOG, (errmsg("gpuselect GPU service: the device failed for good; restarting the service")));
 				proc_exit(1);
 			}
+			gs_svc_publish_memory(mode, true);
 			continue;			/* more may be waiting: no sleep */
 		}
+		gs_svc_publish_memory(mode, false);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 100, PG_WAIT_EXTENSION);
 	}

@@ -179,6 +179,14 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->timed_out, 0);
 		pg_atomic_init_u64(&c->pool_exhausted, 0);
 		pg_atomic_init_u64(&c->bytes_in_use, 0);
+		pg_atomic_init_u64(&c->scan_bytes, 0);
+		pg_atomic_init_u64(&c->scan_short, 0);
+		pg_atomic_init_u64(&c->scan_keys_in_place, 0);
+		pg_atomic_init_u64(&c->scan_keys_copied, 0);
+		pg_atomic_init_u64(&c->device_bytes, 0);
+		pg_atomic_init_u64(&c->device_peak, 0);
+		pg_atomic_init_u64(&c->device_used, 0);
+		pg_atomic_init_u64(&c->device_total, 0);
 		c->lock = &(GetNamedLWLockTranche("gpuselect_service"))->lock;
 		strlcpy(c->reason, gs_svc_registered ? "" : gs_svc_off_reason, sizeof(c->reason));
 		c->njobs = njobs;
@@ -192,6 +200,7 @@ gs_svc_shmem_startup(void)
 		}
 		for (int i = 0; i < nchunks; i++)
 		{
+			memset(&gs_svc_chunks[i], 0, sizeof(GsSvcChunk));
 			gs_svc_chunks[i].next = i + 1 < nchunks ? i + 1 : -1;
 			gs_svc_chunks[i].job = -1;
 		}
@@ -303,6 +312,9 @@ gs_pool_alloc(int n, int job)
 			c->free_head = gs_svc_chunks[idx].next;
 			gs_svc_chunks[idx].job = job;
 			gs_svc_chunks[idx].next = -1;
+			gs_svc_chunks[idx].held = false;
+			gs_svc_chunks[idx].holder_pid = 0;
+			gs_svc_chunks[idx].nkeys = 0;
 			if (prev < 0)
 				head = idx;
 			else
@@ -316,11 +328,30 @@ gs_pool_alloc(int n, int job)
 	return head;
 }
 
+/* one chunk back to the free list (the pool lock held) */
+static void
+gs_pool_put(int idx)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	if (gs_svc_chunks[idx].held)
+		pg_atomic_fetch_sub_u64(&c->scan_bytes, c->chunk_bytes);
+	gs_svc_chunks[idx].job = -1;
+	gs_svc_chunks[idx].held = false;
+	gs_svc_chunks[idx].holder_pid = 0;
+	gs_svc_chunks[idx].nkeys = 0;
+	gs_svc_chunks[idx].next = c->free_head;
+	c->free_head = idx;
+	c->nfree++;
+	pg_atomic_fetch_sub_u64(&c->bytes_in_use, c->chunk_bytes);
+}
+
 /*
  * Back to the free list: the chunks of the list from head that job owns.
- * Stops at the first index out of range or owned by another job (a list
- * is never longer than the pool, so it ends).  Never raises an ERROR:
- * it runs from PG_CATCH blocks and exit callbacks.
+ * Stops at the first index out of range, owned by another job, or held by
+ * a scan (a job's own chunks come first; held chunks are their holder's
+ * to free).  A list is never longer than the pool, so it ends.  Never
+ * raises an ERROR: it runs from PG_CATCH blocks and exit callbacks.
  */
 void
 gs_pool_free_list(int head, int job)
@@ -332,19 +363,150 @@ gs_pool_free_list(int head, int job)
 	if (head < 0)
 		return;
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
-	while (idx >= 0 && idx < c->nchunks && gs_svc_chunks[idx].job == job && n < c->nchunks)
+	while (idx >= 0 && idx < c->nchunks && gs_svc_chunks[idx].job == job &&
+		   !gs_svc_chunks[idx].held && n < c->nchunks)
 	{
 		int			next = gs_svc_chunks[idx].next;
 
-		gs_svc_chunks[idx].job = -1;
-		gs_svc_chunks[idx].next = c->free_head;
-		c->free_head = idx;
-		c->nfree++;
+		gs_pool_put(idx);
 		n++;
 		idx = next;
 	}
-	pg_atomic_fetch_sub_u64(&c->bytes_in_use, (uint64) n * c->chunk_bytes);
 	LWLockRelease(c->lock);
+}
+
+/*
+ * Scans may not take the last chunks: a job needs at least one for its
+ * ranks and answers (and some for the keys of palloc'd chunks), and a
+ * pool held entirely by scans would send every final call to the CPU.
+ */
+static int
+gs_pool_scan_reserve(void)
+{
+	return Max(2, gs_svc_ctl->nchunks / 16);
+}
+
+int
+gs_pool_take_held(int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			idx = -1;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	if (c->nfree > gs_pool_scan_reserve())
+	{
+		idx = c->free_head;
+		Assert(idx >= 0 && idx < c->nchunks);
+		c->free_head = gs_svc_chunks[idx].next;
+		c->nfree--;
+		gs_svc_chunks[idx].job = job;
+		gs_svc_chunks[idx].next = -1;
+		gs_svc_chunks[idx].held = true;
+		gs_svc_chunks[idx].holder_pid = MyProcPid;
+		gs_svc_chunks[idx].nkeys = 0;
+		/* this process is the slot's scan owner: the reaper checks it */
+		gs_svc_jobs[job].scan_proc = MyProc;
+		gs_svc_jobs[job].scan_pid = MyProcPid;
+		pg_atomic_fetch_add_u64(&c->bytes_in_use, c->chunk_bytes);
+		pg_atomic_fetch_add_u64(&c->scan_bytes, c->chunk_bytes);
+	}
+	LWLockRelease(c->lock);
+	return idx;
+}
+
+static inline bool
+gs_pool_held_by(int idx, int job, int pid)
+{
+	return idx >= 0 && idx < gs_svc_ctl->nchunks && gs_svc_chunks[idx].job == job &&
+		gs_svc_chunks[idx].held && gs_svc_chunks[idx].holder_pid == pid;
+}
+
+void
+gs_pool_free_held(const int *idx, int n, int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	if (n <= 0)
+		return;
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
+		if (gs_pool_held_by(idx[i], job, MyProcPid))
+			gs_pool_put(idx[i]);
+	LWLockRelease(c->lock);
+}
+
+void
+gs_pool_free_all_held(int job, int pid)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < c->nchunks; i++)
+		if (gs_pool_held_by(i, job, pid))
+			gs_pool_put(i);
+	LWLockRelease(c->lock);
+}
+
+bool
+gs_pool_link_held(int tail, const int *idx, const uint32 *nkeys, int n, int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	bool		ok = true;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n && ok; i++)
+	{
+		ok = gs_pool_held_by(idx[i], job, MyProcPid) &&
+			(tail < 0 || gs_svc_chunks[tail].job == job);
+		if (!ok)
+			break;
+		if (tail >= 0)
+			gs_svc_chunks[tail].next = idx[i];
+		gs_svc_chunks[idx[i]].nkeys = nkeys[i];
+		gs_svc_chunks[idx[i]].next = -1;
+		tail = idx[i];
+	}
+	LWLockRelease(c->lock);
+	return ok;
+}
+
+/*
+ * Held chunks whose holder is gone: the slot's scan owner is another
+ * process now, or its PGPROC no longer runs that pid (proc slots are
+ * reused at once, proc and pid together are not).  A backend's exit
+ * cleanup frees its held chunks; this catches a holder that died without
+ * running it.  Returns the number freed.
+ */
+int
+gs_pool_reap_held(void)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			n = 0;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < c->nchunks; i++)
+	{
+		GsSvcChunk *ch = &gs_svc_chunks[i];
+		GsSvcJob   *owner;
+
+		if (ch->job < 0 || !ch->held)
+			continue;
+		if (ch->job >= c->njobs)
+		{
+			gs_pool_put(i);
+			n++;
+			continue;
+		}
+		owner = &gs_svc_jobs[ch->job];
+		if (owner->scan_pid != ch->holder_pid || owner->scan_proc == NULL ||
+			owner->scan_proc->pid != ch->holder_pid)
+		{
+			gs_pool_put(i);
+			n++;
+		}
+	}
+	LWLockRelease(c->lock);
+	return n;
 }
 
 char *
@@ -453,4 +615,12 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("key_pool_bytes", (uint64) c->nchunks * c->chunk_bytes);
 	EMIT_U64("key_pool_chunk_bytes", c->chunk_bytes);
 	EMIT_U64("key_pool_used_bytes", pg_atomic_read_u64(&c->bytes_in_use));
+	EMIT_U64("key_pool_scan_bytes", pg_atomic_read_u64(&c->scan_bytes));
+	EMIT_U64("key_pool_scan_short", pg_atomic_read_u64(&c->scan_short));
+	EMIT_U64("service_keys_in_place", pg_atomic_read_u64(&c->scan_keys_in_place));
+	EMIT_U64("service_keys_copied", pg_atomic_read_u64(&c->scan_keys_copied));
+	EMIT_U64("service_device_bytes", pg_atomic_read_u64(&c->device_bytes));
+	EMIT_U64("service_device_peak_bytes", pg_atomic_read_u64(&c->device_peak));
+	EMIT_U64("service_device_used_bytes", pg_atomic_read_u64(&c->device_used));
+	EMIT_U64("service_device_total_bytes", pg_atomic_read_u64(&c->device_total));
 }

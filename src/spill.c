@@ -51,6 +51,7 @@
 
 #include "dispatch.h"
 #include "guc.h"
+#include "service.h"
 #include "spill.h"
 
 #define GS_SPILL_BUCKET_BITS	16
@@ -202,9 +203,11 @@ gs_spill_start(GsState *st)
 		gs_spill_write(sp, k->data, k->n, st->key_bytes);
 		if (k->owned != NULL)
 			MemoryContextDelete(k->owned);	/* a worker's taken-over keys */
-		else if (!k->pinned && !k->arena)
+		else if (!k->pinned && !k->arena && k->pool_ref == 0)
 			pfree(k->data);
 	}
+	/* the group ends on the CPU: its key-pool chunks go back at once */
+	gs_service_scan_release(st);
 
 	/* one chunk from now on: the write buffer */
 	st->nchunks = 1;

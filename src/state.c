@@ -83,6 +83,7 @@ gs_state_grow(GsState *st)
 	Size		bytes;
 	void	   *mem = NULL;
 	bool		pinned = false;
+	int			pool_ref = 0;
 	GsChunk    *c;
 
 	/* a spilled state appends its write buffer to the file (spill.c) */
@@ -117,13 +118,28 @@ gs_state_grow(GsState *st)
 
 	gs_state_reserve_chunk(st);
 
-	/* large groups headed for the GPU may get page-locked chunks (not
-	 * with the GPU service: it takes the keys from its own pool) */
+	/*
+	 * Large groups headed for the GPU: with the GPU service, whole chunks of
+	 * its shared key pool, written here and read there in place
+	 * (service_scan.c; NULL when the pool is short: palloc); without it,
+	 * page-locked chunks of this backend's GPU path.
+	 */
 	if (!st->partial && gs_guc_device != GS_DEVICE_CPU &&
-		st->nrows >= (int64) gs_guc_gpu_min_rows && !gs_service_in_use())
+		st->nrows >= (int64) gs_guc_gpu_min_rows)
 	{
-		mem = gpu_path_chunk_alloc(st, bytes);
-		pinned = (mem != NULL);
+		if (gs_service_in_use())
+		{
+			uint64		pool_cap;
+
+			mem = gs_service_scan_chunk(st, &pool_cap, &pool_ref);
+			if (mem != NULL)
+				cap = pool_cap;
+		}
+		else
+		{
+			mem = gpu_path_chunk_alloc(st, bytes);
+			pinned = (mem != NULL);
+		}
 	}
 	if (mem == NULL)
 		mem = MemoryContextAlloc(st->mcxt, bytes);
@@ -134,6 +150,7 @@ gs_state_grow(GsState *st)
 	c->cap = cap;
 	c->pinned = pinned;
 	c->arena = false;
+	c->pool_ref = pool_ref;
 	c->handover = NULL;
 	c->owned = NULL;
 	st->grow_cap = cap;
@@ -252,6 +269,7 @@ gs_state_adopt_chunk(GsState *into, GsChunk *c)
 	dst->cap = c->n;
 	dst->pinned = false;
 	dst->arena = false;
+	dst->pool_ref = 0;
 	dst->handover = NULL;
 	dst->owned = c->handover;	/* a spill deletes it (spill.c) */
 	c->handover = NULL;
@@ -272,6 +290,7 @@ gs_state_refer_arena_chunk(GsState *into, const GsChunk *c)
 	dst = &into->chunks[into->nchunks++];
 	*dst = *c;
 	dst->cap = c->n;			/* full: appends go to a new chunk */
+	dst->pool_ref = 0;			/* arena chunks never are pool chunks */
 	dst->handover = NULL;
 	dst->owned = NULL;
 	into->nrows += (int64) c->n;

@@ -33,6 +33,10 @@ typedef struct GsChunk
 	uint64		cap;			/* capacity in keys */
 	bool		pinned;			/* page-locked, owned by gpu_path.c */
 	bool		arena;			/* in the leader's key arena (arena.c): never freed */
+	/* 1 + the key-pool chunk index when the chunk is a pool chunk this
+	 * backend's scan holds (service_scan.c); 0 otherwise (so a zeroed
+	 * chunk is none).  Freed by service_scan.c, never pfree'd. */
+	int			pool_ref;
 
 	/*
 	 * Non-NULL: data is the only allocation of this memory context, a child
@@ -50,6 +54,7 @@ typedef struct GsChunk
 } GsChunk;
 
 struct GpuPathState;				/* gpu_path.c's per-state device data */
+struct GsSvcScan;				/* service_scan.c's per-state pool data */
 
 typedef struct GsState
 {
@@ -77,6 +82,7 @@ typedef struct GsState
 	struct varatt_external fraction_toast[2];
 
 	struct GpuPathState *gpu;		/* NULL unless the GPU path attached data */
+	struct GsSvcScan *svc;		/* NULL unless the state holds key-pool chunks */
 
 	/* kind GS_T_DATUM: the values themselves, no keys (datum_state.h) */
 	struct GsDatumStore *datums;
