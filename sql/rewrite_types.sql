@@ -135,6 +135,8 @@ SELECT pg_temp.rw_check('SELECT g, @percentile_disc(g / 5.0) WITHIN GROUP (ORDER
 SELECT pg_temp.rw_check('SELECT g, @percentile_cont(g / 5.0) WITHIN GROUP (ORDER BY iv) FILTER (WHERE g < 5) FROM rt GROUP BY g') AS bad_per_group_no_rows;
 SELECT pg_temp.rw_check('SELECT g, @percentile_disc(g / 5.0) WITHIN GROUP (ORDER BY n) FILTER (WHERE g < 5) FROM rt GROUP BY g') AS bad_per_group_no_rows_numeric;
 SELECT pg_temp.rw_check('SELECT @percentile_disc(-0.5) WITHIN GROUP (ORDER BY t) FROM rt WHERE false') AS bad_empty_table;
+-- the interpolation's own error (interval out of range: the built-in's functions)
+SELECT pg_temp.rw_check('SELECT @percentile_cont(0.5) WITHIN GROUP (ORDER BY iv) FROM (VALUES (interval ''-178000000 years''), (interval ''178000000 years'')) v(iv)') AS interval_overflow;
 SELECT pg_temp.rw_check('SELECT g, @percentile_cont(''NaN''::float8) WITHIN GROUP (ORDER BY iv) FROM rt WHERE false GROUP BY GROUPING SETS ((g), ())') AS bad_empty_grouping_set;
 
 -- prepared statements: a generic plan (the fraction checked above the
