@@ -282,6 +282,17 @@ RETURNS float8[]
 AS 'MODULE_PATHNAME', 'gs_planner_cont_multi_final'
 LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
 
+-- percentile_cont over interval returns interval: overloads of their own
+CREATE FUNCTION gs_planner_cont_interval_final(internal, interval, float8)
+RETURNS interval
+AS 'MODULE_PATHNAME', 'gs_planner_cont_interval_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_planner_cont_interval_multi_final(internal, interval, float8[])
+RETURNS interval[]
+AS 'MODULE_PATHNAME', 'gs_planner_cont_interval_multi_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
 -- the ordered-set final functions' fraction check, above a rewritten
 -- aggregate whose fraction is not a constant (a group with no rows)
 CREATE FUNCTION gs_planner_check_fraction(anyelement, float8)
@@ -314,6 +325,24 @@ BEGIN
 				'gs_planner_' || variant || kind,
 				'gs_planner_trans_multi' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END,
 				'gs_planner_' || split_part(kind, '_', 1) || '_multi_final');
+		END LOOP;
+		FOREACH kind IN ARRAY ARRAY['cont', 'cont_desc'] LOOP
+			EXECUTE format($f$
+				CREATE AGGREGATE %I(interval, float8) (
+					SFUNC = %I, STYPE = internal,
+					FINALFUNC = gs_planner_cont_interval_final, FINALFUNC_EXTRA,
+					COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
+					DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$,
+				'gs_planner_' || variant || kind,
+				'gs_planner_trans' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END);
+			EXECUTE format($f$
+				CREATE AGGREGATE %I(interval, float8[]) (
+					SFUNC = %I, STYPE = internal,
+					FINALFUNC = gs_planner_cont_interval_multi_final, FINALFUNC_EXTRA,
+					COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
+					DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$,
+				'gs_planner_' || variant || kind,
+				'gs_planner_trans_multi' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END);
 		END LOOP;
 	END LOOP;
 END

@@ -123,18 +123,20 @@ SELECT pg_temp.rw_check('SELECT g, @percentile_cont(ARRAY[g / 10.0, 1 - g / 10.0
 SELECT pg_temp.rw_check('SELECT h, (SELECT @percentile_disc(r1.h / 4.0) WITHIN GROUP (ORDER BY i8) FROM rw r2 WHERE r2.g = r1.h) FROM (SELECT DISTINCT h FROM rw) r1') AS outer_column;
 SELECT pg_temp.rw_check('SELECT g, @percentile_disc(extract(day from now()) / 100) WITHIN GROUP (ORDER BY ts) FROM rw GROUP BY g') AS stable_fraction;
 
+-- interval (the comparison types: rewrite_types, rewrite_collation)
+SELECT pg_temp.rw_check('SELECT g, @percentile_cont(0.5) WITHIN GROUP (ORDER BY ts - timestamp ''2020-01-01'') FROM rw GROUP BY g') AS interval_type;
+
 -- not rewritten (and the same): a volatile fraction, a fraction from a
 -- functionally dependent (not grouping) column, a float8 grouping column
 -- (-0 = +0: equal is not identical), a fraction inside CASE or under HAVING
--- (the no-rows check might not run), interval (not a gpuselect type), an
--- ordering operator that is not the type's default
+-- (the no-rows check might not run), an ordering operator that is not the
+-- type's default
 SELECT pg_temp.rw_check('SELECT g, @percentile_disc(0.5 + random() * 0) WITHIN GROUP (ORDER BY f8) FROM rw GROUP BY g') AS volatile;
 ALTER TABLE rw ADD PRIMARY KEY (i);
 SELECT pg_temp.rw_check('SELECT i, @percentile_disc(pg) WITHIN GROUP (ORDER BY f8) FROM rw WHERE i < 50 GROUP BY i') AS dependent_column;
 SELECT pg_temp.rw_check('SELECT f4, @percentile_disc(0.5 + f4 * 0) WITHIN GROUP (ORDER BY i4) FROM rw WHERE i < 500 GROUP BY f4') AS float_group;
 SELECT pg_temp.rw_check('SELECT g, CASE WHEN g > 2 THEN @percentile_disc(g / 10.0) WITHIN GROUP (ORDER BY f8) END FROM rw GROUP BY g') AS in_case;
 SELECT pg_temp.rw_check('SELECT g, @percentile_disc(g / 10.0) WITHIN GROUP (ORDER BY f8) FROM rw GROUP BY g HAVING count(*) > 0') AS with_having;
-SELECT pg_temp.rw_check('SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY ts - timestamp ''2020-01-01'') FROM rw GROUP BY g') AS interval_type;
 CREATE FUNCTION pg_temp.rev_cmp(int4, int4) RETURNS int4 LANGUAGE sql IMMUTABLE AS 'SELECT btint4cmp($2, $1)';
 CREATE OPERATOR pg_temp.<<< (LEFTARG = int4, RIGHTARG = int4, FUNCTION = int4gt);
 CREATE OPERATOR pg_temp.<<= (LEFTARG = int4, RIGHTARG = int4, FUNCTION = int4ge);

@@ -195,6 +195,9 @@ gs_datum_combine(GsState *into, const GsState *from)
 		elog(ERROR, "gpuselect: cannot combine states of different types");
 	if (!OidIsValid(into->datums->sortop))
 		gs_datum_set_order(into, fs->sortop, fs->collation);
+	else if (OidIsValid(fs->sortop) &&
+			 (into->datums->sortop != fs->sortop || into->datums->collation != fs->collation))
+		elog(ERROR, "gpuselect: cannot combine states of different orderings");
 	for (int i = 0; i < fs->nchunks; i++)
 		gs_datum_add_chunk_copy(into, fs->chunks[i].data, fs->chunks[i].used);
 	into->nrows += from->nrows;

@@ -14,11 +14,15 @@
  * Rewritten (at every query level: subqueries, CTEs, sublinks, views as
  * expanded by the rewriter -- their stored definitions are untouched):
  *   - gpu_percentile_disc / gpu_percentile_cont, always;
- *   - the built-in percentile_disc / percentile_cont(float8), scalar and
- *     float8[] forms, when gpuselect.accelerate_builtins is on;
+ *   - the built-in percentile_disc (any type) / percentile_cont (float8 and
+ *     interval), scalar and float8[] forms, when
+ *     gpuselect.accelerate_builtins is on;
  * and only when all of these hold (anything else stays as it was):
  *   - the value type and ORDER BY operator pass gs_type_plan_rewritable
  *     (types.c: a type gpuselect aggregates, its default ASC or DESC order);
+ *     the comparison types (numeric, text, interval, ...) are ordered under
+ *     the sort expression's collation, which becomes the new Aggref's
+ *     inputcollid;
  *   - one ORDER BY expression, no DISTINCT, the Aggref belongs to this level;
  *   - the fraction is fixed per group (gs_fraction_fixed_per_group);
  *   - a scalar fraction is a valid constant after folding, or else the
@@ -85,6 +89,7 @@ typedef struct GsCandidate
 	bool		cont;			/* percentile_cont (else percentile_disc) */
 	bool		multi;			/* float8[] fraction */
 	bool		builtin;		/* PostgreSQL's, not gpu_percentile_* */
+	bool		interval;		/* percentile_cont over interval (returns interval) */
 } GsCandidate;
 
 /* pg_extension's row for gpuselect (get_extension_schema is static before 16) */
@@ -135,6 +140,12 @@ gs_identify(Aggref *a, GsRewriteCtx *ctx, GsCandidate *c)
 		case F_PERCENTILE_CONT__FLOAT8_FLOAT8:
 			c->cont = c->multi = true;
 			break;
+		case F_PERCENTILE_CONT_FLOAT8_INTERVAL:
+			c->cont = c->interval = true;
+			break;
+		case F_PERCENTILE_CONT__FLOAT8_INTERVAL:
+			c->cont = c->multi = c->interval = true;
+			break;
 		default:
 			{
 				char	   *name;
@@ -158,6 +169,7 @@ gs_identify(Aggref *a, GsRewriteCtx *ctx, GsCandidate *c)
 					(argtypes[0] != FLOAT8OID && argtypes[0] != FLOAT8ARRAYOID))
 					return false;
 				c->multi = argtypes[0] == FLOAT8ARRAYOID;
+				c->interval = c->cont && argtypes[1] == INTERVALOID;
 				gs_lookup_extension(ctx);
 				/* ours only: not a look-alike in some other schema */
 				return OidIsValid(ctx->ext_oid) &&
@@ -291,6 +303,7 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	Node	   *frac;
 	bool		desc;
 	bool		guard = false;
+	Oid			collid;
 	char		target[64];
 	Oid			target_oid;
 	Aggref	   *na;
@@ -304,7 +317,9 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 		return NULL;
 
 	x = (Node *) linitial_node(TargetEntry, a->args)->expr;
-	if (!gs_type_plan_rewritable(exprType(x), exprCollation(x),
+	/* the sort expression's collation, as orderedsetaggs.c takes it */
+	collid = exprCollation(x);
+	if (!gs_type_plan_rewritable(exprType(x), collid,
 								 linitial_node(SortGroupClause, a->aggorder)->sortop,
 								 c.cont, &desc))
 		return NULL;
@@ -338,7 +353,8 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 
 	snprintf(target, sizeof(target), "gs_planner_%s%s%s",
 			 c.builtin ? "builtin_" : "", c.cont ? "cont" : "disc", desc ? "_desc" : "");
-	target_oid = gs_extension_func(ctx, target, ANYELEMENTOID,
+	/* cont over interval has overloads of its own (they return interval) */
+	target_oid = gs_extension_func(ctx, target, c.interval ? INTERVALOID : ANYELEMENTOID,
 								   c.multi ? FLOAT8ARRAYOID : FLOAT8OID);
 	if (!OidIsValid(target_oid))
 		return NULL;
@@ -351,6 +367,12 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	na->aggorder = NIL;
 	na->aggtranstype = InvalidOid;
 	na->aggargtypes = list_make2_oid(exprType(x), exprType(frac));
+	/*
+	 * The comparison types are ordered under the input collation
+	 * (PG_GET_COLLATION in the transition function): the sort expression's,
+	 * whatever the parser merged into the ordered-set Aggref's.
+	 */
+	na->inputcollid = collid;
 	/* evaluated per input row: below the grouping step (pg_compat.h) */
 	na->args = list_make2(makeTargetEntry((Expr *) copyObject(x), 1, NULL, false),
 						  makeTargetEntry((Expr *) gs_flatten_group_exprs(ctx->query, copyObject(frac)),
@@ -439,7 +461,9 @@ gs_candidate_walker(Node *node, void *context)
 			  (a->aggfnoid == F_PERCENTILE_DISC_FLOAT8_ANYELEMENT ||
 			   a->aggfnoid == F_PERCENTILE_DISC__FLOAT8_ANYELEMENT ||
 			   a->aggfnoid == F_PERCENTILE_CONT_FLOAT8_FLOAT8 ||
-			   a->aggfnoid == F_PERCENTILE_CONT__FLOAT8_FLOAT8))))
+			   a->aggfnoid == F_PERCENTILE_CONT__FLOAT8_FLOAT8 ||
+			   a->aggfnoid == F_PERCENTILE_CONT_FLOAT8_INTERVAL ||
+			   a->aggfnoid == F_PERCENTILE_CONT__FLOAT8_INTERVAL))))
 			return true;
 	}
 	return expression_tree_walker(node, gs_candidate_walker, context);

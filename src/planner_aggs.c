@@ -7,7 +7,10 @@
  * The name says what the aggregate stands for: "_desc" ORDER BY x DESC (its
  * own transition function), "builtin_" a built-in percentile, which stays
  * exact whatever gpuselect.approximate says (the final function reads it
- * from the Aggref's function name, GS_PLANNER_EXACT).
+ * from the Aggref's function name, GS_PLANNER_EXACT).  The value may be of
+ * any type gpuselect aggregates: key types, or comparison types (numeric,
+ * text, interval, ...) ordered under the Aggref's input collation; the
+ * (interval, ...) overloads of the cont aggregates return interval.
  *
  * They differ from gpu_quantile(s) in what the ordered-set forms require:
  *   - the fraction is carried, never compared per row: the planner proved it
@@ -29,7 +32,9 @@
 #include "nodes/primnodes.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
+#include "datum_state.h"
 #include "dispatch.h"
 #include "planner.h"
 #include "ranks.h"
@@ -44,6 +49,8 @@ PG_FUNCTION_INFO_V1(gs_planner_disc_final);
 PG_FUNCTION_INFO_V1(gs_planner_disc_multi_final);
 PG_FUNCTION_INFO_V1(gs_planner_cont_final);
 PG_FUNCTION_INFO_V1(gs_planner_cont_multi_final);
+PG_FUNCTION_INFO_V1(gs_planner_cont_interval_final);
+PG_FUNCTION_INFO_V1(gs_planner_cont_interval_multi_final);
 PG_FUNCTION_INFO_V1(gs_planner_check_fraction);
 
 /* GS_PLANNER_EXACT of the running aggregate, from its name (one lookup per OID) */
@@ -67,7 +74,13 @@ gs_planner_flags(FunctionCallInfo fcinfo)
 	return last_flags;
 }
 
-/* a group's first row: its state, direction and fraction */
+/*
+ * a group's first row: its state, direction and fraction.  A comparison
+ * type's values are ordered by the type's "<" (">" for DESC) under the
+ * Aggref's input collation (planner.c sets it to the sort expression's),
+ * the ordering the ordered-set form sorts in; the ordering travels with
+ * partial states (datum_state.c's serial form) to the combining step.
+ */
 static GsState *
 gs_planner_start(FunctionCallInfo fcinfo, bool descending)
 {
@@ -79,8 +92,14 @@ gs_planner_start(FunctionCallInfo fcinfo, bool descending)
 	if (!AggCheckCallContext(fcinfo, &aggcontext) || aggref == NULL)
 		elog(ERROR, "gpuselect planner aggregate called in non-aggregate context");
 	c = gs_fn_cache(fcinfo, 1, NULL, false, false);
-	st = gs_state_create(aggcontext, c->type.typid);
-	st->descending = descending;
+	if (descending && !c->descending)
+	{
+		/* once per query: this flinfo belongs to a _desc transition function */
+		c->descending = true;
+		if (c->type.kind == GS_T_DATUM)
+			c->sortop = lookup_type_cache(c->type.typid, TYPECACHE_GT_OPR)->gt_opr;
+	}
+	st = gs_state_create_for(aggcontext, c);
 	/* as plain_aggs.c: partial states are serialized, never selected on */
 	st->partial = DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
 	st->arena_ok = st->partial && fcinfo->context != NULL && IsA(fcinfo->context, AggState) &&
@@ -154,7 +173,9 @@ typedef enum GsPlannerFinal
 	GS_PF_DISC,
 	GS_PF_CONT,
 	GS_PF_DISC_MULTI,
-	GS_PF_CONT_MULTI
+	GS_PF_CONT_MULTI,
+	GS_PF_CONT_INTERVAL,
+	GS_PF_CONT_INTERVAL_MULTI
 } GsPlannerFinal;
 
 static Datum
@@ -181,6 +202,12 @@ gs_planner_select(FunctionCallInfo fcinfo, GsPlannerFinal which, GsState *st,
 				break;
 			case GS_PF_CONT_MULTI:
 				result = PointerGetDatum(gs_final_cont_multi(st, st->fractions));
+				break;
+			case GS_PF_CONT_INTERVAL:
+				result = gs_datum_final_cont_interval(st, st->fraction);
+				break;
+			case GS_PF_CONT_INTERVAL_MULTI:
+				result = PointerGetDatum(gs_datum_final_cont_interval_multi(st, st->fractions));
 				break;
 		}
 	}
@@ -251,6 +278,20 @@ Datum
 gs_planner_cont_multi_final(PG_FUNCTION_ARGS)
 {
 	return gs_planner_multi_final(fcinfo, GS_PF_CONT_MULTI);
+}
+
+/* gs_planner_cont_interval_final(internal, interval, float8) returns interval */
+Datum
+gs_planner_cont_interval_final(PG_FUNCTION_ARGS)
+{
+	return gs_planner_scalar_final(fcinfo, GS_PF_CONT_INTERVAL);
+}
+
+/* gs_planner_cont_interval_multi_final(internal, interval, float8[]) returns interval[] */
+Datum
+gs_planner_cont_interval_multi_final(PG_FUNCTION_ARGS)
+{
+	return gs_planner_multi_final(fcinfo, GS_PF_CONT_INTERVAL_MULTI);
 }
 
 /*

@@ -193,22 +193,29 @@ gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont, bool *desc
 	Oid			base = getBaseType(typid);
 	bool		numeric;
 	TypeCacheEntry *tce;
-
 	GsTypeKind	kind;
 
-	(void) collid;				/* the key types are non-collatable */
 	if (!gs_type_kind_from_oid(base, &kind, NULL, &numeric))
 		return false;
 	/*
-	 * The comparison types (numeric, text, interval, ...: datum_*.c) stay
-	 * ordered-set aggregates for now: the planner aggregates' direction and
-	 * collation through the datum store are not tested yet.
+	 * percentile_cont interpolates: float8 (the key types through the
+	 * built-in's implicit casts) and interval (datum_final.c).
 	 */
-	if (kind == GS_T_DATUM)
+	if (cont && !numeric && base != INTERVALOID)
 		return false;
-	if (cont && !numeric)
+	/*
+	 * A collatable type is ordered by the Aggref's input collation, which
+	 * the rewrite sets to the sort expression's (planner.c) and the planner
+	 * aggregates hand to the value store (planner_aggs.c); a collatable
+	 * value without one could not be compared, so it stays as it is.
+	 */
+	if (type_is_collatable(base) && !OidIsValid(collid))
 		return false;
-	/* the same test as gs_sort_is_descending: default < is ASC, default > is DESC */
+	/*
+	 * The type's default ordering, ASC ("<") or DESC (">"), as
+	 * gs_sort_is_default tests it; USING another operator class stays an
+	 * ordered-set aggregate (it is answered by comparison in that ordering).
+	 */
 	tce = lookup_type_cache(base, TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
 	if (!OidIsValid(sortop))
 		return false;
