@@ -7,7 +7,8 @@
 # and, for the service rows, in shared_preload_libraries with
 # gpuselect.service = on (or cpu_test), e.g. on the GPU machine:
 #   source .gpubundle/pg-up; make USE_CUDA=1 install
-#   psql -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
+#   psql -c "LOAD 'gpuselect'" -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
+#        -c "ALTER SYSTEM SET gpuselect.key_pool_size = '8GB'" \
 #        -c "ALTER SYSTEM SET max_connections = 320"
 #   runuser -u pgrun -- env LD_LIBRARY_PATH=$LD_LIBRARY_PATH pg_ctl -D $PGDATA -l /tmp/pg.log -w restart
 #   test/bench/concurrency_bench.sh

@@ -95,7 +95,10 @@ service_status() {
 	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%' OR name LIKE 'device_mem%'"
 }
 if has service-on; then
-	psql -X -q -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
+	# PostgreSQL 15 and 16 refuse ALTER SYSTEM of a custom setting the
+	# session does not know: LOAD the library first (the session's psql -c
+	# commands share one connection)
+	psql -X -q -c "LOAD 'gpuselect'" -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
 		-c "ALTER SYSTEM SET gpuselect.service = 'on'" \
 		-c "ALTER SYSTEM SET gpuselect.key_pool_size = '${GS_KEY_POOL_SIZE:-8GB}'" \
 		-c "ALTER SYSTEM SET max_connections = 320" && pg_restart
