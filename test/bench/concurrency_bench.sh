@@ -7,9 +7,9 @@
 # and, for the service rows, in shared_preload_libraries with
 # gpuselect.service = on (or cpu_test), e.g. on the GPU machine:
 #   source .gpubundle/pg-up; make USE_CUDA=1 install
-#   psql -c "LOAD 'gpuselect'" -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
-#        -c "ALTER SYSTEM SET gpuselect.key_pool_size = '8GB'" \
-#        -c "ALTER SYSTEM SET max_connections = 320"
+#   printf "shared_preload_libraries = 'gpuselect'\ngpuselect.key_pool_size = '8GB'\nmax_connections = 320\n" >>$PGDATA/postgresql.conf
+#   (not ALTER SYSTEM: before PostgreSQL 17 it refuses gpuselect.key_pool_size
+#   until the library is preloaded)
 #   runuser -u pgrun -- env LD_LIBRARY_PATH=$LD_LIBRARY_PATH pg_ctl -D $PGDATA -l /tmp/pg.log -w restart
 #   test/bench/concurrency_bench.sh
 # Without the service (not preloaded / off) the "service" rows are skipped.
@@ -25,6 +25,9 @@
 #   GS_CB_CLIENTS  client counts    (default "1 16 64 150")
 #   GS_CB_TX       queries a client (default 3)
 #   GS_CB_MODES    "cpu service"    (default both)
+#   GS_CB_WORKERS  max_parallel_workers_per_gather of every client, both
+#                  modes (default: the server's; 0: serial sessions, whose
+#                  keys the service reads in place from the key pool)
 #   GS_CB_OUT      also write the table here (default: stdout only)
 set -u -o pipefail
 ROWS=${GS_CB_ROWS:-"2000000 10000000"}
@@ -74,6 +77,7 @@ SQL
 			opts="-c gpuselect.device=gpu" ;;
 		*) echo "unknown mode $mode"; exit 1 ;;
 		esac
+		[ -n "${GS_CB_WORKERS:-}" ] && opts="$opts -c max_parallel_workers_per_gather=$GS_CB_WORKERS"
 		for c in $CLIENTS; do
 			if [ "$c" -ge "$maxc" ]; then
 				line "$n" "$mode" "$c" "-" "-" "-" "-" "-" "max_connections=$maxc"
@@ -112,7 +116,7 @@ done
 $PSQL -c "DROP TABLE IF EXISTS gs_cb"
 
 {
-	echo "concurrency_bench.sh $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname); $TX queries per client; gpu_quantiles(x, $FR)"
+	echo "concurrency_bench.sh $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname); $TX queries per client; max_parallel_workers_per_gather ${GS_CB_WORKERS:-as the server}; gpu_quantiles(x, $FR)"
 	echo "service: $svc_state ($svc_dev)"
 	printf '%s\n' "${rows_out[@]}"
 	echo

@@ -95,13 +95,17 @@ service_status() {
 	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%' OR name LIKE 'device_mem%'"
 }
 if has service-on; then
-	# PostgreSQL 15 and 16 refuse ALTER SYSTEM of a custom setting the
-	# session does not know: LOAD the library first (the session's psql -c
-	# commands share one connection)
-	psql -X -q -c "LOAD 'gpuselect'" -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuselect'" \
-		-c "ALTER SYSTEM SET gpuselect.service = 'on'" \
-		-c "ALTER SYSTEM SET gpuselect.key_pool_size = '${GS_KEY_POOL_SIZE:-8GB}'" \
-		-c "ALTER SYSTEM SET max_connections = 320" && pg_restart
+	# the service's settings are PGC_POSTMASTER and exist only where the
+	# library was preloaded, so ALTER SYSTEM (before PostgreSQL 17) refuses
+	# them as unrecognized: they go into a file postgresql.conf includes,
+	# which service-off empties again
+	grep -q "gpuselect-service.conf" "$PGDATA/postgresql.conf" ||
+		echo "include_if_exists = 'gpuselect-service.conf'" >>"$PGDATA/postgresql.conf"
+	printf "shared_preload_libraries = 'gpuselect'\ngpuselect.service = on\ngpuselect.key_pool_size = '%s'\nmax_connections = 320\n" \
+		"${GS_KEY_POOL_SIZE:-8GB}" >"$PGDATA/gpuselect-service.conf"
+	# (postgresql.auto.conf would override it: earlier runs used ALTER SYSTEM)
+	psql -X -q -c "ALTER SYSTEM RESET shared_preload_libraries" -c "ALTER SYSTEM RESET max_connections"
+	pg_restart
 	for _ in $(seq 60); do
 		st=$(psql -X -At -c "CREATE EXTENSION IF NOT EXISTS gpuselect" \
 			-c "SELECT value FROM gpuselect_status() WHERE name = 'service_state'" 2>/dev/null | tail -1)
@@ -133,8 +137,8 @@ if has service-e2e; then
 	service_status >"$OUTD/service-status-after.txt"
 fi
 if has service-off; then
-	psql -X -q -c "ALTER SYSTEM RESET shared_preload_libraries" -c "ALTER SYSTEM RESET gpuselect.service" \
-		-c "ALTER SYSTEM RESET gpuselect.key_pool_size" -c "ALTER SYSTEM RESET max_connections" && pg_restart
+	: >"$PGDATA/gpuselect-service.conf"
+	pg_restart
 fi
 cp /tmp/pg.log "$OUTD/server.log" 2>/dev/null
 
