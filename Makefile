@@ -25,6 +25,7 @@ OBJS = \
 	src/datum_state.o \
 	src/datum_select.o \
 	src/datum_final.o \
+	src/datum_numkey.o \
 	src/spill.o \
 	src/service_shmem.o \
 	src/service_main.o \
