@@ -26,6 +26,7 @@ OBJS = \
 	src/datum_select.o \
 	src/datum_final.o \
 	src/datum_numkey.o \
+	src/datum_textkey.o \
 	src/spill.o \
 	src/service_shmem.o \
 	src/service_main.o \

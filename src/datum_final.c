@@ -128,6 +128,7 @@ gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 	int			nsorted = 0;
 	SortSupportData ssup;
 	bool		abbrev;
+	bool		desc;
 
 	if (nranks == 0)
 		return;
@@ -136,6 +137,11 @@ gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 	if (s->keymode == GS_DK_NUMERIC)
 	{
 		gs_datum_select_numkeys(st, ranks, nranks, out);
+		return;
+	}
+	if (gs_textkey_eligible(st, &desc))
+	{
+		gs_textkey_select(st, desc, ranks, nranks, out);
 		return;
 	}
 

@@ -83,6 +83,11 @@ extern bool gs_numkey_eligible(Oid typid, Oid sortop, bool *descending);
 extern bool gs_numkey_from_datum(Datum d, int64 *key, int *dscale, bool *short_hdr);
 extern Datum gs_numkey_to_datum(int64 key, int dscale, bool short_hdr);
 
+/* text / varchar under "C": prefix keys (datum_textkey.c) */
+extern bool gs_textkey_eligible(const GsState *st, bool *descending);
+extern void gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks,
+							  Datum *out);
+
 /* final-function bodies (datum_final.c), as ranks.h's for the key path */
 extern Datum gs_datum_final_disc(GsState *st, float8 p);
 extern ArrayType *gs_datum_final_disc_multi(GsState *st, ArrayType *param, Oid elemtypid);
