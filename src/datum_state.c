@@ -83,23 +83,35 @@ gs_datum_new_chunk(GsState *st, Size cap)
 	return c;
 }
 
-/* room for `size` bytes (plus alignment) at the end of the last chunk */
-static char *
+/* a new last chunk with room for `size` bytes (out of line: once per chunk) */
+static pg_noinline char *
+gs_datum_reserve_new(GsState *st, Size size)
+{
+	GsDatumStore *s = st->datums;
+	GsDatumChunk *c;
+	Size		cap = s->grow > 0 ? Min(s->grow * 2, GS_DATUM_CHUNK_MAX) : GS_DATUM_CHUNK_MIN;
+
+	s->grow = cap;
+	cap = Max(cap, MAXALIGN(size));	/* a value larger than a chunk gets its own */
+	c = gs_datum_new_chunk(st, cap);
+	c->used = size;
+	return c->data;
+}
+
+/* room for `size` bytes (plus alignment) at the end of the last chunk: the per-row path */
+static inline char *
 gs_datum_reserve(GsState *st, Size size)
 {
 	GsDatumStore *s = st->datums;
-	GsDatumChunk *c = s->nchunks > 0 ? &s->chunks[s->nchunks - 1] : NULL;
-	Size		off = c ? gs_datum_align(s, c->used) : 0;
+	GsDatumChunk *c;
+	Size		off;
 
-	if (c == NULL || off + size > c->cap)
-	{
-		Size		cap = s->grow > 0 ? Min(s->grow * 2, GS_DATUM_CHUNK_MAX) : GS_DATUM_CHUNK_MIN;
-
-		s->grow = cap;
-		cap = Max(cap, MAXALIGN(size));	/* a value larger than a chunk gets its own */
-		c = gs_datum_new_chunk(st, cap);
-		off = 0;
-	}
+	if (unlikely(s->nchunks == 0))
+		return gs_datum_reserve_new(st, size);
+	c = &s->chunks[s->nchunks - 1];
+	off = gs_datum_align(s, c->used);
+	if (unlikely(off + size > c->cap))
+		return gs_datum_reserve_new(st, size);
 	c->used = off + size;
 	return c->data + off;
 }

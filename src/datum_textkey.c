@@ -80,6 +80,7 @@ typedef struct GsTextCand
 	uint64		key;
 	int64		lo;				/* keys below key */
 	int64		m;				/* keys equal to key */
+	int64		cap;			/* room in pos */
 	int64	   *pos;			/* their positions (store order) */
 	GsDatumItem *items;			/* their values */
 } GsTextCand;
@@ -191,28 +192,38 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 	cand = (GsTextCand *) palloc0(sizeof(GsTextCand) * nk);
 	for (int j = 0; j < nk; j++)
 		cand[j].key = ks[j];
-	for (int64 i = 0; i < n; i++)
+	for (int64 start = 0; start < n; start += 65536)
 	{
-		int			b;
-		int			j = gs_key_find(ks, nk, keys[i], &b);
+		int64		end = Min(n, start + 65536);
 
-		if (j < 0)
+		CHECK_FOR_INTERRUPTS();
+		for (int64 i = start; i < end; i++)
 		{
-			below[b]++;			/* a key between ks[b-1] and ks[b] */
-			continue;
-		}
-		if (cand[j].pos == NULL || (cand[j].m & (cand[j].m - 1)) == 0)
-		{
-			/* grow at powers of two */
-			Size		cap = cand[j].m == 0 ? 16 : (Size) cand[j].m * 2;
+			int			b;
+			int			j;
 
-			cand[j].pos = cand[j].pos == NULL ?
-				(int64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * cap) :
-				(int64 *) repalloc_huge(cand[j].pos, sizeof(int64) * cap);
+			if (nk == 1)
+			{
+				/* one selected key (one fraction): no search, no branch to mispredict */
+				below[0] += keys[i] < ks[0];
+				if (likely(keys[i] != ks[0]))
+					continue;
+				j = 0;
+			}
+			else if ((j = gs_key_find(ks, nk, keys[i], &b)) < 0)
+			{
+				below[b]++;		/* a key between ks[b-1] and ks[b] */
+				continue;
+			}
+			if (cand[j].m == cand[j].cap)
+			{
+				cand[j].cap = cand[j].cap == 0 ? 16 : cand[j].cap * 2;
+				cand[j].pos = cand[j].pos == NULL ?
+					(int64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * cand[j].cap) :
+					(int64 *) repalloc_huge(cand[j].pos, sizeof(int64) * cand[j].cap);
+			}
+			cand[j].pos[cand[j].m++] = i;
 		}
-		cand[j].pos[cand[j].m++] = i;
-		if ((i & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
 	}
 	pfree(keys);
 	for (int64 j = 0, acc = 0; j < nk; j++)
