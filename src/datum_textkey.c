@@ -74,15 +74,16 @@ gs_text_prefix_key(const char *p)
 	return pg_hton64(k);
 }
 
-/* positions of one selected key's values, and the ranks wanted among them */
+/* one selected key: how many keys are below it, and the values equal to it */
 typedef struct GsTextCand
 {
 	uint64		key;
 	int64		lo;				/* keys below key */
 	int64		m;				/* keys equal to key */
-	int64		cap;			/* room in pos */
-	int64	   *pos;			/* their positions (store order) */
-	GsDatumItem *items;			/* their values */
+	int64		filled;			/* items filled so far */
+	GsDatumItem *items;			/* their values (store order, then selected in place) */
+	int			nlocal;			/* wanted ranks among them */
+	int64	   *local;
 } GsTextCand;
 
 static int
@@ -135,6 +136,10 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 	uint64	   *ks;
 	int64	   *below;
 	GsTextCand *cand;
+	int64	   *pos = NULL;		/* positions of keys equal to a selected one */
+	int		   *own = NULL;		/* ... and which one */
+	int64		npos = 0,
+				cappos = 0;
 	int			nk = 0;
 	int64		filled = 0;
 	gs_segment	seg;
@@ -181,7 +186,10 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 	in.key_bytes = sizeof(uint64);
 	gs_dispatch_cpu_exact(&in, kranks, nranks, sel);
 
-	/* 3. per distinct selected key: keys below it, positions equal to it */
+	/*
+	 * 3. per distinct selected key: the keys below it, and the positions of
+	 * those equal to it (one list for all keys, in store order)
+	 */
 	ks = (uint64 *) palloc(sizeof(uint64) * nranks);
 	memcpy(ks, sel, sizeof(uint64) * nranks);
 	qsort(ks, nranks, sizeof(uint64), gs_uint64_cmp);
@@ -215,14 +223,19 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 				below[b]++;		/* a key between ks[b-1] and ks[b] */
 				continue;
 			}
-			if (cand[j].m == cand[j].cap)
+			if (npos == cappos)
 			{
-				cand[j].cap = cand[j].cap == 0 ? 16 : cand[j].cap * 2;
-				cand[j].pos = cand[j].pos == NULL ?
-					(int64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * cand[j].cap) :
-					(int64 *) repalloc_huge(cand[j].pos, sizeof(int64) * cand[j].cap);
+				cappos = cappos == 0 ? 64 : cappos * 2;
+				pos = pos == NULL ?
+					(int64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * cappos) :
+					(int64 *) repalloc_huge(pos, sizeof(int64) * cappos);
+				own = own == NULL ?
+					(int *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int) * cappos) :
+					(int *) repalloc_huge(own, sizeof(int) * cappos);
 			}
-			cand[j].pos[cand[j].m++] = i;
+			pos[npos] = i;
+			own[npos++] = j;
+			cand[j].m++;
 		}
 	}
 	pfree(keys);
@@ -231,23 +244,23 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 		acc += below[j];
 		cand[j].lo = acc;
 		acc += cand[j].m;
+		cand[j].items = (GsDatumItem *) MemoryContextAllocHuge(CurrentMemoryContext,
+															   sizeof(GsDatumItem) * cand[j].m);
 	}
 
-	/* their values: a walk of the chunks that hold them */
-	for (int j = 0; j < nk; j++)
+	/* their values: one walk of the chunks that hold them */
 	{
 		int			c = 0;
 		Size		off = 0;
 		int64		at = 0;
 
-		cand[j].items = (GsDatumItem *) MemoryContextAllocHuge(CurrentMemoryContext,
-															   sizeof(GsDatumItem) * cand[j].m);
-		for (int64 q = 0; q < cand[j].m; q++)
+		for (int64 q = 0; q < npos; q++)
 		{
-			int64		want = cand[j].pos[q];
+			int64		want = pos[q];
 			const char *p;
+			GsTextCand *cj = &cand[own[q]];
 
-			if (want >= chunk_first[c + 1] || at < chunk_first[c])
+			if (want >= chunk_first[c + 1])
 			{
 				/* the chunk holding want (positions only increase) */
 				while (want >= chunk_first[c + 1])
@@ -262,11 +275,40 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 				if (at == want)
 					break;
 				off += VARSIZE(p);
-				at++;
+				if ((++at & 0xFFFF) == 0)
+					CHECK_FOR_INTERRUPTS();
 			}
-			cand[j].items[q].val = cand[j].items[q].key = PointerGetDatum(p);
+			cj->items[cj->filled].val = cj->items[cj->filled].key = PointerGetDatum(p);
+			cj->filled++;
 		}
-		pfree(cand[j].pos);
+		if (pos)
+		{
+			pfree(pos);
+			pfree(own);
+		}
+	}
+
+	/* the wanted ranks among each key's values (ascending, distinct) */
+	for (int i = 0; i < nranks; i++)
+	{
+		int			b;
+
+		cand[gs_key_find(ks, nk, sel[i], &b)].nlocal++;
+	}
+	for (int j = 0; j < nk; j++)
+	{
+		cand[j].local = (int64 *) palloc(sizeof(int64) * cand[j].nlocal);
+		cand[j].nlocal = 0;
+	}
+	for (int i = 0; i < nranks; i++)
+	{
+		int			b;
+		GsTextCand *cj = &cand[gs_key_find(ks, nk, sel[i], &b)];
+		int64		r = (int64) kranks[i] - cj->lo;
+
+		if (r < 0 || r >= cj->m)
+			elog(ERROR, "gpuselect: prefix key selection out of step");
+		cj->local[cj->nlocal++] = r;
 	}
 
 	/* among each key's values: text's comparator (C collation), ascending */
@@ -277,28 +319,15 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 	PrepareSortSupportFromOrderingOp(lookup_type_cache(TEXTOID, TYPECACHE_LT_OPR)->lt_opr, &ssup);
 	for (int j = 0; j < nk; j++)
 	{
-		int64	   *local = (int64 *) palloc(sizeof(int64) * nranks);
-		int			nl = 0;
+		GsTextCand *cj = &cand[j];
+		int			u = 0;
 
-		for (int i = 0; i < nranks; i++)
-			if (sel[i] == cand[j].key)
-				local[nl++] = (int64) kranks[i] - cand[j].lo;
-		qsort(local, nl, sizeof(int64), gs_int64_cmp);
-		{
-			int			u = 0;
-
-			for (int i = 0; i < nl; i++)
-			{
-				if (local[i] < 0 || local[i] >= cand[j].m)
-					elog(ERROR, "gpuselect: prefix key selection out of step");
-				if (u == 0 || local[u - 1] != local[i])
-					local[u++] = local[i];
-			}
-			nl = u;
-		}
-		if (cand[j].m > 1)
-			gs_multiselect(cand[j].items, cand[j].m, local, nl, &ssup, false);
-		pfree(local);
+		qsort(cj->local, cj->nlocal, sizeof(int64), gs_int64_cmp);
+		for (int i = 0; i < cj->nlocal; i++)
+			if (u == 0 || cj->local[u - 1] != cj->local[i])
+				cj->local[u++] = cj->local[i];
+		if (cj->m > 1)
+			gs_multiselect(cj->items, cj->m, cj->local, u, &ssup, false);
 	}
 	for (int i = 0; i < nranks; i++)
 	{
@@ -309,7 +338,10 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 	}
 	/* out[] points into the store, not into the items */
 	for (int j = 0; j < nk; j++)
+	{
 		pfree(cand[j].items);
+		pfree(cand[j].local);
+	}
 	pfree(cand);
 	pfree(below);
 	pfree(ks);
