@@ -25,6 +25,8 @@ OBJS = \
 	src/datum_state.o \
 	src/datum_select.o \
 	src/datum_final.o \
+	src/datum_numkey.o \
+	src/datum_textkey.o \
 	src/spill.o \
 	src/service_shmem.o \
 	src/service_main.o \

@@ -58,3 +58,55 @@ DROP COLLATION gs_ci;
 \else
 \echo 'skipped: this server has no ICU collation "en-US-x-icu"'
 \endif
+
+-- text and varchar under "C" (memcmp order): selected by 8-byte prefix keys
+-- and text's comparator among the values sharing the selected prefix
+-- (datum_textkey.c).  Values shorter and longer than 8 bytes, long shared
+-- prefixes, empty strings, bytes above 0x7F, every fraction of 101, against
+-- the built-in, ASC and DESC, ordered-set and plain forms.
+SELECT setseed(0.31);
+CREATE TABLE gs_ctext AS
+SELECT g % 5 AS grp,
+       CASE g % 5
+         WHEN 0 THEN substr(md5(random()::text), 1, (random() * 20)::int)
+         WHEN 1 THEN 'prefix__' || substr(md5(random()::text), 1, (random() * 3)::int)
+         WHEN 2 THEN repeat('a', (random() * 12)::int) || CASE WHEN random() < 0.5 THEN 'b' ELSE '' END
+         WHEN 3 THEN (ARRAY['é', 'e', 'z', 'É', 'ß', 'ss', '', ' ', '~', 'zzzzzzzz', 'zzzzzzzzz', 'zzzzzzz'])[1 + (random() * 11)::int]
+                     || substr(md5(random()::text), 1, (random() * 2)::int)
+         ELSE 'same-long-prefix-' || (random() * 30)::int
+       END AS t
+FROM generate_series(1, 5000) g;
+SELECT count(*) AS groups,
+       bool_and(ga = ba) AS asc_c, bool_and(gd = bd) AS desc_c, bool_and(gp = ba) AS plain_c,
+       bool_and(gv = ba) AS varchar_c, bool_and(gposix COLLATE "C" = ba) AS posix, bool_and(gu = bd) AS using_gt
+FROM (SELECT grp,
+             gpu_percentile_disc(f) WITHIN GROUP (ORDER BY t COLLATE "C")::text AS ga,
+             percentile_disc(f) WITHIN GROUP (ORDER BY t COLLATE "C")::text AS ba,
+             gpu_percentile_disc(f) WITHIN GROUP (ORDER BY t COLLATE "C" DESC)::text AS gd,
+             percentile_disc(f) WITHIN GROUP (ORDER BY t COLLATE "C" DESC)::text AS bd,
+             gpu_quantiles(t COLLATE "C", f)::text AS gp,
+             gpu_percentile_disc(f) WITHIN GROUP (ORDER BY t::varchar(40) COLLATE "C")::text AS gv,
+             gpu_percentile_disc(f) WITHIN GROUP (ORDER BY t COLLATE "POSIX")::text AS gposix,
+             gpu_percentile_disc(f) WITHIN GROUP (ORDER BY t COLLATE "C" USING >)::text AS gu
+      FROM gs_ctext, (SELECT array_agg(i / 100.0)::float8[] AS f FROM generate_series(0, 100) i) fr
+      GROUP BY grp, f) s;
+-- single fractions, repeated and NULL fractions, one group
+SELECT gpu_percentile_disc(ARRAY[0.5, NULL, 0.5, 0, 1, 0.999]) WITHIN GROUP (ORDER BY t COLLATE "C")
+         = percentile_disc(ARRAY[0.5, NULL, 0.5, 0, 1, 0.999]) WITHIN GROUP (ORDER BY t COLLATE "C") AS arr,
+       gpu_percentile_disc(0.37) WITHIN GROUP (ORDER BY t COLLATE "C")
+         = percentile_disc(0.37) WITHIN GROUP (ORDER BY t COLLATE "C") AS one,
+       gpu_quantile(t COLLATE "C", 0.61) = percentile_disc(0.61) WITHIN GROUP (ORDER BY t COLLATE "C") AS plain
+FROM gs_ctext;
+-- parallel partial states under "C"
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT grp, gpu_quantiles(t COLLATE "C", '{0,0.2,0.5,0.8,1}')
+              = percentile_disc('{0,0.2,0.5,0.8,1}'::float8[]) WITHIN GROUP (ORDER BY t COLLATE "C") AS same
+FROM gs_ctext GROUP BY grp ORDER BY grp;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET max_parallel_workers_per_gather = 0;
+DROP TABLE gs_ctext;

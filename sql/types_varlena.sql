@@ -174,3 +174,117 @@ RESET parallel_leader_participation;
 
 DROP TABLE gs_v, gs_vinf;
 DROP DOMAIN gs_price, gs_label;
+
+-- numeric as int64 keys (datum_numkey.c): a group whose values share one
+-- dscale and fit int64 when scaled is selected as keys and its results
+-- rebuilt; the first value that breaks the rule turns it back into values.
+-- Results must be the built-in's bytes: text, numeric_send, and the datum's
+-- size (1-byte header when the values came from a table, as the built-in's).
+SET max_parallel_workers_per_gather = 0;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SELECT setseed(0.41);
+CREATE TABLE gs_nk (grp int, n numeric);
+INSERT INTO gs_nk SELECT 0, round((random() * 2000 - 1000)::numeric, 2) FROM generate_series(1, 3000);
+INSERT INTO gs_nk SELECT 0, v::numeric FROM unnest(ARRAY['0.00', '-0.00', '0.00', '-1000.00', '1000.00', '0.01', '-0.01']) v;
+-- 1: keys of dscale 2, then a value of dscale 1 (fallback in the middle), then more of dscale 2
+INSERT INTO gs_nk SELECT 1, round((random() * 100)::numeric, 2) FROM generate_series(1, 500);
+INSERT INTO gs_nk VALUES (1, 5.5), (1, 50.0), (1, 50.00);
+INSERT INTO gs_nk SELECT 1, round((random() * 100)::numeric, 2) FROM generate_series(1, 500);
+-- 2: NaN among keys; 3: the infinities (14+) among keys
+INSERT INTO gs_nk SELECT 2, round((random() * 100)::numeric, 3) FROM generate_series(1, 300);
+INSERT INTO gs_nk VALUES (2, 'NaN'), (2, 'NaN');
+INSERT INTO gs_nk SELECT 3, round((random() * 100)::numeric, 3) FROM generate_series(1, 300);
+INSERT INTO gs_nk VALUES (3, 'Infinity'), (3, '-Infinity');
+-- 4: at the int64 limits when scaled (still keys); 5: one step beyond (values)
+INSERT INTO gs_nk SELECT 4, v::numeric FROM unnest(ARRAY['92233720368547758.07', '-92233720368547758.07',
+       '0.00', '1.00', '-92233720368547758.06', '10000.00', '100000000.00', '0.10']) v;
+INSERT INTO gs_nk SELECT 5, v::numeric FROM unnest(ARRAY['92233720368547758.08', '-92233720368547758.07',
+       '0.00', '1.00', '-92233720368547758.09']) v;
+-- 6: scale 0 with whole base-10000 zero digits; 7: dscale 18; 8: dscale 30 (zero and 1e-30 fit, more does not)
+INSERT INTO gs_nk SELECT 6, v::numeric FROM unnest(ARRAY['10000', '100000000', '1000000000000', '-10000', '0', '9223372036854775807',
+       '-9223372036854775807', '20000', '12345678']) v;
+INSERT INTO gs_nk SELECT 7, round((random() * 9 - 4)::numeric, 18) FROM generate_series(1, 200);
+INSERT INTO gs_nk SELECT 8, v::numeric FROM unnest(ARRAY['0.000000000000000000000000000000', '0.000000000000000000000000000001',
+       '-0.000000000000000000000000000003', '0.000000000000000000000000000002']) v;
+INSERT INTO gs_nk SELECT 9, v::numeric FROM unnest(ARRAY['0.000000000000000000000000000000', '0.100000000000000000000000000001']) v;
+-- 10: many scales (values from the start; distinct, so no tie of two scales); 11: one row; 12: huge (long format)
+INSERT INTO gs_nk SELECT 10, round((g + 0.5 + random() / 10)::numeric, 1 + g % 4) FROM generate_series(1, 400) g;
+INSERT INTO gs_nk VALUES (11, -3.140);
+INSERT INTO gs_nk SELECT 12, v::numeric FROM unnest(ARRAY['1e200', '-1e200', '1e-200', '5']) v;
+
+SELECT grp,
+       gpu_percentile_disc(ARRAY[0, 0.01, 0.25, 0.5, 0.75, 0.99, 1]) WITHIN GROUP (ORDER BY n)::text
+         = percentile_disc(ARRAY[0, 0.01, 0.25, 0.5, 0.75, 0.99, 1]) WITHIN GROUP (ORDER BY n)::text AS asc_text,
+       gpu_percentile_disc(ARRAY[0, 0.01, 0.25, 0.5, 0.75, 0.99, 1]) WITHIN GROUP (ORDER BY n DESC)::text
+         = percentile_disc(ARRAY[0, 0.01, 0.25, 0.5, 0.75, 0.99, 1]) WITHIN GROUP (ORDER BY n DESC)::text AS desc_text,
+       gpu_percentile_disc(0.37) WITHIN GROUP (ORDER BY n USING >)::text
+         = percentile_disc(0.37) WITHIN GROUP (ORDER BY n USING >)::text AS using_gt,
+       numeric_send(gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY n))
+         = numeric_send(percentile_disc(0.5) WITHIN GROUP (ORDER BY n)) AS send,
+       numeric_send(gpu_quantile(n, 0.9)) = numeric_send(percentile_disc(0.9) WITHIN GROUP (ORDER BY n)) AS plain_send,
+       gpu_quantiles(n, '{0.1,0.6}')::text = percentile_disc('{0.1,0.6}'::float8[]) WITHIN GROUP (ORDER BY n)::text AS plain_arr,
+       numeric_send(gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY n * 1))
+         = numeric_send(percentile_disc(0.5) WITHIN GROUP (ORDER BY n * 1)) AS expr_send,
+       pg_column_size(gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY n * 1))
+         = pg_column_size(percentile_disc(0.5) WITHIN GROUP (ORDER BY n * 1)) AS expr_size
+FROM gs_nk GROUP BY grp ORDER BY grp;
+-- the groups that stay keys return a 1-byte-header datum, as the built-in
+-- (the comparison path widens headers: its sizes differ, its bytes do not)
+SELECT grp, pg_column_size(gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY n))
+              = pg_column_size(percentile_disc(0.5) WITHIN GROUP (ORDER BY n)) AS size,
+       pg_column_size(gpu_quantile(n, 0.2)) = pg_column_size(percentile_disc(0.2) WITHIN GROUP (ORDER BY n)) AS plain_size
+FROM gs_nk WHERE grp IN (0, 4, 6, 7, 8, 11) GROUP BY grp ORDER BY grp;
+
+-- every display scale 0..18: groups 0..18 all within int64 when scaled (keys
+-- throughout: their result datums have the built-in's 1-byte header, which
+-- the comparison path would widen), groups 19..37 up to 10^20 scaled (some
+-- values past the limit: back to values); 101 fractions, each element's bytes
+SELECT setseed(0.59);
+CREATE TABLE gs_nk3 AS
+SELECT s + 19 * k AS grp, round(((random() - 0.5) * 10 ^ (random() * (18 - s + 2 * k)))::numeric, s) AS n
+FROM generate_series(0, 18) s, generate_series(0, 1) k, generate_series(1, 300) g;
+SELECT count(*) AS groups,
+       bool_and(ga::text = ba::text) AS same_text,
+       bool_and(gs = bs) AS same_send,
+       bool_and(gd::text = bd::text) AS same_desc,
+       bool_and(grp > 18 OR gz = bz) AS keyed_size
+FROM (SELECT grp,
+             gpu_quantiles(n, f) AS ga, percentile_disc(f) WITHIN GROUP (ORDER BY n) AS ba,
+             gpu_percentile_disc(f) WITHIN GROUP (ORDER BY n DESC) AS gd,
+             percentile_disc(f) WITHIN GROUP (ORDER BY n DESC) AS bd,
+             (SELECT array_agg(numeric_send(e)) FROM unnest(gpu_quantiles(n, f)) e) AS gs,
+             (SELECT array_agg(numeric_send(e)) FROM unnest(percentile_disc(f) WITHIN GROUP (ORDER BY n)) e) AS bs,
+             pg_column_size(gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY n)) AS gz,
+             pg_column_size(percentile_disc(0.5) WITHIN GROUP (ORDER BY n)) AS bz
+      FROM gs_nk3, (SELECT array_agg(i / 100.0)::float8[] AS f FROM generate_series(0, 100) i) fr
+      GROUP BY grp, f) s;
+-- the values past the limit are there: some groups 19..37 are not all keys
+SELECT count(*) FILTER (WHERE abs(n) * 10 ^ scale(n) > 9223372036854775807) > 0 AS past_limit,
+       count(*) FILTER (WHERE grp <= 18 AND abs(n) * 10 ^ scale(n) > 9223372036854775807) = 0 AS keyed_fit
+FROM gs_nk3;
+
+-- parallel: partial states in both modes (keys of one dscale, keys of
+-- another, values), serialized and combined in every order
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+CREATE TABLE gs_nk2 (grp int, n numeric) WITH (parallel_workers = 2);
+INSERT INTO gs_nk2 SELECT g % 3, round((random() * 1000)::numeric, 2) FROM generate_series(1, 30000) g;
+INSERT INTO gs_nk2 SELECT 1, round((random() * 1000)::numeric, 3) FROM generate_series(1, 300) g;
+INSERT INTO gs_nk2 SELECT g % 3, round((random() * 1000)::numeric, 2) FROM generate_series(1, 30000) g;
+INSERT INTO gs_nk2 SELECT 2, 'NaN' FROM generate_series(1, 3);
+EXPLAIN (COSTS OFF) SELECT grp, gpu_quantiles(n, '{0.5}') FROM gs_nk2 GROUP BY grp;
+SELECT grp, gpu_quantiles(n, '{0,0.1,0.5,0.99,1}')::text
+              = percentile_disc('{0,0.1,0.5,0.99,1}'::float8[]) WITHIN GROUP (ORDER BY n)::text AS same,
+       numeric_send(gpu_quantile(n, 0.5)) = numeric_send(percentile_disc(0.5) WITHIN GROUP (ORDER BY n)) AS send
+FROM gs_nk2 GROUP BY grp ORDER BY grp;
+SELECT gpu_quantiles(n, '{0,0.3,0.5,1}')::text = percentile_disc('{0,0.3,0.5,1}'::float8[]) WITHIN GROUP (ORDER BY n)::text AS whole
+FROM gs_nk2 WHERE grp = 0;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP TABLE gs_nk, gs_nk2, gs_nk3;

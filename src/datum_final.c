@@ -21,6 +21,7 @@
 
 #include "datum_select.h"
 #include "datum_state.h"
+#include "dispatch.h"
 #include "ranks.h"
 #include "types.h"
 
@@ -76,6 +77,46 @@ gs_int64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/*
+ * A store of numeric keys: the CPU key engine selects the keys (ranks of
+ * ORDER BY x DESC counted from the top), each result rebuilt from its key
+ * and the group's dscale.  Results are palloc'd in CurrentMemoryContext.
+ */
+static void
+gs_datum_select_numkeys(GsState *st, const int64 *ranks, int nranks, Datum *out)
+{
+	GsDatumStore *s = st->datums;
+	gs_segment *segs = (gs_segment *) palloc(sizeof(gs_segment) * Max(s->nchunks, 1));
+	gs_input	in;
+	uint64	   *kranks = (uint64 *) palloc(sizeof(uint64) * nranks);
+	uint64	   *keys = (uint64 *) palloc(sizeof(uint64) * nranks);
+	size_t		nsegs = 0;
+
+	for (int i = 0; i < s->nchunks; i++)
+	{
+		if (s->chunks[i].used == 0)
+			continue;
+		segs[nsegs].keys = s->chunks[i].data;
+		segs[nsegs].n = s->chunks[i].used / sizeof(uint64);
+		nsegs++;
+	}
+	in.segs = segs;
+	in.nsegs = nsegs;
+	in.key_bytes = sizeof(uint64);
+	for (int i = 0; i < nranks; i++)
+	{
+		if (ranks[i] < 0 || ranks[i] >= st->nrows)
+			elog(ERROR, "gpuselect: rank " INT64_FORMAT " out of range", ranks[i]);
+		kranks[i] = (uint64) (s->keydesc ? st->nrows - 1 - ranks[i] : ranks[i]);
+	}
+	gs_dispatch_cpu_exact(&in, kranks, nranks, keys);
+	for (int i = 0; i < nranks; i++)
+		out[i] = gs_numkey_to_datum(gs_int64_from_key(keys[i]), s->dscale, s->keyshort);
+	pfree(keys);
+	pfree(kranks);
+	pfree(segs);
+}
+
 void
 gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 {
@@ -87,11 +128,22 @@ gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 	int			nsorted = 0;
 	SortSupportData ssup;
 	bool		abbrev;
+	bool		desc;
 
 	if (nranks == 0)
 		return;
 	if (!OidIsValid(s->sortop))
 		elog(ERROR, "gpuselect: state without an ordering");
+	if (s->keymode == GS_DK_NUMERIC)
+	{
+		gs_datum_select_numkeys(st, ranks, nranks, out);
+		return;
+	}
+	if (gs_textkey_eligible(st, &desc))
+	{
+		gs_textkey_select(st, desc, ranks, nranks, out);
+		return;
+	}
 
 	/* the values, in store order, as items */
 	items = (GsDatumItem *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(GsDatumItem) * Max(n, 1));

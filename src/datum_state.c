@@ -10,6 +10,7 @@
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 
 #include "datum_state.h"
 #include "datum_select.h"
@@ -21,14 +22,31 @@ gs_datum_store_init(GsState *st)
 	GsDatumStore *s = (GsDatumStore *) MemoryContextAllocZero(st->mcxt, sizeof(GsDatumStore));
 
 	get_typlenbyvalalign(st->typid, &s->typlen, &s->typbyval, &s->typalign);
+	s->keymode = GS_DK_VALUES;
+	s->dscale = -1;
 	st->datums = s;
 }
 
+/*
+ * Also decides, for a store still empty, whether it starts as numeric keys:
+ * numeric in its default btree order, ASC or DESC (USING another operator
+ * compares values).
+ */
 void
 gs_datum_set_order(GsState *st, Oid sortop, Oid collation)
 {
-	st->datums->sortop = sortop;
-	st->datums->collation = collation;
+	GsDatumStore *s = st->datums;
+	bool		desc;
+
+	s->sortop = sortop;
+	s->collation = collation;
+	if (s->nchunks == 0 && gs_numkey_eligible(st->typid, sortop, &desc))
+	{
+		s->keymode = GS_DK_NUMERIC;
+		s->keydesc = desc;
+		s->keyshort = true;
+		s->dscale = -1;
+	}
 }
 
 /* where a value of `size` bytes goes at offset off of a chunk */
@@ -65,29 +83,42 @@ gs_datum_new_chunk(GsState *st, Size cap)
 	return c;
 }
 
-/* room for `size` bytes (plus alignment) at the end of the last chunk */
-static char *
+/* a new last chunk with room for `size` bytes (out of line: once per chunk) */
+static pg_noinline char *
+gs_datum_reserve_new(GsState *st, Size size)
+{
+	GsDatumStore *s = st->datums;
+	GsDatumChunk *c;
+	Size		cap = s->grow > 0 ? Min(s->grow * 2, GS_DATUM_CHUNK_MAX) : GS_DATUM_CHUNK_MIN;
+
+	s->grow = cap;
+	cap = Max(cap, MAXALIGN(size));	/* a value larger than a chunk gets its own */
+	c = gs_datum_new_chunk(st, cap);
+	c->used = size;
+	return c->data;
+}
+
+/* room for `size` bytes (plus alignment) at the end of the last chunk: the per-row path */
+static inline char *
 gs_datum_reserve(GsState *st, Size size)
 {
 	GsDatumStore *s = st->datums;
-	GsDatumChunk *c = s->nchunks > 0 ? &s->chunks[s->nchunks - 1] : NULL;
-	Size		off = c ? gs_datum_align(s, c->used) : 0;
+	GsDatumChunk *c;
+	Size		off;
 
-	if (c == NULL || off + size > c->cap)
-	{
-		Size		cap = s->grow > 0 ? Min(s->grow * 2, GS_DATUM_CHUNK_MAX) : GS_DATUM_CHUNK_MIN;
-
-		s->grow = cap;
-		cap = Max(cap, MAXALIGN(size));	/* a value larger than a chunk gets its own */
-		c = gs_datum_new_chunk(st, cap);
-		off = 0;
-	}
+	if (unlikely(s->nchunks == 0))
+		return gs_datum_reserve_new(st, size);
+	c = &s->chunks[s->nchunks - 1];
+	off = gs_datum_align(s, c->used);
+	if (unlikely(off + size > c->cap))
+		return gs_datum_reserve_new(st, size);
 	c->used = off + size;
 	return c->data + off;
 }
 
-void
-gs_datum_append(GsState *st, Datum d)
+/* the value path's append (the store holds values) */
+static void
+gs_datum_append_value(GsState *st, Datum d)
 {
 	GsDatumStore *s = st->datums;
 
@@ -125,6 +156,92 @@ gs_datum_append(GsState *st, Datum d)
 		memcpy(gs_datum_reserve(st, len), DatumGetCString(d), len);
 	}
 	st->nrows++;
+}
+
+/*
+ * Append the numeric values of n keys (of dscale) as values: a store leaving
+ * the key path, or keys combined into a store of values.  The rebuilt
+ * numerics are made in a scratch context reset as it goes.
+ */
+static void
+gs_datum_append_keys_as_values(GsState *st, const GsDatumChunk *chunks, int nchunks,
+							   int dscale, bool short_hdr)
+{
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "gpuselect numeric keys",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
+
+	for (int i = 0; i < nchunks; i++)
+	{
+		const uint64 *keys = (const uint64 *) chunks[i].data;
+		Size		n = chunks[i].used / sizeof(uint64);
+
+		for (Size j = 0; j < n; j++)
+		{
+			gs_datum_append_value(st, gs_numkey_to_datum(gs_int64_from_key(keys[j]), dscale, short_hdr));
+			if ((j & 1023) == 1023)
+			{
+				MemoryContextReset(tmp);
+				CHECK_FOR_INTERRUPTS();
+			}
+		}
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
+}
+
+/* a store of numeric keys becomes a store of the values (the first value that breaks the rule) */
+static void
+gs_datum_keys_to_values(GsState *st)
+{
+	GsDatumStore *s = st->datums;
+	GsDatumChunk *old = s->chunks;
+	int			nold = s->nchunks;
+
+	Assert(s->keymode == GS_DK_NUMERIC);
+	s->keymode = GS_DK_VALUES;
+	s->chunks = NULL;
+	s->nchunks = s->maxchunks = 0;
+	s->grow = 0;
+	st->nrows = 0;
+	gs_datum_append_keys_as_values(st, old, nold, s->dscale, s->keyshort);
+	for (int i = 0; i < nold; i++)
+		pfree(old[i].data);
+	if (old)
+		pfree(old);
+}
+
+void
+gs_datum_append(GsState *st, Datum d)
+{
+	GsDatumStore *s = st->datums;
+
+	if (s->keymode == GS_DK_NUMERIC)
+	{
+		int64		v;
+		int			dscale;
+		bool		short_hdr;
+
+		if (gs_numkey_from_datum(d, &v, &dscale, &short_hdr) &&
+			(dscale == s->dscale || s->dscale < 0))
+		{
+			GsDatumChunk *c = s->nchunks > 0 ? &s->chunks[s->nchunks - 1] : NULL;
+
+			s->dscale = (int16) dscale;
+			s->keyshort &= short_hdr;
+			if (likely(c != NULL && c->used + sizeof(uint64) <= c->cap))
+			{
+				*(uint64 *) (c->data + c->used) = gs_key_from_int64(v);
+				c->used += sizeof(uint64);
+			}
+			else
+				*(uint64 *) gs_datum_reserve(st, sizeof(uint64)) = gs_key_from_int64(v);
+			st->nrows++;
+			return;
+		}
+		gs_datum_keys_to_values(st);
+	}
+	gs_datum_append_value(st, d);
 }
 
 /*
@@ -198,6 +315,25 @@ gs_datum_combine(GsState *into, const GsState *from)
 	else if (OidIsValid(fs->sortop) &&
 			 (into->datums->sortop != fs->sortop || into->datums->collation != fs->collation))
 		elog(ERROR, "gpuselect: cannot combine states of different orderings");
+	if (from->nrows == 0)
+		return;
+	if (into->datums->keymode == GS_DK_NUMERIC && fs->keymode == GS_DK_NUMERIC &&
+		(into->datums->dscale == fs->dscale || into->nrows == 0))
+	{
+		/* keys of one dscale on both sides: the key chunks as they are */
+		into->datums->dscale = fs->dscale;
+		into->datums->keyshort &= fs->keyshort;
+	}
+	else
+	{
+		if (into->datums->keymode == GS_DK_NUMERIC)
+			gs_datum_keys_to_values(into);
+		if (fs->keymode == GS_DK_NUMERIC)
+		{
+			gs_datum_append_keys_as_values(into, fs->chunks, fs->nchunks, fs->dscale, fs->keyshort);
+			return;				/* appending counted the rows */
+		}
+	}
 	for (int i = 0; i < fs->nchunks; i++)
 		gs_datum_add_chunk_copy(into, fs->chunks[i].data, fs->chunks[i].used);
 	into->nrows += from->nrows;
@@ -205,15 +341,17 @@ gs_datum_combine(GsState *into, const GsState *from)
 
 /* ---------------- serialized form ----------------
  *
- *   GsDatumSerialHeader  magic "GSD1", type, ordering, the fraction argument
- *                        (as state_serial.c's header), nrows, nchunks
+ *   GsDatumSerialHeader  magic "GSD2", type, ordering, the fraction argument
+ *                        (as state_serial.c's header), nrows, nchunks, and
+ *                        what the chunks hold (keymode: values, or numeric
+ *                        keys with their dscale and header form)
  *   fraction array       array_bytes, zero-padded to MAXALIGN
  *   nchunks times        uint64 used, then `used` bytes of a chunk, padded to
  *                        MAXALIGN (offsets in a chunk keep their alignment)
  *
  * Host-endian and unversioned like the key states: both ends are one build.
  */
-#define GS_DATUM_SERIAL_MAGIC	0x31445347	/* "GSD1" */
+#define GS_DATUM_SERIAL_MAGIC	0x32445347	/* "GSD2" */
 #define GS_DSF_HAVE_FRACTION	0x01
 #define GS_DSF_FRACTION_NULL	0x02
 #define GS_DSF_HAVE_ARRAY		0x04
@@ -229,6 +367,9 @@ typedef struct GsDatumSerialHeader
 	float8		fraction;
 	int64		nrows;
 	int64		nchunks;
+	uint8		keymode;		/* GS_DK_VALUES or GS_DK_NUMERIC */
+	bool		keyshort;
+	int16		dscale;
 } GsDatumSerialHeader;
 
 bool
@@ -275,6 +416,9 @@ gs_datum_serialize(const GsState *st)
 	hdr.fraction = st->fraction;
 	hdr.nrows = st->nrows;
 	hdr.nchunks = s->nchunks;
+	hdr.keymode = s->keymode;
+	hdr.keyshort = s->keyshort;
+	hdr.dscale = s->dscale;
 
 	b = (bytea *) palloc0((Size) total);
 	SET_VARSIZE(b, (Size) total);
@@ -315,6 +459,14 @@ gs_datum_deserialize(MemoryContext mcxt, bytea *b)
 	if (st->datums == NULL)
 		elog(ERROR, "gpuselect: serialized state has a bad header");
 	gs_datum_set_order(st, hdr.sortop, hdr.collation);
+	if (hdr.keymode != st->datums->keymode && hdr.keymode != GS_DK_VALUES)
+		elog(ERROR, "gpuselect: serialized state has a bad header");
+	if (hdr.keymode == GS_DK_NUMERIC &&
+		(hdr.nrows > 0 ? hdr.dscale < 0 || hdr.dscale > NUMERIC_MAX_DISPLAY_SCALE : hdr.dscale != -1))
+		elog(ERROR, "gpuselect: serialized state has a bad header");
+	st->datums->keymode = hdr.keymode;
+	st->datums->keyshort = hdr.keyshort;
+	st->datums->dscale = hdr.dscale;
 	st->have_fraction = (hdr.flags & GS_DSF_HAVE_FRACTION) != 0;
 	st->fraction_null = (hdr.flags & GS_DSF_FRACTION_NULL) != 0;
 	st->fraction = hdr.fraction;
@@ -338,7 +490,14 @@ gs_datum_deserialize(MemoryContext mcxt, bytea *b)
 			elog(ERROR, "gpuselect: serialized state is truncated");
 		gs_datum_add_chunk_copy(st, p, (Size) used);
 		c = &st->datums->chunks[st->datums->nchunks - 1];
-		counted += gs_datum_chunk_values(st->datums, c, NULL, hdr.nrows - counted);
+		if (hdr.keymode == GS_DK_NUMERIC)
+		{
+			if (used % sizeof(uint64) != 0 || used / sizeof(uint64) > (uint64) (hdr.nrows - counted))
+				elog(ERROR, "gpuselect: serialized state has a bad length");
+			counted += used / sizeof(uint64);
+		}
+		else
+			counted += gs_datum_chunk_values(st->datums, c, NULL, hdr.nrows - counted);
 		p += MAXALIGN(used);
 	}
 	if (p != end || counted != hdr.nrows)

@@ -30,6 +30,10 @@ typedef struct GsDatumChunk
 	Size		cap;
 } GsDatumChunk;
 
+/* what a store's chunks hold */
+#define GS_DK_VALUES	0		/* the values themselves */
+#define GS_DK_NUMERIC	1		/* numeric values as int64 keys of one dscale (datum_numkey.c) */
+
 typedef struct GsDatumStore
 {
 	int16		typlen;
@@ -41,6 +45,17 @@ typedef struct GsDatumStore
 	int			maxchunks;
 	GsDatumChunk *chunks;
 	Size		grow;			/* size of the last chunk grown */
+
+	/*
+	 * GS_DK_NUMERIC: the chunks hold uint64 keys (gs_key_from_int64 of
+	 * value * 10^dscale), every value of the group so far of this one
+	 * dscale; the first value that is not (another dscale, NaN, Infinity,
+	 * out of range) turns the store back into values (GS_DK_VALUES).
+	 */
+	uint8		keymode;
+	bool		keydesc;		/* sortop is numeric's ">" (ORDER BY x DESC) */
+	bool		keyshort;		/* every value came with a 1-byte varlena header */
+	int16		dscale;			/* -1 while the store is empty */
 } GsDatumStore;
 
 /* attach an empty store to a new GS_T_DATUM state (gs_state_create) */
@@ -62,6 +77,16 @@ extern GsState *gs_datum_deserialize(MemoryContext mcxt, bytea *b);
  * repeats allowed): out[i] points into the store (valid while the state is).
  */
 extern void gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out);
+
+/* numeric keys (datum_numkey.c) */
+extern bool gs_numkey_eligible(Oid typid, Oid sortop, bool *descending);
+extern bool gs_numkey_from_datum(Datum d, int64 *key, int *dscale, bool *short_hdr);
+extern Datum gs_numkey_to_datum(int64 key, int dscale, bool short_hdr);
+
+/* text / varchar under "C": prefix keys (datum_textkey.c) */
+extern bool gs_textkey_eligible(const GsState *st, bool *descending);
+extern void gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks,
+							  Datum *out);
 
 /* final-function bodies (datum_final.c), as ranks.h's for the key path */
 extern Datum gs_datum_final_disc(GsState *st, float8 p);

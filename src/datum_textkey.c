@@ -1,0 +1,351 @@
+/*
+ * datum_textkey.c — selection of text / varchar under the "C" collation
+ * (memcmp order) by 8-byte prefix keys and the CPU key engine.
+ *
+ * Under "C" (and POSIX, or a database whose default collation is C), text
+ * compares as memcmp of the bytes, the shorter string first on a tie; the
+ * first 8 bytes read as a big-endian integer (zero-padded) are therefore an
+ * order-preserving key: a < b implies key(a) <= key(b).  So the value at
+ * rank r has the key K at rank r among the keys, and it is the value at rank
+ * r - lo among the m values whose key is K (lo: the number of keys below K).
+ *
+ *   1. one walk of the store builds the keys (8 bytes per value, where the
+ *      general path builds 16-byte items and hashes every value for the
+ *      abbreviation's cardinality estimate);
+ *   2. the CPU key engine selects the keys at the wanted ranks (radix
+ *      multiselect, no comparator calls);
+ *   3. one pass over the keys counts those below each selected K and notes
+ *      the positions of those equal to it; the values there are found in
+ *      their chunks and selected among themselves with text's own sort
+ *      support comparator (gs_multiselect): exact whatever the prefix
+ *      holds, including values longer than 8 bytes that share it.
+ *
+ * Many values sharing a prefix make step 3 a comparison multiselect over
+ * them, as the general path would do anyway.  The store is not modified.
+ */
+#include "postgres.h"
+#include "pg_compat.h"
+
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "port/pg_bswap.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_locale.h"
+#include "utils/typcache.h"
+
+#include "datum_select.h"
+#include "datum_state.h"
+#include "dispatch.h"
+
+/*
+ * Is the store's ordering memcmp order?  text (and varchar, which sorts
+ * with text's operators) by its default "<" or ">" under a collation that is
+ * C.  Other deterministic collations are not memcmp order.
+ */
+bool
+gs_textkey_eligible(const GsState *st, bool *descending)
+{
+	const GsDatumStore *s = st->datums;
+	TypeCacheEntry *tce;
+
+	if (s->typlen != -1 || !OidIsValid(s->collation) ||
+		(getBaseType(st->typid) != TEXTOID && getBaseType(st->typid) != VARCHAROID))
+		return false;
+	tce = lookup_type_cache(TEXTOID, TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+	if (s->sortop == tce->lt_opr)
+		*descending = false;
+	else if (s->sortop == tce->gt_opr)
+		*descending = true;
+	else
+		return false;
+	return gs_collation_is_c(s->collation);
+}
+
+/* the order-preserving prefix key of a stored text value (4-byte header, never toasted) */
+static inline uint64
+gs_text_prefix_key(const char *p)
+{
+	Size		len = VARSIZE(p) - VARHDRSZ;
+	uint64		k = 0;
+
+	memcpy(&k, VARDATA(p), Min(len, sizeof(uint64)));
+	return pg_hton64(k);
+}
+
+/* one selected key: how many keys are below it, and the values equal to it */
+typedef struct GsTextCand
+{
+	uint64		key;
+	int64		lo;				/* keys below key */
+	int64		m;				/* keys equal to key */
+	int64		filled;			/* items filled so far */
+	GsDatumItem *items;			/* their values (store order, then selected in place) */
+	int			nlocal;			/* wanted ranks among them */
+	int64	   *local;
+} GsTextCand;
+
+static int
+gs_uint64_cmp(const void *a, const void *b)
+{
+	uint64		x = *(const uint64 *) a,
+				y = *(const uint64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static int
+gs_int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a,
+				y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* index of key in sorted, distinct ks[0..nk), or -1; *below: how many are below it */
+static inline int
+gs_key_find(const uint64 *ks, int nk, uint64 key, int *below)
+{
+	int			lo = 0,
+				hi = nk;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (ks[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*below = lo;
+	return (lo < nk && ks[lo] == key) ? lo : -1;
+}
+
+void
+gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, Datum *out)
+{
+	GsDatumStore *s = st->datums;
+	int64		n = st->nrows;
+	uint64	   *keys = (uint64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * Max(n, 1));
+	int64	   *chunk_first = (int64 *) palloc(sizeof(int64) * (s->nchunks + 1));
+	uint64	   *kranks = (uint64 *) palloc(sizeof(uint64) * nranks);
+	uint64	   *sel = (uint64 *) palloc(sizeof(uint64) * nranks);
+	uint64	   *ks;
+	int64	   *below;
+	GsTextCand *cand;
+	int64	   *pos = NULL;		/* positions of keys equal to a selected one */
+	int		   *own = NULL;		/* ... and which one */
+	int64		npos = 0,
+				cappos = 0;
+	int			nk = 0;
+	int64		filled = 0;
+	gs_segment	seg;
+	gs_input	in;
+	SortSupportData ssup;
+
+	/* 1. the keys, in store order; each chunk's first position */
+	for (int c = 0; c < s->nchunks; c++)
+	{
+		const GsDatumChunk *ch = &s->chunks[c];
+		Size		off = 0;
+
+		chunk_first[c] = filled;
+		while (off < ch->used)
+		{
+			const char *p;
+
+			off = INTALIGN(off);	/* text's alignment: datum_state.c's gs_datum_align */
+			p = ch->data + off;
+			if (off + VARHDRSZ > ch->used || VARATT_IS_EXTENDED(p) ||
+				VARSIZE(p) > ch->used - off || filled >= n)
+				elog(ERROR, "gpuselect: corrupt value store");
+			keys[filled++] = gs_text_prefix_key(p);
+			off += VARSIZE(p);
+			if ((filled & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+	}
+	chunk_first[s->nchunks] = filled;
+	if (filled != n)
+		elog(ERROR, "gpuselect: corrupt value store");
+
+	/* 2. the keys at the wanted ranks (ascending: DESC counts from the top) */
+	for (int i = 0; i < nranks; i++)
+	{
+		if (ranks[i] < 0 || ranks[i] >= n)
+			elog(ERROR, "gpuselect: rank " INT64_FORMAT " out of range", ranks[i]);
+		kranks[i] = (uint64) (descending ? n - 1 - ranks[i] : ranks[i]);
+	}
+	seg.keys = keys;
+	seg.n = (size_t) n;
+	in.segs = &seg;
+	in.nsegs = 1;
+	in.key_bytes = sizeof(uint64);
+	gs_dispatch_cpu_exact(&in, kranks, nranks, sel);
+
+	/*
+	 * 3. per distinct selected key: the keys below it, and the positions of
+	 * those equal to it (one list for all keys, in store order)
+	 */
+	ks = (uint64 *) palloc(sizeof(uint64) * nranks);
+	memcpy(ks, sel, sizeof(uint64) * nranks);
+	qsort(ks, nranks, sizeof(uint64), gs_uint64_cmp);
+	for (int i = 0; i < nranks; i++)
+		if (nk == 0 || ks[nk - 1] != ks[i])
+			ks[nk++] = ks[i];
+	below = (int64 *) palloc0(sizeof(int64) * (nk + 1));
+	cand = (GsTextCand *) palloc0(sizeof(GsTextCand) * nk);
+	for (int j = 0; j < nk; j++)
+		cand[j].key = ks[j];
+	for (int64 start = 0; start < n; start += 65536)
+	{
+		int64		end = Min(n, start + 65536);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int64 i = start; i < end; i++)
+		{
+			int			b;
+			int			j;
+
+			if (nk == 1)
+			{
+				/* one selected key (one fraction): no search, no branch to mispredict */
+				below[0] += keys[i] < ks[0];
+				if (likely(keys[i] != ks[0]))
+					continue;
+				j = 0;
+			}
+			else if ((j = gs_key_find(ks, nk, keys[i], &b)) < 0)
+			{
+				below[b]++;		/* a key between ks[b-1] and ks[b] */
+				continue;
+			}
+			if (npos == cappos)
+			{
+				cappos = cappos == 0 ? 64 : cappos * 2;
+				pos = pos == NULL ?
+					(int64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * cappos) :
+					(int64 *) repalloc_huge(pos, sizeof(int64) * cappos);
+				own = own == NULL ?
+					(int *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int) * cappos) :
+					(int *) repalloc_huge(own, sizeof(int) * cappos);
+			}
+			pos[npos] = i;
+			own[npos++] = j;
+			cand[j].m++;
+		}
+	}
+	pfree(keys);
+	for (int64 j = 0, acc = 0; j < nk; j++)
+	{
+		acc += below[j];
+		cand[j].lo = acc;
+		acc += cand[j].m;
+		cand[j].items = (GsDatumItem *) MemoryContextAllocHuge(CurrentMemoryContext,
+															   sizeof(GsDatumItem) * cand[j].m);
+	}
+
+	/* their values: one walk of the chunks that hold them */
+	{
+		int			c = 0;
+		Size		off = 0;
+		int64		at = 0;
+
+		for (int64 q = 0; q < npos; q++)
+		{
+			int64		want = pos[q];
+			const char *p;
+			GsTextCand *cj = &cand[own[q]];
+
+			if (want >= chunk_first[c + 1])
+			{
+				/* the chunk holding want (positions only increase) */
+				while (want >= chunk_first[c + 1])
+					c++;
+				off = 0;
+				at = chunk_first[c];
+			}
+			for (;;)
+			{
+				off = INTALIGN(off);
+				p = s->chunks[c].data + off;
+				if (at == want)
+					break;
+				off += VARSIZE(p);
+				if ((++at & 0xFFFF) == 0)
+					CHECK_FOR_INTERRUPTS();
+			}
+			cj->items[cj->filled].val = cj->items[cj->filled].key = PointerGetDatum(p);
+			cj->filled++;
+		}
+		if (pos)
+		{
+			pfree(pos);
+			pfree(own);
+		}
+	}
+
+	/* the wanted ranks among each key's values (ascending, distinct) */
+	for (int i = 0; i < nranks; i++)
+	{
+		int			b;
+
+		cand[gs_key_find(ks, nk, sel[i], &b)].nlocal++;
+	}
+	for (int j = 0; j < nk; j++)
+	{
+		cand[j].local = (int64 *) palloc(sizeof(int64) * cand[j].nlocal);
+		cand[j].nlocal = 0;
+	}
+	for (int i = 0; i < nranks; i++)
+	{
+		int			b;
+		GsTextCand *cj = &cand[gs_key_find(ks, nk, sel[i], &b)];
+		int64		r = (int64) kranks[i] - cj->lo;
+
+		if (r < 0 || r >= cj->m)
+			elog(ERROR, "gpuselect: prefix key selection out of step");
+		cj->local[cj->nlocal++] = r;
+	}
+
+	/* among each key's values: text's comparator (C collation), ascending */
+	memset(&ssup, 0, sizeof(ssup));
+	ssup.ssup_cxt = CurrentMemoryContext;
+	ssup.ssup_collation = s->collation;
+	ssup.abbreviate = false;
+	PrepareSortSupportFromOrderingOp(lookup_type_cache(TEXTOID, TYPECACHE_LT_OPR)->lt_opr, &ssup);
+	for (int j = 0; j < nk; j++)
+	{
+		GsTextCand *cj = &cand[j];
+		int			u = 0;
+
+		qsort(cj->local, cj->nlocal, sizeof(int64), gs_int64_cmp);
+		for (int i = 0; i < cj->nlocal; i++)
+			if (u == 0 || cj->local[u - 1] != cj->local[i])
+				cj->local[u++] = cj->local[i];
+		if (cj->m > 1)
+			gs_multiselect(cj->items, cj->m, cj->local, u, &ssup, false);
+	}
+	for (int i = 0; i < nranks; i++)
+	{
+		int			b;
+		int			j = gs_key_find(ks, nk, sel[i], &b);
+
+		out[i] = cand[j].items[(int64) kranks[i] - cand[j].lo].val;
+	}
+	/* out[] points into the store, not into the items */
+	for (int j = 0; j < nk; j++)
+	{
+		pfree(cand[j].items);
+		pfree(cand[j].local);
+	}
+	pfree(cand);
+	pfree(below);
+	pfree(ks);
+	pfree(sel);
+	pfree(kranks);
+	pfree(chunk_first);
+}
