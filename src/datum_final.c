@@ -141,6 +141,8 @@ gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 	}
 	if (gs_textkey_eligible(st, &desc))
 	{
+		elog(DEBUG2, "gpuselect: %lld values selected by their byte-order prefix keys",
+			 (long long) n);
 		gs_textkey_select(st, desc, ranks, nranks, out);
 		return;
 	}

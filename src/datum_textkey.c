@@ -26,18 +26,77 @@
 #include "postgres.h"
 #include "pg_compat.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "port/pg_bswap.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/pg_locale.h"
+#include "utils/builtins.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "datum_select.h"
 #include "datum_state.h"
 #include "dispatch.h"
+
+/*
+ * Is a locale name one that libc sorts in byte order?  The names
+ * PostgreSQL's own lc_collate_is_c() accepts.
+ */
+static bool
+gs_locale_name_is_c(HeapTuple tup, int cacheid, AttrNumber attno)
+{
+	bool		isnull;
+	Datum		d = SysCacheGetAttr(cacheid, tup, attno, &isnull);
+	char	   *name;
+	bool		is_c;
+
+	if (isnull)
+		return false;
+	name = TextDatumGetCString(d);
+	is_c = strcmp(name, "C") == 0 || strcmp(name, "POSIX") == 0;
+	pfree(name);
+	return is_c;
+}
+
+/*
+ * Does a collation sort in byte (memcmp) order?  Answered from the catalogs,
+ * not from pg_locale.h, whose PostgreSQL 15-18 forms differ and which pulls
+ * in ICU's headers wherever the server was built with ICU: "C" and "POSIX",
+ * a libc collation named so, or the default collation of a database whose
+ * provider is libc with LC_COLLATE "C"/"POSIX".  Anything else (ICU, the
+ * builtin provider of 17+) answers false: the comparison path, slower but
+ * exact for every collation.
+ */
+static bool
+gs_collation_sorts_bytewise(Oid collid)
+{
+	HeapTuple	tup;
+	bool		is_c = false;
+
+	if (collid == C_COLLATION_OID)
+		return true;
+	if (collid == DEFAULT_COLLATION_OID)
+	{
+		tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+		if (!HeapTupleIsValid(tup))
+			return false;
+		if (((Form_pg_database) GETSTRUCT(tup))->datlocprovider == COLLPROVIDER_LIBC)
+			is_c = gs_locale_name_is_c(tup, DATABASEOID, Anum_pg_database_datcollate);
+		ReleaseSysCache(tup);
+		return is_c;
+	}
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	if (((Form_pg_collation) GETSTRUCT(tup))->collprovider == COLLPROVIDER_LIBC)
+		is_c = gs_locale_name_is_c(tup, COLLOID, Anum_pg_collation_collcollate);
+	ReleaseSysCache(tup);
+	return is_c;
+}
 
 /*
  * Is the store's ordering memcmp order?  text (and varchar, which sorts
@@ -60,7 +119,7 @@ gs_textkey_eligible(const GsState *st, bool *descending)
 		*descending = true;
 	else
 		return false;
-	return gs_collation_is_c(s->collation);
+	return gs_collation_sorts_bytewise(s->collation);
 }
 
 /* the order-preserving prefix key of a stored text value (4-byte header, never toasted) */

@@ -14,8 +14,6 @@
  *     (1-based then, 0-based now: gpuselect only compares them for equality).
  *   - GS_PG_MODULE_MAGIC: PG_MODULE_MAGIC_EXT (18) gives the module's name
  *     and version to pg_get_loaded_modules(); plain PG_MODULE_MAGIC before.
- *   - gs_collation_is_c (18): lc_collate_is_c(collid) is gone; the locale
- *     struct of pg_newlocale_from_collation says it (collate_is_c).
  *   - gs_flatten_group_exprs (18): a parsed query with GROUP BY refers to
  *     its grouped expressions through Vars of an RTE_GROUP entry
  *     (hasGroupRTE), valid above the grouping step only; an expression moved
@@ -75,12 +73,5 @@ typedef BackendId ProcNumber;
 #define gs_flatten_group_exprs(query, node) (node)
 #endif
 
-/* ---- 18: lc_collate_is_c() gone; pg_locale_t's collate_is_c ---- */
-#include "utils/pg_locale.h"
-#if PG_VERSION_NUM >= 180000
-#define gs_collation_is_c(collid)	(pg_newlocale_from_collation(collid)->collate_is_c)
-#else
-#define gs_collation_is_c(collid)	lc_collate_is_c(collid)
-#endif
 
 #endif							/* GS_PG_COMPAT_H */
