@@ -96,8 +96,9 @@ service_status() {
 }
 if has service-on; then
 	# the service's settings are PGC_POSTMASTER and exist only where the
-	# library was preloaded, so ALTER SYSTEM (before PostgreSQL 17) refuses
-	# them as unrecognized: they go into a file postgresql.conf includes,
+	# library was preloaded, so ALTER SYSTEM refuses them as unrecognized
+	# (PostgreSQL 15.20 does; 17 only in a session that loaded gpuselect,
+	# which reserves the prefix): they go into a file postgresql.conf includes,
 	# which service-off empties again
 	grep -q "gpuselect-service.conf" "$PGDATA/postgresql.conf" ||
 		echo "include_if_exists = 'gpuselect-service.conf'" >>"$PGDATA/postgresql.conf"
