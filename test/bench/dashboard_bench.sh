@@ -30,6 +30,14 @@
 #   GS_BENCH_NOTE      free text for the result file
 #   GS_BENCH_HELP=0    skip part 2 (planner help); the timings are written
 #                      to GS_BENCH_OUT before part 2 starts either way
+#   GS_BENCH_QUERIES   the query names to run (all: sum_hour pct_hour
+#                      gpu_quantiles_hour sum_grafana pct_grafana
+#                      sum_metabase pct_metabase); rows of the others are "-"
+#   GS_BENCH_STATS=1   the main table with CREATE STATISTICS on the three
+#                      grouping expressions (what the README tells a
+#                      dashboard's owner to do), so the floors and the
+#                      rewritten queries are partial hash aggregates in the
+#                      workers; implies GS_BENCH_HELP=0
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -66,6 +74,16 @@ if [ "$have" != "$ROWS" ]; then
 	SQL
 fi
 "${PSQL[@]}" -c "DROP STATISTICS IF EXISTS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
+create_stats() {
+	"${PSQL[@]}" <<-SQL
+		CREATE STATISTICS dash_bench_hour ON (date_trunc('hour', ts)) FROM dash_bench;
+		CREATE STATISTICS dash_bench_5min ON (floor(extract(epoch from ts) / 300) * 300) FROM dash_bench;
+		CREATE STATISTICS dash_bench_day ON (date_trunc('day', ts)) FROM dash_bench;
+		ANALYZE dash_bench;
+	SQL
+}
+STATS=${GS_BENCH_STATS:-0}
+[ "$STATS" = 1 ] && create_stats
 
 # ---- the queries: name|sql (built-in syntax unless named otherwise) ----
 A="ARRAY[0.5, 0.9, 0.99]"
@@ -81,6 +99,11 @@ pct_grafana|SELECT $GRAF AS time, percentile_cont(0.95) WITHIN GROUP (ORDER BY l
 sum_metabase|SELECT $DAY, sum(latency) FROM dash_bench GROUP BY 1 ORDER BY 1
 pct_metabase|SELECT $DAY, percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) FROM dash_bench GROUP BY 1 ORDER BY 1
 EOF
+if [ -n "${GS_BENCH_QUERIES:-}" ]; then
+	awk -F'|' -v keep=" $GS_BENCH_QUERIES " 'index(keep, " " $1 " ")' "$TMP/queries" >"$TMP/q2"
+	mv "$TMP/q2" "$TMP/queries"
+fi
+wanted() { grep -q "^$1|" "$TMP/queries"; }
 # the timed cases: label|query name|accelerate_builtins (pct_* twice: off and on)
 cases() {
 	local name q
@@ -109,6 +132,7 @@ settings() {	# <workers> <accelerate> [forced]
 	echo "LOAD 'gpuselect';"
 	for w in 0 "$WORKERS"; do
 		for name in pct_hour pct_grafana pct_metabase; do
+			wanted "$name" || continue
 			q=$(query "$name")
 			for acc in off on; do
 				settings "$w" "$acc"
@@ -117,6 +141,7 @@ settings() {	# <workers> <accelerate> [forced]
 			done
 		done
 		# gpu_quantiles is percentile_disc: checked against the built-in percentile_disc
+		wanted gpu_quantiles_hour || continue
 		settings "$w" off
 		echo "\\echo @@ gpu_quantiles_hour|$w|gpu"
 		echo "SELECT md5(string_agg(r::text, ',' ORDER BY r::text)) FROM ($(query gpu_quantiles_hour)) r;"
@@ -177,6 +202,7 @@ row() {	# <label> <floor label>
 	echo "- server: $("${PSQL[@]}" -c "SELECT version()" | cut -d, -f1)"
 	echo "- rows: $ROWS; rounds: $RUNS (median); gpuselect.device = $DEVICE; work_mem = $WORK_MEM; jit off"
 	echo "- parallel column: max_parallel_workers_per_gather = $WORKERS with parallel_setup_cost = parallel_tuple_cost = min_parallel_table_scan_size = 0"
+	echo "- statistics on the grouping expressions: $([ "$STATS" = 1 ] && echo "yes (CREATE STATISTICS on each, then ANALYZE)" || echo "none")"
 	[ -n "${GS_BENCH_NOTE:-}" ] && echo "- note: $GS_BENCH_NOTE"
 	echo
 	echo "Execution Time (ms), EXPLAIN (ANALYZE, TIMING OFF); \"x floor\": against sum(latency) of the same grouping and column."
@@ -196,14 +222,18 @@ row() {	# <label> <floor label>
 	echo
 	echo "Queries: pct_hour = \`$(query pct_hour)\`; pct_grafana = \`$(query pct_grafana)\`; pct_metabase = \`$(query pct_metabase)\`; gpu_quantiles_hour = \`$(query gpu_quantiles_hour)\`."
 	echo
-	echo "Plans ($WORKERS workers, forced parallel costs): pct_hour on: $(plan_of "$WORKERS" on forced pct_hour); pct_hour off: $(plan_of "$WORKERS" off forced pct_hour)."
+	echo "Plans ($WORKERS workers, forced parallel costs): sum_hour: $(plan_of "$WORKERS" off forced sum_hour); pct_hour on: $(plan_of "$WORKERS" on forced pct_hour); pct_hour off: $(plan_of "$WORKERS" off forced pct_hour); pct_metabase on: $(plan_of "$WORKERS" on forced pct_metabase)."
 	echo
 	echo "Answers (md5 of all rows; accelerate_builtins off vs on, gpu_quantiles vs percentile_disc), per workers:"
 	echo "$ANSWERS" | sed 's/^/- /'
 } >"$OUT"
 log "wrote the timings to $OUT"
 
-[ "${GS_BENCH_HELP:-1}" = 0 ] && { cat "$OUT"; exit 0; }
+if [ "${GS_BENCH_HELP:-1}" = 0 ] || [ "$STATS" = 1 ]; then
+	[ "$STATS" = 1 ] && "${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
+	cat "$OUT"
+	exit 0
+fi
 # ---- part 2: planner help (the planner's own parallel costs) ----
 help_run() {	# <tag>: plan and median time of the rewritten queries and their floors
 	local name q t
@@ -223,12 +253,7 @@ help_run() {	# <tag>: plan and median time of the rewritten queries and their fl
 log "planner help: without statistics"
 HELP=$(help_run "none")
 log "planner help: with CREATE STATISTICS"
-"${PSQL[@]}" <<-SQL
-	CREATE STATISTICS dash_bench_hour ON (date_trunc('hour', ts)) FROM dash_bench;
-	CREATE STATISTICS dash_bench_5min ON (floor(extract(epoch from ts) / 300) * 300) FROM dash_bench;
-	CREATE STATISTICS dash_bench_day ON (date_trunc('day', ts)) FROM dash_bench;
-	ANALYZE dash_bench;
-SQL
+create_stats
 HELP="$HELP
 $(help_run "CREATE STATISTICS")"
 "${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
