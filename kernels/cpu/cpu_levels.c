@@ -31,6 +31,7 @@
 #include "cpu_internal.h"
 
 #define GS_MAX_TOTAL_BUCKETS ((size_t) 1 << 21)	/* per input level, all tasks */
+#define GS_LVL_MIN_BITS		8	/* a small task's histogram: at least 2^8 buckets */
 
 typedef struct task
 {
@@ -341,8 +342,17 @@ lvl_layout(lvl_state *ls)
 	for (t = 0; t < ls->nt; t++)
 	{
 		uint64_t	range = tasks[t].hi - tasks[t].lo;
+		unsigned	tbits = bits;
 
-		tasks[t].shift = tasks[t].pw ? 0 : shift_for(range, bits);
+		/*
+		 * No more buckets than keys: a task of a few thousand keys (a GROUP
+		 * BY group's final call) with 2^16 buckets spent its time clearing
+		 * and scanning the histogram (calloc'd 768 kB per call), not
+		 * counting keys.  Fewer buckets only make its children larger.
+		 */
+		while (tbits > GS_LVL_MIN_BITS && ((uint64_t) 1 << tbits) > tasks[t].cnt)
+			tbits--;
+		tasks[t].shift = tasks[t].pw ? 0 : shift_for(range, tbits);
 		tasks[t].nb = tasks[t].pw ? ls->pw.nslots : (size_t) (range >> tasks[t].shift) + 1;
 		tasks[t].hoff = nslots;
 		nslots += tasks[t].nb + (tasks[t].open ? 2 : 0);
