@@ -80,6 +80,10 @@ typedef enum GsJobState
 #define GS_SVC_FAULT_NONE 0
 #define GS_SVC_FAULT_FAIL 1		/* the job fails as a failed launch would */
 #define GS_SVC_FAULT_STICKY 2	/* ... and the service exits as on a sticky error */
+#define GS_SVC_FAULT_LAUNCH 3	/* CUDA: the engine's own injected launch failure;
+								 * cpu_test: as FAIL */
+#define GS_SVC_FAULT_OOM 4		/* CUDA: device memory for the keys only, none for
+								 * the selection's scratch; cpu_test: as FAIL */
 
 /*
  * One job.  The owner writes the request fields while it holds the slot in

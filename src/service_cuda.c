@@ -21,6 +21,7 @@
 static gs_cuda_engine *svc_engine = NULL;
 static void *svc_pool_locked = NULL;
 static uint64_t svc_device_peak = 0;	/* the engine's device bytes, highest seen in a job */
+static bool svc_oom_armed = false;	/* gs_svc_cuda_arm_fault(OOM) for the next job */
 
 /* sample the engine's device memory while a job holds its buffers */
 static void
@@ -79,6 +80,37 @@ gs_svc_cuda_open(void *pool, size_t pool_bytes, char *name, size_t namelen, gs_e
 	return GS_OK;
 }
 
+void
+gs_svc_cuda_arm_fault(gs_svc_cuda_fault kind)
+{
+	if (svc_engine == NULL)
+		return;
+	if (kind == GS_SVC_CUDA_FAULT_LAUNCH)
+		gs_cuda_inject_launch_failures(svc_engine, 1);
+	else if (kind == GS_SVC_CUDA_FAULT_OOM)
+		svc_oom_armed = true;	/* the cap needs the job's size: set in the select */
+}
+
+/* an armed OOM: room for what the engine holds and the job's keys, nothing more */
+static void
+apply_oom_cap(size_t key_bytes_total)
+{
+	size_t		dev = 0,
+				host = 0;
+
+	gs_cuda_memory_in_use(svc_engine, &dev, &host);
+	gs_cuda_set_memory_cap(svc_engine, dev + key_bytes_total);
+}
+
+static void
+disarm_faults(void)
+{
+	gs_cuda_inject_launch_failures(svc_engine, 0);
+	if (svc_oom_armed)
+		gs_cuda_set_memory_cap(svc_engine, 0);
+	svc_oom_armed = false;
+}
+
 static void
 widen_mask(unsigned key_bytes, size_t nranks, uint64_t *out_keys, gs_approx_pick *picks)
 {
@@ -119,6 +151,8 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		return GS_ERR_NO_DEVICE;
 	}
 
+	if (svc_oom_armed)
+		apply_oom_cap(n * kb);
 	s = gs_cuda_alloc(svc_engine, n * kb, (void **) &d_raw, err);
 	for (size_t i = 0; s == GS_OK && i < in->nsegs; i++)
 	{
@@ -156,6 +190,7 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	}
 	if (d_keys)
 		gs_cuda_free(svc_engine, d_keys);
+	disarm_faults();
 
 	if (s == GS_OK)
 		widen_mask(kb, nranks, out_keys, picks);

@@ -31,6 +31,21 @@ gs_status	gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t n
 							   const gs_options *opt, double *copy_ms, uint64_t *bytes_copied,
 							   bool *sticky, gs_error *err);
 
+/*
+ * Test hook (gpuselect.test_service_fault 'launch' / 'oom'): the next
+ * selection meets the CUDA engine's own injected faults, so the failure
+ * takes the engine's real error paths: a failed kernel launch, or device
+ * memory that holds the job's keys but none of the selection's scratch.
+ * Disarmed when that selection returns.
+ */
+typedef enum gs_svc_cuda_fault
+{
+	GS_SVC_CUDA_FAULT_LAUNCH = 1,
+	GS_SVC_CUDA_FAULT_OOM = 2
+} gs_svc_cuda_fault;
+
+void		gs_svc_cuda_arm_fault(gs_svc_cuda_fault kind);
+
 /* device memory the engine holds now (status) */
 size_t		gs_svc_cuda_device_bytes(void);
 

@@ -39,6 +39,11 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	return GS_ERR_NO_DEVICE;
 }
 
+void
+gs_svc_cuda_arm_fault(gs_svc_cuda_fault kind)
+{
+}
+
 size_t
 gs_svc_cuda_device_bytes(void)
 {

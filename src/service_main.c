@@ -332,7 +332,9 @@ gs_svc_run_job(int j, int mode, MemoryContext jobcxt)
 		if (job->delay_ms > 0)
 			gs_svc_test_delay(job, job->delay_ms);
 
-		if (job->fault != GS_SVC_FAULT_NONE)
+		if (job->fault != GS_SVC_FAULT_NONE &&
+			(mode == GS_SERVICE_CPU_TEST ||
+			 (job->fault != GS_SVC_FAULT_LAUNCH && job->fault != GS_SVC_FAULT_OOM)))
 		{
 			s = GS_ERR_DEVICE;
 			snprintf(err.message, sizeof(err.message), "injected failure (gpuselect.test_service_fault)");
@@ -358,6 +360,10 @@ gs_svc_run_job(int j, int mode, MemoryContext jobcxt)
 			uint64_t	copied;
 
 			memset(&err, 0, sizeof(err));
+			if (job->fault == GS_SVC_FAULT_LAUNCH)
+				gs_svc_cuda_arm_fault(GS_SVC_CUDA_FAULT_LAUNCH);
+			else if (job->fault == GS_SVC_FAULT_OOM)
+				gs_svc_cuda_arm_fault(GS_SVC_CUDA_FAULT_OOM);
 			s = gs_svc_cuda_select(&in, ranks, job->nranks,
 								   job->approx ? NULL : (uint64_t *) answer,
 								   job->approx ? (gs_approx_pick *) answer : NULL,

@@ -53,6 +53,8 @@ static const struct config_enum_entry gs_service_fault_options[] = {
 	{"none", GS_SVC_FAULT_NONE, false},
 	{"fail", GS_SVC_FAULT_FAIL, false},
 	{"sticky", GS_SVC_FAULT_STICKY, false},
+	{"launch", GS_SVC_FAULT_LAUNCH, false},
+	{"oom", GS_SVC_FAULT_OOM, false},
 	{NULL, 0, false}
 };
 
@@ -98,7 +100,7 @@ gs_service_define_gucs(void)
 
 	DefineCustomEnumVariable("gpuselect.test_service_fault",
 							 "Test hook: the GPU service fails this session's jobs (fail) and also exits as on a sticky device error (sticky).",
-							 NULL,
+							 "launch and oom make the CUDA engine itself fail (a failed launch; device memory for the keys but not the selection); under cpu_test they act as fail.",
 							 &gs_guc_test_service_fault,
 							 GS_SVC_FAULT_NONE,
 							 gs_service_fault_options,

@@ -1,9 +1,10 @@
 # GPU service (cpu_test mode; GS_SERVICE_MODE=on: the CUDA engine): a cluster of its own with gpuselect preloaded.
 # Every aggregate, every key width, exact and approximate, through the
 # service (gpuselect.device = gpu: a fallback would be an ERROR) gives the
-# built-ins' answers; the status fields; an injected job failure falls back
-# in auto (same answer) and is a clean ERROR in gpu; the pool is back to
-# empty afterwards.
+# built-ins' answers; the status fields; an injected job failure (and, with
+# the CUDA engine, a failed launch and a device out of memory inside it)
+# falls back in auto (same answer) and is a clean ERROR in gpu; the pool is
+# back to empty afterwards.
 use strict;
 use warnings;
 use FindBin;
@@ -123,6 +124,33 @@ $st = GsTest::service_status();
 is($st->{service_failed}, 2, 'status: two failed jobs');
 is($st->{service_fallen_back}, 1, 'status: one fallback');
 is($st->{key_pool_used_bytes}, 0, 'the pool is empty again');
+# faults inside the engine (GS_SERVICE_MODE=on: the CUDA engine's own
+# injected launch failure, and a device memory cap that holds the job's keys
+# but none of the selection's scratch; cpu_test: a plain job failure): the
+# job fails, auto answers right on the CPU, gpu is a clean ERROR, and the
+# service stays up and serves the next job
+my $pid0 = GsTest::service_status()->{service_pid};
+for my $fault (qw(launch oom))
+{
+	my $failed0 = GsTest::service_status()->{service_failed};
+	like(psql_value("SET gpuselect.test_service_fault = '$fault'; SET gpuselect.gpu_min_rows = 1000;
+SELECT gpu_quantiles(f8, ARRAY[0.1, 0.5, 0.9])::text = percentile_disc(ARRAY[0.1, 0.5, 0.9]) WITHIN GROUP (ORDER BY f8)::text FROM gs_t;
+SELECT value FROM gpuselect_status() WHERE name = 'last_path';"),
+		qr/^t\ncpu \(fallback: GPU service: the selection failed: /,
+		"$fault: auto falls back to the CPU with the same answer");
+	($rc, $out) = psql("SET gpuselect.test_service_fault = '$fault'; SET gpuselect.device = 'gpu';
+SELECT gpu_percentile_cont(0.25) WITHIN GROUP (ORDER BY i8) FROM gs_t;");
+	isnt($rc, 0, "$fault: gpu is an ERROR");
+	like($out, qr/55000/, "$fault: gpu: clean ERROR 55000");
+	like(psql_value("SET gpuselect.device = 'gpu';
+SELECT gpu_percentile_cont(0.25) WITHIN GROUP (ORDER BY i8) = percentile_cont(0.25) WITHIN GROUP (ORDER BY i8) FROM gs_t;
+SELECT value FROM gpuselect_status() WHERE name = 'last_path';"),
+		qr/^t\nservice/, "$fault: the next job is served, right");
+	$st = GsTest::service_status();
+	is($st->{service_failed}, $failed0 + 2, "$fault: two more failed jobs");
+	is($st->{service_pid}, $pid0, "$fault: the service did not restart");
+	is($st->{key_pool_used_bytes}, 0, "$fault: the pool is empty again");
+}
 unlike(`cat $h->{log}`, qr/terminated by signal|PANIC/, 'no crash in the server log');
 
 done_testing();
