@@ -125,6 +125,16 @@ typedef struct GsSvcJob
 	/* the backend whose scan holds chunks under this slot (pool lock) */
 	PGPROC	   *scan_proc;
 	int			scan_pid;
+
+	/*
+	 * Leases (service_scan.c): chunks parallel workers took on behalf of
+	 * this slot's backend, their leader, that no state of the leader has
+	 * adopted yet.  lease_gen (pool lock) goes up at each of the leader's
+	 * sweeps (transaction end): a reference of an older generation is
+	 * refused.
+	 */
+	pg_atomic_uint32 nleased;
+	uint64		lease_gen;
 } GsSvcJob;
 
 typedef struct GsSvcChunk
@@ -132,8 +142,11 @@ typedef struct GsSvcChunk
 	int			next;			/* next chunk of the same list (-1: end) */
 	int			job;			/* owning job slot, -1 when free */
 	bool		held;			/* held by a scan (see above), not by a job */
+	bool		leased;			/* held, taken by a partial state for its
+								 * leader, not adopted by a leader's state yet */
 	int			holder_pid;		/* held: the backend that holds it */
 	uint32		nkeys;			/* key chunk of a submitted job: its keys */
+	uint64		lease_gen;		/* leased: the slot's lease_gen when taken */
 } GsSvcChunk;
 
 typedef struct GsSvcControl
@@ -152,6 +165,8 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 scan_short;	/* pool chunks a scan wanted and did not get */
 	pg_atomic_uint64 scan_keys_in_place;	/* keys jobs read where the scan wrote them */
 	pg_atomic_uint64 scan_keys_copied;	/* keys copied into job chunks at the final call */
+	pg_atomic_uint64 worker_keys_in_place;	/* ... of them written by partial states (leases) */
+	pg_atomic_uint64 leases_swept;	/* leased chunks no state adopted, freed at xact end */
 	pg_atomic_uint64 device_bytes;	/* the service's device memory (engine's count) */
 	pg_atomic_uint64 device_peak;	/* ... its highest during a job */
 	pg_atomic_uint64 device_used;	/* the device's memory in use (all processes) */
@@ -221,6 +236,24 @@ extern char *gs_pool_chunk(int idx, int job);
 /* bytes of a job's io area per rank: the rank, then the answer */
 #define GS_SVC_IO_BYTES_PER_RANK (sizeof(uint64) + sizeof(gs_approx_pick))
 
+/*
+ * Leases (service_scan.c has the rules): chunk for a partial state of this
+ * backend or of its parallel workers, held for the leader (job slot `job`,
+ * whose scan owner must be `leader` with its current pid); -1 when the
+ * leader has not declared itself or the pool is down to its reserve.
+ */
+extern int	gs_pool_take_lease(int job, PGPROC *leader, uint64 *gen);
+/* leader: the chunk of a deserialized reference, after checking it is
+ * leased to this process under `job` in generation gen; NULL if not */
+extern char *gs_pool_lease_chunk(int idx, int job, uint64 gen);
+/* leader: a leased chunk becomes an ordinary held chunk (a state's) */
+extern bool gs_pool_adopt_lease(int idx, int job, uint64 gen);
+/* leader, at transaction end: free this process's leased chunks under
+ * `job`, a new lease generation; the number freed */
+extern int	gs_pool_free_leases(int job);
+/* leader: this process is job's scan owner (workers may lease for it) */
+extern void gs_pool_declare_scan_owner(int job);
+
 /* the service's main (service_main.c), named in the worker's registration */
 extern PGDLLEXPORT void gs_service_main(Datum arg);
 
@@ -229,6 +262,12 @@ extern PGDLLEXPORT void gs_service_main(Datum arg);
 extern char *gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref);
 extern void gs_service_scan_release(GsState *st);
 extern int	gs_service_scan_held_chunks(void);
+/* partial states (service_scan.c): a leased chunk for st's next keys (NULL:
+ * arena or palloc), the leader's preparation at the start of a parallel
+ * query, a deserialized chunk adopted by the combined state `into` */
+extern char *gs_service_lease_chunk(GsState *st, uint64 *cap, int *pool_ref);
+extern void gs_service_lease_prepare(void);
+extern bool gs_service_adopt_lease(GsState *into, int pool_ref, uint64 gen);
 /* this backend's slot, and its exit cleanup (registered once) */
 extern int	gs_svc_my_slot(void);
 extern void gs_svc_register_exit(void);
