@@ -447,6 +447,9 @@ gs_pool_declare_scan_owner(int job)
 {
 	GsSvcControl *c = gs_svc_ctl;
 
+	/* only this process writes its own slot's scan owner */
+	if (gs_svc_jobs[job].scan_proc == MyProc && gs_svc_jobs[job].scan_pid == MyProcPid)
+		return;
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
 	gs_svc_jobs[job].scan_proc = MyProc;
 	gs_svc_jobs[job].scan_pid = MyProcPid;
@@ -531,9 +534,11 @@ gs_pool_free_leases(int job)
 {
 	GsSvcControl *c = gs_svc_ctl;
 	int			n = 0;
+	/* no worker is left to lease more: none now means none to look for */
+	bool		any = pg_atomic_read_u32(&gs_svc_jobs[job].nleased) > 0;
 
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < c->nchunks; i++)
+	for (int i = 0; any && i < c->nchunks; i++)
 		if (gs_svc_chunks[i].leased && gs_pool_held_by(i, job, MyProcPid))
 		{
 			gs_pool_put(i);
