@@ -216,8 +216,12 @@ gs_service_lease_prepare(void)
 {
 	int			j;
 
-	if (!gs_service_in_use() || IsParallelWorker() ||
-		pg_atomic_read_u32(&gs_svc_ctl->state) != GS_SVC_READY)
+	/*
+	 * Whatever the service's state now: it may be READY by the time a
+	 * worker asks, and the slot's scan owner stays declared from an earlier
+	 * query, so every parallel transaction gets its sweep.
+	 */
+	if (!gs_service_in_use() || IsParallelWorker())
 		return;
 	j = gs_svc_my_slot();
 	if (j < 0)
