@@ -19,7 +19,11 @@
  * job, and only the backend frees them (its state's memory-context reset
  * callback, its on_shmem_exit cleanup), or the service's reaper once that
  * slot's scan owner (scan_proc, scan_pid) is no longer that process.  A
- * job refers to held chunks in place and never frees them.
+ * job refers to held chunks in place and never frees them.  Partial states
+ * of parallel workers take chunks held for their LEADER's slot and pid,
+ * marked leased until a state of the leader adopts them (service_scan.c:
+ * leases), so the same release paths cover them, plus a sweep of the
+ * unadopted ones at the leader's transaction end.
  *
  * Protocol (service_client.c = backend, service_main.c = service):
  * a job's state word moves FREE -> OPEN (owner took the slot, links its
