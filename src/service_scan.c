@@ -32,8 +32,8 @@
  * Leases: partial states (parallel workers, and the leader's own partial
  * aggregation) of a parallel plain aggregate.  A worker cannot know the
  * group's size, so it follows the arena's rule (arena.h): once its
- * palloc'd chunks reach GS_ARENA_START_BYTES, with the service READY and
- * gpuselect.device not cpu, further chunks are pool chunks LEASED to its
+ * palloc'd chunks reach GS_ARENA_START_BYTES, with the service READY,
+ * gpuselect.device not cpu and gpuselect.shared_partial_states on, further chunks are pool chunks LEASED to its
  * leader -- held under the leader's job slot and pid, with the chunk's
  * `leased` mark and the slot's lease generation -- and the serialized
  * state carries (slot, generation, index, count) references
@@ -250,8 +250,9 @@ gs_service_lease_chunk(GsState *st, uint64 *cap, int *pool_ref)
 	int			idx;
 	uint64		gen = 0;
 
-	if (st->lease_off || st->key_bytes == 0 || !gs_service_in_use() ||
-		pg_atomic_read_u32(&c->state) != GS_SVC_READY)
+	/* gpuselect.shared_partial_states = off: the tuple queue for everything */
+	if (st->lease_off || st->key_bytes == 0 || !gs_guc_shared_partial_states ||
+		!gs_service_in_use() || pg_atomic_read_u32(&c->state) != GS_SVC_READY)
 		return NULL;
 	if (IsParallelWorker())
 	{

@@ -194,6 +194,13 @@ is(psql_value($par . "SET gpuselect.device = 'cpu';\n$gpuq;"), $want, 'device = 
 $s1 = status();
 is($s1->{service_worker_keys_in_place} - $s0->{service_worker_keys_in_place}, 0, 'device = cpu: no lease');
 
+# -- shared_partial_states = off: the tuple queue for everything, no lease
+$s0 = status();
+is(psql_value($par . "SET gpuselect.device = 'gpu'; SET gpuselect.shared_partial_states = off;\n$gpuq;"), $want,
+	'shared_partial_states = off: equal to the built-ins');
+$s1 = status();
+is($s1->{service_worker_keys_in_place} - $s0->{service_worker_keys_in_place}, 0, 'shared_partial_states = off: no lease');
+
 unlike(`cat $h->{log}`, qr/terminated by signal|PANIC/, 'no crash in the server log');
 
 done_testing();
