@@ -41,6 +41,7 @@
 
 #include "arena.h"
 #include "guc.h"
+#include "service.h"
 #include "shared_state.h"
 
 #define GS_ARENA_MAGIC			0x41525347	/* "GSRA" */
@@ -138,9 +139,14 @@ gs_arena_executor_start(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 
 	/* before the workers start: they take the settings as they are then */
-	if (arena_wanted && queryDesc->plannedstmt->parallelModeNeeded &&
+	if (queryDesc->plannedstmt->parallelModeNeeded &&
 		!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !IsInParallelMode())
-		gs_arena_prepare();
+	{
+		/* with the GPU service, workers lease key-pool chunks for this backend */
+		gs_service_lease_prepare();
+		if (arena_wanted)
+			gs_arena_prepare();
+	}
 }
 
 void

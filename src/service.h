@@ -19,7 +19,11 @@
  * job, and only the backend frees them (its state's memory-context reset
  * callback, its on_shmem_exit cleanup), or the service's reaper once that
  * slot's scan owner (scan_proc, scan_pid) is no longer that process.  A
- * job refers to held chunks in place and never frees them.
+ * job refers to held chunks in place and never frees them.  Partial states
+ * of parallel workers take chunks held for their LEADER's slot and pid,
+ * marked leased until a state of the leader adopts them (service_scan.c:
+ * leases), so the same release paths cover them, plus a sweep of the
+ * unadopted ones at the leader's transaction end.
  *
  * Protocol (service_client.c = backend, service_main.c = service):
  * a job's state word moves FREE -> OPEN (owner took the slot, links its
@@ -129,6 +133,16 @@ typedef struct GsSvcJob
 	/* the backend whose scan holds chunks under this slot (pool lock) */
 	PGPROC	   *scan_proc;
 	int			scan_pid;
+
+	/*
+	 * Leases (service_scan.c): chunks parallel workers took on behalf of
+	 * this slot's backend, their leader, that no state of the leader has
+	 * adopted yet.  lease_gen (pool lock) goes up at each of the leader's
+	 * sweeps (transaction end): a reference of an older generation is
+	 * refused.
+	 */
+	pg_atomic_uint32 nleased;
+	uint64		lease_gen;
 } GsSvcJob;
 
 typedef struct GsSvcChunk
@@ -136,8 +150,11 @@ typedef struct GsSvcChunk
 	int			next;			/* next chunk of the same list (-1: end) */
 	int			job;			/* owning job slot, -1 when free */
 	bool		held;			/* held by a scan (see above), not by a job */
+	bool		leased;			/* held, taken by a partial state for its
+								 * leader, not adopted by a leader's state yet */
 	int			holder_pid;		/* held: the backend that holds it */
 	uint32		nkeys;			/* key chunk of a submitted job: its keys */
+	uint64		lease_gen;		/* leased: the slot's lease_gen when taken */
 } GsSvcChunk;
 
 typedef struct GsSvcControl
@@ -156,6 +173,8 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 scan_short;	/* pool chunks a scan wanted and did not get */
 	pg_atomic_uint64 scan_keys_in_place;	/* keys jobs read where the scan wrote them */
 	pg_atomic_uint64 scan_keys_copied;	/* keys copied into job chunks at the final call */
+	pg_atomic_uint64 worker_keys_in_place;	/* ... of them written by partial states (leases) */
+	pg_atomic_uint64 leases_swept;	/* leased chunks no state adopted, freed at xact end */
 	pg_atomic_uint64 device_bytes;	/* the service's device memory (engine's count) */
 	pg_atomic_uint64 device_peak;	/* ... its highest during a job */
 	pg_atomic_uint64 device_used;	/* the device's memory in use (all processes) */
@@ -225,6 +244,24 @@ extern char *gs_pool_chunk(int idx, int job);
 /* bytes of a job's io area per rank: the rank, then the answer */
 #define GS_SVC_IO_BYTES_PER_RANK (sizeof(uint64) + sizeof(gs_approx_pick))
 
+/*
+ * Leases (service_scan.c has the rules): chunk for a partial state of this
+ * backend or of its parallel workers, held for the leader (job slot `job`,
+ * whose scan owner must be `leader` with its current pid); -1 when the
+ * leader has not declared itself or the pool is down to its reserve.
+ */
+extern int	gs_pool_take_lease(int job, PGPROC *leader, uint64 *gen);
+/* leader: the chunk of a deserialized reference, after checking it is
+ * leased to this process under `job` in generation gen; NULL if not */
+extern char *gs_pool_lease_chunk(int idx, int job, uint64 gen);
+/* leader: a leased chunk becomes an ordinary held chunk (a state's) */
+extern bool gs_pool_adopt_lease(int idx, int job, uint64 gen);
+/* leader, at transaction end: free this process's leased chunks under
+ * `job`, a new lease generation; the number freed */
+extern int	gs_pool_free_leases(int job);
+/* leader: this process is job's scan owner (workers may lease for it) */
+extern void gs_pool_declare_scan_owner(int job);
+
 /* the service's main (service_main.c), named in the worker's registration */
 extern PGDLLEXPORT void gs_service_main(Datum arg);
 
@@ -233,6 +270,12 @@ extern PGDLLEXPORT void gs_service_main(Datum arg);
 extern char *gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref);
 extern void gs_service_scan_release(GsState *st);
 extern int	gs_service_scan_held_chunks(void);
+/* partial states (service_scan.c): a leased chunk for st's next keys (NULL:
+ * arena or palloc), the leader's preparation at the start of a parallel
+ * query, a deserialized chunk adopted by the combined state `into` */
+extern char *gs_service_lease_chunk(GsState *st, uint64 *cap, int *pool_ref);
+extern void gs_service_lease_prepare(void);
+extern bool gs_service_adopt_lease(GsState *into, int pool_ref, uint64 gen);
 /* this backend's slot, and its exit cleanup (registered once) */
 extern int	gs_svc_my_slot(void);
 extern void gs_svc_register_exit(void);

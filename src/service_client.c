@@ -8,6 +8,10 @@
  * sleeps on its latch until the answer, a timeout, or the service going
  * away.
  *
+ * Held chunks include those parallel workers leased for this backend
+ * and a combined state adopted (service_scan.c): they are this backend's
+ * like its own scan's, and read in place the same way.
+ *
  * The backend keeps its own keys (held chunks are freed only by this
  * backend, with the state), so any failure ends in the CPU engine
  * with the same answer (gpuselect.device = auto; counted as fallen back)
@@ -356,18 +360,25 @@ gs_svc_take_chunks(int j, int n)
 	return head;
 }
 
-/* the state's held chunks and the keys outside them */
+/* the state's held chunks, the keys outside them, and the keys in held
+ * chunks partial states leased (written by parallel workers, or by the
+ * leader's own partial aggregation) */
 static void
-gs_svc_count_chunks(const GsState *st, int *nheld, uint64 *unpooled)
+gs_svc_count_chunks(const GsState *st, int *nheld, uint64 *unpooled, uint64 *leased)
 {
 	*nheld = 0;
 	*unpooled = 0;
+	*leased = 0;
 	for (int i = 0; i < st->nchunks; i++)
 	{
 		if (st->chunks[i].n == 0)
 			continue;
 		if (st->chunks[i].pool_ref != 0)
+		{
 			(*nheld)++;
+			if (st->chunks[i].leased)
+				*leased += st->chunks[i].n;
+		}
 		else
 			*unpooled += st->chunks[i].n;
 	}
@@ -386,6 +397,7 @@ gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nran
 	int64		io_chunks = (int64) (((uint64) nranks * GS_SVC_IO_BYTES_PER_RANK + cb - 1) / cb);
 	int			nheld;
 	uint64		unpooled;
+	uint64		leased;
 	int64		copy_chunks;
 	uint64		epoch;
 	uint32		expected;
@@ -407,7 +419,7 @@ gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nran
 		pg_atomic_fetch_add_u64(&c->pool_exhausted, 1);
 		return gs_svc_fail(info, "the group is larger than the key pool");
 	}
-	gs_svc_count_chunks(st, &nheld, &unpooled);
+	gs_svc_count_chunks(st, &nheld, &unpooled, &leased);
 	copy_chunks = (int64) ((unpooled + per_chunk - 1) / per_chunk);
 	if (copy_chunks + nheld + io_chunks > c->nchunks)
 		return gs_svc_fail(info, "the group is larger than the key pool");
@@ -456,6 +468,7 @@ gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nran
 	job->epoch = epoch;
 	pg_atomic_fetch_add_u64(&c->scan_keys_in_place, n - unpooled);
 	pg_atomic_fetch_add_u64(&c->scan_keys_copied, unpooled);
+	pg_atomic_fetch_add_u64(&c->worker_keys_in_place, leased);
 	/* the compare-and-swap is a full barrier: the request is visible first */
 	expected = GS_JOB_OPEN;
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))

@@ -28,11 +28,47 @@
  *
  * Pool short (only the reserve left: gs_pool_scan_reserve): the state goes
  * on in palloc'd chunks (counted in key_pool_scan_short); nothing fails.
+ *
+ * Leases: partial states (parallel workers, and the leader's own partial
+ * aggregation) of a parallel plain aggregate.  A worker cannot know the
+ * group's size, so it follows the arena's rule (arena.h): once its
+ * palloc'd chunks reach GS_ARENA_START_BYTES, with the service READY,
+ * gpuselect.device not cpu and gpuselect.shared_partial_states on, further chunks are pool chunks LEASED to its
+ * leader -- held under the leader's job slot and pid, with the chunk's
+ * `leased` mark and the slot's lease generation -- and the serialized
+ * state carries (slot, generation, index, count) references
+ * (state_serial.c).  The worker never frees a lease and may exit at any
+ * time.  Lifetime, in the leader:
+ *   - At the start of each parallel query (arena.c's ExecutorStart hook,
+ *     before workers start) the leader declares itself its slot's scan
+ *     owner and registers its exit and transaction-end cleanup; a worker
+ *     leases only when the slot's scan owner is its lock group leader with
+ *     the leader's current pid.
+ *   - Deserializing checks every reference (bounds, slot, holder pid,
+ *     leased, generation): a mismatch is an ERROR, never a wild pointer.
+ *     The deserialized state reads the chunk but does not own it.
+ *   - gs_state_combine ADOPTS the chunk (gs_service_adopt_lease): it stops
+ *     being leased and becomes an ordinary held chunk of the combined
+ *     state, referred to in place by the final call's job and freed by
+ *     the combined state's reset callback, as the leader's own scan chunks.
+ *   - Leases no state adopted (LIMIT, early end, an ERROR or cancel in a
+ *     worker or the leader, a terminated worker) are freed at the leader's
+ *     transaction end (commit, abort, prepare): by then AtEOXact_Parallel
+ *     has waited for every worker, and every state of the transaction is
+ *     gone.  The lease generation goes up then, so an older reference
+ *     never resolves.
+ *   - The leader's FATAL or pg_terminate_backend: the abort runs (workers
+ *     waited for, leases swept) before the on_shmem_exit cleanup, which
+ *     frees whatever (slot, pid) still holds; a leader that vanished
+ *     without cleanup (a crash restarts shared memory anyway) is the
+ *     reaper's, as its scan owner is gone.
  */
 #include "postgres.h"
 #include "pg_compat.h"
 
 #include "access/parallel.h"
+#include "access/xact.h"
+#include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "guc.h"
@@ -69,6 +105,24 @@ gs_svc_scan_reset(void *arg)
 	}
 }
 
+/* st's pool chunks go back with its memory (before any chunk is taken:
+ * an ERROR here leaves nothing taken) */
+static void
+gs_svc_scan_attach(GsState *st, int slot)
+{
+	GsSvcScan  *sc;
+
+	if (st->svc != NULL)
+		return;
+	sc = (GsSvcScan *) MemoryContextAllocZero(st->mcxt, sizeof(GsSvcScan));
+	sc->st = st;
+	sc->slot = slot;
+	sc->cb.func = gs_svc_scan_reset;
+	sc->cb.arg = sc;
+	MemoryContextRegisterResetCallback(st->mcxt, &sc->cb);
+	st->svc = sc;
+}
+
 char *
 gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref)
 {
@@ -76,7 +130,7 @@ gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref)
 	int			j;
 	int			idx;
 
-	/* workers fill partial states only; a service that is not up takes no keys */
+	/* workers fill partial states only (leases); a service that is not up takes no keys */
 	if (IsParallelWorker() || st->key_bytes == 0 ||
 		pg_atomic_read_u32(&c->state) != GS_SVC_READY)
 		return NULL;
@@ -84,18 +138,7 @@ gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref)
 	if (j < 0)
 		return NULL;
 	gs_svc_register_exit();
-	if (st->svc == NULL)
-	{
-		/* before the chunk: an ERROR here leaves nothing taken */
-		GsSvcScan  *sc = (GsSvcScan *) MemoryContextAllocZero(st->mcxt, sizeof(GsSvcScan));
-
-		sc->st = st;
-		sc->slot = j;
-		sc->cb.func = gs_svc_scan_reset;
-		sc->cb.arg = sc;
-		MemoryContextRegisterResetCallback(st->mcxt, &sc->cb);
-		st->svc = sc;
-	}
+	gs_svc_scan_attach(st, j);
 	idx = gs_pool_take_held(st->svc->slot);
 	if (idx < 0)
 	{
@@ -139,4 +182,124 @@ gs_service_scan_release(GsState *st)
 		}
 	}
 	gs_pool_free_held(batch, nb, st->svc->slot);
+}
+
+/* ---------------- leases (see the header comment) ---------------- */
+
+static bool gs_lease_xact_registered = false;
+static bool gs_lease_xact_pending = false;	/* a parallel query ran in this transaction */
+
+/* the leader's transaction ends: its workers are gone, and its states */
+static void
+gs_lease_xact_callback(XactEvent event, void *arg)
+{
+	int			j;
+
+	(void) arg;
+	if (!gs_lease_xact_pending || IsParallelWorker())
+		return;
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	gs_lease_xact_pending = false;
+	j = gs_svc_my_slot();
+	if (j >= 0)
+		(void) gs_pool_free_leases(j);
+}
+
+/*
+ * Leader, at the start of a parallel query, before its workers start:
+ * workers may lease chunks for this process from now on.
+ */
+void
+gs_service_lease_prepare(void)
+{
+	int			j;
+
+	/*
+	 * Whatever the service's state now: it may be READY by the time a
+	 * worker asks, and the slot's scan owner stays declared from an earlier
+	 * query, so every parallel transaction gets its sweep.
+	 */
+	if (!gs_service_in_use() || IsParallelWorker())
+		return;
+	j = gs_svc_my_slot();
+	if (j < 0)
+		return;
+	gs_svc_register_exit();
+	if (!gs_lease_xact_registered)
+	{
+		RegisterXactCallback(gs_lease_xact_callback, NULL);
+		gs_lease_xact_registered = true;
+	}
+	gs_lease_xact_pending = true;
+	gs_pool_declare_scan_owner(j);
+}
+
+/*
+ * A partial state's next chunk, leased for the leader (the worker's lock
+ * group leader, or this process when it is the leader).  The caller has
+ * checked the arena's rule; NULL: no lease, use the arena or palloc.
+ */
+char *
+gs_service_lease_chunk(GsState *st, uint64 *cap, int *pool_ref)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	PGPROC	   *leader;
+	int			slot;
+	int			idx;
+	uint64		gen = 0;
+
+	/* gpuselect.shared_partial_states = off: the tuple queue for everything */
+	if (st->lease_off || st->key_bytes == 0 || !gs_guc_shared_partial_states ||
+		!gs_service_in_use() || pg_atomic_read_u32(&c->state) != GS_SVC_READY)
+		return NULL;
+	if (IsParallelWorker())
+	{
+		leader = MyProc->lockGroupLeader;
+		slot = (int) ParallelLeaderProcNumber;
+	}
+	else
+	{
+		/* the leader's own partial aggregation: only inside a parallel
+		 * query it prepared for (its transaction end sweeps) */
+		if (!gs_lease_xact_pending)
+			return NULL;
+		leader = MyProc;
+		slot = gs_svc_my_slot();
+	}
+	if (leader == NULL || slot < 0 || slot >= c->njobs)
+		return NULL;
+	idx = gs_pool_take_lease(slot, leader, &gen);
+	if (idx < 0)
+	{
+		st->lease_off = true;	/* the pool is short or the leader not ready */
+		pg_atomic_fetch_add_u64(&c->scan_short, 1);
+		return NULL;
+	}
+	/* one state's leases share slot and generation (one transaction) */
+	st->lease_slot = slot;
+	st->lease_gen = gen;
+	*cap = c->chunk_bytes / st->key_bytes;
+	*pool_ref = idx + 1;
+	return gs_svc_pool + (Size) idx * c->chunk_bytes;
+}
+
+/*
+ * Leader: the combined state `into` takes over a leased chunk of a
+ * deserialized state (false: it is not leased to this process any more).
+ * From now on into's reset callback frees it.
+ */
+bool
+gs_service_adopt_lease(GsState *into, int pool_ref, uint64 gen)
+{
+	int			j = gs_svc_my_slot();
+
+	if (j < 0)
+		return false;
+	gs_svc_scan_attach(into, j);	/* before: an ERROR leaves the lease as it was */
+	if (!gs_pool_adopt_lease(pool_ref - 1, j, gen))
+		return false;
+	gs_svc_scan_held++;
+	return true;
 }

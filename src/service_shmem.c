@@ -185,6 +185,8 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->scan_short, 0);
 		pg_atomic_init_u64(&c->scan_keys_in_place, 0);
 		pg_atomic_init_u64(&c->scan_keys_copied, 0);
+		pg_atomic_init_u64(&c->worker_keys_in_place, 0);
+		pg_atomic_init_u64(&c->leases_swept, 0);
 		pg_atomic_init_u64(&c->device_bytes, 0);
 		pg_atomic_init_u64(&c->device_peak, 0);
 		pg_atomic_init_u64(&c->device_used, 0);
@@ -198,6 +200,7 @@ gs_svc_shmem_startup(void)
 		{
 			memset(&gs_svc_jobs[i], 0, sizeof(GsSvcJob));
 			pg_atomic_init_u32(&gs_svc_jobs[i].state, GS_JOB_FREE);
+			pg_atomic_init_u32(&gs_svc_jobs[i].nleased, 0);
 			gs_svc_jobs[i].head = -1;
 		}
 		for (int i = 0; i < nchunks; i++)
@@ -315,6 +318,7 @@ gs_pool_alloc(int n, int job)
 			gs_svc_chunks[idx].job = job;
 			gs_svc_chunks[idx].next = -1;
 			gs_svc_chunks[idx].held = false;
+			gs_svc_chunks[idx].leased = false;
 			gs_svc_chunks[idx].holder_pid = 0;
 			gs_svc_chunks[idx].nkeys = 0;
 			if (prev < 0)
@@ -338,8 +342,13 @@ gs_pool_put(int idx)
 
 	if (gs_svc_chunks[idx].held)
 		pg_atomic_fetch_sub_u64(&c->scan_bytes, c->chunk_bytes);
+	if (gs_svc_chunks[idx].leased && gs_svc_chunks[idx].job >= 0 &&
+		gs_svc_chunks[idx].job < c->njobs)
+		pg_atomic_fetch_sub_u32(&gs_svc_jobs[gs_svc_chunks[idx].job].nleased, 1);
 	gs_svc_chunks[idx].job = -1;
 	gs_svc_chunks[idx].held = false;
+	gs_svc_chunks[idx].leased = false;
+	gs_svc_chunks[idx].lease_gen = 0;
 	gs_svc_chunks[idx].holder_pid = 0;
 	gs_svc_chunks[idx].nkeys = 0;
 	gs_svc_chunks[idx].next = c->free_head;
@@ -388,6 +397,35 @@ gs_pool_scan_reserve(void)
 	return Max(2, gs_svc_ctl->nchunks / 16);
 }
 
+static inline bool
+gs_pool_held_by(int idx, int job, int pid)
+{
+	return idx >= 0 && idx < gs_svc_ctl->nchunks && gs_svc_chunks[idx].job == job &&
+		gs_svc_chunks[idx].held && gs_svc_chunks[idx].holder_pid == pid;
+}
+
+/* a free chunk, held for (job, pid) (the pool lock held; nfree checked) */
+static int
+gs_pool_take_one(int job, int pid)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			idx = c->free_head;
+
+	Assert(idx >= 0 && idx < c->nchunks);
+	c->free_head = gs_svc_chunks[idx].next;
+	c->nfree--;
+	gs_svc_chunks[idx].job = job;
+	gs_svc_chunks[idx].next = -1;
+	gs_svc_chunks[idx].held = true;
+	gs_svc_chunks[idx].leased = false;
+	gs_svc_chunks[idx].holder_pid = pid;
+	gs_svc_chunks[idx].nkeys = 0;
+	gs_svc_chunks[idx].lease_gen = 0;
+	pg_atomic_fetch_add_u64(&c->bytes_in_use, c->chunk_bytes);
+	pg_atomic_fetch_add_u64(&c->scan_bytes, c->chunk_bytes);
+	return idx;
+}
+
 int
 gs_pool_take_held(int job)
 {
@@ -397,30 +435,122 @@ gs_pool_take_held(int job)
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
 	if (c->nfree > gs_pool_scan_reserve())
 	{
-		idx = c->free_head;
-		Assert(idx >= 0 && idx < c->nchunks);
-		c->free_head = gs_svc_chunks[idx].next;
-		c->nfree--;
-		gs_svc_chunks[idx].job = job;
-		gs_svc_chunks[idx].next = -1;
-		gs_svc_chunks[idx].held = true;
-		gs_svc_chunks[idx].holder_pid = MyProcPid;
-		gs_svc_chunks[idx].nkeys = 0;
+		idx = gs_pool_take_one(job, MyProcPid);
 		/* this process is the slot's scan owner: the reaper checks it */
 		gs_svc_jobs[job].scan_proc = MyProc;
 		gs_svc_jobs[job].scan_pid = MyProcPid;
-		pg_atomic_fetch_add_u64(&c->bytes_in_use, c->chunk_bytes);
-		pg_atomic_fetch_add_u64(&c->scan_bytes, c->chunk_bytes);
+	}
+	LWLockRelease(c->lock);
+	return idx;
+}
+
+void
+gs_pool_declare_scan_owner(int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	/* only this process writes its own slot's scan owner */
+	if (gs_svc_jobs[job].scan_proc == MyProc && gs_svc_jobs[job].scan_pid == MyProcPid)
+		return;
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	gs_svc_jobs[job].scan_proc = MyProc;
+	gs_svc_jobs[job].scan_pid = MyProcPid;
+	LWLockRelease(c->lock);
+}
+
+/*
+ * A lease is held for the leader exactly as the leader's own scan chunks
+ * are (job slot, pid), so the leader's exit cleanup and the reaper cover
+ * it; the caller may be a parallel worker.  The slot's scan owner must be
+ * `leader` running its current pid: the leader declared itself at the
+ * start of the parallel query (gs_pool_declare_scan_owner), so a leader
+ * that is gone, or a slot reused by another backend, gets no lease.
+ */
+int
+gs_pool_take_lease(int job, PGPROC *leader, uint64 *gen)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	GsSvcJob   *owner;
+	int			pid;
+	int			idx = -1;
+
+	if (job < 0 || job >= c->njobs || leader == NULL)
+		return -1;
+	owner = &gs_svc_jobs[job];
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	pid = leader->pid;
+	if (pid != 0 && owner->scan_proc == leader && owner->scan_pid == pid &&
+		c->nfree > gs_pool_scan_reserve())
+	{
+		idx = gs_pool_take_one(job, pid);
+		gs_svc_chunks[idx].leased = true;
+		gs_svc_chunks[idx].lease_gen = owner->lease_gen;
+		*gen = owner->lease_gen;
+		pg_atomic_fetch_add_u32(&owner->nleased, 1);
 	}
 	LWLockRelease(c->lock);
 	return idx;
 }
 
 static inline bool
-gs_pool_held_by(int idx, int job, int pid)
+gs_pool_leased_to_me(int idx, int job, uint64 gen)
 {
-	return idx >= 0 && idx < gs_svc_ctl->nchunks && gs_svc_chunks[idx].job == job &&
-		gs_svc_chunks[idx].held && gs_svc_chunks[idx].holder_pid == pid;
+	return idx >= 0 && idx < gs_svc_ctl->nchunks && job >= 0 && job < gs_svc_ctl->njobs &&
+		gs_svc_chunks[idx].job == job && gs_svc_chunks[idx].held &&
+		gs_svc_chunks[idx].leased && gs_svc_chunks[idx].holder_pid == MyProcPid &&
+		gs_svc_chunks[idx].lease_gen == gen && gs_svc_jobs[job].lease_gen == gen;
+}
+
+char *
+gs_pool_lease_chunk(int idx, int job, uint64 gen)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	bool		ok;
+
+	LWLockAcquire(c->lock, LW_SHARED);
+	ok = gs_pool_leased_to_me(idx, job, gen);
+	LWLockRelease(c->lock);
+	return ok ? gs_svc_pool + (Size) idx * c->chunk_bytes : NULL;
+}
+
+bool
+gs_pool_adopt_lease(int idx, int job, uint64 gen)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	bool		ok;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	ok = gs_pool_leased_to_me(idx, job, gen);
+	if (ok)
+	{
+		gs_svc_chunks[idx].leased = false;
+		pg_atomic_fetch_sub_u32(&gs_svc_jobs[job].nleased, 1);
+	}
+	LWLockRelease(c->lock);
+	return ok;
+}
+
+/* never raises an ERROR: runs in transaction-end callbacks */
+int
+gs_pool_free_leases(int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			n = 0;
+	/* no worker is left to lease more: none now means none to look for */
+	bool		any = pg_atomic_read_u32(&gs_svc_jobs[job].nleased) > 0;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	for (int i = 0; any && i < c->nchunks; i++)
+		if (gs_svc_chunks[i].leased && gs_pool_held_by(i, job, MyProcPid))
+		{
+			gs_pool_put(i);
+			n++;
+		}
+	gs_svc_jobs[job].lease_gen++;
+	LWLockRelease(c->lock);
+	if (n > 0)
+		pg_atomic_fetch_add_u64(&c->leases_swept, (uint64) n);
+	return n;
 }
 
 void
@@ -621,6 +751,8 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("key_pool_scan_short", pg_atomic_read_u64(&c->scan_short));
 	EMIT_U64("service_keys_in_place", pg_atomic_read_u64(&c->scan_keys_in_place));
 	EMIT_U64("service_keys_copied", pg_atomic_read_u64(&c->scan_keys_copied));
+	EMIT_U64("service_worker_keys_in_place", pg_atomic_read_u64(&c->worker_keys_in_place));
+	EMIT_U64("key_pool_leases_swept", pg_atomic_read_u64(&c->leases_swept));
 	EMIT_U64("service_device_bytes", pg_atomic_read_u64(&c->device_bytes));
 	EMIT_U64("service_device_peak_bytes", pg_atomic_read_u64(&c->device_peak));
 	EMIT_U64("service_device_used_bytes", pg_atomic_read_u64(&c->device_used));

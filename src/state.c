@@ -90,7 +90,29 @@ gs_state_grow(GsState *st)
 	if (st->spill != NULL)
 		return gs_spill_flush(st);
 
-	/* a large partial state of a parallel plain aggregate: the arena */
+	/*
+	 * A large partial state of a parallel plain aggregate: chunks of the GPU
+	 * service's key pool leased to the leader, which reads them in place
+	 * (service_scan.c), when the group may go to the GPU; else the arena.
+	 */
+	if (st->arena_ok && (Size) st->grow_cap * st->key_bytes >= GS_ARENA_START_BYTES &&
+		gs_guc_device != GS_DEVICE_CPU && gs_service_in_use())
+	{
+		uint64		pool_cap;
+
+		mem = gs_service_lease_chunk(st, &pool_cap, &pool_ref);
+		if (mem != NULL)
+		{
+			gs_state_reserve_chunk(st);
+			c = &st->chunks[st->nchunks++];
+			memset(c, 0, sizeof(*c));
+			c->data = (char *) mem;
+			c->cap = pool_cap;
+			c->pool_ref = pool_ref;
+			c->leased = true;
+			return c;
+		}
+	}
 	if (st->arena_ok && (Size) st->grow_cap * st->key_bytes >= GS_ARENA_START_BYTES)
 	{
 		mem = gs_arena_alloc();
@@ -151,6 +173,8 @@ gs_state_grow(GsState *st)
 	c->pinned = pinned;
 	c->arena = false;
 	c->pool_ref = pool_ref;
+	c->leased = false;
+	c->lease_open = false;
 	c->handover = NULL;
 	c->owned = NULL;
 	st->grow_cap = cap;
@@ -270,6 +294,8 @@ gs_state_adopt_chunk(GsState *into, GsChunk *c)
 	dst->pinned = false;
 	dst->arena = false;
 	dst->pool_ref = 0;
+	dst->leased = false;
+	dst->lease_open = false;
 	dst->handover = NULL;
 	dst->owned = c->handover;	/* a spill deletes it (spill.c) */
 	c->handover = NULL;
@@ -293,6 +319,37 @@ gs_state_refer_arena_chunk(GsState *into, const GsChunk *c)
 	dst->pool_ref = 0;			/* arena chunks never are pool chunks */
 	dst->handover = NULL;
 	dst->owned = NULL;
+	into->nrows += (int64) c->n;
+}
+
+/*
+ * A chunk a partial state leased in the key pool (service_scan.c) is
+ * adopted, not copied: it becomes a held chunk of into, freed with into's
+ * memory, and the final call's job reads it in place.  Once adopted, a
+ * second combine of the same from copies its keys (which into keeps
+ * alive).  A lease that is not this backend's any more is an ERROR.
+ */
+static void
+gs_state_adopt_pool_chunk(GsState *into, const GsState *from, GsChunk *c)
+{
+	GsChunk    *dst;
+
+	if (!c->lease_open)
+	{
+		gs_state_append_keys(into, c->data, c->n);
+		return;
+	}
+	gs_state_reserve_chunk(into);	/* before adopting: may ERROR */
+	if (!gs_service_adopt_lease(into, c->pool_ref, from->lease_gen))
+		elog(ERROR, "gpuselect: a partial state refers to a key-pool chunk that is not leased to this backend");
+	c->lease_open = false;
+	dst = &into->chunks[into->nchunks++];
+	memset(dst, 0, sizeof(*dst));
+	dst->data = c->data;
+	dst->n = c->n;
+	dst->cap = c->n;			/* full: appends go to a new chunk */
+	dst->pool_ref = c->pool_ref;
+	dst->leased = true;
 	into->nrows += (int64) c->n;
 }
 
@@ -346,6 +403,11 @@ gs_state_combine(GsState *into, GsState *from)
 			if (c->n > 0)
 				gs_state_refer_arena_chunk(into, c);
 		}
+		else if (c->pool_ref != 0)
+		{
+			if (c->n > 0)
+				gs_state_adopt_pool_chunk(into, from, c);
+		}
 		else if (c->handover != NULL)
 			gs_state_adopt_chunk(into, c);
 		else
@@ -363,7 +425,7 @@ gs_state_keys_outside_arena(const GsState *st)
 	uint64		n = 0;
 
 	for (int i = 0; i < st->nchunks; i++)
-		if (!st->chunks[i].arena)
+		if (!st->chunks[i].arena && st->chunks[i].pool_ref == 0)
 			n += st->chunks[i].n;
 	return n;
 }

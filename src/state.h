@@ -37,6 +37,12 @@ typedef struct GsChunk
 	 * backend's scan holds (service_scan.c); 0 otherwise (so a zeroed
 	 * chunk is none).  Freed by service_scan.c, never pfree'd. */
 	int			pool_ref;
+	/* a pool chunk that a partial state leased for its leader
+	 * (service_scan.c): it came through a serialized state */
+	bool		leased;
+	/* leased, in a deserialized state: not adopted by a combined state yet
+	 * (gs_state_combine adopts it once, then copies) */
+	bool		lease_open;
 
 	/*
 	 * Non-NULL: data is the only allocation of this memory context, a child
@@ -83,6 +89,11 @@ typedef struct GsState
 
 	struct GpuPathState *gpu;		/* NULL unless the GPU path attached data */
 	struct GsSvcScan *svc;		/* NULL unless the state holds key-pool chunks */
+	/* a partial state with leased key-pool chunks (pool_ref != 0): the
+	 * leader's job slot they are held under, and the lease generation */
+	int			lease_slot;
+	uint64		lease_gen;
+	bool		lease_off;		/* no lease to be had: stop asking */
 
 	/* kind GS_T_DATUM: the values themselves, no keys (datum_state.h) */
 	struct GsDatumStore *datums;
@@ -113,7 +124,8 @@ extern bool gs_fraction_arrays_equal(ArrayType *a, ArrayType *b);
 extern int64 gs_fraction_full_compares;
 pg_noreturn extern void gs_fraction_mismatch_error(bool is_array);
 
-/* keys not in the leader's arena (arena.h) */
+/* keys that travel the slow way: neither in the leader's arena (arena.h)
+ * nor in key-pool chunks leased to it (service_scan.c) */
 extern uint64 gs_state_keys_outside_arena(const GsState *st);
 
 /* the state's keys as an engine input; segs palloc'd in CurrentMemoryContext */

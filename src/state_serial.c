@@ -19,6 +19,12 @@
  *                    leader's key arena (arena.c) as a GsArenaRef (handle,
  *                    generation, offset) and a count; never copied, checked by
  *                    gs_arena_resolve.
+ *   pool refs        with GS_SF_POOL: GsSerialPoolHead (the leader's job
+ *                    slot and lease generation) and nrefs GsSerialPoolChunk
+ *                    entries (chunk index, count), each a chunk of the GPU
+ *                    service's key pool leased to the leader
+ *                    (service_scan.c); never copied, checked by
+ *                    gs_pool_lease_chunk, adopted by gs_state_combine.
  *   the other keys   either inline, (nrows - keys in the arena) * key_bytes
  *                    bytes in chunk order (the tuple-queue form), or, with
  *                    GS_SF_SHARED, a GsSerialSharedRef naming the dynamic
@@ -37,6 +43,7 @@
 #include "datum_state.h"
 #include "types.h"
 #include "guc.h"
+#include "service.h"
 #include "shared_state.h"
 #include "state.h"
 
@@ -46,6 +53,7 @@
 #define GS_SF_HAVE_ARRAY	0x04
 #define GS_SF_SHARED		0x08	/* keys in a shared memory segment (shared_state.c) */
 #define GS_SF_ARENA			0x10	/* some keys in the leader's arena (arena.c) */
+#define GS_SF_POOL			0x20	/* some keys in key-pool chunks leased to the leader */
 
 typedef struct GsSerialHeader
 {
@@ -76,6 +84,24 @@ typedef struct GsSerialArenaChunk
 	uint64		n;				/* keys in the chunk */
 } GsSerialArenaChunk;
 
+/*
+ * With GS_SF_POOL (after the arena references, if any) this and nrefs
+ * GsSerialPoolChunk entries.
+ */
+typedef struct GsSerialPoolHead
+{
+	uint32		nrefs;
+	int32		slot;			/* the leader's job slot */
+	uint64		gen;			/* its lease generation */
+} GsSerialPoolHead;
+
+typedef struct GsSerialPoolChunk
+{
+	int32		idx;			/* chunk index in the key pool */
+	uint32		pad;
+	uint64		n;				/* keys in the chunk */
+} GsSerialPoolChunk;
+
 /* follows the fraction array (and arena references) instead of the keys when GS_SF_SHARED is set */
 typedef struct GsSerialSharedRef
 {
@@ -91,7 +117,7 @@ gs_state_copy_keys(const GsState *st, char *p)
 	{
 		Size		sz = (Size) st->chunks[i].n * st->key_bytes;
 
-		if (st->chunks[i].arena)
+		if (st->chunks[i].arena || st->chunks[i].pool_ref != 0)
 			continue;			/* travels as a reference */
 		memcpy(p, st->chunks[i].data, sz);
 		p += sz;
@@ -110,6 +136,7 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	uint32		array_bytes = st->fractions ? VARSIZE(st->fractions) : 0;
 	Size		array_padded = MAXALIGN(array_bytes);
 	uint32		nrefs = 0;
+	uint32		npool = 0;
 	uint64		arena_keys = 0;
 	uint64		keybytes;
 	Size		arena_bytes;
@@ -130,9 +157,16 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 			nrefs++;
 			arena_keys += st->chunks[i].n;
 		}
-	/* the keys that are not in the arena travel as before */
+		else if (st->chunks[i].pool_ref != 0 && st->chunks[i].n > 0)
+		{
+			npool++;
+			arena_keys += st->chunks[i].n;
+		}
+	/* the keys that are not in the arena or the pool travel as before */
 	keybytes = ((uint64) st->nrows - arena_keys) * st->key_bytes;
 	arena_bytes = nrefs > 0 ? sizeof(GsSerialArenaHead) + (Size) nrefs * sizeof(GsSerialArenaChunk) : 0;
+	if (npool > 0)
+		arena_bytes += sizeof(GsSerialPoolHead) + (Size) npool * sizeof(GsSerialPoolChunk);
 
 	memset(&ref, 0, sizeof(ref));
 	if (allow_shared && gs_shared_state_wanted((Size) keybytes))
@@ -164,7 +198,8 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 		(st->fraction_null ? GS_SF_FRACTION_NULL : 0) |
 		(st->fractions ? GS_SF_HAVE_ARRAY : 0) |
 		(shared_keys ? GS_SF_SHARED : 0) |
-		(nrefs > 0 ? GS_SF_ARENA : 0);
+		(nrefs > 0 ? GS_SF_ARENA : 0) |
+		(npool > 0 ? GS_SF_POOL : 0);
 	hdr.descending = st->descending ? 1 : 0;
 	hdr.array_bytes = array_bytes;
 	hdr.fraction = st->fraction;
@@ -201,6 +236,29 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 			p += sizeof(ac);
 		}
 	}
+	if (npool > 0)
+	{
+		GsSerialPoolHead ph;
+
+		memset(&ph, 0, sizeof(ph));
+		ph.nrefs = npool;
+		ph.slot = st->lease_slot;
+		ph.gen = st->lease_gen;
+		memcpy(p, &ph, sizeof(ph));
+		p += sizeof(ph);
+		for (int i = 0; i < st->nchunks; i++)
+		{
+			GsSerialPoolChunk pc;
+
+			if (st->chunks[i].pool_ref == 0 || st->chunks[i].n == 0)
+				continue;
+			memset(&pc, 0, sizeof(pc));
+			pc.idx = st->chunks[i].pool_ref - 1;
+			pc.n = st->chunks[i].n;
+			memcpy(p, &pc, sizeof(pc));
+			p += sizeof(pc);
+		}
+	}
 	if (shared_keys)
 		memcpy(p, &ref, sizeof(ref));
 	else
@@ -229,6 +287,9 @@ gs_state_add_chunk(GsState *st, char *data, uint64 n, MemoryContext handover, bo
 	c->cap = n;
 	c->pinned = false;
 	c->arena = arena;
+	c->pool_ref = 0;
+	c->leased = false;
+	c->lease_open = false;
 	c->handover = handover;
 	c->owned = NULL;
 	st->nrows += (int64) n;
@@ -278,11 +339,48 @@ gs_state_map_shared_keys(GsState *st, dsm_handle handle, uint64 n)
 					   n, handover, false);
 }
 
+/*
+ * The leased chunks of a serialized state (ph's nrefs entries at p): each
+ * checked against the pool (index, this backend's job slot and pid, still
+ * leased, the lease generation) and its count against the chunk's size
+ * and the state's; any mismatch is an ERROR.  The chunks stay leased
+ * until gs_state_combine adopts them; the deserialized state only reads.
+ */
+static void
+gs_state_resolve_pool_refs(GsState *st, const char *p, const GsSerialPoolHead *ph, uint64 nrows)
+{
+	if (!gs_service_in_use() || ph->slot != gs_svc_my_slot())
+		elog(ERROR, "gpuselect: a partial state refers to key-pool chunks that are not leased to this backend");
+	for (uint32 i = 0; i < ph->nrefs; i++)
+	{
+		GsSerialPoolChunk pc;
+		char	   *data;
+		GsChunk    *c;
+
+		memcpy(&pc, p, sizeof(pc));
+		p += sizeof(pc);
+		if (pc.n == 0 || pc.n > gs_svc_ctl->chunk_bytes / st->key_bytes ||
+			(uint64) st->nrows + pc.n > nrows)
+			elog(ERROR, "gpuselect: serialized state has a bad length");
+		data = gs_pool_lease_chunk(pc.idx, ph->slot, ph->gen);
+		if (data == NULL)
+			elog(ERROR, "gpuselect: a partial state refers to a key-pool chunk that is not leased to this backend");
+		gs_state_add_chunk(st, data, pc.n, NULL, false);
+		c = &st->chunks[st->nchunks - 1];
+		c->pool_ref = pc.idx + 1;
+		c->leased = true;
+		c->lease_open = true;
+	}
+	st->lease_slot = ph->slot;
+	st->lease_gen = ph->gen;
+}
+
 GsState *
 gs_state_deserialize(MemoryContext mcxt, bytea *b)
 {
 	GsSerialHeader hdr;
 	GsSerialArenaHead head;
+	GsSerialPoolHead ph;
 	const char *p = VARDATA(b);
 	Size		len = VARSIZE(b) - VARHDRSZ;
 	Size		array_padded;
@@ -310,6 +408,16 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 		if (head.nrefs == 0 || head.nrefs > (len - fixed - sizeof(head)) / sizeof(GsSerialArenaChunk))
 			elog(ERROR, "gpuselect: serialized state has a bad length");
 		fixed += sizeof(head) + (Size) head.nrefs * sizeof(GsSerialArenaChunk);
+	}
+	memset(&ph, 0, sizeof(ph));
+	if (hdr.flags & GS_SF_POOL)
+	{
+		if (fixed + sizeof(ph) > len)
+			elog(ERROR, "gpuselect: serialized state has a bad length");
+		memcpy(&ph, VARDATA(b) + fixed, sizeof(ph));
+		if (ph.nrefs == 0 || ph.nrefs > (len - fixed - sizeof(ph)) / sizeof(GsSerialPoolChunk))
+			elog(ERROR, "gpuselect: serialized state has a bad length");
+		fixed += sizeof(ph) + (Size) ph.nrefs * sizeof(GsSerialPoolChunk);
 	}
 	p += sizeof(hdr);
 
@@ -344,6 +452,14 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 							   NULL, true);
 		}
 		gs_states_in_arena++;
+	}
+
+	/* keys in key-pool chunks leased to this backend: checked, never copied */
+	if (hdr.flags & GS_SF_POOL)
+	{
+		p += sizeof(ph);
+		gs_state_resolve_pool_refs(st, p, &ph, (uint64) hdr.nrows);
+		p += (Size) ph.nrefs * sizeof(GsSerialPoolChunk);
 	}
 
 	/* the rest: in a worker's segment, or right here */
