@@ -30,6 +30,8 @@ OBJS = \
 	src/spill.o \
 	src/service_shmem.o \
 	src/service_main.o \
+	src/service_lanes.o \
+	src/service_devices.o \
 	src/service_client.o \
 	src/service_scan.o
 
@@ -46,6 +48,8 @@ PG_CPPFLAGS += $(GS_ENGINE_INCLUDES) -I$(srcdir)/src
 GS_EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))gpuselect.control)
 PG_CPPFLAGS += -DGS_EXTVERSION='"$(GS_EXTVERSION)"'
 PG_CFLAGS += -std=gnu11
+# the GPU service's lane threads (src/service_lanes.c)
+SHLIB_LINK += -pthread
 
 # ---- optional CUDA ----
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
