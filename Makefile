@@ -95,6 +95,12 @@ UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror $(GS_ENGINE_INCLUDES)
 test/unit/%.bin: test/unit/%.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
 	$(CC) $(UNIT_CFLAGS) -o $@ $< $(GS_CPU_ENGINE_SRCS) -lm
 
+# the GPU service's lane threads with the CPU engine: no PostgreSQL in them either
+test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c src/service_lanes.c src/service_lanes.h \
+		src/service_cuda.h src/service_cuda_none.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
+	$(CC) $(UNIT_CFLAGS) -Isrc -pthread -o $@ $< src/service_lanes.c src/service_cuda_none.c \
+		$(GS_CPU_ENGINE_SRCS) -lm
+
 .PHONY: unit
 unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c))
 	@set -e; for t in $^; do echo "== $$t"; ./$$t; done

@@ -173,7 +173,7 @@ lane_main(void *arg)
 		memset(&err, 0, sizeof(err));
 		ok = gs_svc_cuda_bind(l->dev, &err) == GS_OK;
 		if (!ok)
-			snprintf(why, sizeof(why), "%s", err.message);
+			snprintf(why, sizeof(why), "%.*s", (int) sizeof(why) - 1, err.message);
 	}
 	pthread_mutex_lock(&l->mu);
 	l->bound = ok;

@@ -182,6 +182,25 @@ is($st->{service_devices_ok}, $ndev, 'the restarted service has every device bac
 like(psql_value("SET gpuselect.device = 'gpu';\n" . check_sql('0.72')), qr/^t\nservice/,
 	'the restarted service answers');
 
+# -- SIGTERM while every device runs a job: the lanes stop, no answer is lost
+$pid = status()->{service_pid};
+my @held = map { GsTest::psql_bg("$auto SET gpuselect.test_service_delay = 20000;\n" . one_sql(sprintf('0.%02d', 80 + $_))) }
+  1 .. $ndev + 2;
+ok(GsTest::wait_for(sub {
+	my $s = status();
+	my $n = 0;
+	$n += $s->{"device_${_}_running"} for 0 .. $ndev - 1;
+	$n == $ndev && $s->{service_queue_length} == $ndev + 2
+}, 20), 'every device runs a held job, two more wait');
+kill 'TERM', $pid;
+my @res = map { [GsTest::psql_wait($_)] } @held;
+is(scalar(grep { $_->[0] == 0 && $_->[1] =~ /^t\ncpu \(fallback: GPU service: / } @res), $ndev + 2,
+	'SIGTERM to the service with jobs on every device: every answer right, on the CPU')
+  or diag(join("\n", map { "rc=$_->[0]: $_->[1]" } @res));
+ok(GsTest::wait_for(sub { my $s = status(); $s->{service_state} eq 'ready' && $s->{service_pid} ne $pid }, 30),
+	'the service is back with a new pid');
+is(status()->{service_devices_ok}, $ndev, '... with every device');
+
 ok(GsTest::wait_for(sub {
 	my $s = status();
 	$s->{key_pool_used_bytes} == 0 && $s->{service_slots_in_use} == 0 && $s->{service_queue_length} == 0
