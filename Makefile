@@ -30,6 +30,8 @@ OBJS = \
 	src/spill.o \
 	src/service_shmem.o \
 	src/service_main.o \
+	src/service_lanes.o \
+	src/service_devices.o \
 	src/service_client.o \
 	src/service_scan.o
 
@@ -46,6 +48,8 @@ PG_CPPFLAGS += $(GS_ENGINE_INCLUDES) -I$(srcdir)/src
 GS_EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))gpuselect.control)
 PG_CPPFLAGS += -DGS_EXTVERSION='"$(GS_EXTVERSION)"'
 PG_CFLAGS += -std=gnu11
+# the GPU service's lane threads (src/service_lanes.c)
+SHLIB_LINK += -pthread
 
 # ---- optional CUDA ----
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
@@ -90,6 +94,12 @@ endif
 UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror $(GS_ENGINE_INCLUDES)
 test/unit/%.bin: test/unit/%.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
 	$(CC) $(UNIT_CFLAGS) -o $@ $< $(GS_CPU_ENGINE_SRCS) -lm
+
+# the GPU service's lane threads with the CPU engine: no PostgreSQL in them either
+test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c src/service_lanes.c src/service_lanes.h \
+		src/service_cuda.h src/service_cuda_none.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
+	$(CC) $(UNIT_CFLAGS) -Isrc -pthread -o $@ $< src/service_lanes.c src/service_cuda_none.c \
+		$(GS_CPU_ENGINE_SRCS) -lm
 
 .PHONY: unit
 unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c))

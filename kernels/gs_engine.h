@@ -137,7 +137,7 @@ gs_status	gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t
 								 const gs_options *opt, gs_approx_pick *out, gs_error *err);
 
 /*
- * Test hook (process-wide, like the CUDA engine's gs_cuda_test_* hooks):
+ * Test hook (per thread: it holds for the calling thread's later calls):
  * the exact CPU engine's choice between selection and its sort path.
  * 0: by the cost model (the default); 1: always select; 2: always sort.
  * Lets a test hold a long selection (TAP 008 cancels one mid-way) or run

@@ -19,6 +19,9 @@
  *     (hasGroupRTE), valid above the grouping step only; an expression moved
  *     below it (planner.c: a fraction into an aggregate's arguments) needs
  *     the expressions themselves.  Before 18 the parse tree has them already.
+ *   - gs_create_wait_set (17): CreateWaitEventSet takes a ResourceOwner (NULL:
+ *     not tracked); a MemoryContext before.  In 18 it is declared in
+ *     storage/waiteventset.h, which storage/latch.h includes.
  *
  * The same in 15 to 18 for what gpuselect uses (the headers compared, and
  * -Werror builds against each): the only hook it installs, ExecutorStart
@@ -73,5 +76,13 @@ typedef BackendId ProcNumber;
 #define gs_flatten_group_exprs(query, node) (node)
 #endif
 
+/* ---- 17: CreateWaitEventSet(ResourceOwner, n) ---- */
+#include "storage/latch.h"
+#if PG_VERSION_NUM >= 170000
+#define gs_create_wait_set(n) CreateWaitEventSet(NULL, (n))
+#else
+#include "utils/memutils.h"
+#define gs_create_wait_set(n) CreateWaitEventSet(TopMemoryContext, (n))
+#endif
 
 #endif							/* GS_PG_COMPAT_H */

@@ -114,6 +114,7 @@ typedef struct GsSvcJob
 	int			cpu_path;		/* gpuselect.test_cpu_path (cpu_test) */
 	int			delay_ms;		/* gpuselect.test_service_delay */
 	int			fault;			/* GS_SVC_FAULT_* */
+	int			fail_device;	/* gpuselect.test_service_fail_device (-1: none) */
 	uint64		nkeys;
 	int			nranks;
 	int			head;			/* first chunk, -1 = none */
@@ -157,6 +158,40 @@ typedef struct GsSvcChunk
 	uint64		lease_gen;		/* leased: the slot's lease_gen when taken */
 } GsSvcChunk;
 
+/*
+ * The service's devices (service_devices.c): one entry per device it
+ * opened (CUDA) or simulates (cpu_test, gpuselect.service_test_devices),
+ * each run by a lane thread (service_lanes.c).  Written by the service's
+ * main thread only, reset at each service start; gpuselect_status() reads
+ * them.  A device whose job hit a sticky error is FAILED for the rest of
+ * this incarnation: no more jobs go to it.
+ */
+#define GS_SVC_MAX_DEVICES 16
+
+typedef enum GsSvcDeviceState
+{
+	GS_DEV_UNUSED = 0,
+	GS_DEV_OK,
+	GS_DEV_FAILED
+} GsSvcDeviceState;
+
+typedef struct GsSvcDevice
+{
+	pg_atomic_uint32 state;		/* GsSvcDeviceState */
+	pg_atomic_uint32 running;	/* jobs on its lane now (0 or 1) */
+	pg_atomic_uint64 running_keys;
+	pg_atomic_uint64 served;
+	pg_atomic_uint64 failed;
+	pg_atomic_uint64 engine_bytes;	/* as GsSvcControl.device_* below, per device */
+	pg_atomic_uint64 engine_peak;
+	pg_atomic_uint64 used_bytes;
+	pg_atomic_uint64 total_bytes;
+	/* under GsSvcControl.lock */
+	int			ordinal;		/* CUDA device number (cpu_test: the index) */
+	char		name[96];
+	char		reason[192];	/* why it failed */
+} GsSvcDevice;
+
 typedef struct GsSvcControl
 {
 	pg_atomic_uint32 state;		/* GsSvcState */
@@ -193,6 +228,9 @@ typedef struct GsSvcControl
 	Size		chunk_bytes;
 	int			free_head;
 	int			nfree;
+
+	int			ndevices;		/* entries of devices[] in use (this incarnation) */
+	GsSvcDevice devices[GS_SVC_MAX_DEVICES];
 } GsSvcControl;
 
 /* set up by service_shmem.c's startup hook (inherited by every child) */
@@ -292,5 +330,22 @@ extern void gs_service_status(void (*emit) (const char *name, const char *value,
 							  void *arg);
 
 extern const char *gs_svc_state_name(uint32 state);
+
+/* the devices (service_devices.c) */
+extern int	gs_guc_test_service_fail_device;
+extern void gs_svc_devices_define_gucs(bool preload);
+extern void gs_svc_devices_shmem_init(GsSvcControl *c);
+extern void gs_svc_devices_status(void (*emit) (const char *name, const char *value, void *arg),
+								  void *arg);
+/* the service's side: which devices to open (CUDA ordinals; cpu_test: 0..n-1) */
+extern int	gs_svc_devices_wanted(int mode, int *ordinals, int max, char *why, Size whylen);
+extern void gs_svc_device_set(int k, int ordinal, const char *name, bool ok, const char *reason);
+extern int	gs_svc_device_pick(int pinned);
+extern bool gs_svc_device_ok(int k);
+extern bool gs_svc_device_free(int k);
+extern void gs_svc_device_start(int k, uint64 nkeys);
+extern void gs_svc_device_end(int k, int outcome);
+extern void gs_svc_device_fail(int k, const char *reason);
+extern int	gs_svc_devices_ok(void);
 
 #endif							/* GS_SERVICE_H */

@@ -456,6 +456,7 @@ gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nran
 	job->cpu_path = gs_guc_test_cpu_path;
 	job->delay_ms = gs_guc_test_service_delay;
 	job->fault = gs_guc_test_service_fault;
+	job->fail_device = gs_guc_test_service_fail_device;
 	job->nkeys = n;
 	job->nranks = nranks;
 	job->io_chunks = (int) io_chunks;

@@ -3,8 +3,8 @@
  * service_cuda_none.c otherwise).  Plain C over kernels/cuda/gs_cuda.h: no
  * PostgreSQL header, no ereport, so no longjmp ever crosses a CUDA frame.
  *
- * The engine is opened once, when the service starts, and the whole key
- * pool is page-locked once then; a job's keys are copied from their pool
+ * One engine per device, opened when the service starts (the whole key
+ * pool is page-locked once then, through the first device); a job's keys are copied from their pool
  * chunks into one device buffer (asynchronous copies on the engine's copy
  * stream, one sync), 2-byte keys are widened to 4 on the device as
  * gpu_path.c does, the engine selects, and the buffers are freed.
@@ -12,27 +12,31 @@
  * phase 2 (docs/design-gpu-service.md, section 5).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "gs_cuda.h"
 #include "service_cuda.h"
 
-static gs_cuda_engine *svc_engine = NULL;
-static void *svc_pool_locked = NULL;
-static uint64_t svc_device_peak = 0;	/* the engine's device bytes, highest seen in a job */
-static bool svc_oom_armed = false;	/* gs_svc_cuda_arm_fault(OOM) for the next job */
+struct gs_svc_cuda_dev
+{
+	gs_cuda_engine *engine;
+	void	   *pool_locked;	/* the pool, when this device's engine locked it */
+	uint64_t	device_peak;	/* the engine's device bytes, highest seen in a job */
+	bool		oom_armed;		/* gs_svc_cuda_arm_fault(OOM) for the next job */
+};
 
 /* sample the engine's device memory while a job holds its buffers */
 static void
-note_device_peak(void)
+note_device_peak(gs_svc_cuda_dev *d)
 {
 	size_t		dev = 0,
 				host = 0;
 
-	gs_cuda_memory_in_use(svc_engine, &dev, &host);
-	if (dev > svc_device_peak)
-		svc_device_peak = dev;
+	gs_cuda_memory_in_use(d->engine, &dev, &host);
+	if (dev > d->device_peak)
+		d->device_peak = dev;
 }
 
 static double
@@ -45,32 +49,47 @@ now_ms(void)
 }
 
 gs_status
-gs_svc_cuda_open(void *pool, size_t pool_bytes, char *name, size_t namelen, gs_error *err)
+gs_svc_cuda_device_count(int *count, gs_error *err)
+{
+	return gs_cuda_device_count(count, err);
+}
+
+gs_status
+gs_svc_cuda_open(int ordinal, void *pool, size_t pool_bytes, gs_svc_cuda_dev **out,
+				 char *name, size_t namelen, gs_error *err)
 {
 	gs_status	s;
 	size_t		free_b = 0,
 				total_b = 0;
 	gs_error	reg_err;
+	gs_svc_cuda_dev *d;
 
-	s = gs_cuda_open(0, &svc_engine, err);
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (d == NULL)
+	{
+		err->status = GS_ERR_NOMEM;
+		snprintf(err->message, sizeof(err->message), "out of host memory");
+		return GS_ERR_NOMEM;
+	}
+	/* gs_cuda_open makes the device current in this thread: the info call uses it */
+	s = gs_cuda_open(ordinal, &d->engine, err);
+	if (s == GS_OK)
+		s = gs_cuda_device_info(d->engine, name, namelen, &free_b, &total_b, err);
 	if (s != GS_OK)
 	{
-		svc_engine = NULL;
+		if (d->engine)
+			gs_cuda_close(d->engine);
+		free(d);
 		return s;
 	}
-	s = gs_cuda_device_info(svc_engine, name, namelen, &free_b, &total_b, err);
-	if (s != GS_OK)
-	{
-		gs_cuda_close(svc_engine);
-		svc_engine = NULL;
-		return s;
-	}
+	*out = d;
 	/* an unlocked pool still works (staged copies), only slower: say so */
 	memset(&reg_err, 0, sizeof(reg_err));
-	if (pool_bytes > 0 &&
-		gs_cuda_host_register(svc_engine, pool, pool_bytes, &reg_err) == GS_OK)
-		svc_pool_locked = pool;
-	else if (pool_bytes > 0)
+	if (pool != NULL && pool_bytes > 0 &&
+		gs_cuda_host_register(d->engine, pool, pool_bytes, &reg_err) == GS_OK)
+		d->pool_locked = pool;
+	else if (pool != NULL && pool_bytes > 0)
 	{
 		size_t		len = strlen(name);
 
@@ -81,34 +100,34 @@ gs_svc_cuda_open(void *pool, size_t pool_bytes, char *name, size_t namelen, gs_e
 }
 
 void
-gs_svc_cuda_arm_fault(gs_svc_cuda_fault kind)
+gs_svc_cuda_arm_fault(gs_svc_cuda_dev *d, gs_svc_cuda_fault kind)
 {
-	if (svc_engine == NULL)
+	if (d == NULL || d->engine == NULL)
 		return;
 	if (kind == GS_SVC_CUDA_FAULT_LAUNCH)
-		gs_cuda_inject_launch_failures(svc_engine, 1);
+		gs_cuda_inject_launch_failures(d->engine, 1);
 	else if (kind == GS_SVC_CUDA_FAULT_OOM)
-		svc_oom_armed = true;	/* the cap needs the job's size: set in the select */
+		d->oom_armed = true;	/* the cap needs the job's size: set in the select */
 }
 
 /* an armed OOM: room for what the engine holds and the job's keys, nothing more */
 static void
-apply_oom_cap(size_t key_bytes_total)
+apply_oom_cap(gs_svc_cuda_dev *d, size_t key_bytes_total)
 {
 	size_t		dev = 0,
 				host = 0;
 
-	gs_cuda_memory_in_use(svc_engine, &dev, &host);
-	gs_cuda_set_memory_cap(svc_engine, dev + key_bytes_total);
+	gs_cuda_memory_in_use(d->engine, &dev, &host);
+	gs_cuda_set_memory_cap(d->engine, dev + key_bytes_total);
 }
 
 static void
-disarm_faults(void)
+disarm_faults(gs_svc_cuda_dev *d)
 {
-	gs_cuda_inject_launch_failures(svc_engine, 0);
-	if (svc_oom_armed)
-		gs_cuda_set_memory_cap(svc_engine, 0);
-	svc_oom_armed = false;
+	gs_cuda_inject_launch_failures(d->engine, 0);
+	if (d->oom_armed)
+		gs_cuda_set_memory_cap(d->engine, 0);
+	d->oom_armed = false;
 }
 
 static void
@@ -127,11 +146,24 @@ widen_mask(unsigned key_bytes, size_t nranks, uint64_t *out_keys, gs_approx_pick
 }
 
 gs_status
-gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
+gs_svc_cuda_bind(gs_svc_cuda_dev *dev, gs_error *err)
+{
+	if (dev == NULL)
+	{
+		err->status = GS_ERR_NO_DEVICE;
+		snprintf(err->message, sizeof(err->message), "the CUDA engine is not open");
+		return GS_ERR_NO_DEVICE;
+	}
+	return gs_cuda_make_current(dev->engine, err);
+}
+
+gs_status
+gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ranks, size_t nranks,
 				   uint64_t *out_keys, gs_approx_pick *picks,
 				   const gs_options *opt, double *copy_ms, uint64_t *bytes_copied,
 				   bool *sticky, gs_error *err)
 {
+	gs_cuda_engine *svc_engine = dev ? dev->engine : NULL;
 	size_t		n = gs_input_count(in);
 	unsigned	kb = in->key_bytes;
 	char	   *d_raw = NULL;
@@ -151,8 +183,8 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 		return GS_ERR_NO_DEVICE;
 	}
 
-	if (svc_oom_armed)
-		apply_oom_cap(n * kb);
+	if (dev->oom_armed)
+		apply_oom_cap(dev, n * kb);
 	s = gs_cuda_alloc(svc_engine, n * kb, (void **) &d_raw, err);
 	for (size_t i = 0; s == GS_OK && i < in->nsegs; i++)
 	{
@@ -182,7 +214,7 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 
 	if (s == GS_OK)
 	{
-		note_device_peak();
+		note_device_peak(dev);
 		if (picks)
 			s = gs_cuda_select_approx(svc_engine, d_keys, n, sel_kb, ranks, nranks, opt, picks, err);
 		else
@@ -190,7 +222,7 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	}
 	if (d_keys)
 		gs_cuda_free(svc_engine, d_keys);
-	disarm_faults();
+	disarm_faults(dev);
 
 	if (s == GS_OK)
 		widen_mask(kb, nranks, out_keys, picks);
@@ -198,7 +230,7 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	{
 		gs_error	sync_err;
 
-		/* a failure the context cannot recover from: the service restarts */
+		/* a failure the context cannot recover from: the device goes out of rotation */
 		memset(&sync_err, 0, sizeof(sync_err));
 		if (gs_cuda_sync(svc_engine, &sync_err) != GS_OK)
 			*sticky = true;
@@ -207,32 +239,24 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	return s;
 }
 
-size_t
-gs_svc_cuda_device_bytes(void)
-{
-	size_t		dev = 0,
-				host = 0;
-
-	if (svc_engine)
-		gs_cuda_memory_in_use(svc_engine, &dev, &host);
-	return dev;
-}
-
 void
-gs_svc_cuda_memory(uint64_t *engine_bytes, uint64_t *engine_peak,
+gs_svc_cuda_memory(gs_svc_cuda_dev *dev, uint64_t *engine_bytes, uint64_t *engine_peak,
 				   uint64_t *device_used, uint64_t *device_total)
 {
 	size_t		free_b = 0,
-				total_b = 0;
+				total_b = 0,
+				dev_b = 0,
+				host_b = 0;
 	gs_error	err;
 
 	*engine_bytes = *engine_peak = *device_used = *device_total = 0;
-	if (svc_engine == NULL)
+	if (dev == NULL)
 		return;
-	*engine_bytes = gs_svc_cuda_device_bytes();
-	*engine_peak = svc_device_peak;
+	gs_cuda_memory_in_use(dev->engine, &dev_b, &host_b);
+	*engine_bytes = dev_b;
+	*engine_peak = dev->device_peak;
 	memset(&err, 0, sizeof(err));
-	if (gs_cuda_device_info(svc_engine, NULL, 0, &free_b, &total_b, &err) == GS_OK)
+	if (gs_cuda_device_info(dev->engine, NULL, 0, &free_b, &total_b, &err) == GS_OK)
 	{
 		*device_used = total_b - free_b;
 		*device_total = total_b;
@@ -240,13 +264,12 @@ gs_svc_cuda_memory(uint64_t *engine_bytes, uint64_t *engine_peak,
 }
 
 void
-gs_svc_cuda_close(void)
+gs_svc_cuda_close(gs_svc_cuda_dev *dev)
 {
-	if (svc_engine == NULL)
+	if (dev == NULL)
 		return;
-	if (svc_pool_locked)
-		gs_cuda_host_unregister(svc_engine, svc_pool_locked);
-	svc_pool_locked = NULL;
-	gs_cuda_close(svc_engine);
-	svc_engine = NULL;
+	if (dev->pool_locked)
+		gs_cuda_host_unregister(dev->engine, dev->pool_locked);
+	gs_cuda_close(dev->engine);
+	free(dev);
 }

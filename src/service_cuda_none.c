@@ -7,24 +7,48 @@
 
 #include "service_cuda.h"
 
-gs_status
-gs_svc_cuda_open(void *pool, size_t pool_bytes, char *name, size_t namelen, gs_error *err)
+static gs_status
+no_cuda(gs_error *err)
 {
-	(void) pool;
-	(void) pool_bytes;
-	if (namelen > 0)
-		name[0] = '\0';
 	err->status = GS_ERR_NO_DEVICE;
 	snprintf(err->message, sizeof(err->message), "this build has no CUDA support");
 	return GS_ERR_NO_DEVICE;
 }
 
 gs_status
-gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
-				   uint64_t *out_keys, gs_approx_pick *picks,
+gs_svc_cuda_device_count(int *count, gs_error *err)
+{
+	*count = 0;
+	return no_cuda(err);
+}
+
+gs_status
+gs_svc_cuda_open(int ordinal, void *pool, size_t pool_bytes, gs_svc_cuda_dev **out,
+				 char *name, size_t namelen, gs_error *err)
+{
+	(void) ordinal;
+	(void) pool;
+	(void) pool_bytes;
+	*out = NULL;
+	if (namelen > 0)
+		name[0] = '\0';
+	return no_cuda(err);
+}
+
+gs_status
+gs_svc_cuda_bind(gs_svc_cuda_dev *dev, gs_error *err)
+{
+	(void) dev;
+	return no_cuda(err);
+}
+
+gs_status
+gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ranks,
+				   size_t nranks, uint64_t *out_keys, gs_approx_pick *picks,
 				   const gs_options *opt, double *copy_ms, uint64_t *bytes_copied,
 				   bool *sticky, gs_error *err)
 {
+	(void) dev;
 	(void) in;
 	(void) ranks;
 	(void) nranks;
@@ -34,30 +58,24 @@ gs_svc_cuda_select(const gs_input *in, const uint64_t *ranks, size_t nranks,
 	*copy_ms = 0;
 	*bytes_copied = 0;
 	*sticky = false;
-	err->status = GS_ERR_NO_DEVICE;
-	snprintf(err->message, sizeof(err->message), "this build has no CUDA support");
-	return GS_ERR_NO_DEVICE;
+	return no_cuda(err);
 }
 
 void
-gs_svc_cuda_arm_fault(gs_svc_cuda_fault kind)
-{
-}
-
-size_t
-gs_svc_cuda_device_bytes(void)
-{
-	return 0;
-}
-
-void
-gs_svc_cuda_memory(uint64_t *engine_bytes, uint64_t *engine_peak,
+gs_svc_cuda_memory(gs_svc_cuda_dev *dev, uint64_t *engine_bytes, uint64_t *engine_peak,
 				   uint64_t *device_used, uint64_t *device_total)
 {
+	(void) dev;
 	*engine_bytes = *engine_peak = *device_used = *device_total = 0;
 }
 
 void
-gs_svc_cuda_close(void)
+gs_svc_cuda_close(gs_svc_cuda_dev *dev)
+{
+	(void) dev;
+}
+
+void
+gs_svc_cuda_arm_fault(gs_svc_cuda_dev *dev, gs_svc_cuda_fault kind)
 {
 }

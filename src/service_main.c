@@ -1,21 +1,27 @@
 /*
  * service_main.c — the GPU service: a background worker (registered by
  * service_shmem.c when gpuselect is preloaded) that runs every backend's
- * GPU-bound selections, so only this process ever creates a CUDA context.
+ * GPU-bound selections, so only this process ever creates CUDA contexts.
  *
- * It is single-threaded: one loop that waits on its latch, takes the
- * submitted job with the fewest keys (shortest first, aged: a job's size
- * halves for every 100 ms it waits, gs_svc_next_job), runs it on its
- * device backend and publishes the answer, then frees what abandoned jobs
- * and dead backends left.  Device backends:
- *   cpu_test  the CPU engine on the keys in the pool (CI: the whole
- *             protocol without a GPU)
- *   on        the CUDA engine, opened once here (service_cuda.c)
- * The engines are plain C; this file calls them between its own
- * PostgreSQL calls and never raises an ERROR from inside one.  SIGTERM and
- * a sticky device error end the process with exit code 1, so the
- * postmaster starts it again after bgw_restart_time (a crash would take
- * the whole server through crash recovery).
+ * Two kinds of thread.  The main thread (this file) is PostgreSQL's: it
+ * waits on its latch and on the lanes' wake pipe, takes the submitted job
+ * with the fewest keys (shortest first, aged: a job's size halves for
+ * every 100 ms it waits, gs_svc_next_job) whenever a device is free,
+ * checks the job's chunks and prepares the engine's input, hands it to
+ * that device's lane, publishes the answers the lanes hand back, and frees
+ * what abandoned jobs and dead backends left.  Lanes (service_lanes.c), one
+ * thread per device, only run the engine -- they never call PostgreSQL.
+ * Device backends:
+ *   cpu_test  the CPU engine on the keys in the pool, on
+ *             gpuselect.service_test_devices simulated devices (CI: the
+ *             whole protocol, several devices included, without a GPU)
+ *   on        the CUDA engine, one per device gpuselect.service_devices
+ *             names (service_cuda.c), opened once here
+ * A job whose device failed for good (a sticky error) fails; that device
+ * takes no more jobs (service_devices.c) and the service exits with code 1,
+ * so that the postmaster starts it again after bgw_restart_time, only when
+ * no device is left.  SIGTERM exits 1 too (a crash would take the whole
+ * server through crash recovery).
  */
 #include "postgres.h"
 #include "pg_compat.h"
@@ -34,6 +40,35 @@
 #include "gs_engine.h"
 #include "service.h"
 #include "service_cuda.h"
+#include "service_lanes.h"
+
+/*
+ * What runs on each device (main thread only): the job slot, its memory
+ * (the engine's input, ranks and answer, read and written by the lane),
+ * freed only once the lane has handed the work back.
+ */
+typedef struct GsSvcRun
+{
+	int			job;			/* -1: the device runs nothing */
+	MemoryContext cxt;
+	gs_lane_work *work;
+	TimestampTz start;
+} GsSvcRun;
+
+static GsSvcRun svc_runs[GS_SVC_MAX_DEVICES];
+static gs_svc_cuda_dev *svc_cuda[GS_SVC_MAX_DEVICES];	/* on: each device's engine */
+static int	svc_pool_device = -1;	/* on: the device whose engine locked the pool */
+static int	svc_nlanes = 0;		/* lane threads started */
+
+/* job j runs on a device (a lane reads its chunks): not to be freed */
+static bool
+gs_svc_job_on_device(int j)
+{
+	for (int k = 0; k < GS_SVC_MAX_DEVICES; k++)
+		if (svc_runs[k].job == j)
+			return true;
+	return false;
+}
 
 /* where an abandoned/stale job gets its owner woken */
 static void
@@ -60,8 +95,9 @@ gs_svc_release_job(int j)
  * number and pid no longer match: a proc slot is reused at once, the pair
  * is not), job chunks owned by a FREE slot (an owner that died between
  * taking chunks and recording them), and chunks held by the scans of
- * backends that are gone (gs_pool_reap_held).  The service is single-threaded, so
- * no job is running while this runs.
+ * backends that are gone (gs_pool_reap_held).  A job a lane runs is left
+ * alone: the lane notices the abandon (the engine's interrupt hook), and
+ * its chunks are freed once the lane has handed the job back.
  */
 static TimestampTz last_orphan_scan = 0;
 
@@ -75,7 +111,7 @@ gs_svc_reap(void)
 		GsSvcJob   *job = &gs_svc_jobs[j];
 		uint32		s = pg_atomic_read_u32(&job->state);
 
-		if (s == GS_JOB_FREE)
+		if (s == GS_JOB_FREE || gs_svc_job_on_device(j))
 			continue;
 		if (s == GS_JOB_ABANDONED || s == GS_JOB_RUNNING || s == GS_JOB_WRITING)
 		{
@@ -131,7 +167,11 @@ gs_svc_reap(void)
  */
 #define GS_SVC_AGING_MS 100
 
-/* the submitted job with the smallest aged size (-1: none) */
+/*
+ * The submitted job with the smallest aged size that a free device can
+ * take now (-1: none).  Only a test hook's job, pinned to a device in
+ * rotation that is busy, waits for that device.
+ */
 static int
 gs_svc_next_job(void)
 {
@@ -147,6 +187,8 @@ gs_svc_next_job(void)
 
 		if (pg_atomic_read_u32(&job->state) != GS_JOB_SUBMITTED)
 			continue;
+		if (gs_svc_device_ok(job->fail_device) && !gs_svc_device_free(job->fail_device))
+			continue;
 		waited_ms = (now - job->submit_time) / 1000;
 		aged = waited_ms <= 0 ? job->nkeys
 			: waited_ms / GS_SVC_AGING_MS >= 64 ? 0
@@ -160,30 +202,18 @@ gs_svc_next_job(void)
 	return best;
 }
 
-/* the engine's interrupt hook in the service: stop on SIGTERM or when
- * the owner abandoned the job (its answer would be dropped anyway) */
+/*
+ * The engine's interrupt hook, polled by a lane thread: stop when the
+ * service stops or the owner abandoned the job (its answer would be
+ * dropped anyway).  Thread-safe: it reads two atomics, nothing else.
+ */
 static int
 gs_svc_interrupt(void *arg)
 {
 	GsSvcJob   *job = (GsSvcJob *) arg;
 
-	return ShutdownRequestPending ||
+	return gs_lanes_stopping() ||
 		pg_atomic_read_u32(&job->state) == GS_JOB_ABANDONED;
-}
-
-/* test hook gpuselect.test_service_delay: an interruptible wait */
-static void
-gs_svc_test_delay(GsSvcJob *job, int ms)
-{
-	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
-
-	while (!gs_svc_interrupt(job) && GetCurrentTimestamp() < end)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		pg_atomic_write_u64(&gs_svc_ctl->heartbeat, (uint64) GetCurrentTimestamp());
-	}
 }
 
 static double
@@ -287,165 +317,271 @@ gs_svc_prepare(int j, GsSvcJob *job, gs_input *in, gs_segment **segs, uint64 **r
 }
 
 /*
- * Run job j (SUBMITTED) and publish its answer.  Returns true when the
- * device is unusable afterwards (sticky error): the caller exits.
+ * Publish job j's outcome: RUNNING -> WRITING, the answer (status OK) or
+ * the message, WRITING -> DONE | FAILED, wake the owner.  A job its owner
+ * abandoned meanwhile is freed instead.  Returns 1 (served), 0 (failed)
+ * or -1 (dropped).
  */
-static bool
-gs_svc_run_job(int j, int mode, MemoryContext jobcxt)
+static int
+gs_svc_publish(int j, gs_status s, const char *message, void *answer, Size answer_bytes)
 {
 	GsSvcJob   *job = &gs_svc_jobs[j];
-	uint32		expected = GS_JOB_SUBMITTED;
-	gs_input	in;
-	gs_segment *segs = NULL;
-	uint64	   *ranks = NULL;
-	void	   *answer = NULL;
-	Size		answer_bytes = 0;
-	gs_options	opt;
-	gs_error	err;
-	gs_status	s;
-	bool		sticky = false;
-	TimestampTz start;
-	MemoryContext old;
+	uint32		expected = GS_JOB_RUNNING;
+	uint32		final = GS_JOB_DONE;
 
-	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
-		return false;			/* abandoned meanwhile */
-	start = GetCurrentTimestamp();
-	job->queue_ms = (double) (start - job->submit_time) / 1000.0;
-	job->copy_ms = 0;
-	job->bytes_copied = 0;
-
-	old = MemoryContextSwitchTo(jobcxt);
-	memset(&err, 0, sizeof(err));
-	memset(&opt, 0, sizeof(opt));
-	opt.interrupt = gs_svc_interrupt;
-	opt.interrupt_arg = job;
-	opt.seed = job->seed;
-	opt.approx_buckets = job->approx_buckets;
-
-	if (!gs_svc_prepare(j, job, &in, &segs, &ranks, &err))
-		s = err.status;
-	else
-	{
-		answer_bytes = job->approx ? sizeof(gs_approx_pick) * job->nranks
-			: sizeof(uint64) * job->nranks;
-		answer = palloc(answer_bytes);
-		if (job->delay_ms > 0)
-			gs_svc_test_delay(job, job->delay_ms);
-
-		if (job->fault != GS_SVC_FAULT_NONE &&
-			(mode == GS_SERVICE_CPU_TEST ||
-			 (job->fault != GS_SVC_FAULT_LAUNCH && job->fault != GS_SVC_FAULT_OOM)))
-		{
-			s = GS_ERR_DEVICE;
-			snprintf(err.message, sizeof(err.message), "injected failure (gpuselect.test_service_fault)");
-			sticky = (job->fault == GS_SVC_FAULT_STICKY);
-		}
-		else if (gs_svc_interrupt(job))
-		{
-			s = GS_ERR_CANCELED;
-			snprintf(err.message, sizeof(err.message), "the service is shutting down or the request was abandoned");
-		}
-		else if (mode == GS_SERVICE_CPU_TEST)
-		{
-			memset(&err, 0, sizeof(err));
-			gs_cpu_test_force_path(job->cpu_path);
-			if (job->approx)
-				s = gs_cpu_select_approx(&in, ranks, job->nranks, &opt, answer, &err);
-			else
-				s = gs_cpu_select(&in, ranks, job->nranks, answer, &opt, &err);
-		}
-		else
-		{
-			double		copy_ms;
-			uint64_t	copied;
-
-			memset(&err, 0, sizeof(err));
-			if (job->fault == GS_SVC_FAULT_LAUNCH)
-				gs_svc_cuda_arm_fault(GS_SVC_CUDA_FAULT_LAUNCH);
-			else if (job->fault == GS_SVC_FAULT_OOM)
-				gs_svc_cuda_arm_fault(GS_SVC_CUDA_FAULT_OOM);
-			s = gs_svc_cuda_select(&in, ranks, job->nranks,
-								   job->approx ? NULL : (uint64_t *) answer,
-								   job->approx ? (gs_approx_pick *) answer : NULL,
-								   &opt, &copy_ms, &copied, &sticky, &err);
-			job->copy_ms = copy_ms;
-			job->bytes_copied = copied;
-		}
-	}
-	job->select_ms = gs_svc_ms_since(start) - job->copy_ms;
-
-	/* publish: RUNNING -> WRITING (fails when the owner abandoned the job) */
-	expected = GS_JOB_RUNNING;
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_WRITING))
+	{
 		gs_svc_release_job(j);
+		return -1;
+	}
+	job->status = s;
+	if (s == GS_OK &&
+		!gs_pool_copy(job->head, j, sizeof(uint64) * job->nranks, answer, answer_bytes, true))
+	{
+		job->status = GS_ERR_INVALID;
+		message = "bad chunk list";
+	}
+	if (job->status != GS_OK)
+	{
+		final = GS_JOB_FAILED;
+		strlcpy(job->message, message && message[0] ? message : "the selection failed",
+				sizeof(job->message));
+		pg_atomic_fetch_add_u64(&gs_svc_ctl->failed, 1);
+	}
+	else
+		pg_atomic_fetch_add_u64(&gs_svc_ctl->served, 1);
+	pg_write_barrier();
+	expected = GS_JOB_WRITING;
+	if (pg_atomic_compare_exchange_u32(&job->state, &expected, final))
+		gs_svc_wake(job->owner_proc, job->owner_pid);
 	else
 	{
-		uint32		final = GS_JOB_DONE;
-
-		job->status = s;
-		if (s == GS_OK &&
-			!gs_pool_copy(job->head, j, sizeof(uint64) * job->nranks, answer, answer_bytes, true))
-		{
-			job->status = GS_ERR_INVALID;
-			snprintf(err.message, sizeof(err.message), "bad chunk list");
-		}
-		if (job->status != GS_OK)
-		{
-			final = GS_JOB_FAILED;
-			strlcpy(job->message, err.message[0] ? err.message : "the selection failed",
-					sizeof(job->message));
-			pg_atomic_fetch_add_u64(&gs_svc_ctl->failed, 1);
-		}
-		else
-			pg_atomic_fetch_add_u64(&gs_svc_ctl->served, 1);
-		pg_write_barrier();
-		expected = GS_JOB_WRITING;
-		if (pg_atomic_compare_exchange_u32(&job->state, &expected, final))
-			gs_svc_wake(job->owner_proc, job->owner_pid);
-		else
-			gs_svc_release_job(j);	/* abandoned while the answer was written */
+		gs_svc_release_job(j);	/* abandoned while the answer was written */
+		return -1;
 	}
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(jobcxt);
-	return sticky;
+	return final == GS_JOB_DONE ? 1 : 0;
+}
+
+static Size
+gs_svc_answer_bytes(const GsSvcJob *job)
+{
+	return job->approx ? sizeof(gs_approx_pick) * job->nranks : sizeof(uint64) * job->nranks;
 }
 
 /*
- * Device memory for gpuselect_status(), published by the service (the only
- * process with a context): after every job, and once a second otherwise.
- * cpu_test: no device, all 0.
+ * Start job j (SUBMITTED) on free device d: claim it, check its chunks
+ * and build the engine's input in a memory context of its own, and give
+ * it to d's lane.  A request that fails the checks is answered at once.
  */
-static TimestampTz last_memory_publish = 0;
-
 static void
-gs_svc_publish_memory(int mode, bool now)
+gs_svc_start_job(int j, int d)
 {
-	GsSvcControl *c = gs_svc_ctl;
-	uint64		engine = 0,
-				peak = 0,
-				used = 0,
-				total = 0;
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_SUBMITTED;
+	GsSvcRun   *run = &svc_runs[d];
+	gs_lane_work *w;
+	gs_segment *segs = NULL;
+	uint64	   *ranks = NULL;
+	gs_error	err;
+	MemoryContext old;
 
-	if (!now && !TimestampDifferenceExceeds(last_memory_publish, GetCurrentTimestamp(), 1000))
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
+		return;					/* abandoned meanwhile */
+	run->start = GetCurrentTimestamp();
+	job->queue_ms = (double) (run->start - job->submit_time) / 1000.0;
+	job->copy_ms = 0;
+	job->bytes_copied = 0;
+
+	run->cxt = AllocSetContextCreate(TopMemoryContext, "gpuselect service job",
+									 ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(run->cxt);
+	memset(&err, 0, sizeof(err));
+	w = palloc0(sizeof(gs_lane_work));
+	if (!gs_svc_prepare(j, job, &w->in, &segs, &ranks, &err))
+	{
+		MemoryContextSwitchTo(old);
+		job->select_ms = gs_svc_ms_since(run->start);
+		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
+		MemoryContextDelete(run->cxt);
+		run->cxt = NULL;
 		return;
-	last_memory_publish = GetCurrentTimestamp();
-	if (mode == GS_SERVICE_ON)
-		gs_svc_cuda_memory(&engine, &peak, &used, &total);
-	pg_atomic_write_u64(&c->device_bytes, engine);
-	pg_atomic_write_u64(&c->device_peak, peak);
-	pg_atomic_write_u64(&c->device_used, used);
-	pg_atomic_write_u64(&c->device_total, total);
+	}
+	w->tag = j;
+	w->ranks = ranks;
+	w->nranks = (size_t) job->nranks;
+	w->approx = job->approx;
+	w->answer = palloc(gs_svc_answer_bytes(job));
+	w->opt.interrupt = gs_svc_interrupt;
+	w->opt.interrupt_arg = job;
+	w->opt.seed = job->seed;
+	w->opt.approx_buckets = job->approx_buckets;
+	w->cpu_path = job->cpu_path;
+	w->delay_ms = job->delay_ms;
+	w->inject = GS_OK;
+	if (job->fail_device == d)
+	{
+		w->inject = GS_ERR_DEVICE;
+		w->inject_sticky = true;
+		snprintf(w->err.message, sizeof(w->err.message),
+				 "injected failure of device %d (gpuselect.test_service_fail_device)", d);
+	}
+	else if (job->fault == GS_SVC_FAULT_LAUNCH)
+		w->engine_fault = GS_SVC_CUDA_FAULT_LAUNCH;
+	else if (job->fault == GS_SVC_FAULT_OOM)
+		w->engine_fault = GS_SVC_CUDA_FAULT_OOM;
+	else if (job->fault != GS_SVC_FAULT_NONE)
+	{
+		w->inject = GS_ERR_DEVICE;
+		w->inject_sticky = (job->fault == GS_SVC_FAULT_STICKY);
+		snprintf(w->err.message, sizeof(w->err.message),
+				 "injected failure (gpuselect.test_service_fault)");
+	}
+	MemoryContextSwitchTo(old);
+
+	run->job = j;
+	run->work = w;
+	gs_svc_device_start(d, job->nkeys);
+	gs_lanes_submit(d, w);
 }
 
-/* exit callback: backends stop waiting for this incarnation at once */
+/*
+ * A lane handed back work w: publish, count, and take the device out of
+ * rotation when it failed for good.  Then the job's memory goes.
+ */
+static void
+gs_svc_finish_job(gs_lane_work *w)
+{
+	int			d = w->lane;
+	GsSvcRun   *run = &svc_runs[d];
+	int			j = run->job;
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	int			outcome;
+
+	Assert(run->work == w && j == w->tag);
+	job->copy_ms = w->copy_ms;
+	job->bytes_copied = w->bytes_copied;
+	job->select_ms = gs_svc_ms_since(run->start) - w->copy_ms;
+	outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
+							 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
+	gs_svc_device_end(d, outcome);
+	if (w->sticky)
+	{
+		gs_svc_device_fail(d, w->err.message[0] ? w->err.message : "a device error");
+		ereport(LOG,
+				(errmsg("gpuselect GPU service: device %d failed for good and is out of rotation (%d left): %s",
+						d, gs_svc_devices_ok(), w->err.message)));
+	}
+	run->job = -1;
+	run->work = NULL;
+	MemoryContextDelete(run->cxt);
+	run->cxt = NULL;
+}
+
+/* give waiting jobs to free devices, shortest (aged) first */
+static void
+gs_svc_dispatch(void)
+{
+	for (;;)
+	{
+		int			j,
+					d;
+		bool		any_free = false;
+
+		for (int k = 0; k < gs_svc_ctl->ndevices && !any_free; k++)
+			any_free = gs_svc_device_free(k);
+		if (!any_free)
+			return;
+		j = gs_svc_next_job();
+		if (j < 0)
+			return;
+		d = gs_svc_device_pick(gs_svc_jobs[j].fail_device);
+		if (d < 0)
+			return;				/* every device busy */
+		gs_svc_start_job(j, d);
+	}
+}
+
+/*
+ * Device memory for gpuselect_status(): what each CUDA lane last sampled
+ * (after each of its jobs, else once a second), per device and summed.
+ * cpu_test: no device, all 0.
+ */
+static void
+gs_svc_publish_memory(void)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	uint64		sum[4] = {0, 0, 0, 0};
+
+	for (int k = 0; k < c->ndevices && k < svc_nlanes; k++)
+	{
+		GsSvcDevice *d = &c->devices[k];
+		uint64_t	m[4];
+
+		gs_lanes_memory(k, &m[0], &m[1], &m[2], &m[3]);
+		pg_atomic_write_u64(&d->engine_bytes, m[0]);
+		pg_atomic_write_u64(&d->engine_peak, m[1]);
+		pg_atomic_write_u64(&d->used_bytes, m[2]);
+		pg_atomic_write_u64(&d->total_bytes, m[3]);
+		for (int i = 0; i < 4; i++)
+			sum[i] += m[i];
+	}
+	pg_atomic_write_u64(&c->device_bytes, sum[0]);
+	pg_atomic_write_u64(&c->device_peak, sum[1]);
+	pg_atomic_write_u64(&c->device_used, sum[2]);
+	pg_atomic_write_u64(&c->device_total, sum[3]);
+}
+
+/*
+ * Stop the lanes (a running engine call sees the stop through its
+ * interrupt hook), then close the engines of the lanes that ended -- the
+ * one that page-locked the pool last, and only when every lane ended.
+ * Returns the number of lanes still running.
+ */
+static int
+gs_svc_stop_lanes(void)
+{
+	int			left = gs_lanes_stop(2000);
+
+	for (int k = 0; k < GS_SVC_MAX_DEVICES; k++)
+	{
+		if (svc_cuda[k] == NULL || k == svc_pool_device || !gs_lanes_ended(k))
+			continue;
+		gs_svc_cuda_close(svc_cuda[k]);
+		svc_cuda[k] = NULL;
+	}
+	if (left == 0 && svc_pool_device >= 0 && svc_cuda[svc_pool_device] != NULL)
+	{
+		gs_svc_cuda_close(svc_cuda[svc_pool_device]);
+		svc_cuda[svc_pool_device] = NULL;
+	}
+	return left;
+}
+
+/*
+ * Exit callback: stop the lanes and publish what they handed back (a job
+ * the stop interrupted fails: auto falls back, gpu errors), then backends
+ * stop waiting for this incarnation at once.
+ */
 static void
 gs_svc_on_exit(int code, Datum arg)
 {
 	GsSvcControl *c = gs_svc_ctl;
 	uint32		expected = GS_SVC_READY;
+	gs_lane_work *done;
 
 	(void) code;
 	(void) arg;
+	if (gs_svc_stop_lanes() > 0)
+		ereport(LOG, (errmsg("gpuselect GPU service: a lane did not stop within 2 s; exiting without it")));
+	done = gs_lanes_collect();
+	while (done != NULL)
+	{
+		gs_lane_work *next = done->next;
+
+		gs_svc_finish_job(done);
+		done = next;
+	}
+
 	if (!pg_atomic_compare_exchange_u32(&c->state, &expected, GS_SVC_DOWN))
 	{
 		expected = GS_SVC_STARTING;
@@ -465,11 +601,29 @@ gs_svc_on_exit(int code, Datum arg)
 		if (s == GS_JOB_SUBMITTED || s == GS_JOB_RUNNING || s == GS_JOB_WRITING)
 			gs_svc_wake(gs_svc_jobs[j].owner_proc, gs_svc_jobs[j].owner_pid);
 	}
-	if (gs_guc_service == GS_SERVICE_ON)
-		gs_svc_cuda_close();
 	/* no context, no device memory of ours */
 	pg_atomic_write_u64(&c->device_bytes, 0);
 	pg_atomic_write_u64(&c->device_used, 0);
+	for (int k = 0; k < c->ndevices; k++)
+	{
+		pg_atomic_write_u64(&c->devices[k].engine_bytes, 0);
+		pg_atomic_write_u64(&c->devices[k].used_bytes, 0);
+	}
+}
+
+/*
+ * Last of all (after every shared memory exit callback, the PGPROC already
+ * released): a lane still inside a device call could make the C library's
+ * exit handlers (the CUDA runtime's teardown) wait for it; leave at once,
+ * with the exit code the postmaster expects from a service that restarts.
+ */
+static void
+gs_svc_on_proc_exit(int code, Datum arg)
+{
+	(void) arg;
+	for (int k = 0; k < svc_nlanes; k++)
+		if (!gs_lanes_ended(k))
+			_exit(code == 0 ? 0 : 1);
 }
 
 /* no usable device: say why, wait (CUDA caches a failed init per process), exit 1 */
@@ -492,27 +646,94 @@ gs_svc_unavailable(const char *why)
 	proc_exit(1);
 }
 
+/*
+ * Open the devices (CUDA: one engine each, the pool page-locked through
+ * the first that opens; cpu_test: simulated ones) and start one lane per
+ * device.  A device that does not open or bind is listed as failed; none
+ * usable: unavailable.
+ */
 static void
-gs_svc_open_device(int mode)
+gs_svc_open_devices(int mode)
 {
 	GsSvcControl *c = gs_svc_ctl;
+	int			ordinals[GS_SVC_MAX_DEVICES];
+	char		names[GS_SVC_MAX_DEVICES][96];
+	char		why[GS_SVC_MAX_DEVICES][128];
+	bool		ok[GS_SVC_MAX_DEVICES];
+	int			n,
+				count = GS_SVC_MAX_DEVICES;
 	char		device[128];
 	gs_error	err;
 	TimestampTz t0 = GetCurrentTimestamp();
 
 	memset(&err, 0, sizeof(err));
-	if (mode == GS_SERVICE_CPU_TEST)
-		strlcpy(device, "cpu_test (the CPU engine)", sizeof(device));
-	else if (gs_svc_cuda_open(gs_svc_pool, (size_t) c->nchunks * c->chunk_bytes,
-							  device, sizeof(device), &err) != GS_OK)
-		gs_svc_unavailable(err.message[0] ? err.message : "the CUDA engine did not open");
+	if (mode == GS_SERVICE_ON &&
+		gs_svc_cuda_device_count(&count, &err) != GS_OK)
+		gs_svc_unavailable(err.message[0] ? err.message : "no CUDA device");
+	n = gs_svc_devices_wanted(mode, ordinals, count, device, sizeof(device));
+	if (n <= 0)
+		gs_svc_unavailable(device);
 
+	for (int k = 0; k < n; k++)
+	{
+		ok[k] = true;
+		why[k][0] = '\0';
+		if (mode == GS_SERVICE_CPU_TEST)
+		{
+			snprintf(names[k], sizeof(names[k]), n == 1 ? "cpu_test (the CPU engine)"
+					 : "cpu_test device %d (the CPU engine)", k);
+			continue;
+		}
+		memset(&err, 0, sizeof(err));
+		if (gs_svc_cuda_open(ordinals[k], svc_pool_device < 0 ? gs_svc_pool : NULL,
+							 (size_t) c->nchunks * c->chunk_bytes, &svc_cuda[k],
+							 names[k], sizeof(names[k]), &err) != GS_OK)
+		{
+			ok[k] = false;
+			snprintf(names[k], sizeof(names[k]), "CUDA device %d", ordinals[k]);
+			snprintf(why[k], sizeof(why[k]), "did not open: %s",
+					 err.message[0] ? err.message : "the CUDA engine did not open");
+		}
+		else if (svc_pool_device < 0)
+			svc_pool_device = k;
+	}
+	if (mode == GS_SERVICE_ON && svc_pool_device < 0)
+		gs_svc_unavailable(why[0]);
+
+	/* one lane per device; the ones that did not open stay idle */
+	{
+		bool		lane_ok[GS_SVC_MAX_DEVICES];
+		char		lane_why[GS_SVC_MAX_DEVICES][128];
+
+		svc_nlanes = gs_lanes_start(n, mode == GS_SERVICE_ON ? svc_cuda : NULL, lane_ok, lane_why);
+		for (int k = 0; k < n; k++)
+		{
+			if (ok[k] && !lane_ok[k])
+			{
+				ok[k] = false;
+				strlcpy(why[k], lane_why[k], sizeof(why[k]));
+			}
+			gs_svc_device_set(k, ordinals[k], names[k], ok[k], why[k]);
+		}
+	}
+	if (gs_svc_devices_ok() == 0)
+		gs_svc_unavailable(why[0]);
+
+	if (n == 1)
+		strlcpy(device, names[0], sizeof(device));
+	else
+		snprintf(device, sizeof(device), "%d devices (%d usable): %s%s", n, gs_svc_devices_ok(),
+				 names[0], n > 1 ? ", ..." : "");
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
 	strlcpy(c->device, device, sizeof(c->device));
 	c->reason[0] = '\0';
 	LWLockRelease(c->lock);
 	ereport(LOG, (errmsg("gpuselect GPU service ready on %s (opened in %.1f ms)",
 						 device, gs_svc_ms_since(t0))));
+	for (int k = 0; k < n; k++)
+		if (!ok[k])
+			ereport(LOG, (errmsg("gpuselect GPU service: device %d (%s) is not used: %s",
+								 k, names[k], why[k])));
 }
 
 void
@@ -520,7 +741,7 @@ gs_service_main(Datum arg)
 {
 	GsSvcControl *c = gs_svc_ctl;
 	int			mode = gs_guc_service;
-	MemoryContext jobcxt;
+	WaitEventSet *wait_set;
 
 	(void) arg;
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -530,28 +751,37 @@ gs_service_main(Datum arg)
 
 	if (c == NULL)
 		proc_exit(1);
-	jobcxt = AllocSetContextCreate(TopMemoryContext, "gpuselect service job",
-								   ALLOCSET_DEFAULT_SIZES);
+	for (int k = 0; k < GS_SVC_MAX_DEVICES; k++)
+		svc_runs[k].job = -1;
 
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
 	c->svc_pid = MyProcPid;
 	c->svc_proc = MyProc;
 	c->up_since = GetCurrentTimestamp();
 	c->starts++;
+	c->ndevices = 0;
 	LWLockRelease(c->lock);
 	pg_atomic_fetch_add_u64(&c->epoch, 1);
 	pg_atomic_write_u32(&c->state, GS_SVC_STARTING);
+	on_proc_exit(gs_svc_on_proc_exit, (Datum) 0);
 	before_shmem_exit(gs_svc_on_exit, (Datum) 0);
 
 	/* what an earlier incarnation left (jobs it ran, chunks of the dead) */
 	gs_svc_reap();
-	gs_svc_open_device(mode);
-	gs_svc_publish_memory(mode, true);
+	gs_svc_open_devices(mode);
+	gs_svc_publish_memory();
+
+	/* the latch, the lanes' wake pipe, postmaster death */
+	wait_set = gs_create_wait_set(3);
+	AddWaitEventToSet(wait_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(wait_set, WL_SOCKET_READABLE, gs_lanes_wake_fd(), NULL, NULL);
+	AddWaitEventToSet(wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	pg_atomic_write_u32(&c->state, GS_SVC_READY);
 
 	for (;;)
 	{
-		int			j;
+		WaitEvent	ev;
+		gs_lane_work *done;
 
 		ResetLatch(MyLatch);
 		if (ShutdownRequestPending)
@@ -564,21 +794,23 @@ gs_service_main(Datum arg)
 		CHECK_FOR_INTERRUPTS();
 		pg_atomic_write_u64(&c->heartbeat, (uint64) GetCurrentTimestamp());
 
-		gs_svc_reap();
-		j = gs_svc_next_job();
-		if (j >= 0)
+		done = gs_lanes_collect();
+		while (done != NULL)
 		{
-			if (gs_svc_run_job(j, mode, jobcxt))
-			{
-				ereport(LOG, (errmsg("gpuselect GPU service: the device failed for good; restarting the service")));
-				proc_exit(1);
-			}
-			gs_svc_publish_memory(mode, true);
-			continue;			/* more may be waiting: no sleep */
+			gs_lane_work *next = done->next;
+
+			gs_svc_finish_job(done);
+			done = next;
 		}
-		gs_svc_publish_memory(mode, false);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100, PG_WAIT_EXTENSION);
+		if (gs_svc_devices_ok() == 0)
+		{
+			ereport(LOG, (errmsg("gpuselect GPU service: no device left; restarting the service")));
+			proc_exit(1);
+		}
+		gs_svc_reap();
+		gs_svc_dispatch();
+		gs_svc_publish_memory();
+		(void) WaitEventSetWait(wait_set, 100, &ev, 1, PG_WAIT_EXTENSION);
 	}
 	/* SIGTERM (pg_terminate_backend, shutdown): exit 1 so that it restarts */
 	proc_exit(1);

@@ -106,6 +106,7 @@ gs_service_define_gucs(void)
 							 gs_service_fault_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+	gs_svc_devices_define_gucs(false);
 }
 
 static Size
@@ -211,6 +212,7 @@ gs_svc_shmem_startup(void)
 		}
 		c->free_head = nchunks > 0 ? 0 : -1;
 		c->nfree = nchunks;
+		gs_svc_devices_shmem_init(c);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -265,6 +267,8 @@ gs_service_preload_init(void)
 							4096, 64, 1024 * 1024,
 							PGC_POSTMASTER, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+
+	gs_svc_devices_define_gucs(true);
 
 	gs_svc_preloaded = true;
 	if (gs_guc_service == GS_SERVICE_OFF)
@@ -757,4 +761,5 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("service_device_peak_bytes", pg_atomic_read_u64(&c->device_peak));
 	EMIT_U64("service_device_used_bytes", pg_atomic_read_u64(&c->device_used));
 	EMIT_U64("service_device_total_bytes", pg_atomic_read_u64(&c->device_total));
+	gs_svc_devices_status(emit, arg);
 }

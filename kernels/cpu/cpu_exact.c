@@ -469,8 +469,10 @@ sort_pays(size_t n, size_t nu)
 		(nu >= GS_SORT_MIN_RANKS || (double) nu * GS_SORT_KEYS_PER_RANK >= (double) n);
 }
 
-/* gs_cpu_test_force_path (gs_engine.h): a test hook, CPU_PATH_AUTO unless set */
-static cpu_path forced_path = CPU_PATH_AUTO;
+/* gs_cpu_test_force_path (gs_engine.h): a test hook, CPU_PATH_AUTO unless
+ * set; per thread, so that the GPU service's lanes (one thread per device)
+ * each run their own job's setting */
+static __thread cpu_path forced_path = CPU_PATH_AUTO;
 
 void
 gs_cpu_test_force_path(int path)

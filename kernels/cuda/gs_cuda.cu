@@ -298,6 +298,55 @@ gs_cuda_open(int ordinal, gs_cuda_engine **out, gs_error *err)
 	}
 }
 
+gs_status
+gs_cuda_device_count(int *count, gs_error *err)
+{
+	try
+	{
+		int			n = 0;
+		cudaError_t ce;
+
+		if (!count)
+			return gs_fail(err, GS_ERR_INVALID, "count is NULL");
+		*count = 0;
+		ce = cudaGetDeviceCount(&n);
+		if (ce != cudaSuccess)
+		{
+			(void) cudaGetLastError();
+			return gs_fail(err, GS_ERR_NO_DEVICE, "no usable CUDA device: %s (%d)",
+						   cudaGetErrorString(ce), (int) ce);
+		}
+		if (n <= 0)
+			return gs_fail(err, GS_ERR_NO_DEVICE, "no CUDA device");
+		*count = n;
+		return gs_ok(err);
+	}
+	catch (...)
+	{
+		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_device_count");
+	}
+}
+
+gs_status
+gs_cuda_make_current(gs_cuda_engine *e, gs_error *err)
+{
+	try
+	{
+		cudaError_t ce;
+
+		if (!e)
+			return gs_fail(err, GS_ERR_INVALID, "no engine");
+		ce = cudaSetDevice(e->dev);
+		if (ce != cudaSuccess)
+			return gs_cuda_fail(err, ce, "cudaSetDevice");
+		return gs_ok(err);
+	}
+	catch (...)
+	{
+		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_make_current");
+	}
+}
+
 void
 gs_cuda_close(gs_cuda_engine *e)
 {

@@ -4,8 +4,8 @@
  * Same contract as gs_engine.h: every call returns a gs_status and fills
  * *err; nothing aborts, prints, throws or longjmps; everything a call
  * allocates for itself is freed before it returns.  One gs_cuda_engine per
- * process (a PostgreSQL backend, or the standalone harness); it is not
- * thread-safe.  Never call any of this in the postmaster or _PG_init: the
+ * device and process (a PostgreSQL backend, the GPU service's lanes, or the
+ * standalone harness); an engine is not thread-safe: one thread at a time.  Never call any of this in the postmaster or _PG_init: the
  * CUDA context must be created lazily in the process that uses it.
  */
 #ifndef GS_CUDA_H
@@ -25,6 +25,14 @@ typedef struct gs_cuda_engine gs_cuda_engine;
  * driver (cudaGetDeviceCount gives 35) or no device (100). */
 gs_status	gs_cuda_open(int ordinal, gs_cuda_engine **out, gs_error *err);
 void		gs_cuda_close(gs_cuda_engine *e);
+/* Number of CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies);
+ * GS_ERR_NO_DEVICE without a driver or a device. */
+gs_status	gs_cuda_device_count(int *count, gs_error *err);
+/* Makes e's device current in the calling thread.  The current device is
+ * per thread: a thread other than the one that opened e calls this before
+ * any other call on e (gs_cuda_alloc, the copies and gs_cuda_device_info
+ * use the current device; the selections set it themselves). */
+gs_status	gs_cuda_make_current(gs_cuda_engine *e, gs_error *err);
 gs_status	gs_cuda_device_info(gs_cuda_engine *e, char *name, size_t namelen,
 							   size_t *free_bytes, size_t *total_bytes, gs_error *err);
 

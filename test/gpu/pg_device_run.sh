@@ -16,7 +16,8 @@
 #   6. (stage "service", not in the default set) the GPU service: the server
 #      restarted with shared_preload_libraries = 'gpuselect' and
 #      gpuselect.service = on; pg_regress with every aggregate through the
-#      service; the service TAP tests (test/t/10[1-3]_service_*.pl) with the
+#      service; the service TAP tests (test/t/10[1-7]_service_*.pl; 107 needs two
+#      GPUs and only checks the start on one) with the
 #      CUDA engine; test/bench/concurrency_bench.sh; test/bench/e2e_bench.sh
 #      through the service; then the settings reset and the server restarted
 #      as before.  Its five parts are stages of their own too (service-on,
@@ -92,7 +93,7 @@ pg_restart() {
 		tail -20 /tmp/pg.log
 }
 service_status() {
-	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%' OR name LIKE 'device_mem%'"
+	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%' OR name LIKE 'device_mem%' OR name LIKE 'device\\_%'"
 }
 if has service-on; then
 	# the service's settings are PGC_POSTMASTER and exist only where the

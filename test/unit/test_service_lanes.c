@@ -1,0 +1,203 @@
+/*
+ * test_service_lanes.c — the GPU service's lane threads (src/service_lanes.c)
+ * with the CPU engine, without PostgreSQL: that this links at all shows a
+ * lane calls no PostgreSQL function.
+ *
+ * Three lanes run selections at the same time (answers checked against a
+ * sort), each wakes the waiting thread through the pipe (poll, no busy
+ * wait), run with every signal blocked, stop a held job when its interrupt
+ * hook says so, pass an injected failure through, and a stop ends every
+ * lane within the deadline, a running job handed back as canceled.
+ * Ends with "test_service_lanes: N passed, M failed".
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "service_lanes.h"
+
+static long n_pass = 0,
+			n_fail = 0;
+
+#define CHECK(cond, what) \
+	do { if (cond) n_pass++; else { n_fail++; printf("FAIL: %s (line %d)\n", what, __LINE__); } } while (0)
+
+#define NLANES 3
+#define NKEYS 2000000
+#define NRANKS 5
+
+static atomic_int abandon[NLANES];
+static atomic_int signals_blocked = 1;
+static atomic_int hook_calls = 0;
+
+/* the service's hook reads atomics only; this one also checks the thread's mask */
+static int
+hook(void *arg)
+{
+	int			k = (int) (intptr_t) arg;
+	sigset_t	cur;
+
+	pthread_sigmask(SIG_BLOCK, NULL, &cur);
+	if (!sigismember(&cur, SIGTERM) || !sigismember(&cur, SIGUSR1) || !sigismember(&cur, SIGINT))
+		atomic_store(&signals_blocked, 0);
+	atomic_fetch_add(&hook_calls, 1);
+	return gs_lanes_stopping() || atomic_load(&abandon[k]);
+}
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* wait (poll on the wake pipe) until `want` works came back; they go into got[] */
+static int
+collect(gs_lane_work **got, int want, int timeout_ms)
+{
+	int			n = 0;
+	double		end = now_ms() + timeout_ms;
+
+	while (n < want && now_ms() < end)
+	{
+		struct pollfd p = {gs_lanes_wake_fd(), POLLIN, 0};
+		gs_lane_work *w;
+
+		(void) poll(&p, 1, 100);
+		for (w = gs_lanes_collect(); w != NULL; w = w->next)
+			got[n++] = w;
+	}
+	return n;
+}
+
+static void
+setup(gs_lane_work *w, int k, uint64_t *keys, gs_segment *seg, uint64_t *ranks, uint64_t *out)
+{
+	memset(w, 0, sizeof(*w));
+	w->tag = k;
+	seg->keys = keys;
+	seg->n = NKEYS;
+	w->in.segs = seg;
+	w->in.nsegs = 1;
+	w->in.key_bytes = 8;
+	w->ranks = ranks;
+	w->nranks = NRANKS;
+	w->answer = out;
+	w->opt.interrupt = hook;
+	w->opt.interrupt_arg = (void *) (intptr_t) k;
+	w->inject = GS_OK;
+}
+
+int
+main(void)
+{
+	gs_svc_cuda_dev *devs[NLANES] = {NULL, NULL, NULL};
+	bool		ok[NLANES];
+	char		why[NLANES][128];
+	static uint64_t keys[NLANES][NKEYS];
+	uint64_t   *sorted = malloc(sizeof(uint64_t) * NKEYS);
+	uint64_t	ranks[NRANKS] = {0, 1, NKEYS / 2, NKEYS - 2, NKEYS - 1};
+	uint64_t	out[NLANES][NRANKS];
+	gs_segment	seg[NLANES];
+	gs_lane_work work[NLANES];
+	gs_lane_work *got[NLANES];
+	uint64_t	x = 88172645463325252ull;
+	double		t0;
+	int			n;
+
+	CHECK(gs_lanes_start(NLANES, devs, ok, why) == NLANES, "three lanes start");
+	for (int k = 0; k < NLANES; k++)
+		CHECK(ok[k], "a CPU lane is usable");
+	CHECK(gs_lanes_wake_fd() >= 0, "the wake pipe exists");
+
+	/* three selections at once, each checked against a sort */
+	for (int k = 0; k < NLANES; k++)
+	{
+		for (int i = 0; i < NKEYS; i++)
+		{
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			keys[k][i] = x >> (k * 8);	/* a different range per lane */
+		}
+		setup(&work[k], k, keys[k], &seg[k], ranks, out[k]);
+		work[k].cpu_path = k == 1 ? GS_CPU_PATH_SORT : GS_CPU_PATH_SELECT;	/* per thread */
+		gs_lanes_submit(k, &work[k]);
+	}
+	n = collect(got, NLANES, 60000);
+	CHECK(n == NLANES, "every lane handed its work back through the pipe");
+	for (int i = 0; i < n; i++)
+	{
+		gs_lane_work *w = got[i];
+		int			k = w->tag;
+		bool		right = true;
+
+		CHECK(w->lane == k && w->status == GS_OK, "a selection ran on its own lane");
+		memcpy(sorted, keys[k], sizeof(uint64_t) * NKEYS);
+		qsort(sorted, NKEYS, sizeof(uint64_t), cmp_u64);
+		for (int r = 0; r < NRANKS; r++)
+			right = right && out[k][r] == sorted[ranks[r]];
+		CHECK(right, "the lane's answers equal the sort's");
+	}
+	CHECK(atomic_load(&hook_calls) > 0, "the engines polled the interrupt hook");
+	CHECK(atomic_load(&signals_blocked) == 1, "lane threads run with every signal blocked");
+
+	/* a held job stops when its hook says abandoned; an injected failure passes through */
+	setup(&work[0], 0, keys[0], &seg[0], ranks, out[0]);
+	work[0].delay_ms = 10000;
+	setup(&work[1], 1, keys[1], &seg[1], ranks, out[1]);
+	work[1].inject = GS_ERR_DEVICE;
+	work[1].inject_sticky = true;
+	snprintf(work[1].err.message, sizeof(work[1].err.message), "injected");
+	t0 = now_ms();
+	gs_lanes_submit(0, &work[0]);
+	gs_lanes_submit(1, &work[1]);
+	n = collect(got, 1, 5000);
+	CHECK(n == 1 && got[0] == &work[1], "the injected failure comes back first");
+	CHECK(work[1].status == GS_ERR_DEVICE && work[1].sticky &&
+		  strcmp(work[1].err.message, "injected") == 0, "... as a sticky device failure, message kept");
+	atomic_store(&abandon[0], 1);
+	n = collect(got, 1, 5000);
+	CHECK(n == 1 && got[0] == &work[0] && work[0].status == GS_ERR_CANCELED,
+		  "an abandoned held job comes back canceled");
+	CHECK(now_ms() - t0 < 3000, "... long before its delay");
+	atomic_store(&abandon[0], 0);
+
+	/* stop with a job held on lane 2: every lane ends within the deadline */
+	setup(&work[2], 2, keys[2], &seg[2], ranks, out[2]);
+	work[2].delay_ms = 60000;
+	gs_lanes_submit(2, &work[2]);
+	{
+		struct timespec ms50 = {0, 50 * 1000 * 1000};
+
+		nanosleep(&ms50, NULL);
+	}
+	t0 = now_ms();
+	CHECK(gs_lanes_stop(2000) == 0, "stop: every lane joined");
+	CHECK(now_ms() - t0 < 2000, "... within the deadline");
+	for (int k = 0; k < NLANES; k++)
+		CHECK(gs_lanes_ended(k), "a lane ended");
+	n = collect(got, 1, 1000);
+	CHECK(n == 1 && got[0] == &work[2] && work[2].status == GS_ERR_CANCELED,
+		  "the job running at the stop came back canceled");
+
+	free(sorted);
+	printf("test_service_lanes: %ld passed, %ld failed\n", n_pass, n_fail);
+	return n_fail != 0;
+}
