@@ -78,4 +78,6 @@ gs_svc_cuda_close(gs_svc_cuda_dev *dev)
 void
 gs_svc_cuda_arm_fault(gs_svc_cuda_dev *dev, gs_svc_cuda_fault kind)
 {
+	(void) dev;
+	(void) kind;
 }
