@@ -217,6 +217,18 @@ sub service_cluster_stop
 # (GS_SERVICE_MODE=on: the CUDA engine, on the GPU machine)
 sub service_mode { return $ENV{GS_SERVICE_MODE} // 'cpu_test'; }
 
+# service_pool_baseline($seconds) -> true once no chunk is used or held by a
+# scan and no job slot is busy (the pool back to how a test found it)
+sub service_pool_baseline
+{
+	my ($seconds) = @_;
+	return wait_for(sub {
+		my $s = service_status();
+		$s->{key_pool_used_bytes} == 0 && $s->{key_pool_scan_bytes} == 0
+		  && $s->{service_slots_in_use} == 0
+	}, $seconds);
+}
+
 # service_status() -> { name => value } of gpuselect_status()
 sub service_status
 {

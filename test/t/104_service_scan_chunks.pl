@@ -26,14 +26,7 @@ my $h = GsTest::service_cluster_start(
 END { GsTest::service_cluster_stop($h) if $h; }
 
 sub status { GsTest::service_status() }
-sub baseline
-{
-	GsTest::wait_for(sub {
-		my $s = status();
-		$s->{key_pool_used_bytes} == 0 && $s->{key_pool_scan_bytes} == 0
-		  && $s->{service_slots_in_use} == 0
-	}, 10);
-}
+sub baseline { GsTest::service_pool_baseline(10) }
 sub scan_held { GsTest::wait_for(sub { status()->{key_pool_scan_bytes} > 0 }, 15) }
 
 psql_value('CREATE EXTENSION gpuselect;');

@@ -28,14 +28,7 @@ my $h = GsTest::service_cluster_start(
 END { GsTest::service_cluster_stop($h) if $h; }
 
 sub status { GsTest::service_status() }
-sub baseline
-{
-	GsTest::wait_for(sub {
-		my $s = status();
-		$s->{key_pool_used_bytes} == 0 && $s->{key_pool_scan_bytes} == 0
-		  && $s->{service_slots_in_use} == 0
-	}, 15);
-}
+sub baseline { GsTest::service_pool_baseline(15) }
 sub held { GsTest::wait_for(sub { status()->{key_pool_scan_bytes} > 0 }, 30) }
 
 psql_value('CREATE EXTENSION gpuselect;');
