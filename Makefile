@@ -64,12 +64,12 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= $(GS_CUDA_ARCH)
 NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -Xcompiler -Wall -Werror all-warnings $(GS_ENGINE_INCLUDES)
 PG_CPPFLAGS += -DGS_HAVE_CUDA
-OBJS += src/gpu_path.o src/service_cuda.o
+OBJS += src/service_cuda.o
 # static cudart: the module loads on machines with no CUDA runtime or driver
 SHLIB_LINK += $(CUDA_OBJS) -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \
 	-lcudart_static -lstdc++ -lrt -lpthread -ldl
 else
-OBJS += src/gpu_path_none.o src/service_cuda_none.o
+OBJS += src/service_cuda_none.o
 endif
 
 # sql/cpu_only.sql expects a CPU-only build (gpuselect.device = 'gpu' is an

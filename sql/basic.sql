@@ -311,8 +311,8 @@ WHERE name IN ('device', 'gpu_min_rows', 'approximate', 'approx_buckets', 'seed'
 
 -- settings (the default as built; a session may run with another, e.g. PGOPTIONS)
 SELECT boot_val FROM pg_settings WHERE name = 'gpuselect.device';
-SELECT boot_val, unit FROM pg_settings WHERE name = 'gpuselect.pinned_pool_size';
-SET gpuselect.pinned_pool_size = -1;
+SELECT boot_val, unit FROM pg_settings WHERE name = 'gpuselect.parallel_arena_size';
+SET gpuselect.parallel_arena_size = -1;
 SET gpuselect.device = 'tpu';
 SET gpuselect.approx_buckets = 1;
 SET gpuselect.approx_buckets = 8193;

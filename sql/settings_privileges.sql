@@ -11,12 +11,11 @@ SET ROLE regress_gs_plain;
 
 -- superuser only: memory that outlives the query or is shared server-wide
 SET gpuselect.parallel_arena_size = '8GB';
-SET gpuselect.pinned_pool_size = '8GB';
 SET gpuselect.shared_partial_states = on;
 SET gpuselect.shared_partial_states = off;
 SELECT set_config('gpuselect.parallel_arena_size', '8GB', false);
 BEGIN;
-SET LOCAL gpuselect.pinned_pool_size = '8GB';
+SET LOCAL gpuselect.parallel_arena_size = '8GB';
 ROLLBACK;
 ALTER ROLE regress_gs_plain SET gpuselect.parallel_arena_size = '8GB';
 -- test hooks and the internal arena handle
@@ -26,7 +25,6 @@ SET gpuselect.test_cancel_at_poll = 1;
 SET gpuselect.parallel_arena = '1:1';
 -- nothing changed
 SHOW gpuselect.parallel_arena_size;
-SHOW gpuselect.pinned_pool_size;
 SHOW gpuselect.shared_partial_states;
 
 -- any role: how its own queries run
@@ -45,12 +43,12 @@ WHERE name IN ('device', 'gpu_min_rows', 'approximate', 'approx_buckets', 'seed'
 RESET ROLE;
 
 -- a superuser may hand one of them to a role
-GRANT SET ON PARAMETER gpuselect.pinned_pool_size TO regress_gs_plain;
+GRANT SET ON PARAMETER gpuselect.parallel_arena_size TO regress_gs_plain;
 SET ROLE regress_gs_plain;
-SET gpuselect.pinned_pool_size = 0;
-SHOW gpuselect.pinned_pool_size;
-RESET gpuselect.pinned_pool_size;
+SET gpuselect.parallel_arena_size = 0;
+SHOW gpuselect.parallel_arena_size;
+RESET gpuselect.parallel_arena_size;
 RESET ROLE;
-REVOKE SET ON PARAMETER gpuselect.pinned_pool_size FROM regress_gs_plain;
+REVOKE SET ON PARAMETER gpuselect.parallel_arena_size FROM regress_gs_plain;
 RESET ALL;
 DROP ROLE regress_gs_plain;

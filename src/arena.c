@@ -3,12 +3,14 @@
  *
  * Why: without it, a parallel worker's large partial state costs a copy into
  * a fresh shared memory segment (shared_state.c), the leader's own partial
- * state two copies through a bytea, and the leader maps and (GPU path)
- * page-locks every segment per query, then unmaps them: host memory traffic
- * that parallel sum(x) does not have, most of gpu_quantiles' gap to it
+ * state two copies through a bytea, and the leader maps every segment per
+ * query, then unmaps them: host memory traffic that parallel sum(x) does not
+ * have, most of gpu_quantiles' gap to it
  * (test/bench/results/e2e-2026-11-23-h100-session6.md).  With the arena the
  * keys are written once, during the scan, into memory the leader has mapped
- * (and the GPU path has page-locked) since an earlier query.
+ * since an earlier query.  With the GPU service ready, partial states lease
+ * key-pool chunks instead (service_scan.c) and the arena takes only what the
+ * pool could not.
  *
  * Lifetime and safety:
  *   - The leader creates the arena at the start of a parallel query, once it

@@ -303,7 +303,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	GsRunInfo	info;
 	gs_approx_pick *picks = NULL;
 	bool		approx = gs_guc_approximate && !gs_dispatch_exact_only;
-	GpuPathOutcome outcome = GPU_PATH_NOT_USED;
+	GsGpuOutcome outcome = GS_GPU_NOT_USED;
 	int64		n = st->nrows;
 	int64		bound = 0;
 
@@ -328,21 +328,33 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		if (gs_guc_device == GS_DEVICE_GPU ||
 			(gs_guc_device == GS_DEVICE_AUTO && n >= (int64) gs_guc_gpu_min_rows))
 		{
-			/* with the server's GPU service, never a CUDA context of our own */
+			/*
+			 * Only the server's GPU service uses the GPU: a backend never
+			 * creates a CUDA context.  Without the service (not preloaded,
+			 * or gpuselect.service = off) auto stays on the CPU and
+			 * gpuselect_status() says why; gpu is an ERROR.
+			 */
 			if (gs_service_in_use())
 				outcome = gs_service_select(st, &in, ranks, nranks, out_keys, picks, &info);
-			else
-				outcome = gpu_path_select(st, &in, ranks, nranks, out_keys, picks, &info);
-			if (outcome != GPU_PATH_DONE && gs_guc_device == GS_DEVICE_GPU)
+			else if (gs_guc_device == GS_DEVICE_GPU)
+			{
+				if (!gs_service_cuda_built())
+					gs_dispatch_gpu_required(ERRCODE_FEATURE_NOT_SUPPORTED,
+											 "this build has no CUDA support");
 				gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-										 "the GPU path did not run");
+										 psprintf("there is no GPU service: %s",
+												  gs_service_off_reason()));
+			}
+			if (outcome != GS_GPU_DONE && gs_guc_device == GS_DEVICE_GPU)
+				gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+										 "the GPU service did not run the selection");
 		}
 
-		if (outcome == GPU_PATH_DONE)
+		if (outcome == GS_GPU_DONE)
 		{
 			n_gpu_runs++;
 			if (info.path == NULL)
-				info.path = "gpu";
+				info.path = "service";
 		}
 		else
 		{
@@ -443,7 +455,6 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("seed", psprintf("%d", gs_guc_seed), &ea);
 	gs_emit("debug", gs_guc_debug ? "on" : "off", &ea);
 
-	gpu_path_status(gs_emit, &ea);
 	gs_service_status(gs_emit, &ea);
 
 	gs_emit("gpu_runs", psprintf(INT64_FORMAT, n_gpu_runs), &ea);

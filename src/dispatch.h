@@ -9,8 +9,25 @@
 #include "postgres.h"
 #include "pg_compat.h"
 
-#include "gpu_path.h"
 #include "state.h"
+
+/* Result of an attempt to run a selection through the GPU service. */
+typedef enum GsGpuOutcome
+{
+	GS_GPU_DONE,				/* the service answered; outputs are filled */
+	GS_GPU_NOT_USED				/* no service, or it failed in auto mode: use the CPU */
+} GsGpuOutcome;
+
+/* One selection run, as gpuselect_status() and gpuselect.debug report it. */
+typedef struct GsRunInfo
+{
+	const char *path;			/* "cpu", "service", "cpu (fallback: ...)" */
+	int64		n;
+	int64		bytes_copied;
+	double		copy_ms;
+	double		select_ms;
+	int64		rank_bound;		/* approximate mode: max rank error; else 0 */
+} GsRunInfo;
 
 /*
  * Select the keys at 0-based ascending ranks ranks[0..nranks-1] of st's keys
@@ -39,8 +56,9 @@ extern void gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int n
 /*
  * ERROR for gpuselect.device = 'gpu' when the GPU path cannot run:
  *   gpuselect.device is "gpu" but <reason>
- * Shared by gpu_path_none.c ("this build has no CUDA support") and gpu_path.c
- * (no device, device failure), so both builds word it the same way.
+ * Shared by dispatch.c (no CUDA in this build, no GPU service) and
+ * service_client.c (the service did not answer), so every case is worded
+ * the same way.
  */
 pg_noreturn extern void gs_dispatch_gpu_required(int sqlerrcode, const char *reason);
 

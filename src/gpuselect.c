@@ -2,8 +2,8 @@
  * gpuselect.c — module entry point.  _PG_init defines the GUCs and, when
  * gpuselect is in shared_preload_libraries, requests the GPU service's
  * shared memory and registers its worker (service_shmem.c).  Nothing here
- * touches CUDA (a CUDA context is created only in the process that uses
- * it: the service, or without it a backend; never the postmaster).  It also installs the executor
+ * touches CUDA (only the GPU service creates CUDA contexts, at its own
+ * start; never the postmaster, never a backend).  It also installs the executor
  * hook that hands the leader's key arena to parallel workers (arena.c),
  * which creates nothing at load time, and the planner hook that plans
  * ordered-set percentiles as plain aggregates (planner.c).
@@ -16,7 +16,6 @@
 #include "utils/guc.h"
 
 #include "arena.h"
-#include "gpu_path.h"
 #include "guc.h"
 #include "planner.h"
 #include "service.h"
@@ -29,7 +28,6 @@ void
 _PG_init(void)
 {
 	gs_guc_define();
-	gpu_path_define_gucs();
 	gs_service_define_gucs();
 	/* the GPU service: shared memory and its worker exist only when preloaded */
 	if (process_shared_preload_libraries_in_progress)

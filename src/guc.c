@@ -20,7 +20,6 @@ bool		gs_guc_debug = false;
 bool		gs_guc_accelerate_builtins = false;
 int			gs_guc_test_max_serial_bytes = 0;
 bool		gs_guc_shared_partial_states = true;
-int			gs_guc_pinned_pool_size = 256;
 bool		gs_guc_test_fail_shared_attach = false;
 int			gs_guc_parallel_arena_size = 256;
 char	   *gs_guc_parallel_arena = NULL;
@@ -119,21 +118,6 @@ gs_guc_define(void)
 							PGC_USERSET,
 							GUC_UNIT_KB,
 							gs_guc_check_work_mem, NULL, NULL);
-
-	/*
-	 * Superuser only (or GRANT SET ON PARAMETER): an idle backend keeps this
-	 * much page-locked memory, which cannot be swapped, until it exits.
-	 */
-	DefineCustomIntVariable("gpuselect.pinned_pool_size",
-							"Page-locked chunks a backend keeps for later queries, at most this much.",
-							"Reusing them saves locking and faulting in fresh memory on every "
-							"query (GPU path only); 0 releases chunks at the end of each query.",
-							&gs_guc_pinned_pool_size,
-							256,
-							0, INT_MAX / 2,
-							PGC_SUSET,
-							GUC_UNIT_MB,
-							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.approximate",
 							 "Return approximate percentiles from one level of sample selection.",

@@ -24,8 +24,6 @@
  *
  *   gpuselect.shared_partial_states  large parallel partial states
  *                             through shared memory            (default on)
- *   gpuselect.pinned_pool_size  page-locked chunks kept per backend
- *                             for later queries (GPU path)     (default 256MB)
  *   gpuselect.parallel_arena_size  shared memory a leader keeps for
  *                             its workers' keys (arena.c)      (default 256MB)
  *
@@ -67,7 +65,6 @@ extern int	gs_guc_seed;
 extern bool gs_guc_debug;
 extern bool gs_guc_accelerate_builtins;
 extern int	gs_guc_work_mem;	/* kB, -1: work_mem */
-extern int	gs_guc_pinned_pool_size;	/* MB */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;
 extern bool gs_guc_test_fail_shared_attach;

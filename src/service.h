@@ -47,8 +47,8 @@
 #include "storage/proc.h"
 #include "utils/timestamp.h"
 
+#include "dispatch.h"
 #include "gs_engine.h"
-#include "gpu_path.h"
 
 /* gpuselect.service */
 typedef enum GsServiceMode
@@ -319,13 +319,19 @@ extern int	gs_svc_my_slot(void);
 extern void gs_svc_register_exit(void);
 
 /* the client (service_client.c): run a selection through the service.
- * Returns GPU_PATH_NOT_USED (with the reason in info->path) when the
+ * Returns GS_GPU_NOT_USED (with the reason in info->path) when the
  * service could not answer in auto mode; ERROR in gpu mode. */
-extern GpuPathOutcome gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
+extern GsGpuOutcome gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
 										uint64 *out_keys, gs_approx_pick *picks,
 										GsRunInfo *info);
 
-/* gpuselect_status() fields (service_shmem.c) */
+/* how the module was built (GS_HAVE_CUDA), and why there is no service
+ * when gs_service_in_use() is false (service_shmem.c) */
+extern bool gs_service_cuda_built(void);
+extern const char *gs_service_off_reason(void);
+
+/* gpuselect_status() fields, cuda_build and gpu_available among them
+ * (service_shmem.c) */
 extern void gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 							  void *arg);
 

@@ -125,7 +125,7 @@ gs_svc_register_exit(void)
 }
 
 /* auto: count and fall back to the CPU; gpu: a clean ERROR */
-static GpuPathOutcome
+static GsGpuOutcome
 gs_svc_fail(GsRunInfo *info, const char *reason)
 {
 	if (gs_guc_device == GS_DEVICE_GPU)
@@ -133,7 +133,7 @@ gs_svc_fail(GsRunInfo *info, const char *reason)
 								 psprintf("the GPU service did not answer: %s", reason));
 	pg_atomic_fetch_add_u64(&gs_svc_ctl->fallen_back, 1);
 	info->path = psprintf("cpu (fallback: GPU service: %s)", reason);
-	return GPU_PATH_NOT_USED;
+	return GS_GPU_NOT_USED;
 }
 
 /*
@@ -384,7 +384,7 @@ gs_svc_count_chunks(const GsState *st, int *nheld, uint64 *unpooled, uint64 *lea
 	}
 }
 
-GpuPathOutcome
+GsGpuOutcome
 gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
 				  uint64 *out_keys, gs_approx_pick *picks, GsRunInfo *info)
 {
@@ -503,5 +503,5 @@ gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nran
 	if (!ok)
 		return gs_svc_fail(info, "the key pool's chunk list is damaged");
 	info->path = "service";
-	return GPU_PATH_DONE;
+	return GS_GPU_DONE;
 }

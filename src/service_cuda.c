@@ -6,10 +6,10 @@
  * One engine per device, opened when the service starts (the whole key
  * pool is page-locked once then, through the first device); a job's keys are copied from their pool
  * chunks into one device buffer (asynchronous copies on the engine's copy
- * stream, one sync), 2-byte keys are widened to 4 on the device as
- * gpu_path.c does, the engine selects, and the buffers are freed.
- * Phase 1 copies at the final call; copying chunks during the scan is
- * phase 2 (docs/design-gpu-service.md, section 5).
+ * stream, one sync), 2-byte keys are widened to 4 on the device (the
+ * engine selects on 4- and 8-byte keys), the engine selects, and the
+ * buffers are freed.  The copy happens when the job runs: copying chunks
+ * while the scan goes on is not built (docs/design-gpu-service.md, section 5).
  */
 #include <stdio.h>
 #include <stdlib.h>

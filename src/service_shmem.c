@@ -275,11 +275,9 @@ gs_service_preload_init(void)
 		gs_svc_off_reason = "gpuselect.service is off";
 	else if (gs_guc_key_pool_size == 0)
 		gs_svc_off_reason = "gpuselect.key_pool_size is 0";
-#ifndef GS_HAVE_CUDA
-	else if (gs_guc_service == GS_SERVICE_ON)
+	else if (gs_guc_service == GS_SERVICE_ON && !gs_service_cuda_built())
 		gs_svc_off_reason = "gpuselect.service is on but this build has no CUDA support "
 			"(built with USE_CUDA=0; cpu_test runs the CPU engine in the service)";
-#endif
 	else
 		gs_svc_registered = true;
 
@@ -296,6 +294,23 @@ bool
 gs_service_in_use(void)
 {
 	return gs_svc_registered && gs_svc_ctl != NULL;
+}
+
+/* the only place that asks how the module was built */
+bool
+gs_service_cuda_built(void)
+{
+#ifdef GS_HAVE_CUDA
+	return true;
+#else
+	return false;
+#endif
+}
+
+const char *
+gs_service_off_reason(void)
+{
+	return gs_svc_off_reason;
 }
 
 /* ---------------- the key pool ---------------- */
@@ -690,6 +705,27 @@ gs_pool_copy(int head, int job, Size off, void *buf, Size len, bool to_pool)
 
 #define EMIT_U64(name, v) emit(name, psprintf(UINT64_FORMAT, (uint64) (v)), arg)
 
+/*
+ * gpu_available / gpu_reason of a preloaded module: the GPU is used only
+ * when the service runs the CUDA engine and is ready.
+ */
+static void
+gs_svc_gpu_rows(uint32 state, const char *reason,
+				void (*emit) (const char *name, const char *value, void *arg), void *arg)
+{
+	const char *why = NULL;
+
+	if (!gs_svc_registered)
+		why = psprintf("there is no GPU service: %s", gs_svc_off_reason);
+	else if (gs_guc_service == GS_SERVICE_CPU_TEST)
+		why = "gpuselect.service = cpu_test: the service runs the CPU engine";
+	else if (state != GS_SVC_READY)
+		why = psprintf("the GPU service is %s%s%s", gs_svc_state_name(state),
+					   reason[0] ? ": " : "", reason);
+	emit("gpu_available", why == NULL ? "true" : "false", arg);
+	emit("gpu_reason", why == NULL ? "ready (the GPU service)" : why, arg);
+}
+
 void
 gs_service_status(void (*emit) (const char *name, const char *value, void *arg), void *arg)
 {
@@ -704,8 +740,13 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	char		device[128],
 				reason[256];
 
+	emit("cuda_build", gs_service_cuda_built() ? "on" : "off", arg);
 	if (!gs_svc_preloaded || c == NULL)
 	{
+		emit("gpu_available", "false", arg);
+		emit("gpu_reason", !gs_service_cuda_built() ?
+			 "this build has no CUDA support (built with USE_CUDA=0)" :
+			 psprintf("there is no GPU service: %s", gs_svc_off_reason), arg);
 		emit("service", "off", arg);
 		emit("service_state", "off", arg);
 		emit("service_reason", gs_svc_off_reason, arg);
@@ -730,6 +771,7 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 			busy++;
 	}
 
+	gs_svc_gpu_rows(state, reason, emit, arg);
 	emit("service", gs_guc_service == GS_SERVICE_ON ? "on" :
 		 gs_guc_service == GS_SERVICE_CPU_TEST ? "cpu_test" : "off", arg);
 	emit("service_state", gs_svc_state_name(state), arg);

@@ -203,7 +203,7 @@ gs_spill_start(GsState *st)
 		gs_spill_write(sp, k->data, k->n, st->key_bytes);
 		if (k->owned != NULL)
 			MemoryContextDelete(k->owned);	/* a worker's taken-over keys */
-		else if (!k->pinned && !k->arena && k->pool_ref == 0)
+		else if (!k->arena && k->pool_ref == 0)
 			pfree(k->data);
 	}
 	/* the group ends on the CPU: its key-pool chunks go back at once */

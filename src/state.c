@@ -12,7 +12,6 @@
 #include "utils/memutils.h"
 
 #include "arena.h"
-#include "gpu_path.h"
 #include "guc.h"
 #include "spill.h"
 #include "service.h"
@@ -43,20 +42,10 @@ gs_state_create(MemoryContext mcxt, Oid typid)
 	return st;
 }
 
-/*
- * Make room for one more chunk descriptor.  The last chunk, if full, is
- * complete from now on: the GPU path may start copying it to the device.
- */
+/* Make room for one more chunk descriptor. */
 static void
 gs_state_reserve_chunk(GsState *st)
 {
-	if (st->nchunks > 0)
-	{
-		GsChunk    *last = &st->chunks[st->nchunks - 1];
-
-		if (last->n == last->cap)
-			gpu_path_chunk_filled(st, st->nchunks - 1);
-	}
 	if (st->nchunks == st->maxchunks)
 	{
 		int			newmax = st->maxchunks > 0 ? st->maxchunks * 2 : 8;
@@ -82,7 +71,6 @@ gs_state_grow(GsState *st)
 	uint64		maxcap = GS_CHUNK_MAX_BYTES / st->key_bytes;
 	Size		bytes;
 	void	   *mem = NULL;
-	bool		pinned = false;
 	int			pool_ref = 0;
 	GsChunk    *c;
 
@@ -141,27 +129,18 @@ gs_state_grow(GsState *st)
 	gs_state_reserve_chunk(st);
 
 	/*
-	 * Large groups headed for the GPU: with the GPU service, whole chunks of
-	 * its shared key pool, written here and read there in place
-	 * (service_scan.c; NULL when the pool is short: palloc); without it,
-	 * page-locked chunks of this backend's GPU path.
+	 * Large groups headed for the GPU service: whole chunks of its shared key
+	 * pool, written here and read there in place (service_scan.c; NULL when
+	 * the pool is short: palloc).
 	 */
 	if (!st->partial && gs_guc_device != GS_DEVICE_CPU &&
-		st->nrows >= (int64) gs_guc_gpu_min_rows)
+		st->nrows >= (int64) gs_guc_gpu_min_rows && gs_service_in_use())
 	{
-		if (gs_service_in_use())
-		{
-			uint64		pool_cap;
+		uint64		pool_cap;
 
-			mem = gs_service_scan_chunk(st, &pool_cap, &pool_ref);
-			if (mem != NULL)
-				cap = pool_cap;
-		}
-		else
-		{
-			mem = gpu_path_chunk_alloc(st, bytes);
-			pinned = (mem != NULL);
-		}
+		mem = gs_service_scan_chunk(st, &pool_cap, &pool_ref);
+		if (mem != NULL)
+			cap = pool_cap;
 	}
 	if (mem == NULL)
 		mem = MemoryContextAlloc(st->mcxt, bytes);
@@ -170,7 +149,6 @@ gs_state_grow(GsState *st)
 	c->data = (char *) mem;
 	c->n = 0;
 	c->cap = cap;
-	c->pinned = pinned;
 	c->arena = false;
 	c->pool_ref = pool_ref;
 	c->leased = false;
@@ -283,7 +261,7 @@ gs_state_adopt_chunk(GsState *into, GsChunk *c)
 {
 	GsChunk    *dst;
 
-	Assert(!c->pinned && c->n > 0);
+	Assert(c->n > 0);
 	gs_state_reserve_chunk(into);
 	MemoryContextSetParent(c->handover, into->mcxt);
 
@@ -291,7 +269,6 @@ gs_state_adopt_chunk(GsState *into, GsChunk *c)
 	dst->data = c->data;
 	dst->n = c->n;
 	dst->cap = c->n;
-	dst->pinned = false;
 	dst->arena = false;
 	dst->pool_ref = 0;
 	dst->leased = false;

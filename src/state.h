@@ -31,7 +31,6 @@ typedef struct GsChunk
 	char	   *data;			/* keys, key_bytes each */
 	uint64		n;				/* keys stored */
 	uint64		cap;			/* capacity in keys */
-	bool		pinned;			/* page-locked, owned by gpu_path.c */
 	bool		arena;			/* in the leader's key arena (arena.c): never freed */
 	/* 1 + the key-pool chunk index when the chunk is a pool chunk this
 	 * backend's scan holds (service_scan.c); 0 otherwise (so a zeroed
@@ -47,7 +46,7 @@ typedef struct GsChunk
 	/*
 	 * Non-NULL: data is the only allocation of this memory context, a child
 	 * of the short-lived context the chunk's state was deserialized in, and
-	 * gs_state_combine may move it under the combined state (never pinned).
+	 * gs_state_combine may move it under the combined state.
 	 */
 	MemoryContext handover;
 
@@ -59,7 +58,6 @@ typedef struct GsChunk
 	MemoryContext owned;
 } GsChunk;
 
-struct GpuPathState;				/* gpu_path.c's per-state device data */
 struct GsSvcScan;				/* service_scan.c's per-state pool data */
 
 typedef struct GsState
@@ -87,7 +85,6 @@ typedef struct GsState
 	int			fraction_ntoast;
 	struct varatt_external fraction_toast[2];
 
-	struct GpuPathState *gpu;		/* NULL unless the GPU path attached data */
 	struct GsSvcScan *svc;		/* NULL unless the state holds key-pool chunks */
 	/* a partial state with leased key-pool chunks (pool_ref != 0): the
 	 * leader's job slot they are held under, and the lease generation */

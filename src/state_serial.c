@@ -285,7 +285,6 @@ gs_state_add_chunk(GsState *st, char *data, uint64 n, MemoryContext handover, bo
 	c->data = data;
 	c->n = n;
 	c->cap = n;
-	c->pinned = false;
 	c->arena = arena;
 	c->pool_ref = 0;
 	c->leased = false;

@@ -64,10 +64,6 @@ gs_status	gs_cuda_copy_to_device_async(gs_cuda_engine *e, void *d_dst, const voi
 /* widen 2-byte keys to 4-byte keys on the device (n keys, src and dst on device) */
 gs_status	gs_cuda_widen16(gs_cuda_engine *e, const void *d_src16, void *d_dst32, size_t n,
 						   gs_error *err);
-/* device->device copy, complete on return (gs_cuda_copy.cu); call
- * gs_cuda_sync first when d_src was filled by queued work */
-gs_status	gs_cuda_copy_device(gs_cuda_engine *e, void *d_dst, const void *d_src, size_t bytes,
-							   gs_error *err);
 /* wait for every copy and kernel the engine has queued */
 gs_status	gs_cuda_sync(gs_cuda_engine *e, gs_error *err);
 

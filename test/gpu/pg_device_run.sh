@@ -1,39 +1,40 @@
 #!/bin/bash
-# test/gpu/pg_device_run.sh — everything the GPU path inside PostgreSQL is
-# checked by, in one command on the GPU machine (carry .gpubundle, made here
-# once with ../shared/tools/pg-bundle .gpubundle: Debian's PostgreSQL 15; or
+# test/gpu/pg_device_run.sh — everything the GPU inside PostgreSQL is checked
+# by, in one command on the GPU machine (carry .gpubundle, made here once
+# with ../shared/tools/pg-bundle .gpubundle: Debian's PostgreSQL 15; or
 # another version's bundle, made with test/gpu/pg-tree.sh VERSION DIR and
-# named by GS_PG_BUNDLE=DIR, e.g. GS_PG_BUNDLE=.gpupg18 for PostgreSQL 18):
-#   1. build the CUDA variant with warnings as errors, install it
-#   2. the whole pg_regress suite with every aggregate forced through the GPU
-#      (gpuselect.device = gpu, gpu_min_rows = 0), same expected files as CI
-#   3. test/gpu/pg_gpu_check.sh: large inputs, approximate, faults, cancel,
-#      leaks, 16 concurrent sessions
-#   4. the TAP tests of shared partial states and of the leader's key arena
-#      (test/t/006_shared_states.pl, 007_arena.pl) with the leader
-#      finalizing on the GPU (GS_TAP_DEVICE=gpu)
-#   5. test/bench/e2e_bench.sh: the end-to-end benchmark table
-#   6. (stage "service", not in the default set) the GPU service: the server
-#      restarted with shared_preload_libraries = 'gpuselect' and
-#      gpuselect.service = on; pg_regress with every aggregate through the
-#      service; the service TAP tests (test/t/10[1-7]_service_*.pl; 107 needs two
-#      GPUs and only checks the start on one) with the
-#      CUDA engine; test/bench/concurrency_bench.sh; test/bench/e2e_bench.sh
-#      through the service; then the settings reset and the server restarted
-#      as before.  Its five parts are stages of their own too (service-on,
-#      service-suite, service-conc, service-e2e, service-off) for calls that
-#      split it
+# named by GS_PG_BUNDLE=DIR, e.g. GS_PG_BUNDLE=.gpupg18 for PostgreSQL 18).
+# Only the GPU service uses the GPU, so every stage after the build runs
+# against a server with gpuselect preloaded and the service on:
+#   (always) build the CUDA variant with warnings as errors, install it
+#   service-on  restart the server with shared_preload_libraries =
+#               'gpuselect', gpuselect.service = on (settings in
+#               $PGDATA/gpuselect-service.conf) and wait for the service
+#   regress     the whole pg_regress suite with every aggregate forced
+#               through the service (gpuselect.device = gpu, gpu_min_rows =
+#               0), same expected files as CI
+#   check       test/gpu/pg_gpu_check.sh: large inputs, approximate, engine
+#               faults, cancel, leaks, 16 concurrent sessions
+#   tap         the service's TAP tests (test/t/10[0-9]_service_*.pl) with
+#               the CUDA engine, each in a cluster of its own (107 needs two
+#               GPUs and only checks the start on one)
+#   conc        test/bench/concurrency_bench.sh (many sessions)
+#   bench       test/bench/e2e_bench.sh through the service (one session:
+#               first-call cost and the ratios to sum(x))
+#   service-off empty the service's settings file and restart
 # Logs go to $OUT (or test/gpu/out).
 # Usage: [GS_PG_BUNDLE=DIR] test/gpu/pg_device_run.sh [STAGES]
-#   STAGES: any of "regress check tap bench service" or the service's parts
-#   (default the first four)
-#   GS_PG_BUNDLE: the carried bundle whose pg-up starts the server (default
-#   .gpubundle); GS_BENCH_* variables pass through to e2e_bench.sh.
+#   STAGES: default "service-on regress check tap"; "all" is every stage.
+#   A warm machine keeps the server between calls, so a long run can be
+#   split ("service-on regress check tap", then "conc", then "bench
+#   service-off").  GS_BENCH_* / GS_CB_* variables pass through to the
+#   benchmarks; GS_KEY_POOL_SIZE sizes the key pool (default 8GB).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 OUTD=${OUT:-test/gpu/out}
 mkdir -p "$OUTD"
-STAGES=${1:-"regress check tap bench"}
+STAGES=${1:-"service-on regress check tap"}
+[ "$STAGES" = all ] && STAGES="service-on regress check tap conc bench service-off"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
 BUNDLE=${GS_PG_BUNDLE:-.gpubundle}
@@ -53,38 +54,6 @@ else
 	tail -30 "$OUTD/build.log"; stage "build+install" FAILED; printf '%s\n' "${summary[@]}"; exit 1
 fi
 
-if has regress; then
-	PGOPTIONS="-c gpuselect.device=gpu -c gpuselect.gpu_min_rows=0" \
-		make USE_CUDA=1 installcheck >"$OUTD/regress-gpu.log" 2>&1
-	rc=$?
-	grep -E '\.\.\. |^(not )?ok [0-9]+ |tests' "$OUTD/regress-gpu.log" | tail -12
-	[ -f regression.diffs ] && cp regression.diffs "$OUTD/regress-gpu.diffs" && head -80 regression.diffs
-	stage "pg_regress, device=gpu" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$OUTD/regress-gpu.log") ok)"
-fi
-if has check; then
-	test/gpu/pg_gpu_check.sh 2>&1 | tee "$OUTD/pg_gpu_check.log"
-	stage "pg_gpu_check.sh" "$(tail -1 "$OUTD/pg_gpu_check.log")"
-fi
-if has tap; then
-	for t in 006_shared_states 007_arena; do
-		if command -v prove >/dev/null 2>&1; then
-			GS_TAP_DEVICE=gpu prove -v test/t/$t.pl >"$OUTD/tap-$t-gpu.log" 2>&1
-			rc=$?
-			grep -E '^(not ok|ok)' "$OUTD/tap-$t-gpu.log" | tail -25
-			stage "TAP $t, device=gpu" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-$t-gpu.log") ok)"
-		else
-			stage "TAP $t" "skipped: no prove"
-		fi
-	done
-fi
-if has bench; then
-	GS_BENCH_OUT="$OUTD/e2e-bench.md" test/bench/e2e_bench.sh >"$OUTD/e2e-bench.log" 2>&1
-	stage "e2e_bench.sh" "exit $?"
-fi
-# the service stages (a warm machine keeps the server between calls, so a
-# long run can be split: "service-on service-suite", then "service-conc",
-# then "service-e2e service-off"; "service" is all five)
-has service && STAGES="$STAGES service-on service-suite service-conc service-e2e service-off"
 # the bundle's pg-up leaves /tmp at 0755 after its start: a restart as
 # pgrun could not create the socket's lock file there
 pg_restart() {
@@ -93,7 +62,10 @@ pg_restart() {
 		tail -20 /tmp/pg.log
 }
 service_status() {
-	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%' OR name LIKE 'device_mem%' OR name LIKE 'device\\_%'"
+	psql -X -At -c "SELECT name || ' = ' || coalesce(value, '') FROM gpuselect_status() WHERE name LIKE 'service%' OR name LIKE 'key_pool%' OR name LIKE 'device\\_%' OR name LIKE 'gpu\\_%'"
+}
+tap_line() { # tap_line LOG RC
+	echo "$([ "$2" = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$1") ok, $(grep -c '^not ok' "$1") not ok)"
 }
 if has service-on; then
 	# the service's settings are PGC_POSTMASTER and exist only where the
@@ -108,6 +80,7 @@ if has service-on; then
 	# (postgresql.auto.conf would override it: earlier runs used ALTER SYSTEM)
 	psql -X -q -c "ALTER SYSTEM RESET shared_preload_libraries" -c "ALTER SYSTEM RESET max_connections"
 	pg_restart
+	st=none
 	for _ in $(seq 60); do
 		st=$(psql -X -At -c "CREATE EXTENSION IF NOT EXISTS gpuselect" \
 			-c "SELECT value FROM gpuselect_status() WHERE name = 'service_state'" 2>/dev/null | tail -1)
@@ -115,24 +88,31 @@ if has service-on; then
 		sleep 1
 	done
 	service_status | tee "$OUTD/service-status.txt"
-	stage "service start" "$st ($(grep service_device "$OUTD/service-status.txt"))"
+	stage "service start" "$st ($(grep 'service_device =' "$OUTD/service-status.txt"))"
 fi
-if has service-suite; then
+if has regress; then
 	PGOPTIONS="-c gpuselect.device=gpu -c gpuselect.gpu_min_rows=0" \
 		make USE_CUDA=1 installcheck >"$OUTD/regress-service.log" 2>&1
 	rc=$?
+	grep -E '\.\.\. |^(not )?ok [0-9]+ |tests' "$OUTD/regress-service.log" | tail -12
 	[ -f regression.diffs ] && cp regression.diffs "$OUTD/regress-service.diffs" && head -80 regression.diffs
 	stage "pg_regress through the service" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$OUTD/regress-service.log") ok)"
+fi
+if has check; then
+	test/gpu/pg_gpu_check.sh 2>&1 | tee "$OUTD/pg_gpu_check.log"
+	stage "pg_gpu_check.sh" "$(tail -1 "$OUTD/pg_gpu_check.log")"
+fi
+if has tap; then
 	GS_SERVICE_MODE=on GS_SERVER_USER=pgrun prove -v test/t/10[0-9]_service_*.pl >"$OUTD/tap-service-on.log" 2>&1
 	rc=$?
-	stage "TAP 10x service, service = on" "$([ $rc = 0 ] && echo ok || echo FAILED) ($(grep -c '^ok' "$OUTD/tap-service-on.log") ok, $(grep -c '^not ok' "$OUTD/tap-service-on.log") not ok)"
+	grep -E '^not ok' "$OUTD/tap-service-on.log" | head -20
+	stage "TAP 10x service, CUDA engine" "$(tap_line "$OUTD/tap-service-on.log" $rc)"
 fi
-if has service-conc; then
+if has conc; then
 	GS_CB_OUT="$OUTD/concurrency-bench.md" test/bench/concurrency_bench.sh >"$OUTD/concurrency-bench.log" 2>&1
 	stage "concurrency_bench.sh" "exit $?"
 fi
-if has service-e2e; then
-	# one session through the service: first-call cost and the ratios to sum(x)
+if has bench; then
 	GS_BENCH_EXTRAS=0 GS_BENCH_SIZES=${GS_BENCH_SIZES-"10000000 100000000"} GS_BENCH_OUT="$OUTD/e2e-service.md" \
 		test/bench/e2e_bench.sh >"$OUTD/e2e-service.log" 2>&1
 	stage "e2e_bench.sh through the service" "exit $?"
@@ -146,6 +126,5 @@ cp /tmp/pg.log "$OUTD/server.log" 2>/dev/null
 
 echo; echo "===== summary ====="
 printf '%s\n' "${summary[@]}"
-if has bench; then echo; cat "$OUTD/e2e-bench.md" 2>/dev/null || tail -20 "$OUTD/e2e-bench.log"; fi
-if has service-conc; then echo; cat "$OUTD/concurrency-bench.md" 2>/dev/null || tail -20 "$OUTD/concurrency-bench.log"; fi
-if has service-e2e; then echo; cat "$OUTD/e2e-service.md" 2>/dev/null || tail -20 "$OUTD/e2e-service.log"; fi
+if has conc; then echo; cat "$OUTD/concurrency-bench.md" 2>/dev/null || tail -20 "$OUTD/concurrency-bench.log"; fi
+if has bench; then echo; cat "$OUTD/e2e-service.md" 2>/dev/null || tail -20 "$OUTD/e2e-service.log"; fi

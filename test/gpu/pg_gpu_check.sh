@@ -1,18 +1,21 @@
 #!/bin/bash
-# test/gpu/pg_gpu_check.sh — the GPU path inside PostgreSQL, on the GPU machine.
-# Needs a running server with gpuselect (CUDA build) installed and PG* set
-# (source .gpubundle/pg-up; make USE_CUDA=1 install).  Checks, against the
-# built-in aggregates on the same data:
-#   - large inputs of every type through the GPU (gpuselect.device = gpu)
+# test/gpu/pg_gpu_check.sh — the GPU inside PostgreSQL, on the GPU machine:
+# every selection through the server's GPU service (the only process that
+# uses CUDA).  Needs a running server with gpuselect (CUDA build) preloaded
+# and its service ready (test/gpu/pg_device_run.sh's stage service-on starts one),
+# and PG* set (source .gpubundle/pg-up).  Checks, against the built-in
+# aggregates on the same data:
+#   - large inputs of every type through the service (gpuselect.device = gpu)
 #   - approximate mode on the GPU: answer in the data, within its bound,
 #     identical to the CPU engine's approximate answer for the same seed
-#   - faults: device out of memory (test hook), failing launch (test hook):
-#     auto falls back with a NOTICE and the right answer, gpu raises ERROR
+#   - faults inside the CUDA engine (gpuselect.test_service_fault 'oom':
+#     device memory for the keys but none for the selection; 'launch': a
+#     failed kernel launch): auto falls back with the right answer, gpu
+#     raises 55000, the service answers the next job
 #   - cancel during a GPU query: 57014, the backend survives, the next
 #     query is right
-#   - no leak: device and pinned bytes in use return to baseline after 100
-#     repetitions (errors included); the pool of page-locked chunks is
-#     reused and held to gpuselect.pinned_pool_size
+#   - no leak: the key pool's bytes in use and the service's device bytes
+#     return to baseline after 100 repetitions (errors and faults included)
 #   - 16 concurrent sessions (pgbench) with correct results
 # Ends with "N passed, M failed".
 set -u
@@ -28,8 +31,12 @@ q() { printf '%s\n' "$1" | $PSQL -q 2>&1; }  # stdin: backslash commands allowed
 GPU="SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0;"
 N=${GS_CHECK_ROWS:-4000000}
 
+# (a cpu_test service passes too: the script's own logic can be tried
+# without a GPU; its engine faults then act as 'fail')
+st=$($PSQL -c "CREATE EXTENSION IF NOT EXISTS gpuselect" -c "SELECT value FROM gpuselect_status() WHERE name = 'service_state'" 2>&1 | tail -1)
+[ "$st" = ready ] || { echo "the GPU service is not ready (service_state: $st)"; echo "0 passed, 1 failed"; exit 1; }
+$PSQL -c "SELECT name || ': ' || value FROM gpuselect_status() WHERE name IN ('service', 'service_device', 'gpu_available')"
 $PSQL -q <<SQL >/dev/null
-CREATE EXTENSION IF NOT EXISTS gpuselect;
 DROP TABLE IF EXISTS gchk;
 SELECT setseed(0.42);
 CREATE TABLE gchk AS
@@ -58,7 +65,7 @@ for col in i2 i4 i8 f4 f8 d ts tstz few; do
 		   AND gpu_quantiles($col, $fr)::text = (percentile_disc($fr) WITHIN GROUP (ORDER BY $col))::text
 		FROM gchk;
 		SELECT value FROM gpuselect_status() WHERE name = 'last_path';")
-	check "gpu disc/quantiles $col = built-in" "$(printf 't\ngpu')" "$(echo "$r" | grep -v '^SET$')"
+	check "gpu disc/quantiles $col = built-in" "$(printf 't\nservice')" "$(echo "$r" | grep -v '^SET$')"
 done
 for col in i2 i4 i8 f4 f8 few; do
 	r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
@@ -81,14 +88,15 @@ for col in f8 i4; do
 		     = (percentile_cont($p) WITHIN GROUP (ORDER BY $col))::text
 		FROM gchk;
 		SELECT value FROM gpuselect_status() WHERE name = 'last_path';")
-	check "gpu 20001 fractions $col = built-in" "$(printf 't\ngpu')" "$(echo "$r" | grep -v '^SET$')"
+	check "gpu 20001 fractions $col = built-in" "$(printf 't\nservice')" "$(echo "$r" | grep -v '^SET$')"
 done
 
-# parallel plan: workers fill partial states on the CPU side, the leader selects on the GPU
+# parallel plan: workers write their keys into key-pool chunks leased for the
+# leader, which hands them to the service in place
 r=$(q "$GPU SET max_parallel_workers_per_gather = 4; SET parallel_setup_cost = 0; SET min_parallel_table_scan_size = 0;
 	SELECT gpu_quantiles(f8, $fr)::text = (percentile_disc($fr) WITHIN GROUP (ORDER BY f8))::text FROM gchk;
 	SELECT value FROM gpuselect_status() WHERE name = 'last_path';")
-check "parallel gpu_quantiles = built-in, selected on the GPU" "$(printf 't\ngpu')" "$(echo "$r" | grep -v '^SET$')"
+check "parallel gpu_quantiles = built-in, selected by the service" "$(printf 't\nservice')" "$(echo "$r" | grep -v '^SET$')"
 
 # approximate: GPU and CPU engines draw the same sample, so give the same answers
 r=$(q "SET gpuselect.approximate = on; SET gpuselect.gpu_min_rows = 0; SET max_parallel_workers_per_gather = 0;
@@ -101,28 +109,22 @@ r=$(q "SET gpuselect.approximate = on; SET gpuselect.gpu_min_rows = 0; SET max_p
 	SELECT (:'g' = :'c') AS same, (:gb <= $N / 1000) AS bounded;" )
 check "approximate: GPU = CPU for the same seed, bound <= 0.1% of n" "t|t" "$(echo "$r" | tail -1)"
 
-# faults: out of device memory
-r=$(q "SET gpuselect.device = auto; SET gpuselect.gpu_min_rows = 0; SET gpuselect.test_device_memory_cap_mb = 1;
-	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) = percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk;
-	SELECT value LIKE 'cpu (fallback%' FROM gpuselect_status() WHERE name = 'last_path';")
-check "device OOM in auto: NOTICE, CPU fallback, right answer" "$(printf 't\nt')" "$(echo "$r" | grep -E '^[tf]$')"
-echo "$r" | grep -q 'NOTICE:  gpuselect: using the CPU path' && ok "device OOM NOTICE shown" || bad "device OOM NOTICE shown" "$r"
-r=$(q "SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0; SET gpuselect.test_device_memory_cap_mb = 1;
-	\set VERBOSITY sqlstate
-	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk;")
-check "device OOM in gpu mode: ERROR 53200" "ERROR:  53200" "$(echo "$r" | grep ERROR)"
-
-# faults: failing launch
-r=$(q "SET gpuselect.device = auto; SET gpuselect.gpu_min_rows = 0; SET gpuselect.test_fail_launches = 1;
-	SELECT gpu_quantiles(i8, $fr) = percentile_disc($fr) WITHIN GROUP (ORDER BY i8) FROM gchk;
-	SELECT value LIKE 'cpu (fallback%' FROM gpuselect_status() WHERE name = 'last_path';
-	SELECT gpu_quantiles(i8, $fr) = percentile_disc($fr) WITHIN GROUP (ORDER BY i8) FROM gchk;
-	SELECT value FROM gpuselect_status() WHERE name = 'last_path';")
-check "failing launch in auto: CPU fallback, right answer, GPU used again next time" "$(printf 't\nt\nt\ngpu')" "$(echo "$r" | grep -E '^([tf]|gpu)$')"
-r=$(q "SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0; SET gpuselect.test_fail_launches = 1;
-	\set VERBOSITY sqlstate
-	SELECT gpu_quantiles(i8, $fr) FROM gchk;")
-echo "$r" | grep -q '^ERROR:' && ok "failing launch in gpu mode: clean ERROR" || bad "failing launch in gpu mode: clean ERROR" "$r"
+# faults inside the CUDA engine: auto falls back with the right answer, gpu
+# is a clean 55000, and the service answers the next job
+for f in oom launch; do
+	r=$(q "SET gpuselect.device = auto; SET gpuselect.gpu_min_rows = 0; SET gpuselect.test_service_fault = $f;
+		SELECT gpu_quantiles(i8, $fr) = percentile_disc($fr) WITHIN GROUP (ORDER BY i8) FROM gchk;
+		SELECT value LIKE 'cpu (fallback: GPU service:%' FROM gpuselect_status() WHERE name = 'last_path';
+		RESET gpuselect.test_service_fault;
+		SELECT gpu_quantiles(i8, $fr) = percentile_disc($fr) WITHIN GROUP (ORDER BY i8) FROM gchk;
+		SELECT value FROM gpuselect_status() WHERE name = 'last_path';")
+	check "engine fault $f in auto: CPU fallback, right answer, the service next time" \
+		"$(printf 't\nt\nt\nservice')" "$(echo "$r" | grep -E '^([tf]|service)$')"
+	r=$(q "SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0; SET gpuselect.test_service_fault = $f;
+		\set VERBOSITY sqlstate
+		SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk;")
+	check "engine fault $f in gpu mode: ERROR 55000" "ERROR:  55000" "$(echo "$r" | grep ERROR)"
+done
 
 # cancel, then the same backend goes on
 r=$(q "$GPU SET max_parallel_workers_per_gather = 0; SET statement_timeout = '300ms';
@@ -133,11 +135,12 @@ r=$(q "$GPU SET max_parallel_workers_per_gather = 0; SET statement_timeout = '30
 	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) = percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk;")
 check "cancel: 57014, backend survives, next answer right" "$(printf 'ERROR:  57014\nt')" "$(echo "$r" | grep -E '^(ERROR|[tf]$)')"
 
-# leaks: 100 repetitions, errors included, in one session
+# leaks: 100 repetitions, errors and engine faults included, in one session
+mem="SELECT string_agg(value, ',' ORDER BY name) FROM gpuselect_status()
+	 WHERE name IN ('key_pool_used_bytes', 'service_device_bytes', 'service_slots_in_use')"
 r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
 	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) FROM gchk;
-	SELECT string_agg(value, ',' ORDER BY name) AS before FROM gpuselect_status()
-	 WHERE name IN ('gpu_device_bytes_in_use', 'gpu_pinned_bytes_in_use') \gset
+	$mem \gset before_
 	DO \$\$
 	DECLARE v float8; k int;
 	BEGIN
@@ -149,40 +152,19 @@ r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
 	    END;
 	    IF k % 10 = 0 THEN
 	      BEGIN
-	        PERFORM set_config('gpuselect.test_fail_launches', '1', true);
+	        PERFORM set_config('gpuselect.test_service_fault', CASE WHEN k % 20 = 0 THEN 'oom' ELSE 'launch' END, true);
 	        SELECT gpu_percentile_cont(0.3) WITHIN GROUP (ORDER BY f8) INTO v FROM gchk;
 	      EXCEPTION WHEN OTHERS THEN NULL;
 	      END;
+	      PERFORM set_config('gpuselect.test_service_fault', 'none', true);
 	    END IF;
 	  END LOOP;
 	END \$\$;
-	SELECT string_agg(value, ',' ORDER BY name) = :'before' FROM gpuselect_status()
-	 WHERE name IN ('gpu_device_bytes_in_use', 'gpu_pinned_bytes_in_use');
-	SELECT :'before';")
-check "no device/pinned leak after 100 repetitions" "t" "$(echo "$r" | grep -E '^[tf]$')"
-echo "    (device,pinned bytes in use at baseline: $(echo "$r" | tail -1))"
-
-# the pool of page-locked chunks: filled by a query, reused by the next (no
-# new chunk is registered: in-use bytes come back from it), held to
-# gpuselect.pinned_pool_size, emptied by 0
-pool() { echo "SELECT value::bigint AS $1 FROM gpuselect_status() WHERE name = 'gpu_pinned_pool_bytes' \\gset"; }
-same() { echo "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY $1) = percentile_disc(0.5) WITHIN GROUP (ORDER BY $1) AS $2 FROM gchk \\gset"; }
-r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
-	$(same f8 a1)
-	$(pool p1)
-	$(same f8 a2)
-	$(pool p2)
-	SET gpuselect.pinned_pool_size = '8MB';
-	$(same i4 a3)
-	$(pool p3)
-	SET gpuselect.pinned_pool_size = 0;
-	$(same i4 a4)
-	$(pool p4)
-	SELECT concat_ws(' ', :'a1', :'a2', :'a3', :'a4', :p1 > 0, :p2 = :p1, :p3 <= 8 * 1024 * 1024, :p4, :p1, :p2, :p3);" | tail -1)
-set -- $r
-check "pinned pool: filled by a query, reused by the next, right answers" "t t t t" "${1:-} ${2:-} ${5:-} ${6:-}"
-check "pinned pool: held to pinned_pool_size, emptied by 0" "t t t 0" "${3:-} ${4:-} ${7:-} ${8:-}"
-echo "    (pool bytes: after query 1 ${9:-?}, after query 2 ${10:-?}, at 8MB ${11:-?}, at 0 ${8:-?})"
+	SELECT (string_agg(value, ',' ORDER BY name) = :'before_string_agg')::text FROM gpuselect_status()
+	 WHERE name IN ('key_pool_used_bytes', 'service_device_bytes', 'service_slots_in_use');
+	SELECT :'before_string_agg';")
+check "no key-pool/device leak after 100 repetitions" "true" "$(echo "$r" | grep -E '^(true|false)$')"
+echo "    (key pool used, device bytes, slots in use at baseline: $(echo "$r" | tail -1))"
 
 # 16 concurrent sessions
 $PSQL -q -c "DROP TABLE IF EXISTS gchk_expect; CREATE TABLE gchk_expect AS
