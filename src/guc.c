@@ -73,7 +73,7 @@ gs_guc_define(void)
 	DefineCustomEnumVariable("gpuselect.device",
 							 "Where gpuselect runs selections: auto, gpu or cpu.",
 							 "auto: on the GPU for groups of at least gpuselect.gpu_min_rows "
-							 "values when a usable GPU exists, otherwise on the CPU. "
+							 "values when the GPU service is ready, otherwise on the CPU. "
 							 "gpu: always on the GPU; an ERROR if it cannot be used. "
 							 "cpu: always on the CPU.",
 							 &gs_guc_device,
