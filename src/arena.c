@@ -248,16 +248,6 @@ gs_arena_resolve(const GsArenaRef *ref, Size bytes)
 	return arena_keys + ref->offset;
 }
 
-bool
-gs_arena_region(char **base, Size *size)
-{
-	if (arena_hdr == NULL || IsParallelWorker())
-		return false;
-	*base = arena_keys;
-	*size = arena_hdr->size;
-	return true;
-}
-
 void
 gs_arena_usage(uint64 *size, uint64 *used)
 {

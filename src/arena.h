@@ -4,7 +4,7 @@
  * into which parallel workers (and the leader's own partial aggregation)
  * write their keys during the scan.  A partial state then serializes as a
  * list of (offset, count) references: no copy in the worker, none in the
- * leader, no segment to create, map, page-lock and unmap per query.  See
+ * leader, no segment to create, map and unmap per query.  See
  * arena.c for the lifetime rules.
  */
 #ifndef GS_ARENA_H
@@ -54,9 +54,6 @@ extern void gs_arena_ref(const char *chunk, GsArenaRef *ref);
  * (handle, generation, bounds); ERROR if it does not belong to them.
  */
 extern char *gs_arena_resolve(const GsArenaRef *ref, Size bytes);
-
-/* the arena's key area (GPU path: page-locked once); false if none */
-extern bool gs_arena_region(char **base, Size *size);
 
 /* gpuselect_status: arena size (0: none) and bytes handed out */
 extern void gs_arena_usage(uint64 *size, uint64 *used);

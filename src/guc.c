@@ -193,8 +193,7 @@ gs_guc_define(void)
 
 	/*
 	 * Superuser only (or GRANT SET ON PARAMETER): a backend keeps an arena of
-	 * this size in /dev/shm (page-locked once the GPU path used it) until it
-	 * exits; as a user setting, any role could pin gigabytes of shared memory
+	 * this size in /dev/shm until it exits; as a user setting, any role could pin gigabytes of shared memory
 	 * from an idle session.
 	 */
 	DefineCustomIntVariable("gpuselect.parallel_arena_size",

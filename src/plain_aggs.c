@@ -188,8 +188,9 @@ gs_check_constant_fraction(FunctionCallInfo fcinfo, int argno)
 /*
  * Is this a partial aggregation whose states are serialized for a combining
  * aggregate (a parallel worker's, or the leader's own share)?  Selection then
- * runs on the combined state only, so these states keep their chunks off the
- * GPU path: no page-locking, no device copies made during the scan.
+ * runs on the combined state only, so these states never take held key-pool
+ * chunks for a selection of their own (they may lease chunks for their
+ * leader: service_scan.c).
  */
 static bool
 gs_agg_is_partial(FunctionCallInfo fcinfo)

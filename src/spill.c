@@ -8,9 +8,7 @@
  * whose memory context is deleted); from then on the state has one write
  * buffer chunk that is appended to the file whenever it is full.  Chunks
  * the state cannot free stay where they are until the end of the query:
- * page-locked chunks the GPU path allocated before the spill (at most the
- * limit: they were part of it) and the leader's arena (shared memory, freed
- * at the end of the transaction).
+ * the leader's arena (shared memory, freed at the end of the transaction).
  *
  * Selection, never a sort of the whole input.  Keys are order-preserving
  * unsigned integers (kernels/gs_keys.h), so their top bits bucket them in
