@@ -28,8 +28,7 @@ typedef enum GsTypeKind
 								 * (datum_state.h); CPU only */
 } GsTypeKind;
 
-/* the list named in "unsupported type" errors */
-#define GS_SUPPORTED_TYPES	"smallint, integer, bigint, real, double precision, date, timestamp, timestamptz"
+/* the list named when an aggregate that interpolates gets another type */
 #define GS_NUMERIC_TYPES	"smallint, integer, bigint, real, double precision"
 
 typedef struct GsTypeInfo
