@@ -24,7 +24,11 @@
 #   GS_CB_ROWS     table sizes      (default "2000000 10000000")
 #   GS_CB_CLIENTS  client counts    (default "1 16 64 150")
 #   GS_CB_TX       queries a client (default 3)
-#   GS_CB_MODES    "cpu service"    (default both)
+#   GS_CB_MODES    any of "cpu service auto" (default "cpu service"):
+#                  service is device = gpu (every group through the service:
+#                  a full key pool is waited for); auto is the default
+#                  setting (a group the pool cannot take falls back to the
+#                  backend's CPU at once, counted in service_fallen_back)
 #   GS_CB_WORKERS  max_parallel_workers_per_gather of every client, both
 #                  modes (default: the server's; 0: serial sessions, whose
 #                  keys the service reads in place from the key pool)
@@ -69,12 +73,15 @@ SQL
 	for mode in $MODES; do
 		case $mode in
 		cpu) opts="-c gpuselect.device=cpu" ;;
-		service)
+		service | auto)
 			if [ "$svc_state" != ready ]; then
-				echo "(service rows skipped: service_state is '$svc_state')"
+				echo "($mode rows skipped: service_state is '$svc_state')"
 				continue
 			fi
-			opts="-c gpuselect.device=gpu" ;;
+			# auto with gpu_min_rows 1 sends every group of this table to
+			# the service as device = gpu does, but falls back instead of waiting
+			if [ $mode = service ]; then opts="-c gpuselect.device=gpu"
+			else opts="-c gpuselect.device=auto -c gpuselect.gpu_min_rows=1"; fi ;;
 		*) echo "unknown mode $mode"; exit 1 ;;
 		esac
 		[ -n "${GS_CB_WORKERS:-}" ] && opts="$opts -c max_parallel_workers_per_gather=$GS_CB_WORKERS"
