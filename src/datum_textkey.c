@@ -183,29 +183,22 @@ gs_key_find(const uint64 *ks, int nk, uint64 key, int *below)
 	return (lo < nk && ks[lo] == key) ? lo : -1;
 }
 
-void
-gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, Datum *out)
+/* positions of the keys equal to a selected one, in store order, and which one */
+typedef struct GsTextHits
 {
-	GsDatumStore *s = st->datums;
-	int64		n = st->nrows;
-	uint64	   *keys = (uint64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * Max(n, 1));
-	int64	   *chunk_first = (int64 *) palloc(sizeof(int64) * (s->nchunks + 1));
-	uint64	   *kranks = (uint64 *) palloc(sizeof(uint64) * nranks);
-	uint64	   *sel = (uint64 *) palloc(sizeof(uint64) * nranks);
-	uint64	   *ks;
-	int64	   *below;
-	GsTextCand *cand;
-	int64	   *pos = NULL;		/* positions of keys equal to a selected one */
-	int		   *own = NULL;		/* ... and which one */
-	int64		npos = 0,
-				cappos = 0;
-	int			nk = 0;
-	int64		filled = 0;
-	gs_segment	seg;
-	gs_input	in;
-	SortSupportData ssup;
+	int64	   *pos;
+	int		   *own;			/* index into the distinct selected keys */
+	int64		n;
+	int64		cap;
+} GsTextHits;
 
-	/* 1. the keys, in store order; each chunk's first position */
+/* 1. the keys, in store order; chunk_first[c]: chunk c's first position */
+static uint64 *
+gs_textkey_build(const GsDatumStore *s, int64 n, int64 *chunk_first)
+{
+	uint64	   *keys = (uint64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * Max(n, 1));
+	int64		filled = 0;
+
 	for (int c = 0; c < s->nchunks; c++)
 	{
 		const GsDatumChunk *ch = &s->chunks[c];
@@ -230,35 +223,36 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 	chunk_first[s->nchunks] = filled;
 	if (filled != n)
 		elog(ERROR, "gpuselect: corrupt value store");
+	return keys;
+}
 
-	/* 2. the keys at the wanted ranks (ascending: DESC counts from the top) */
-	for (int i = 0; i < nranks; i++)
+static void
+gs_textkey_hit(GsTextHits *h, int64 i, int j)
+{
+	if (h->n == h->cap)
 	{
-		if (ranks[i] < 0 || ranks[i] >= n)
-			elog(ERROR, "gpuselect: rank " INT64_FORMAT " out of range", ranks[i]);
-		kranks[i] = (uint64) (descending ? n - 1 - ranks[i] : ranks[i]);
+		h->cap = h->cap == 0 ? 64 : h->cap * 2;
+		h->pos = h->pos == NULL ?
+			(int64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * h->cap) :
+			(int64 *) repalloc_huge(h->pos, sizeof(int64) * h->cap);
+		h->own = h->own == NULL ?
+			(int *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int) * h->cap) :
+			(int *) repalloc_huge(h->own, sizeof(int) * h->cap);
 	}
-	seg.keys = keys;
-	seg.n = (size_t) n;
-	in.segs = &seg;
-	in.nsegs = 1;
-	in.key_bytes = sizeof(uint64);
-	gs_dispatch_cpu_exact(&in, kranks, nranks, sel);
+	h->pos[h->n] = i;
+	h->own[h->n++] = j;
+}
 
-	/*
-	 * 3. per distinct selected key: the keys below it, and the positions of
-	 * those equal to it (one list for all keys, in store order)
-	 */
-	ks = (uint64 *) palloc(sizeof(uint64) * nranks);
-	memcpy(ks, sel, sizeof(uint64) * nranks);
-	qsort(ks, nranks, sizeof(uint64), gs_uint64_cmp);
-	for (int i = 0; i < nranks; i++)
-		if (nk == 0 || ks[nk - 1] != ks[i])
-			ks[nk++] = ks[i];
-	below = (int64 *) palloc0(sizeof(int64) * (nk + 1));
-	cand = (GsTextCand *) palloc0(sizeof(GsTextCand) * nk);
-	for (int j = 0; j < nk; j++)
-		cand[j].key = ks[j];
+/*
+ * 3. per distinct selected key ks[j]: how many keys are below it
+ * (cand[j].lo), how many equal it (cand[j].m) and where those are (hits)
+ */
+static void
+gs_textkey_scan(const uint64 *keys, int64 n, const uint64 *ks, int nk,
+				GsTextCand *cand, GsTextHits *hits)
+{
+	int64	   *below = (int64 *) palloc0(sizeof(int64) * (nk + 1));
+
 	for (int64 start = 0; start < n; start += 65536)
 	{
 		int64		end = Min(n, start + 65536);
@@ -282,72 +276,70 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 				below[b]++;		/* a key between ks[b-1] and ks[b] */
 				continue;
 			}
-			if (npos == cappos)
-			{
-				cappos = cappos == 0 ? 64 : cappos * 2;
-				pos = pos == NULL ?
-					(int64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * cappos) :
-					(int64 *) repalloc_huge(pos, sizeof(int64) * cappos);
-				own = own == NULL ?
-					(int *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int) * cappos) :
-					(int *) repalloc_huge(own, sizeof(int) * cappos);
-			}
-			pos[npos] = i;
-			own[npos++] = j;
+			gs_textkey_hit(hits, i, j);
 			cand[j].m++;
 		}
 	}
-	pfree(keys);
 	for (int64 j = 0, acc = 0; j < nk; j++)
 	{
 		acc += below[j];
 		cand[j].lo = acc;
 		acc += cand[j].m;
+	}
+	pfree(below);
+}
+
+/* their values: one walk of the chunks that hold them (positions only increase) */
+static void
+gs_textkey_fetch(const GsDatumStore *s, const int64 *chunk_first, const GsTextHits *hits,
+				 GsTextCand *cand, int nk)
+{
+	int			c = 0;
+	Size		off = 0;
+	int64		at = 0;
+
+	for (int j = 0; j < nk; j++)
 		cand[j].items = (GsDatumItem *) MemoryContextAllocHuge(CurrentMemoryContext,
 															   sizeof(GsDatumItem) * cand[j].m);
-	}
-
-	/* their values: one walk of the chunks that hold them */
+	for (int64 q = 0; q < hits->n; q++)
 	{
-		int			c = 0;
-		Size		off = 0;
-		int64		at = 0;
+		int64		want = hits->pos[q];
+		const char *p;
+		GsTextCand *cj = &cand[hits->own[q]];
 
-		for (int64 q = 0; q < npos; q++)
+		if (want >= chunk_first[c + 1])
 		{
-			int64		want = pos[q];
-			const char *p;
-			GsTextCand *cj = &cand[own[q]];
-
-			if (want >= chunk_first[c + 1])
-			{
-				/* the chunk holding want (positions only increase) */
-				while (want >= chunk_first[c + 1])
-					c++;
-				off = 0;
-				at = chunk_first[c];
-			}
-			for (;;)
-			{
-				off = INTALIGN(off);
-				p = s->chunks[c].data + off;
-				if (at == want)
-					break;
-				off += VARSIZE(p);
-				if ((++at & 0xFFFF) == 0)
-					CHECK_FOR_INTERRUPTS();
-			}
-			cj->items[cj->filled].val = cj->items[cj->filled].key = PointerGetDatum(p);
-			cj->filled++;
+			while (want >= chunk_first[c + 1])
+				c++;
+			off = 0;
+			at = chunk_first[c];
 		}
-		if (pos)
+		for (;;)
 		{
-			pfree(pos);
-			pfree(own);
+			off = INTALIGN(off);
+			p = s->chunks[c].data + off;
+			if (at == want)
+				break;
+			off += VARSIZE(p);
+			if ((++at & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
 		}
+		cj->items[cj->filled].val = cj->items[cj->filled].key = PointerGetDatum(p);
+		cj->filled++;
 	}
+}
 
-	/* the wanted ranks among each key's values (ascending, distinct) */
+/*
+ * 4. the wanted (ascending) ranks kranks[] among each selected key's values,
+ * by text's comparator under the store's (C) collation; out[i] points into
+ * the store
+ */
+static void
+gs_textkey_resolve(const GsDatumStore *s, GsTextCand *cand, const uint64 *ks, int nk,
+				   const uint64 *sel, const uint64 *kranks, int nranks, Datum *out)
+{
+	SortSupportData ssup;
+
 	for (int i = 0; i < nranks; i++)
 	{
 		int			b;
@@ -370,7 +362,6 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 		cj->local[cj->nlocal++] = r;
 	}
 
-	/* among each key's values: text's comparator (C collation), ascending */
 	memset(&ssup, 0, sizeof(ssup));
 	ssup.ssup_cxt = CurrentMemoryContext;
 	ssup.ssup_collation = s->collation;
@@ -395,6 +386,60 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 
 		out[i] = cand[j].items[(int64) kranks[i] - cand[j].lo].val;
 	}
+}
+
+void
+gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, Datum *out)
+{
+	GsDatumStore *s = st->datums;
+	int64		n = st->nrows;
+	int64	   *chunk_first = (int64 *) palloc(sizeof(int64) * (s->nchunks + 1));
+	uint64	   *kranks = (uint64 *) palloc(sizeof(uint64) * nranks);
+	uint64	   *sel = (uint64 *) palloc(sizeof(uint64) * nranks);
+	uint64	   *ks = (uint64 *) palloc(sizeof(uint64) * nranks);
+	uint64	   *keys;
+	GsTextCand *cand;
+	GsTextHits	hits = {0};
+	int			nk = 0;
+	gs_segment	seg;
+	gs_input	in;
+
+	keys = gs_textkey_build(s, n, chunk_first);
+
+	/* 2. the keys at the wanted ranks (ascending: DESC counts from the top) */
+	for (int i = 0; i < nranks; i++)
+	{
+		if (ranks[i] < 0 || ranks[i] >= n)
+			elog(ERROR, "gpuselect: rank " INT64_FORMAT " out of range", ranks[i]);
+		kranks[i] = (uint64) (descending ? n - 1 - ranks[i] : ranks[i]);
+	}
+	seg.keys = keys;
+	seg.n = (size_t) n;
+	in.segs = &seg;
+	in.nsegs = 1;
+	in.key_bytes = sizeof(uint64);
+	gs_dispatch_cpu_exact(&in, kranks, nranks, sel);
+
+	/* the distinct selected keys, ascending */
+	memcpy(ks, sel, sizeof(uint64) * nranks);
+	qsort(ks, nranks, sizeof(uint64), gs_uint64_cmp);
+	for (int i = 0; i < nranks; i++)
+		if (nk == 0 || ks[nk - 1] != ks[i])
+			ks[nk++] = ks[i];
+	cand = (GsTextCand *) palloc0(sizeof(GsTextCand) * nk);
+	for (int j = 0; j < nk; j++)
+		cand[j].key = ks[j];
+
+	gs_textkey_scan(keys, n, ks, nk, cand, &hits);
+	pfree(keys);
+	gs_textkey_fetch(s, chunk_first, &hits, cand, nk);
+	if (hits.pos)
+	{
+		pfree(hits.pos);
+		pfree(hits.own);
+	}
+	gs_textkey_resolve(s, cand, ks, nk, sel, kranks, nranks, out);
+
 	/* out[] points into the store, not into the items */
 	for (int j = 0; j < nk; j++)
 	{
@@ -402,7 +447,6 @@ gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks, 
 		pfree(cand[j].local);
 	}
 	pfree(cand);
-	pfree(below);
 	pfree(ks);
 	pfree(sel);
 	pfree(kranks);
