@@ -296,6 +296,63 @@ gs_dispatch_spilled(GsState *st, const uint64 *ranks, int nranks,
 	gs_cpu_runs++;
 }
 
+/*
+ * The GPU, when the settings send this group there.  Only the server's GPU
+ * service uses the GPU: a backend never creates a CUDA context.  Without the
+ * service (not preloaded, or gpuselect.service = off) auto stays on the CPU
+ * and gpuselect_status() says why; gpu is an ERROR, as is any failure the
+ * service reports in gpu mode.
+ */
+static GsGpuOutcome
+gs_dispatch_try_gpu(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
+					uint64 *out_keys, gs_approx_pick *picks, GsRunInfo *info)
+{
+	GsGpuOutcome outcome = GS_GPU_NOT_USED;
+
+	if (!(gs_guc_device == GS_DEVICE_GPU ||
+		  (gs_guc_device == GS_DEVICE_AUTO && st->nrows >= (int64) gs_guc_gpu_min_rows)))
+		return GS_GPU_NOT_USED;
+
+	if (gs_service_in_use())
+		outcome = gs_service_select(st, in, ranks, nranks, out_keys, picks, info);
+	else if (gs_guc_device == GS_DEVICE_GPU)
+	{
+		if (!gs_service_cuda_built())
+			gs_dispatch_gpu_required(ERRCODE_FEATURE_NOT_SUPPORTED,
+									 "this build has no CUDA support");
+		gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+								 psprintf("there is no GPU service: %s",
+										  gs_service_off_reason()));
+	}
+	if (outcome != GS_GPU_DONE && gs_guc_device == GS_DEVICE_GPU)
+		gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+								 "the GPU service did not run the selection");
+	return outcome;
+}
+
+/* approximate picks -> out_keys; returns the largest rank error */
+static int64
+gs_dispatch_take_picks(const gs_approx_pick *picks, const uint64 *ranks, int nranks,
+					   uint64 *out_keys)
+{
+	int64		bound = 0;
+
+	for (int i = 0; i < nranks; i++)
+	{
+		uint64		r = ranks[i];
+		uint64		err = 0;
+
+		out_keys[i] = picks[i].key;
+		if (r < picks[i].rank_lo)
+			err = picks[i].rank_lo - r;
+		else if (r > picks[i].rank_hi)
+			err = r - picks[i].rank_hi;
+		if ((int64) err > bound)
+			bound = (int64) err;
+	}
+	return bound;
+}
+
 void
 gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_keys)
 {
@@ -303,9 +360,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	GsRunInfo	info;
 	gs_approx_pick *picks = NULL;
 	bool		approx = gs_guc_approximate && !gs_dispatch_exact_only;
-	GsGpuOutcome outcome = GS_GPU_NOT_USED;
 	int64		n = st->nrows;
-	int64		bound = 0;
 
 	if (nranks <= 0)
 		return;
@@ -325,32 +380,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		if (approx)
 			picks = (gs_approx_pick *) palloc(sizeof(gs_approx_pick) * nranks);
 
-		if (gs_guc_device == GS_DEVICE_GPU ||
-			(gs_guc_device == GS_DEVICE_AUTO && n >= (int64) gs_guc_gpu_min_rows))
-		{
-			/*
-			 * Only the server's GPU service uses the GPU: a backend never
-			 * creates a CUDA context.  Without the service (not preloaded,
-			 * or gpuselect.service = off) auto stays on the CPU and
-			 * gpuselect_status() says why; gpu is an ERROR.
-			 */
-			if (gs_service_in_use())
-				outcome = gs_service_select(st, &in, ranks, nranks, out_keys, picks, &info);
-			else if (gs_guc_device == GS_DEVICE_GPU)
-			{
-				if (!gs_service_cuda_built())
-					gs_dispatch_gpu_required(ERRCODE_FEATURE_NOT_SUPPORTED,
-											 "this build has no CUDA support");
-				gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-										 psprintf("there is no GPU service: %s",
-												  gs_service_off_reason()));
-			}
-			if (outcome != GS_GPU_DONE && gs_guc_device == GS_DEVICE_GPU)
-				gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-										 "the GPU service did not run the selection");
-		}
-
-		if (outcome == GS_GPU_DONE)
+		if (gs_dispatch_try_gpu(st, &in, ranks, nranks, out_keys, picks, &info) == GS_GPU_DONE)
 		{
 			n_gpu_runs++;
 			if (info.path == NULL)
@@ -360,7 +390,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		{
 			instr_time	start;
 
-			/* keep a fallback reason the GPU path may have left in info.path */
+			/* keep a fallback reason the service may have left in info.path */
 			if (info.path == NULL)
 				info.path = "cpu";
 			info.bytes_copied = 0;
@@ -372,26 +402,12 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		}
 	}
 
+	info.rank_bound = 0;
 	if (approx)
 	{
-		for (int i = 0; i < nranks; i++)
-		{
-			uint64		r = ranks[i];
-			uint64		err = 0;
-
-			out_keys[i] = picks[i].key;
-			if (r < picks[i].rank_lo)
-				err = picks[i].rank_lo - r;
-			else if (r > picks[i].rank_hi)
-				err = r - picks[i].rank_hi;
-			if ((int64) err > bound)
-				bound = (int64) err;
-		}
+		info.rank_bound = gs_dispatch_take_picks(picks, ranks, nranks, out_keys);
 		pfree(picks);
-		info.rank_bound = bound;
 	}
-	else
-		info.rank_bound = 0;
 
 	gs_have_last = true;
 	gs_last = info;
@@ -407,7 +423,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		ereport(gs_guc_debug ? NOTICE : DEBUG1,
 				(errmsg("gpuselect: path=%s n=" INT64_FORMAT " ranks=%d bytes_copied=" INT64_FORMAT " copy_ms=%.3f select_ms=%.3f%s",
 						gs_last_path, n, nranks, info.bytes_copied, info.copy_ms, info.select_ms,
-						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, bound) : "")));
+						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, info.rank_bound) : "")));
 }
 
 /* ---------------- gpuselect_status() ---------------- */
