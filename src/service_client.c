@@ -384,6 +384,29 @@ gs_svc_count_chunks(const GsState *st, int *nheld, uint64 *unpooled, uint64 *lea
 	}
 }
 
+/* the request's fields, this session's settings among them (its chunks are linked) */
+static void
+gs_svc_describe_job(GsSvcJob *job, unsigned key_bytes, uint64 n, int nranks, bool approx,
+					int io_chunks, int key_chunks)
+{
+	job->key_bytes = key_bytes;
+	job->approx = approx;
+	job->approx_buckets = (uint32) gs_guc_approx_buckets;
+	job->seed = (uint64) gs_guc_seed;
+	job->cpu_path = gs_guc_test_cpu_path;
+	job->delay_ms = gs_guc_test_service_delay;
+	job->fault = gs_guc_test_service_fault;
+	job->fail_device = gs_guc_test_service_fail_device;
+	job->nkeys = n;
+	job->nranks = nranks;
+	job->io_chunks = io_chunks;
+	job->key_chunks = key_chunks;
+	job->nchunks = io_chunks + key_chunks;
+	job->submit_time = GetCurrentTimestamp();
+	job->status = GS_OK;
+	job->message[0] = '\0';
+}
+
 GsGpuOutcome
 gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
 				  uint64 *out_keys, gs_approx_pick *picks, GsRunInfo *info)
@@ -449,22 +472,8 @@ gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nran
 		return gs_svc_fail(info, "the key pool's chunk list is damaged");
 	}
 
-	job->key_bytes = in->key_bytes;
-	job->approx = (picks != NULL);
-	job->approx_buckets = (uint32) gs_guc_approx_buckets;
-	job->seed = (uint64) gs_guc_seed;
-	job->cpu_path = gs_guc_test_cpu_path;
-	job->delay_ms = gs_guc_test_service_delay;
-	job->fault = gs_guc_test_service_fault;
-	job->fail_device = gs_guc_test_service_fail_device;
-	job->nkeys = n;
-	job->nranks = nranks;
-	job->io_chunks = (int) io_chunks;
-	job->key_chunks = (int) copy_chunks + nheld;
-	job->nchunks = job->io_chunks + job->key_chunks;
-	job->submit_time = GetCurrentTimestamp();
-	job->status = GS_OK;
-	job->message[0] = '\0';
+	gs_svc_describe_job(job, in->key_bytes, n, nranks, picks != NULL,
+						(int) io_chunks, (int) copy_chunks + nheld);
 	epoch = pg_atomic_read_u64(&c->epoch);
 	job->epoch = epoch;
 	pg_atomic_fetch_add_u64(&c->scan_keys_in_place, n - unpooled);
