@@ -98,9 +98,9 @@ CPU="SET gpuselect.device = cpu;"
 $PSQL -c "CREATE EXTENSION IF NOT EXISTS gpuselect;" || exit 1
 gpu_name=$($PSQL -At -c "SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0;
 	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY g) FROM generate_series(1, 10) g;
-	SELECT value FROM gpuselect_status() WHERE name IN ('gpu_device', 'service_device') AND value <> '' ORDER BY name LIMIT 1;" 2>/dev/null | tail -1)
-# the first GPU call of a new session (its context, or with the GPU service
-# none) against a call in a session that already made one: the median of 5
+	SELECT value FROM gpuselect_status() WHERE name = 'service_device' AND value <> '';" 2>/dev/null | tail -1)
+# the first GPU call of a new session (through the GPU service: no context
+# of its own) against a call in a session that already made one: the median of 5
 # fresh sessions each
 median5() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 first_call=$(for i in 1 2 3 4 5; do

@@ -169,7 +169,7 @@ bench "ggq" "$GLABEL gpu_quantile(x, 0.5)" "$gn" 0 "" \
 gs_psql -c "DROP TABLE bench_groups"
 
 # ---------------- report ----------------
-status=$(gs_psql -At -F '=' -c "SELECT name, value FROM gpuselect_status() WHERE name IN ('cuda_build','gpu_available','gpu_reason','gpu_device')" | tr '\n' ' ')
+status=$(gs_psql -At -F '=' -c "SELECT name, value FROM gpuselect_status() WHERE name IN ('cuda_build','gpu_available','gpu_reason','service_device')" | tr '\n' ' ')
 {
 	echo "# gpuselect SQL benchmark — $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo
