@@ -2,7 +2,9 @@
 # test/bench/e2e_bench.sh — end-to-end benchmark of gpuselect inside PostgreSQL.
 #
 # Runs against the server given by the PG* variables (on the GPU machine:
-# source .gpubundle/pg-up; make install), with gpuselect installed.  In one
+# test/gpu/pg_device_run.sh "service-on bench"), with gpuselect installed and
+# preloaded so that its GPU service runs (the "[gpu]" rows use
+# gpuselect.device = gpu: without the service they are ERR).  In one
 # run and on the same server it times, for float8 tables of each size in
 # GS_BENCH_SIZES (default "1000000 10000000 100000000"):
 #   sum(x) (the executor floor) serial and parallel; built-in percentile_disc
@@ -16,8 +18,8 @@
 # GPU machine, whose scan times vary by up to 2x between sessions).
 # Each time is the median of GS_BENCH_REPS runs (default 3; 1 at 100M rows),
 # or ERR when any run of it failed (psql stops there: ON_ERROR_STOP),
-# wall time measured by psql's \timing in one session whose CUDA context
-# already exists (the first-call cost is reported separately).
+# wall time measured by psql's \timing in one session that has already
+# run a query (the first-call cost is reported separately).
 # Prints one table; writes it to $GS_BENCH_OUT (default stdout only).
 set -u
 SIZES=${GS_BENCH_SIZES-"1000000 10000000 100000000"}   # set but empty: none
@@ -34,11 +36,11 @@ rows=()
 row() { rows+=("$(printf '%-44s %11s %10s %10s %10s' "$@")"); }
 
 # median wall time (ms) of a query run $2 times in one session, after a tiny
-# warm-up query that creates the session's CUDA context (when the settings
-# pick the GPU); the table's pages are already cached by the sum(x) runs.
-# WARM=1: two untimed runs of the query first (parallel plain aggregates: a
-# session creates its key arena at its second large one, like the context a
-# per-session cost, reported by the A/B runs in the results files)
+# warm-up query (the session's first selection); the table's pages are
+# already cached by the sum(x) runs.
+# WARM=1: two untimed runs of the query first (parallel plain aggregates
+# without the service: a session creates its key arena at its second large
+# one, a per-session cost reported by the A/B runs in the results files)
 timeq() { # timeq SETTINGS REPS QUERY [WARM]
 	local settings=$1 reps=$2 query=$3 warm=${4:-0}
 	{
