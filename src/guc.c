@@ -193,8 +193,8 @@ gs_guc_define(void)
 
 	/*
 	 * Superuser only (or GRANT SET ON PARAMETER): a backend keeps an arena of
-	 * this size in /dev/shm until it exits; as a user setting, any role could pin gigabytes of shared memory
-	 * from an idle session.
+	 * this size in /dev/shm until it exits; as a user setting, any role could
+	 * pin gigabytes of shared memory from an idle session.
 	 */
 	DefineCustomIntVariable("gpuselect.parallel_arena_size",
 							"Shared memory a backend keeps for its parallel workers' keys.",
