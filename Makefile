@@ -33,7 +33,8 @@ OBJS = \
 	src/service_lanes.o \
 	src/service_devices.o \
 	src/service_client.o \
-	src/service_scan.o
+	src/service_scan.o \
+	src/service_prefetch.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect

@@ -156,6 +156,18 @@ typedef struct GsSvcChunk
 	int			holder_pid;		/* held: the backend that holds it */
 	uint32		nkeys;			/* key chunk of a submitted job: its keys */
 	uint64		lease_gen;		/* leased: the slot's lease_gen when taken */
+
+	/*
+	 * Prefetch (service_prefetch.c).  gen goes up whenever the chunk is
+	 * taken for a scan and whenever it goes back to the free list; a scan
+	 * that filled a held chunk, and will never write it again, sets sealed
+	 * to the gen it holds the chunk under.  So sealed == gen means "these
+	 * keys are final for as long as the chunk stays held": the service may
+	 * copy them to a device while the scan goes on, and a job may read that
+	 * copy instead of the chunk when its gen still matches.
+	 */
+	pg_atomic_uint32 gen;
+	pg_atomic_uint32 sealed;
 } GsSvcChunk;
 
 /*
@@ -210,6 +222,10 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 scan_keys_copied;	/* keys copied into job chunks at the final call */
 	pg_atomic_uint64 worker_keys_in_place;	/* ... of them written by partial states (leases) */
 	pg_atomic_uint64 leases_swept;	/* leased chunks no state adopted, freed at xact end */
+	pg_atomic_uint32 prefetch_pending;	/* a chunk was sealed, or a sealed one freed */
+	pg_atomic_uint64 prefetch_bytes;	/* bytes copied to devices while scans went on */
+	pg_atomic_uint64 prefetch_used_bytes;	/* ... that jobs read there instead of the pool */
+	pg_atomic_uint64 prefetch_resident;	/* bytes of such copies on the devices now */
 	pg_atomic_uint64 device_bytes;	/* the service's device memory (engine's count) */
 	pg_atomic_uint64 device_peak;	/* ... its highest during a job */
 	pg_atomic_uint64 device_used;	/* the device's memory in use (all processes) */
@@ -246,6 +262,8 @@ extern int	gs_guc_key_pool_chunk_size; /* kB */
 extern int	gs_guc_service_timeout; /* ms */
 extern int	gs_guc_test_service_delay;	/* ms */
 extern int	gs_guc_test_service_fault;
+extern int	gs_guc_service_prefetch_size;	/* MB; -1: the key pool's size; 0: off */
+extern bool gs_guc_test_service_prefetch;	/* off: this session seals nothing */
 
 /* _PG_init (gpuselect.c): settings always; the rest only when preloading */
 extern void gs_service_define_gucs(void);
@@ -299,6 +317,17 @@ extern bool gs_pool_adopt_lease(int idx, int job, uint64 gen);
 extern int	gs_pool_free_leases(int job);
 /* leader: this process is job's scan owner (workers may lease for it) */
 extern void gs_pool_declare_scan_owner(int job);
+
+/* prefetch: held chunk idx is full and will not be written again while
+ * held (see GsSvcChunk); wakes the service.  Never raises an ERROR. */
+extern void gs_pool_seal(int idx);
+/* the prefetch budget in bytes (0: off) */
+extern uint64 gs_service_prefetch_bytes(void);
+
+/* prefetch, the service's main thread (service_prefetch.c) */
+extern void gs_prefetch_start(void);
+extern void gs_prefetch_round(void);
+extern int	gs_prefetch_device(int slot);
 
 /* the service's main (service_main.c), named in the worker's registration */
 extern PGDLLEXPORT void gs_service_main(Datum arg);

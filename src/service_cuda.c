@@ -8,8 +8,9 @@
  * chunks into one device buffer (asynchronous copies on the engine's copy
  * stream, one sync), 2-byte keys are widened to 4 on the device (the
  * engine selects on 4- and 8-byte keys), the engine selects, and the
- * buffers are freed.  The copy happens when the job runs: copying chunks
- * while the scan goes on is not built (docs/design-gpu-service.md, section 5).
+ * buffers are freed.  Keys of pool chunks that were prefetched (copied
+ * while the scan went on: service_prefetch.c) are copied from that device
+ * copy instead, device to device.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,10 +159,43 @@ gs_svc_cuda_bind(gs_svc_cuda_dev *dev, gs_error *err)
 }
 
 gs_status
-gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ranks, size_t nranks,
-				   uint64_t *out_keys, gs_approx_pick *picks,
-				   const gs_options *opt, double *copy_ms, uint64_t *bytes_copied,
-				   bool *sticky, gs_error *err)
+gs_svc_cuda_prefetch(gs_svc_cuda_dev *dev, const void *host, size_t bytes, void **d_copy,
+					 gs_error *err)
+{
+	gs_status	s;
+
+	*d_copy = NULL;
+	if (dev == NULL)
+	{
+		err->status = GS_ERR_NO_DEVICE;
+		snprintf(err->message, sizeof(err->message), "the CUDA engine is not open");
+		return GS_ERR_NO_DEVICE;
+	}
+	s = gs_cuda_alloc(dev->engine, bytes, d_copy, err);
+	if (s == GS_OK)
+		s = gs_cuda_copy_to_device_async(dev->engine, *d_copy, host, bytes, err);
+	if (s == GS_OK)
+		s = gs_cuda_sync(dev->engine, err);
+	if (s != GS_OK && *d_copy != NULL)
+	{
+		gs_cuda_free(dev->engine, *d_copy);
+		*d_copy = NULL;
+	}
+	return s;
+}
+
+void
+gs_svc_cuda_unfetch(gs_svc_cuda_dev *dev, void *d_copy)
+{
+	if (dev != NULL && d_copy != NULL)
+		gs_cuda_free(dev->engine, d_copy);
+}
+
+gs_status
+gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const void *const *seg_dev,
+				   const uint64_t *ranks, size_t nranks, uint64_t *out_keys,
+				   gs_approx_pick *picks, const gs_options *opt, double *copy_ms,
+				   uint64_t *bytes_copied, bool *sticky, gs_error *err)
 {
 	gs_cuda_engine *svc_engine = dev ? dev->engine : NULL;
 	size_t		n = gs_input_count(in);
@@ -169,7 +203,8 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ran
 	char	   *d_raw = NULL;
 	void	   *d_keys = NULL;
 	unsigned	sel_kb = kb == 2 ? 4 : kb;
-	size_t		off = 0;
+	size_t		off = 0,
+				host_bytes = 0;
 	double		t0 = now_ms();
 	gs_status	s;
 
@@ -190,7 +225,13 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ran
 	{
 		size_t		bytes = in->segs[i].n * kb;
 
-		s = gs_cuda_copy_to_device_async(svc_engine, d_raw + off, in->segs[i].keys, bytes, err);
+		if (seg_dev != NULL && seg_dev[i] != NULL)
+			s = gs_cuda_copy_device_async(svc_engine, d_raw + off, seg_dev[i], bytes, err);
+		else
+		{
+			s = gs_cuda_copy_to_device_async(svc_engine, d_raw + off, in->segs[i].keys, bytes, err);
+			host_bytes += bytes;
+		}
 		off += bytes;
 	}
 	if (s == GS_OK)
@@ -210,7 +251,7 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ran
 		d_keys = d_wide;
 	}
 	*copy_ms = now_ms() - t0;
-	*bytes_copied = off;
+	*bytes_copied = host_bytes;
 
 	if (s == GS_OK)
 	{

@@ -38,15 +38,23 @@ gs_status	gs_svc_cuda_open(int ordinal, void *pool, size_t pool_bytes, gs_svc_cu
 gs_status	gs_svc_cuda_bind(gs_svc_cuda_dev *dev, gs_error *err);
 
 /*
- * One selection: copy the input's segments (pool memory) to one device
- * buffer, widen 2-byte keys, select (exact: picks == NULL), free.  Returns
- * the engine's status; *sticky is set when the context is unusable after a
- * device failure (the service then takes the device out of rotation).
+ * One selection: copy the input's segments (pool memory; or, where
+ * seg_dev[i] is not NULL, the prefetched device copy of segment i) to one
+ * device buffer, widen 2-byte keys, select (exact: picks == NULL), free.
+ * *bytes_copied counts the host bytes only.  Returns the engine's status;
+ * *sticky is set when the context is unusable after a device failure (the
+ * service then takes the device out of rotation).
  */
-gs_status	gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ranks,
-							   size_t nranks, uint64_t *out_keys, gs_approx_pick *picks,
-							   const gs_options *opt, double *copy_ms, uint64_t *bytes_copied,
-							   bool *sticky, gs_error *err);
+gs_status	gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const void *const *seg_dev,
+							   const uint64_t *ranks, size_t nranks, uint64_t *out_keys,
+							   gs_approx_pick *picks, const gs_options *opt, double *copy_ms,
+							   uint64_t *bytes_copied, bool *sticky, gs_error *err);
+
+/* prefetch: a device copy of `bytes` at host (a sealed pool chunk),
+ * complete when this returns; and its release */
+gs_status	gs_svc_cuda_prefetch(gs_svc_cuda_dev *dev, const void *host, size_t bytes,
+								 void **d_copy, gs_error *err);
+void		gs_svc_cuda_unfetch(gs_svc_cuda_dev *dev, void *d_copy);
 
 /*
  * Test hook (gpuselect.test_service_fault 'launch' / 'oom'), called by the

@@ -43,13 +43,14 @@ gs_svc_cuda_bind(gs_svc_cuda_dev *dev, gs_error *err)
 }
 
 gs_status
-gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ranks,
-				   size_t nranks, uint64_t *out_keys, gs_approx_pick *picks,
-				   const gs_options *opt, double *copy_ms, uint64_t *bytes_copied,
-				   bool *sticky, gs_error *err)
+gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const void *const *seg_dev,
+				   const uint64_t *ranks, size_t nranks, uint64_t *out_keys,
+				   gs_approx_pick *picks, const gs_options *opt, double *copy_ms,
+				   uint64_t *bytes_copied, bool *sticky, gs_error *err)
 {
 	(void) dev;
 	(void) in;
+	(void) seg_dev;
 	(void) ranks;
 	(void) nranks;
 	(void) out_keys;
@@ -59,6 +60,24 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const uint64_t *ran
 	*bytes_copied = 0;
 	*sticky = false;
 	return no_cuda(err);
+}
+
+gs_status
+gs_svc_cuda_prefetch(gs_svc_cuda_dev *dev, const void *host, size_t bytes, void **d_copy,
+					 gs_error *err)
+{
+	(void) dev;
+	(void) host;
+	(void) bytes;
+	*d_copy = NULL;
+	return no_cuda(err);
+}
+
+void
+gs_svc_cuda_unfetch(gs_svc_cuda_dev *dev, void *d_copy)
+{
+	(void) dev;
+	(void) d_copy;
 }
 
 void

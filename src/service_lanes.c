@@ -9,6 +9,12 @@
  * when a device is free, over every waiting job), puts what it finished on
  * the one done list and writes a byte into the wake pipe.
  *
+ * Prefetch: between jobs a lane also copies sealed pool chunks to its
+ * device, and drops such copies, as the main thread orders
+ * (service_prefetch.c); the table of its copies is the lane thread's
+ * alone.  A job's segment is read from a copy whose generation is the one
+ * the job reads (lane_job_copies).
+ *
  * Stopping: gs_lanes_stop sets a flag the engines' interrupt hooks read
  * (service_main.c's gs_svc_interrupt), wakes every lane and joins them with
  * a deadline.  A lane stuck in a device call is left running; its work
@@ -24,6 +30,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,12 +51,37 @@ typedef struct gs_lane
 	char		why[128];
 	gs_lane_work *todo;			/* at most one */
 	gs_lane_work *running;
+	struct gs_lane_op *ops;		/* prefetch copies and drops, in order */
+	struct gs_lane_op *ops_tail;
 	uint64_t	mem[4];			/* gs_lanes_memory */
+
+	/* the lane thread's alone: its prefetched copies, by pool chunk */
+	struct gs_lane_copy *copies;
+	int			ncopies;
 } gs_lane;
+
+/* a prefetch order (gs_lanes_prefetch / gs_lanes_unfetch) */
+typedef struct gs_lane_op
+{
+	bool		drop;
+	int			chunk;
+	uint32_t	gen;
+	const void *host;
+	size_t		bytes;
+	struct gs_lane_op *next;
+} gs_lane_op;
+
+/* a lane's copy of a sealed pool chunk: device memory (cpu lanes: malloc) */
+typedef struct gs_lane_copy
+{
+	void	   *mem;
+	uint32_t	gen;
+} gs_lane_copy;
 
 static gs_lane lanes[GS_LANES_MAX];
 static int	nlanes = 0;
 static atomic_bool stopping = false;
+static atomic_uint_fast64_t prefetched_bytes = 0;
 
 /* finished work, and the pipe that tells the main thread about it */
 static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -83,6 +115,110 @@ lane_delay(const gs_lane_work *w)
 		nanosleep(&step, NULL);
 }
 
+/* ---------------- prefetched copies (the lane thread's own table) ---------------- */
+
+static void
+lane_drop_copy(gs_lane *l, int k)
+{
+	gs_lane_copy *c = &l->copies[k];
+
+	if (c->mem == NULL)
+		return;
+	if (l->dev != NULL)
+		gs_svc_cuda_unfetch(l->dev, c->mem);
+	else
+		free(c->mem);
+	c->mem = NULL;
+	c->gen = 0;
+}
+
+/* a copy replaces whatever the lane had of that chunk; a failed copy is no copy */
+static void
+lane_do_op(gs_lane *l, const gs_lane_op *op)
+{
+	gs_lane_copy *c;
+
+	if (l->copies == NULL || op->chunk < 0 || op->chunk >= l->ncopies)
+		return;
+	lane_drop_copy(l, op->chunk);
+	if (op->drop || !l->bound)
+		return;
+	c = &l->copies[op->chunk];
+	if (l->dev != NULL)
+	{
+		gs_error	err;
+
+		memset(&err, 0, sizeof(err));
+		if (gs_svc_cuda_prefetch(l->dev, op->host, op->bytes, &c->mem, &err) != GS_OK)
+			c->mem = NULL;
+	}
+	else if ((c->mem = malloc(op->bytes)) != NULL)
+		memcpy(c->mem, op->host, op->bytes);
+	if (c->mem != NULL)
+	{
+		c->gen = op->gen;
+		atomic_fetch_add(&prefetched_bytes, op->bytes);
+	}
+}
+
+/*
+ * The job's segments whose chunk has a copy of the generation the job
+ * reads: that copy (the rest NULL), or NULL when none has.  A copy of
+ * another generation is of keys a chunk held before: never read.
+ */
+static const void **
+lane_job_copies(gs_lane *l, gs_lane_work *w)
+{
+	const void **seg = NULL;
+	uint64_t	used = 0;
+
+	if (w->seg_chunk == NULL || w->seg_gen == NULL || l->copies == NULL)
+		return NULL;
+	for (size_t i = 0; i < w->in.nsegs; i++)
+	{
+		int			k = w->seg_chunk[i];
+
+		if (k < 0 || k >= l->ncopies || l->copies[k].mem == NULL ||
+			l->copies[k].gen != w->seg_gen[i])
+			continue;
+		if (seg == NULL && (seg = calloc(w->in.nsegs, sizeof(void *))) == NULL)
+			return NULL;
+		seg[i] = l->copies[k].mem;
+		used += (uint64_t) w->in.segs[i].n * w->in.key_bytes;
+	}
+	w->prefetch_used_bytes = used;
+	return seg;
+}
+
+/* the CPU engine on the job's keys, prefetched copies read where there are */
+static void
+lane_run_cpu(gs_lane_work *w, const void **seg)
+{
+	gs_input	in = w->in;
+	gs_segment *segs = NULL;
+
+	if (seg != NULL && (segs = malloc(sizeof(gs_segment) * in.nsegs)) != NULL)
+	{
+		for (size_t i = 0; i < in.nsegs; i++)
+		{
+			segs[i] = w->in.segs[i];
+			if (seg[i] != NULL)
+				segs[i].keys = seg[i];
+		}
+		in.segs = segs;
+	}
+	else
+		w->prefetch_used_bytes = 0;
+	gs_cpu_test_force_path(w->cpu_path);	/* per thread */
+	if (w->approx)
+		w->status = gs_cpu_select_approx(&in, w->ranks, w->nranks, &w->opt,
+										 (gs_approx_pick *) w->answer, &w->err);
+	else
+		w->status = gs_cpu_select(&in, w->ranks, w->nranks, (uint64_t *) w->answer,
+								  &w->opt, &w->err);
+	free(segs);
+}
+
 static void
 lane_run(gs_lane *l, gs_lane_work *w)
 {
@@ -90,6 +226,7 @@ lane_run(gs_lane *l, gs_lane_work *w)
 	w->sticky = false;
 	w->copy_ms = 0;
 	w->bytes_copied = 0;
+	w->prefetch_used_bytes = 0;
 	if (w->delay_ms > 0)
 		lane_delay(w);
 
@@ -114,25 +251,25 @@ lane_run(gs_lane *l, gs_lane_work *w)
 	}
 	else if (l->dev != NULL)
 	{
+		const void **seg = lane_job_copies(l, w);
+
 		memset(&w->err, 0, sizeof(w->err));
 		if (w->engine_fault != GS_SVC_CUDA_FAULT_NONE)
 			gs_svc_cuda_arm_fault(l->dev, w->engine_fault);
-		w->status = gs_svc_cuda_select(l->dev, &w->in, w->ranks, w->nranks,
+		w->status = gs_svc_cuda_select(l->dev, &w->in, seg, w->ranks, w->nranks,
 									   w->approx ? NULL : (uint64_t *) w->answer,
 									   w->approx ? (gs_approx_pick *) w->answer : NULL,
 									   &w->opt, &w->copy_ms, &w->bytes_copied,
 									   &w->sticky, &w->err);
+		free(seg);
 	}
 	else
 	{
+		const void **seg = lane_job_copies(l, w);
+
 		memset(&w->err, 0, sizeof(w->err));
-		gs_cpu_test_force_path(w->cpu_path);	/* per thread */
-		if (w->approx)
-			w->status = gs_cpu_select_approx(&w->in, w->ranks, w->nranks, &w->opt,
-											 (gs_approx_pick *) w->answer, &w->err);
-		else
-			w->status = gs_cpu_select(&w->in, w->ranks, w->nranks, (uint64_t *) w->answer,
-									  &w->opt, &w->err);
+		lane_run_cpu(w, seg);
+		free(seg);
 	}
 }
 
@@ -212,6 +349,24 @@ lane_main(void *arg)
 			pthread_mutex_lock(&l->mu);
 			continue;
 		}
+		else if (l->ops != NULL)
+		{
+			/* no job waits: one prefetch order, then look again */
+			gs_lane_op *op = l->ops;
+			bool		last;
+
+			l->ops = op->next;
+			if (l->ops == NULL)
+				l->ops_tail = NULL;
+			last = l->ops == NULL;
+			pthread_mutex_unlock(&l->mu);
+			lane_do_op(l, op);
+			free(op);
+			if (last && ok)
+				lane_sample_memory(l);
+			pthread_mutex_lock(&l->mu);
+			continue;
+		}
 		else
 		{
 			struct timespec until;
@@ -227,12 +382,23 @@ lane_main(void *arg)
 			}
 		}
 	}
+	/* orders never run, and the copies: the engine is still open */
+	while (l->ops != NULL)
+	{
+		gs_lane_op *op = l->ops;
+
+		l->ops = op->next;
+		free(op);
+	}
+	l->ops_tail = NULL;
 	pthread_mutex_unlock(&l->mu);
+	for (int k = 0; l->copies != NULL && k < l->ncopies; k++)
+		lane_drop_copy(l, k);
 	return NULL;
 }
 
 int
-gs_lanes_start(int n, gs_svc_cuda_dev **devs, bool *ok, char (*why)[128])
+gs_lanes_start(int n, gs_svc_cuda_dev **devs, int nchunks, bool *ok, char (*why)[128])
 {
 	sigset_t	all,
 				old;
@@ -267,6 +433,9 @@ gs_lanes_start(int n, gs_svc_cuda_dev **devs, bool *ok, char (*why)[128])
 
 		memset(l, 0, sizeof(*l));
 		l->dev = devs ? devs[i] : NULL;
+		/* no table (nchunks 0, or no memory): this lane prefetches nothing */
+		l->copies = nchunks > 0 ? calloc(nchunks, sizeof(gs_lane_copy)) : NULL;
+		l->ncopies = l->copies != NULL ? nchunks : 0;
 		pthread_mutex_init(&l->mu, NULL);
 		pthread_cond_init(&l->cv, NULL);
 		rc = pthread_create(&l->thread, NULL, lane_main, l);
@@ -313,6 +482,54 @@ gs_lanes_submit(int lane, gs_lane_work *w)
 	l->todo = w;
 	pthread_cond_signal(&l->cv);
 	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+lanes_order(int lane, bool drop, int chunk, uint32_t gen, const void *host, size_t bytes)
+{
+	gs_lane    *l;
+	gs_lane_op *op;
+
+	if (lane < 0 || lane >= nlanes || !lanes[lane].started)
+		return;
+	l = &lanes[lane];
+	/* no memory: a copy is not made (the job copies from the pool); a drop
+	 * is lost, and the stale copy stays until that chunk is copied again or
+	 * the lane ends (never read: its generation is past) */
+	if ((op = malloc(sizeof(gs_lane_op))) == NULL)
+		return;
+	op->drop = drop;
+	op->chunk = chunk;
+	op->gen = gen;
+	op->host = host;
+	op->bytes = bytes;
+	op->next = NULL;
+	pthread_mutex_lock(&l->mu);
+	if (l->ops_tail)
+		l->ops_tail->next = op;
+	else
+		l->ops = op;
+	l->ops_tail = op;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+void
+gs_lanes_prefetch(int lane, int chunk, uint32_t gen, const void *host, size_t bytes)
+{
+	lanes_order(lane, false, chunk, gen, host, bytes);
+}
+
+void
+gs_lanes_unfetch(int lane, int chunk)
+{
+	lanes_order(lane, true, chunk, 0, NULL, 0);
+}
+
+uint64_t
+gs_lanes_prefetched_bytes(void)
+{
+	return atomic_load(&prefetched_bytes);
 }
 
 gs_lane_work *

@@ -40,6 +40,9 @@ typedef struct gs_lane_work
 	bool		inject_sticky;	/* ... as a failure that leaves the device unusable */
 	gs_svc_cuda_fault engine_fault; /* test hook: CUDA lanes arm the engine's own
 								 * fault for this job; CPU lanes fail it as inject */
+	const int  *seg_chunk;		/* in.segs[i]'s key-pool chunk, -1: not one that
+								 * may have a prefetched copy (NULL: none has) */
+	const uint32_t *seg_gen;	/* ... its generation (GsSvcChunk.gen) now */
 
 	/* set by the lane before it hands the work back */
 	int			lane;
@@ -48,24 +51,38 @@ typedef struct gs_lane_work
 	bool		sticky;			/* the device is unusable (CUDA: a sticky error) */
 	double		copy_ms;
 	uint64_t	bytes_copied;
+	uint64_t	prefetch_used_bytes;	/* keys read from prefetched copies */
 
 	struct gs_lane_work *next;	/* the lanes' lists */
 } gs_lane_work;
 
 /*
  * Start n lanes (n <= GS_LANES_MAX), lane i on devs[i] (CUDA; NULL entries:
- * the CPU engine).  A CUDA lane first makes its device current; ok[i] says
+ * the CPU engine), each with room for prefetched copies of nchunks pool
+ * chunks.  A CUDA lane first makes its device current; ok[i] says
  * whether that worked (else why in why[i], and the lane takes no work).
  * Returns the number of threads started (all or, on a thread creation
  * failure, fewer: the rest are marked not ok).
  */
-int			gs_lanes_start(int n, gs_svc_cuda_dev **devs, bool *ok, char (*why)[128]);
+int			gs_lanes_start(int n, gs_svc_cuda_dev **devs, int nchunks, bool *ok, char (*why)[128]);
 int			gs_lanes_wake_fd(void);
 /* give a lane its job; the main thread does so only when the lane runs
  * nothing (service_devices.c keeps that count) */
 void		gs_lanes_submit(int lane, gs_lane_work *w);
 /* the finished jobs (a list through next; NULL: none); drains the pipe */
 gs_lane_work *gs_lanes_collect(void);
+/*
+ * Prefetch (service_prefetch.c decides what): copy `bytes` at host, the
+ * sealed pool chunk `chunk` in generation gen, to the lane's device (cpu
+ * lanes: to malloc'd memory), or drop the lane's copy of it.  Queued; a
+ * lane runs them in order, between jobs (a job goes first).  A job reads
+ * a copy instead of its segment when the generations match.
+ */
+void		gs_lanes_prefetch(int lane, int chunk, uint32_t gen, const void *host, size_t bytes);
+void		gs_lanes_unfetch(int lane, int chunk);
+/* bytes all lanes copied ahead so far */
+uint64_t	gs_lanes_prefetched_bytes(void);
+
 /* the engines' interrupt hooks return true once this is set */
 bool		gs_lanes_stopping(void);
 /* ask every lane to stop and wait up to timeout_ms for them all; returns

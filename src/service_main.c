@@ -230,9 +230,13 @@ gs_svc_ms_since(TimestampTz t)
  * service checks every index, owner and count before it reads.
  */
 static bool
-gs_svc_prepare(int j, GsSvcJob *job, gs_input *in, gs_segment **segs, uint64 **ranks,
-			   gs_error *err)
+gs_svc_prepare(int j, GsSvcJob *job, gs_lane_work *w, gs_error *err)
 {
+	gs_input   *in = &w->in;
+	gs_segment *segs;
+	int		   *seg_chunk;
+	uint32	   *seg_gen;
+	uint64	   *ranks;
 	Size		cb = gs_svc_ctl->chunk_bytes;
 	uint32		kb = job->key_bytes;
 	uint64		nkeys = job->nkeys;
@@ -266,7 +270,9 @@ gs_svc_prepare(int j, GsSvcJob *job, gs_input *in, gs_segment **segs, uint64 **r
 		idx = gs_svc_chunks[idx].next;
 	}
 
-	*segs = palloc(sizeof(gs_segment) * job->key_chunks);
+	segs = palloc(sizeof(gs_segment) * job->key_chunks);
+	seg_chunk = palloc(sizeof(int) * job->key_chunks);
+	seg_gen = palloc(sizeof(uint32) * job->key_chunks);
 	for (int i = 0; i < job->key_chunks; i++)
 	{
 		char	   *mem = gs_pool_chunk(idx, j);
@@ -284,8 +290,11 @@ gs_svc_prepare(int j, GsSvcJob *job, gs_input *in, gs_segment **segs, uint64 **r
 			snprintf(err->message, sizeof(err->message), "request does not match its chunks");
 			return false;
 		}
-		(*segs)[i].keys = mem;
-		(*segs)[i].n = (size_t) n;
+		segs[i].keys = mem;
+		segs[i].n = (size_t) n;
+		/* held chunks may have a prefetched copy (service_prefetch.c) */
+		seg_chunk[i] = gs_svc_chunks[idx].held ? idx : -1;
+		seg_gen[i] = pg_atomic_read_u32(&gs_svc_chunks[idx].gen);
 		total += n;
 		idx = gs_svc_chunks[idx].next;
 	}
@@ -294,19 +303,22 @@ gs_svc_prepare(int j, GsSvcJob *job, gs_input *in, gs_segment **segs, uint64 **r
 		snprintf(err->message, sizeof(err->message), "request does not match its chunks");
 		return false;
 	}
-	in->segs = *segs;
+	in->segs = segs;
 	in->nsegs = (size_t) job->key_chunks;
 	in->key_bytes = kb;
+	w->seg_chunk = seg_chunk;
+	w->seg_gen = seg_gen;
 
-	*ranks = palloc(sizeof(uint64) * nranks);
-	if (!gs_pool_copy(job->head, j, 0, *ranks, sizeof(uint64) * nranks, false))
+	ranks = palloc(sizeof(uint64) * nranks);
+	w->ranks = ranks;
+	if (!gs_pool_copy(job->head, j, 0, ranks, sizeof(uint64) * nranks, false))
 	{
 		snprintf(err->message, sizeof(err->message), "bad chunk list");
 		return false;
 	}
 	for (int i = 0; i < nranks; i++)
 	{
-		if ((*ranks)[i] >= nkeys)
+		if (ranks[i] >= nkeys)
 		{
 			snprintf(err->message, sizeof(err->message), "rank out of range");
 			return false;
@@ -380,8 +392,6 @@ gs_svc_start_job(int j, int d)
 	uint32		expected = GS_JOB_SUBMITTED;
 	GsSvcRun   *run = &svc_runs[d];
 	gs_lane_work *w;
-	gs_segment *segs = NULL;
-	uint64	   *ranks = NULL;
 	gs_error	err;
 	MemoryContext old;
 
@@ -397,7 +407,7 @@ gs_svc_start_job(int j, int d)
 	old = MemoryContextSwitchTo(run->cxt);
 	memset(&err, 0, sizeof(err));
 	w = palloc0(sizeof(gs_lane_work));
-	if (!gs_svc_prepare(j, job, &w->in, &segs, &ranks, &err))
+	if (!gs_svc_prepare(j, job, w, &err))
 	{
 		MemoryContextSwitchTo(old);
 		job->select_ms = gs_svc_ms_since(run->start);
@@ -407,7 +417,6 @@ gs_svc_start_job(int j, int d)
 		return;
 	}
 	w->tag = j;
-	w->ranks = ranks;
 	w->nranks = (size_t) job->nranks;
 	w->approx = job->approx;
 	w->answer = palloc(gs_svc_answer_bytes(job));
@@ -460,6 +469,7 @@ gs_svc_finish_job(gs_lane_work *w)
 	Assert(run->work == w && j == w->tag);
 	job->copy_ms = w->copy_ms;
 	job->bytes_copied = w->bytes_copied;
+	pg_atomic_fetch_add_u64(&gs_svc_ctl->prefetch_used_bytes, w->prefetch_used_bytes);
 	job->select_ms = gs_svc_ms_since(run->start) - w->copy_ms;
 	outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
 							 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
@@ -494,7 +504,10 @@ gs_svc_dispatch(void)
 		j = gs_svc_next_job();
 		if (j < 0)
 			return;
-		d = gs_svc_device_pick(gs_svc_jobs[j].fail_device);
+		/* the device that has the job's prefetched copies, if it is free */
+		d = gs_prefetch_device(j);
+		if (gs_svc_jobs[j].fail_device >= 0 || d < 0 || !gs_svc_device_free(d))
+			d = gs_svc_device_pick(gs_svc_jobs[j].fail_device);
 		if (d < 0)
 			return;				/* every device busy */
 		gs_svc_start_job(j, d);
@@ -602,6 +615,7 @@ gs_svc_on_exit(int code, Datum arg)
 			gs_svc_wake(gs_svc_jobs[j].owner_proc, gs_svc_jobs[j].owner_pid);
 	}
 	/* no context, no device memory of ours */
+	pg_atomic_write_u64(&c->prefetch_resident, 0);
 	pg_atomic_write_u64(&c->device_bytes, 0);
 	pg_atomic_write_u64(&c->device_used, 0);
 	for (int k = 0; k < c->ndevices; k++)
@@ -705,7 +719,8 @@ gs_svc_open_devices(int mode)
 		bool		lane_ok[GS_SVC_MAX_DEVICES];
 		char		lane_why[GS_SVC_MAX_DEVICES][128];
 
-		svc_nlanes = gs_lanes_start(n, mode == GS_SERVICE_ON ? svc_cuda : NULL, lane_ok, lane_why);
+		svc_nlanes = gs_lanes_start(n, mode == GS_SERVICE_ON ? svc_cuda : NULL, c->nchunks,
+									lane_ok, lane_why);
 		for (int k = 0; k < n; k++)
 		{
 			if (ok[k] && !lane_ok[k])
@@ -769,6 +784,7 @@ gs_service_main(Datum arg)
 	/* what an earlier incarnation left (jobs it ran, chunks of the dead) */
 	gs_svc_reap();
 	gs_svc_open_devices(mode);
+	gs_prefetch_start();
 	gs_svc_publish_memory();
 
 	/* the latch, the lanes' wake pipe, postmaster death */
@@ -809,6 +825,7 @@ gs_service_main(Datum arg)
 		}
 		gs_svc_reap();
 		gs_svc_dispatch();
+		gs_prefetch_round();
 		gs_svc_publish_memory();
 		(void) WaitEventSetWait(wait_set, 100, &ev, 1, PG_WAIT_EXTENSION);
 	}

@@ -301,5 +301,7 @@ gs_service_adopt_lease(GsState *into, int pool_ref, uint64 gen)
 	if (!gs_pool_adopt_lease(pool_ref - 1, j, gen))
 		return false;
 	gs_svc_scan_held++;
+	/* nobody writes an adopted chunk: it may be copied ahead of the job */
+	gs_pool_seal(pool_ref - 1);
 	return true;
 }

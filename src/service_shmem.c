@@ -28,6 +28,8 @@ char	   *gs_svc_pool = NULL;
 int			gs_guc_service = GS_SERVICE_ON;
 int			gs_guc_key_pool_size = 256;
 int			gs_guc_key_pool_chunk_size = 4096;
+int			gs_guc_service_prefetch_size = -1;
+bool		gs_guc_test_service_prefetch = true;
 int			gs_guc_service_timeout = 30000;
 int			gs_guc_test_service_delay = 0;
 int			gs_guc_test_service_fault = GS_SVC_FAULT_NONE;
@@ -104,6 +106,13 @@ gs_service_define_gucs(void)
 							 &gs_guc_test_service_fault,
 							 GS_SVC_FAULT_NONE,
 							 gs_service_fault_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuselect.test_service_prefetch",
+							 "Test hook: off: this session's scans seal no key-pool chunk, so the GPU service copies none of them ahead.",
+							 "For benchmarks that compare prefetch on and off in one session.",
+							 &gs_guc_test_service_prefetch,
+							 true,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 	gs_svc_devices_define_gucs(false);
@@ -188,6 +197,10 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->scan_keys_copied, 0);
 		pg_atomic_init_u64(&c->worker_keys_in_place, 0);
 		pg_atomic_init_u64(&c->leases_swept, 0);
+		pg_atomic_init_u32(&c->prefetch_pending, 0);
+		pg_atomic_init_u64(&c->prefetch_bytes, 0);
+		pg_atomic_init_u64(&c->prefetch_used_bytes, 0);
+		pg_atomic_init_u64(&c->prefetch_resident, 0);
 		pg_atomic_init_u64(&c->device_bytes, 0);
 		pg_atomic_init_u64(&c->device_peak, 0);
 		pg_atomic_init_u64(&c->device_used, 0);
@@ -209,6 +222,8 @@ gs_svc_shmem_startup(void)
 			memset(&gs_svc_chunks[i], 0, sizeof(GsSvcChunk));
 			gs_svc_chunks[i].next = i + 1 < nchunks ? i + 1 : -1;
 			gs_svc_chunks[i].job = -1;
+			pg_atomic_init_u32(&gs_svc_chunks[i].gen, 1);
+			pg_atomic_init_u32(&gs_svc_chunks[i].sealed, 0);
 		}
 		c->free_head = nchunks > 0 ? 0 : -1;
 		c->nfree = nchunks;
@@ -266,6 +281,15 @@ gs_service_preload_init(void)
 							&gs_guc_key_pool_chunk_size,
 							4096, 64, 1024 * 1024,
 							PGC_POSTMASTER, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.service_prefetch_size",
+							"Device memory the GPU service may fill with keys of scans still running.",
+							"A scan's full key-pool chunks are copied to the device while the scan goes on, "
+							"so a job copies only the rest.  -1: the key pool's size; 0: no prefetch.",
+							&gs_guc_service_prefetch_size,
+							-1, -1, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
 	gs_svc_devices_define_gucs(true);
@@ -353,6 +377,36 @@ gs_pool_alloc(int n, int job)
 	return head;
 }
 
+/* tell the service that a chunk was sealed, or a sealed one went (prefetch) */
+static void
+gs_pool_prefetch_wake(void)
+{
+	PGPROC	   *svc;
+
+	if (pg_atomic_exchange_u32(&gs_svc_ctl->prefetch_pending, 1) != 0)
+		return;					/* pending already: the service was woken */
+	svc = gs_svc_ctl->svc_proc;
+	if (svc != NULL)
+		SetLatch(&svc->procLatch);
+}
+
+/*
+ * Prefetch (service.h, GsSvcChunk): a new generation of chunk idx (taken
+ * or freed, the pool lock held).  A device copy of the old one is stale
+ * now: the service drops it on its next round.
+ */
+static void
+gs_pool_next_gen(int idx)
+{
+	GsSvcChunk *k = &gs_svc_chunks[idx];
+	uint32		gen = pg_atomic_read_u32(&k->gen);
+
+	if (pg_atomic_read_u32(&k->sealed) == gen)
+		gs_pool_prefetch_wake();
+	/* 0 is never a generation: sealed = 0 means never sealed */
+	pg_atomic_write_u32(&k->gen, gen + 1 == 0 ? 1 : gen + 1);
+}
+
 /* one chunk back to the free list (the pool lock held) */
 static void
 gs_pool_put(int idx)
@@ -361,6 +415,7 @@ gs_pool_put(int idx)
 
 	if (gs_svc_chunks[idx].held)
 		pg_atomic_fetch_sub_u64(&c->scan_bytes, c->chunk_bytes);
+	gs_pool_next_gen(idx);
 	if (gs_svc_chunks[idx].leased && gs_svc_chunks[idx].job >= 0 &&
 		gs_svc_chunks[idx].job < c->njobs)
 		pg_atomic_fetch_sub_u32(&gs_svc_jobs[gs_svc_chunks[idx].job].nleased, 1);
@@ -374,6 +429,39 @@ gs_pool_put(int idx)
 	c->free_head = idx;
 	c->nfree++;
 	pg_atomic_fetch_sub_u64(&c->bytes_in_use, c->chunk_bytes);
+}
+
+uint64
+gs_service_prefetch_bytes(void)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	if (c == NULL || gs_guc_service_prefetch_size == 0)
+		return 0;
+	if (gs_guc_service_prefetch_size < 0)
+		return (uint64) c->nchunks * c->chunk_bytes;
+	return (uint64) gs_guc_service_prefetch_size << 20;
+}
+
+/*
+ * Held chunk idx is full and its holder will never write it again (a scan
+ * moving on to its next chunk, a leader adopting a worker's chunk): the
+ * service may copy it now.  The keys are written before the mark.
+ */
+void
+gs_pool_seal(int idx)
+{
+	GsSvcChunk *k;
+
+	if (idx < 0 || idx >= gs_svc_ctl->nchunks || gs_service_prefetch_bytes() == 0 ||
+		!gs_guc_test_service_prefetch)
+		return;
+	k = &gs_svc_chunks[idx];
+	if (!k->held)
+		return;
+	pg_write_barrier();
+	pg_atomic_write_u32(&k->sealed, pg_atomic_read_u32(&k->gen));
+	gs_pool_prefetch_wake();
 }
 
 /*
@@ -440,6 +528,7 @@ gs_pool_take_one(int job, int pid)
 	gs_svc_chunks[idx].holder_pid = pid;
 	gs_svc_chunks[idx].nkeys = 0;
 	gs_svc_chunks[idx].lease_gen = 0;
+	gs_pool_next_gen(idx);
 	pg_atomic_fetch_add_u64(&c->bytes_in_use, c->chunk_bytes);
 	pg_atomic_fetch_add_u64(&c->scan_bytes, c->chunk_bytes);
 	return idx;
@@ -799,6 +888,10 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("service_keys_copied", pg_atomic_read_u64(&c->scan_keys_copied));
 	EMIT_U64("service_worker_keys_in_place", pg_atomic_read_u64(&c->worker_keys_in_place));
 	EMIT_U64("key_pool_leases_swept", pg_atomic_read_u64(&c->leases_swept));
+	EMIT_U64("service_prefetch_limit_bytes", gs_service_prefetch_bytes());
+	EMIT_U64("service_prefetch_bytes", pg_atomic_read_u64(&c->prefetch_bytes));
+	EMIT_U64("service_prefetch_used_bytes", pg_atomic_read_u64(&c->prefetch_used_bytes));
+	EMIT_U64("service_prefetch_resident_bytes", pg_atomic_read_u64(&c->prefetch_resident));
 	EMIT_U64("service_device_bytes", pg_atomic_read_u64(&c->device_bytes));
 	EMIT_U64("service_device_peak_bytes", pg_atomic_read_u64(&c->device_peak));
 	EMIT_U64("service_device_used_bytes", pg_atomic_read_u64(&c->device_used));

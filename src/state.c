@@ -78,6 +78,12 @@ gs_state_grow(GsState *st)
 	if (st->spill != NULL)
 		return gs_spill_flush(st);
 
+	/* a full key-pool chunk is never written again: the GPU service may
+	 * copy it to the device while the scan goes on (service_prefetch.c) */
+	if (st->nchunks > 0 && st->chunks[st->nchunks - 1].pool_ref != 0 &&
+		st->chunks[st->nchunks - 1].n == st->chunks[st->nchunks - 1].cap)
+		gs_pool_seal(st->chunks[st->nchunks - 1].pool_ref - 1);
+
 	/*
 	 * A large partial state of a parallel plain aggregate: chunks of the GPU
 	 * service's key pool leased to the leader, which reads them in place

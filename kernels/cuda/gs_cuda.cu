@@ -626,6 +626,27 @@ gs_cuda_copy_to_device_async(gs_cuda_engine *e, void *d_dst, const void *h_src, 
 }
 
 gs_status
+gs_cuda_copy_device_async(gs_cuda_engine *e, void *d_dst, const void *d_src, size_t bytes, gs_error *err)
+{
+	try
+	{
+		if (!e || (bytes && (!d_dst || !d_src)))
+			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
+		if (bytes == 0)
+			return gs_ok(err);
+		cudaError_t ce = cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, e->cs);
+
+		if (ce != cudaSuccess)
+			return gs_cuda_fail(err, ce, "cudaMemcpyAsync (device to device)");
+		return gs_ok(err);
+	}
+	catch (...)
+	{
+		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
+	}
+}
+
+gs_status
 gs_cuda_widen16(gs_cuda_engine *e, const void *d_src16, void *d_dst32, size_t n, gs_error *err)
 {
 	try

@@ -61,6 +61,9 @@ void		gs_cuda_host_unregister(gs_cuda_engine *e, void *h_ptr);
 /* asynchronous host->device copy on the engine's copy stream */
 gs_status	gs_cuda_copy_to_device_async(gs_cuda_engine *e, void *d_dst, const void *h_src,
 										size_t bytes, gs_error *err);
+/* device-to-device copy on the engine's copy stream (ordered with the copies above) */
+gs_status	gs_cuda_copy_device_async(gs_cuda_engine *e, void *d_dst, const void *d_src,
+									  size_t bytes, gs_error *err);
 /* widen 2-byte keys to 4-byte keys on the device (n keys, src and dst on device) */
 gs_status	gs_cuda_widen16(gs_cuda_engine *e, const void *d_src16, void *d_dst32, size_t n,
 						   gs_error *err);

@@ -94,7 +94,11 @@ SER="SET max_parallel_workers_per_gather = 0; SET gpuselect.gpu_min_rows = 0; $N
 # float8 rows need ~1.2 GB with 8 workers)
 ARENA="SET gpuselect.parallel_arena_size = '${GS_BENCH_ARENA:-256MB}';"
 PAR="SET max_parallel_workers_per_gather = $WORKERS; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET gpuselect.gpu_min_rows = 0; $ARENA $NOSPILL"
-GPU="SET gpuselect.device = gpu;"
+# the GPU service copies a scan's full key-pool chunks to the device while
+# the scan goes on (prefetch, the default); PF_OFF turns that off for one
+# session's scans (a test hook), for the "prefetch off" rows
+GPU="SET gpuselect.device = gpu; SET gpuselect.test_service_prefetch = on;"
+PF_OFF="SET gpuselect.test_service_prefetch = off;"
 CPU="SET gpuselect.device = cpu;"
 
 $PSQL -c "CREATE EXTENSION IF NOT EXISTS gpuselect;" || exit 1
@@ -152,31 +156,36 @@ for n in $SIZES; do
 	# keys in the leader's arena (the default; GS_BENCH_ARENA sets its size),
 	# in a shared memory segment per worker state (no arena), and through the
 	# tuple queue (GS_BENCH_REPS runs also at 100M rows: parallel runs are short)
-	read -r a_sum a_ar a_shm a_q <<<"$(timeq_alt "$REPS" \
+	read -r a_sum a_ar a_pf a_shm a_q <<<"$(timeq_alt "$REPS" \
 		"$PAR|SELECT sum(x) FROM $t" \
 		"$GPU $PAR SET gpuselect.shared_partial_states = on;|SELECT gpu_quantiles(x, $F101) FROM $t" \
+		"$GPU $PAR SET gpuselect.shared_partial_states = on; $PF_OFF|SELECT gpu_quantiles(x, $F101) FROM $t" \
 		"$GPU $PAR SET gpuselect.parallel_arena_size = 0; SET gpuselect.shared_partial_states = on;|SELECT gpu_quantiles(x, $F101) FROM $t" \
 		"$GPU $PAR SET gpuselect.shared_partial_states = off;|SELECT gpu_quantiles(x, $F101) FROM $t")"
 	row "alternating: sum(x) parallel [floor]" "$n" "$a_sum" "-" "1.00x"
 	row "alternating: [gpu] quantiles(101) parallel" "$n" "$a_ar" "$(ratio "$b101" "$a_ar")" "$(ratio "$a_ar" "$a_sum") par"
+	row "alternating: same, prefetch off" "$n" "$a_pf" "$(ratio "$b101" "$a_pf")" "$(ratio "$a_pf" "$a_sum") par"
 	row "alternating: same, segments, no arena" "$n" "$a_shm" "$(ratio "$b101" "$a_shm")" "$(ratio "$a_shm" "$a_sum") par"
 	row "alternating: same, states via tuple queue" "$n" "$a_q" "$(ratio "$b101" "$a_q")" "$(ratio "$a_q" "$a_sum") par"
 	# serial, alternating: the floor, the built-in (up to BUILTIN_MAX rows),
 	# gpuselect's ordered-set form on the GPU
 	if [ "$n" -le "$BUILTIN_MAX" ]; then
-		read -r a_ssum a_sb a_sg <<<"$(timeq_alt "$reps" \
+		read -r a_ssum a_sb a_sg a_spf <<<"$(timeq_alt "$reps" \
 			"$SER|SELECT sum(x) FROM $t" \
 			"$SER|SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
-			"$GPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
+			"$GPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
+			"$GPU $SER $PF_OFF|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
 	else
 		a_sb=skipped		# without the built-in, GS_BENCH_REPS rounds fit at 100M too
-		read -r a_ssum a_sg <<<"$(timeq_alt "$REPS" \
+		read -r a_ssum a_sg a_spf <<<"$(timeq_alt "$REPS" \
 			"$SER|SELECT sum(x) FROM $t" \
-			"$GPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
+			"$GPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
+			"$GPU $SER $PF_OFF|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
 	fi
 	row "alternating: sum(x) serial [floor]" "$n" "$a_ssum" "-" "1.00x"
 	row "alternating: built-in percentile_disc(0.5)" "$n" "$a_sb" "1.00x" "$(ratio "$a_sb" "$a_ssum")"
 	row "alternating: [gpu] gpu_percentile_disc(0.5)" "$n" "$a_sg" "$(ratio "$a_sb" "$a_sg")" "$(ratio "$a_sg" "$a_ssum")"
+	row "alternating: same, prefetch off" "$n" "$a_spf" "$(ratio "$a_sb" "$a_spf")" "$(ratio "$a_spf" "$a_ssum")"
 	[ "$n" -ge 100000000 ] && $PSQL -c "DROP TABLE $t;" >/dev/null
 done
 

@@ -14,6 +14,8 @@
 #     raises 55000, the service answers the next job
 #   - cancel during a GPU query: 57014, the backend survives, the next
 #     query is right
+#   - prefetch: the job reads the copies the service made during the scan;
+#     off (test hook) it does not; same answers
 #   - no leak: the key pool's bytes in use and the service's device bytes
 #     return to baseline after 100 repetitions (errors and faults included)
 #   - 16 concurrent sessions (pgbench) with correct results
@@ -98,6 +100,28 @@ r=$(q "$GPU SET max_parallel_workers_per_gather = 4; SET parallel_setup_cost = 0
 	SELECT value FROM gpuselect_status() WHERE name = 'last_path';")
 check "parallel gpu_quantiles = built-in, selected by the service" "$(printf 't\nservice')" "$(echo "$r" | grep -v '^SET$')"
 
+# prefetch: the service copies the scan's full key-pool chunks to the device
+# while the scan goes on, and the job reads those copies (device to device);
+# with this session's prefetch off (a test hook) it copies every key at the
+# job.  Same answers; the job's host bytes and copy time, both ways, printed.
+pf="SELECT string_agg(name || '=' || value, ' ' ORDER BY name) FROM gpuselect_status()
+	WHERE name IN ('last_bytes_copied', 'last_copy_ms')"
+r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
+	SELECT value::bigint AS u0 FROM gpuselect_status() WHERE name = 'service_prefetch_used_bytes' \gset
+	SELECT (gpu_percentile_disc($fr) WITHIN GROUP (ORDER BY f8))::text = (percentile_disc($fr) WITHIN GROUP (ORDER BY f8))::text FROM gchk;
+	$pf;
+	SELECT value::bigint > :u0 FROM gpuselect_status() WHERE name = 'service_prefetch_used_bytes';
+	SET gpuselect.test_service_prefetch = off;
+	SELECT value::bigint AS u1 FROM gpuselect_status() WHERE name = 'service_prefetch_used_bytes' \gset
+	SELECT (gpu_percentile_disc($fr) WITHIN GROUP (ORDER BY f8))::text = (percentile_disc($fr) WITHIN GROUP (ORDER BY f8))::text FROM gchk;
+	$pf;
+	SELECT value::bigint = :u1 FROM gpuselect_status() WHERE name = 'service_prefetch_used_bytes';")
+check "prefetch on, then off: right answers, copies read only when on" "$(printf 't
+t
+t
+t')" "$(echo "$r" | grep -E '^[tf]$')"
+echo "    (prefetch on: $(echo "$r" | grep last_ | head -1); off: $(echo "$r" | grep last_ | tail -1))"
+
 # approximate: GPU and CPU engines draw the same sample, so give the same answers
 r=$(q "SET gpuselect.approximate = on; SET gpuselect.gpu_min_rows = 0; SET max_parallel_workers_per_gather = 0;
 	CREATE TEMP TABLE a AS SELECT 1;
@@ -135,11 +159,22 @@ r=$(q "$GPU SET max_parallel_workers_per_gather = 0; SET statement_timeout = '30
 	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) = percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM gchk;")
 check "cancel: 57014, backend survives, next answer right" "$(printf 'ERROR:  57014\nt')" "$(echo "$r" | grep -E '^(ERROR|[tf]$)')"
 
-# leaks: 100 repetitions, errors and engine faults included, in one session
+# leaks: 100 repetitions, errors and engine faults included, in one session;
+# measured once the service has dropped the prefetched copies of the last
+# query's chunks (it does so right after they are freed) and its lane has
+# sampled the device memory since
+settle="DO \$\$ BEGIN
+	  FOR i IN 1..100 LOOP
+	    EXIT WHEN (SELECT value::bigint FROM gpuselect_status() WHERE name = 'service_prefetch_resident_bytes') = 0;
+	    PERFORM pg_sleep(0.05);
+	  END LOOP;
+	  PERFORM pg_sleep(1.2);
+	END \$\$;"
 mem="SELECT string_agg(value, ',' ORDER BY name) FROM gpuselect_status()
 	 WHERE name IN ('key_pool_used_bytes', 'service_device_bytes', 'service_slots_in_use')"
 r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
 	SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY i4) FROM gchk;
+	$settle
 	$mem \gset before_
 	DO \$\$
 	DECLARE v float8; k int;
@@ -160,6 +195,7 @@ r=$(q "$GPU SET max_parallel_workers_per_gather = 0;
 	    END IF;
 	  END LOOP;
 	END \$\$;
+	$settle
 	SELECT (string_agg(value, ',' ORDER BY name) = :'before_string_agg')::text FROM gpuselect_status()
 	 WHERE name IN ('key_pool_used_bytes', 'service_device_bytes', 'service_slots_in_use');
 	SELECT :'before_string_agg';")

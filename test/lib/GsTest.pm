@@ -218,7 +218,8 @@ sub service_cluster_stop
 sub service_mode { return $ENV{GS_SERVICE_MODE} // 'cpu_test'; }
 
 # service_pool_baseline($seconds) -> true once no chunk is used or held by a
-# scan and no job slot is busy (the pool back to how a test found it)
+# scan, no job slot is busy and no prefetched copy is left (the pool back
+# to how a test found it)
 sub service_pool_baseline
 {
 	my ($seconds) = @_;
@@ -226,6 +227,7 @@ sub service_pool_baseline
 		my $s = service_status();
 		$s->{key_pool_used_bytes} == 0 && $s->{key_pool_scan_bytes} == 0
 		  && $s->{service_slots_in_use} == 0
+		  && ($s->{service_prefetch_resident_bytes} // 0) == 0
 	}, $seconds);
 }
 

@@ -8,6 +8,8 @@
  * wait), run with every signal blocked, stop a held job when its interrupt
  * hook says so, pass an injected failure through, and a stop ends every
  * lane within the deadline, a running job handed back as canceled.
+ * Prefetched copies: read by a job of their generation, never by another,
+ * not after a drop.
  * Ends with "test_service_lanes: N passed, M failed".
  */
 #include <poll.h>
@@ -104,6 +106,83 @@ setup(gs_lane_work *w, int k, uint64_t *keys, gs_segment *seg, uint64_t *ranks, 
 	w->inject = GS_OK;
 }
 
+static bool
+answers_are(const uint64_t *out, const uint64_t *sorted, const uint64_t *ranks)
+{
+	for (int r = 0; r < NRANKS; r++)
+		if (out[r] != sorted[ranks[r]])
+			return false;
+	return true;
+}
+
+static void
+wait_prefetched(uint64_t at_least)
+{
+	struct timespec ms10 = {0, 10 * 1000 * 1000};
+
+	for (int i = 0; i < 500 && gs_lanes_prefetched_bytes() < at_least; i++)
+		nanosleep(&ms10, NULL);
+}
+
+/*
+ * Prefetch on lane 0: a copy of chunk 2 (keys, generation 5) is read by a
+ * job of generation 5 instead of the keys, which are changed afterwards;
+ * a job of generation 6, or one after the copy was dropped, reads the keys.
+ * `sorted` holds the keys sorted; the keys are restored at the end.
+ */
+static void
+prefetch_checks(uint64_t *keys, uint64_t *sorted, uint64_t *ranks, uint64_t *out,
+				gs_segment *seg, gs_lane_work *w)
+{
+	uint64_t	bytes = sizeof(uint64_t) * NKEYS;
+	uint64_t	before = gs_lanes_prefetched_bytes();
+	uint64_t   *saved = malloc(bytes);
+	uint64_t	zeros[NRANKS] = {0};
+	int			chunk = 2;
+	uint32_t	gen = 5;
+	gs_lane_work *got[1];
+
+	memcpy(saved, keys, bytes);
+	gs_lanes_prefetch(0, chunk, 5, keys, bytes);
+	wait_prefetched(before + bytes);
+	CHECK(gs_lanes_prefetched_bytes() == before + bytes, "prefetch: the lane copied the chunk");
+	memset(keys, 0, bytes);		/* the pool chunk is another generation's now */
+
+	setup(w, 0, keys, seg, ranks, out);
+	w->seg_chunk = &chunk;
+	w->seg_gen = &gen;
+	gs_lanes_submit(0, w);
+	CHECK(collect(got, 1, 60000) == 1 && w->status == GS_OK, "prefetch: a job of the copy's generation ran");
+	CHECK(answers_are(out, sorted, ranks), "... on the copy, not the changed keys");
+	CHECK(w->prefetch_used_bytes == bytes, "... and says so");
+
+	gen = 6;
+	setup(w, 0, keys, seg, ranks, out);
+	w->seg_chunk = &chunk;
+	w->seg_gen = &gen;
+	gs_lanes_submit(0, w);
+	CHECK(collect(got, 1, 60000) == 1 && w->status == GS_OK &&
+		  memcmp(out, zeros, sizeof(zeros)) == 0 && w->prefetch_used_bytes == 0,
+		  "prefetch: a job of another generation reads the keys");
+
+	gen = 5;
+	gs_lanes_unfetch(0, chunk);
+	{
+		struct timespec ms200 = {0, 200 * 1000 * 1000};
+
+		nanosleep(&ms200, NULL);	/* the lane is idle: the drop runs at once */
+	}
+	setup(w, 0, keys, seg, ranks, out);
+	w->seg_chunk = &chunk;
+	w->seg_gen = &gen;
+	gs_lanes_submit(0, w);
+	CHECK(collect(got, 1, 60000) == 1 && w->status == GS_OK &&
+		  memcmp(out, zeros, sizeof(zeros)) == 0 && w->prefetch_used_bytes == 0,
+		  "prefetch: a dropped copy is not read");
+	memcpy(keys, saved, bytes);
+	free(saved);
+}
+
 int
 main(void)
 {
@@ -121,7 +200,7 @@ main(void)
 	double		t0;
 	int			n;
 
-	CHECK(gs_lanes_start(NLANES, devs, ok, why) == NLANES, "three lanes start");
+	CHECK(gs_lanes_start(NLANES, devs, 4, ok, why) == NLANES, "three lanes start");
 	for (int k = 0; k < NLANES; k++)
 		CHECK(ok[k], "a CPU lane is usable");
 	CHECK(gs_lanes_wake_fd() >= 0, "the wake pipe exists");
@@ -157,6 +236,10 @@ main(void)
 	}
 	CHECK(atomic_load(&hook_calls) > 0, "the engines polled the interrupt hook");
 	CHECK(atomic_load(&signals_blocked) == 1, "lane threads run with every signal blocked");
+
+	memcpy(sorted, keys[0], sizeof(uint64_t) * NKEYS);
+	qsort(sorted, NKEYS, sizeof(uint64_t), cmp_u64);
+	prefetch_checks(keys[0], sorted, ranks, out[0], &seg[0], &work[0]);
 
 	/* a held job stops when its hook says abandoned; an injected failure passes through */
 	setup(&work[0], 0, keys[0], &seg[0], ranks, out[0]);
