@@ -234,6 +234,7 @@ gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
 	st = gs_state_create_for(aggcontext, c);
 	st->partial = gs_agg_is_partial(fcinfo);
 	st->arena_ok = st->partial && gs_agg_is_plain(fcinfo);
+	st->lease_ok = st->partial;
 	return st;
 }
 

@@ -104,6 +104,7 @@ gs_planner_start(FunctionCallInfo fcinfo, bool descending)
 	st->partial = DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
 	st->arena_ok = st->partial && fcinfo->context != NULL && IsA(fcinfo->context, AggState) &&
 		((AggState *) fcinfo->context)->aggstrategy == AGG_PLAIN;
+	st->lease_ok = st->partial;
 	st->have_fraction = true;
 	st->fraction_null = PG_ARGISNULL(2);
 	return st;

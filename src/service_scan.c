@@ -30,9 +30,10 @@
  * on in palloc'd chunks (counted in key_pool_scan_short); nothing fails.
  *
  * Leases: partial states (parallel workers, and the leader's own partial
- * aggregation) of a parallel plain aggregate.  A worker cannot know the
- * group's size, so it follows the arena's rule (arena.h): once its
- * palloc'd chunks reach GS_ARENA_START_BYTES, with the service READY,
+ * aggregation) of a parallel aggregate, grouped or not.  A worker cannot
+ * know the group's size, so it follows the arena's rule (arena.h): once its
+ * palloc'd chunks reach GS_ARENA_START_BYTES (a grouped state: a pool
+ * chunk's worth), with the service READY,
  * gpuselect.device not cpu and gpuselect.shared_partial_states on, further chunks are pool chunks LEASED to its
  * leader -- held under the leader's job slot and pid, with the chunk's
  * `leased` mark and the slot's lease generation -- and the serialized
@@ -253,6 +254,16 @@ gs_service_lease_chunk(GsState *st, uint64 *cap, int *pool_ref)
 	/* gpuselect.shared_partial_states = off: the tuple queue for everything */
 	if (st->lease_off || st->key_bytes == 0 || !gs_guc_shared_partial_states ||
 		!gs_service_in_use() || pg_atomic_read_u32(&c->state) != GS_SVC_READY)
+		return NULL;
+
+	/*
+	 * A grouped partial state (one per group and participant) waits until
+	 * it holds a pool chunk's worth of keys in palloc'd memory: many
+	 * mid-sized groups would otherwise tie the pool up in mostly empty
+	 * chunks until the leader combines them.  A plain aggregate's one state
+	 * leases from the arena's 256 kB on.
+	 */
+	if (!st->arena_ok && (Size) st->grow_cap * st->key_bytes < c->chunk_bytes)
 		return NULL;
 	if (IsParallelWorker())
 	{

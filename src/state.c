@@ -85,11 +85,14 @@ gs_state_grow(GsState *st)
 		gs_pool_seal(st->chunks[st->nchunks - 1].pool_ref - 1);
 
 	/*
-	 * A large partial state of a parallel plain aggregate: chunks of the GPU
-	 * service's key pool leased to the leader, which reads them in place
-	 * (service_scan.c), when the group may go to the GPU; else the arena.
+	 * A large partial state of a parallel aggregate (grouped or not): chunks
+	 * of the GPU service's key pool leased to the leader, which reads them
+	 * in place (service_scan.c), when the group may go to the GPU; else, for
+	 * a plain aggregate, the arena.  Leases need no plain aggregate: they
+	 * live until the leader's transaction end, whenever the leader reads
+	 * the states (a sorted or spilled Finalize step included).
 	 */
-	if (st->arena_ok && (Size) st->grow_cap * st->key_bytes >= GS_ARENA_START_BYTES &&
+	if (st->lease_ok && (Size) st->grow_cap * st->key_bytes >= GS_ARENA_START_BYTES &&
 		gs_guc_device != GS_DEVICE_CPU && gs_service_in_use())
 	{
 		uint64		pool_cap;

@@ -69,6 +69,8 @@ typedef struct GsState
 	bool		descending;		/* ordered-set form with ORDER BY x DESC */
 	bool		partial;		/* will be serialized, never selected on: no GPU chunks */
 	bool		arena_ok;		/* partial plain aggregate: large chunks may go in the arena */
+	bool		lease_ok;		/* partial state, grouped or not: large chunks may be
+								 * key-pool chunks leased to the leader */
 	int64		nrows;			/* non-NULL values appended */
 
 	int			nchunks;

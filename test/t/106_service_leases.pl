@@ -4,7 +4,7 @@
 # leased to the leader, which adopts them when it combines the states and
 # hands them to the service in place (src/service_scan.c).  Answers equal
 # the built-ins (three key widths, several aggregates, with and without
-# leader participation, GROUP BY off the lease path, the CPU fallback
+# leader participation, GROUP BY hashed and sorted, the CPU fallback
 # reading the same chunks); service_worker_keys_in_place moves; the pool
 # is back to empty after success, an ERROR in the leader's final call, an
 # ERROR in the leader's combine after some states were read, an ERROR in a
@@ -104,14 +104,44 @@ cmp_ok($s1->{service_worker_keys_in_place} - $s0->{service_worker_keys_in_place}
 	'accelerated built-ins: leased keys read in place');
 ok(baseline(), 'accelerated built-ins: the pool is back at baseline');
 
-# -- GROUP BY: grouped partial states stay off leases (and the arena); answers right
+# -- GROUP BY: grouped partial states lease too (not the arena), once they
+# hold a pool chunk's worth of keys (1 MB: grp / 4 is one group, ~300000
+# float8 keys a participant; grp's 4 groups of i4 only ~75000 int4), whether
+# the leader hashes them or sorts them first; the built-in's rewrite as well
 my $fr = q{ARRAY[0, 0.001, 0.25, 0.5, 0.75, 0.999, 1]::float8[]};
+for my $plan ('SET enable_sort = off;', 'SET enable_hashagg = off;')
+{
+	$s0 = status();
+	is(psql_value($par . "SET gpuselect.device = 'gpu'; $plan
+SELECT count(*), bool_and(a = b) FROM (
+  SELECT grp / 4 AS k, gpu_quantiles(x, $fr)::text AS a FROM gs_l GROUP BY 1) s
+  JOIN (SELECT grp / 4 AS k, (percentile_disc($fr) WITHIN GROUP (ORDER BY x))::text AS b FROM gs_l GROUP BY 1) t USING (k);"),
+		'1|t', "GROUP BY, parallel ($plan): equal to the built-ins");
+	$s1 = status();
+	cmp_ok($s1->{service_worker_keys_in_place} - $s0->{service_worker_keys_in_place}, '>', 0,
+		"GROUP BY ($plan): leased keys read in place");
+	ok(baseline(), "GROUP BY ($plan): the pool is back at baseline");
+}
+$s0 = status();
+is(psql_value($par . "SET gpuselect.device = 'gpu'; SET gpuselect.accelerate_builtins = on;
+SELECT (percentile_cont(0.37) WITHIN GROUP (ORDER BY x DESC))::text AS a FROM gs_l GROUP BY grp / 4 \\gset
+SET gpuselect.accelerate_builtins = off; SET max_parallel_workers_per_gather = 0;
+SELECT (percentile_cont(0.37) WITHIN GROUP (ORDER BY x DESC))::text = :'a' FROM gs_l GROUP BY grp / 4;"),
+	't', 'GROUP BY, accelerated built-in cont DESC: equal to the built-in');
+$s1 = status();
+cmp_ok($s1->{service_worker_keys_in_place} - $s0->{service_worker_keys_in_place}, '>', 0,
+	'GROUP BY, accelerated built-in: leased keys read in place');
+ok(baseline(), 'GROUP BY, accelerated built-in: the pool is back at baseline');
+# 4 groups of i4: ~300 kB a participant's group, under a chunk: no lease
+$s0 = status();
 is(psql_value($par . "SET gpuselect.device = 'gpu';
 SELECT count(*), bool_and(a = b) FROM (
-  SELECT grp, gpu_quantiles(x, $fr)::text AS a FROM gs_l GROUP BY grp) s
-  JOIN (SELECT grp, (percentile_disc($fr) WITHIN GROUP (ORDER BY x))::text AS b FROM gs_l GROUP BY grp) t USING (grp);"),
-	'4|t', 'GROUP BY, parallel: 4 groups equal the built-ins');
-ok(baseline(), 'GROUP BY: the pool is back at baseline');
+  SELECT grp, gpu_quantiles(i4, $fr)::text AS a FROM gs_l GROUP BY grp) s
+  JOIN (SELECT grp, (percentile_disc($fr) WITHIN GROUP (ORDER BY i4))::text AS b FROM gs_l GROUP BY grp) t USING (grp);"),
+	'4|t', 'GROUP BY, 4 mid-sized groups: equal to the built-ins');
+$s1 = status();
+is($s1->{service_worker_keys_in_place} - $s0->{service_worker_keys_in_place}, 0,
+	'GROUP BY, mid-sized groups: below a chunk a group, no lease');
 
 # -- auto, the service's job fails: the CPU fallback reads the same chunks
 $s0 = status();
