@@ -24,6 +24,7 @@
 set -u
 SIZES=${GS_BENCH_SIZES-"1000000 10000000 100000000"}   # set but empty: none
 EXTRAS=${GS_BENCH_EXTRAS:-1}      # 0: skip the dashboard and crossover parts
+ALT_ONLY=${GS_BENCH_ALT_ONLY:-0}  # 1: only the alternating rows (ratios in one session)
 REPS=${GS_BENCH_REPS:-3}
 WORKERS=${GS_BENCH_WORKERS:-8}
 BUILTIN_MAX=${GS_BENCH_BUILTIN_MAX_ROWS:-100000000}   # skip built-in above this size
@@ -125,33 +126,38 @@ for n in $SIZES; do
 	$PSQL -c "CREATE TABLE IF NOT EXISTS $t AS SELECT random() * 1000 AS x FROM generate_series(1, $n);" \
 		-c "VACUUM ANALYZE $t;" >/dev/null
 	$PSQL -o /dev/null -c "SELECT sum(x) FROM $t"   # read the table into the caches
-	sum_s=$(timeq "$SER" $reps "SELECT sum(x) FROM $t")
-	sum_p=$(timeq "$PAR" $reps "SELECT sum(x) FROM $t")
-	row "sum(x) serial [floor]" "$n" "$sum_s" "-" "1.00x"
-	row "sum(x) parallel $WORKERS workers [floor]" "$n" "$sum_p" "-" "1.00x"
-	if [ "$n" -le "$BUILTIN_MAX" ]; then
-		b1=$(timeq "$SER" $reps "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")
-		b101=$(timeq "$SER" $reps "SELECT percentile_disc($F101) WITHIN GROUP (ORDER BY x) FROM $t")
+	# GS_BENCH_ALT_ONLY=1: straight to the alternating rows
+	if [ "$ALT_ONLY" != 1 ]; then
+		sum_s=$(timeq "$SER" $reps "SELECT sum(x) FROM $t")
+		sum_p=$(timeq "$PAR" $reps "SELECT sum(x) FROM $t")
+		row "sum(x) serial [floor]" "$n" "$sum_s" "-" "1.00x"
+		row "sum(x) parallel $WORKERS workers [floor]" "$n" "$sum_p" "-" "1.00x"
+		if [ "$n" -le "$BUILTIN_MAX" ]; then
+			b1=$(timeq "$SER" $reps "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")
+			b101=$(timeq "$SER" $reps "SELECT percentile_disc($F101) WITHIN GROUP (ORDER BY x) FROM $t")
+		else
+			b1="skipped"; b101="skipped"
+		fi
+		row "built-in percentile_disc(0.5)" "$n" "$b1" "1.00x" "$(ratio "$b1" "$sum_s")"
+		row "built-in percentile_disc(101)" "$n" "$b101" "1.00x" "$(ratio "$b101" "$sum_s")"
+		for path in cpu gpu; do
+			if [ $path = gpu ]; then DEV=$GPU; else DEV=$CPU; fi
+			x=$(timeq "$DEV $SER" $reps "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")
+			row "[$path] gpu_percentile_disc(0.5)" "$n" "$x" "$(ratio "$b1" "$x")" "$(ratio "$x" "$sum_s")"
+			x=$(timeq "$DEV $SER" $reps "SELECT gpu_median(x) FROM $t")
+			row "[$path] gpu_median" "$n" "$x" "$(ratio "$b1" "$x")" "$(ratio "$x" "$sum_s")"
+			x=$(timeq "$DEV $SER" $reps "SELECT gpu_quantiles(x, $F101) FROM $t")
+			row "[$path] gpu_quantiles(101) serial" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_s")"
+			x=$(timeq "$DEV $PAR" $reps "SELECT gpu_quantiles(x, $F101) FROM $t" 1)
+			row "[$path] gpu_quantiles(101) parallel" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_p") par"
+			x=$(timeq "$DEV $SER SET gpuselect.approximate = on;" $reps "SELECT gpu_quantiles(x, $F101) FROM $t")
+			bound=$($PSQL -At -c "$DEV $SER SET gpuselect.approximate = on; SELECT gpu_quantiles(x, $F101) FROM $t;
+				SELECT value FROM gpuselect_status() WHERE name = 'last_rank_bound';" | tail -1)
+			row "[$path] approximate quantiles(101) bound=$bound" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_s")"
+		done
 	else
-		b1="skipped"; b101="skipped"
+		b1=skipped; b101=skipped
 	fi
-	row "built-in percentile_disc(0.5)" "$n" "$b1" "1.00x" "$(ratio "$b1" "$sum_s")"
-	row "built-in percentile_disc(101)" "$n" "$b101" "1.00x" "$(ratio "$b101" "$sum_s")"
-	for path in cpu gpu; do
-		if [ $path = gpu ]; then DEV=$GPU; else DEV=$CPU; fi
-		x=$(timeq "$DEV $SER" $reps "SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")
-		row "[$path] gpu_percentile_disc(0.5)" "$n" "$x" "$(ratio "$b1" "$x")" "$(ratio "$x" "$sum_s")"
-		x=$(timeq "$DEV $SER" $reps "SELECT gpu_median(x) FROM $t")
-		row "[$path] gpu_median" "$n" "$x" "$(ratio "$b1" "$x")" "$(ratio "$x" "$sum_s")"
-		x=$(timeq "$DEV $SER" $reps "SELECT gpu_quantiles(x, $F101) FROM $t")
-		row "[$path] gpu_quantiles(101) serial" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_s")"
-		x=$(timeq "$DEV $PAR" $reps "SELECT gpu_quantiles(x, $F101) FROM $t" 1)
-		row "[$path] gpu_quantiles(101) parallel" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_p") par"
-		x=$(timeq "$DEV $SER SET gpuselect.approximate = on;" $reps "SELECT gpu_quantiles(x, $F101) FROM $t")
-		bound=$($PSQL -At -c "$DEV $SER SET gpuselect.approximate = on; SELECT gpu_quantiles(x, $F101) FROM $t;
-			SELECT value FROM gpuselect_status() WHERE name = 'last_rank_bound';" | tail -1)
-		row "[$path] approximate quantiles(101) bound=$bound" "$n" "$x" "$(ratio "$b101" "$x")" "$(ratio "$x" "$sum_s")"
-	done
 	# parallel, alternating in one session: the floor, gpu_quantiles with the
 	# keys in the leader's arena (the default; GS_BENCH_ARENA sets its size),
 	# in a shared memory segment per worker state (no arena), and through the
