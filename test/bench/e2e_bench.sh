@@ -176,22 +176,25 @@ for n in $SIZES; do
 	# serial, alternating: the floor, the built-in (up to BUILTIN_MAX rows),
 	# gpuselect's ordered-set form on the GPU
 	if [ "$n" -le "$BUILTIN_MAX" ]; then
-		read -r a_ssum a_sb a_sg a_spf <<<"$(timeq_alt "$reps" \
+		read -r a_ssum a_sb a_sg a_spf a_sc <<<"$(timeq_alt "$reps" \
 			"$SER|SELECT sum(x) FROM $t" \
 			"$SER|SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
 			"$GPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
-			"$GPU $SER $PF_OFF|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
+			"$GPU $SER $PF_OFF|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
+			"$CPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
 	else
 		a_sb=skipped		# without the built-in, GS_BENCH_REPS rounds fit at 100M too
-		read -r a_ssum a_sg a_spf <<<"$(timeq_alt "$REPS" \
+		read -r a_ssum a_sg a_spf a_sc <<<"$(timeq_alt "$REPS" \
 			"$SER|SELECT sum(x) FROM $t" \
 			"$GPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
-			"$GPU $SER $PF_OFF|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
+			"$GPU $SER $PF_OFF|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t" \
+			"$CPU $SER|SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM $t")"
 	fi
 	row "alternating: sum(x) serial [floor]" "$n" "$a_ssum" "-" "1.00x"
 	row "alternating: built-in percentile_disc(0.5)" "$n" "$a_sb" "1.00x" "$(ratio "$a_sb" "$a_ssum")"
 	row "alternating: [gpu] gpu_percentile_disc(0.5)" "$n" "$a_sg" "$(ratio "$a_sb" "$a_sg")" "$(ratio "$a_sg" "$a_ssum")"
 	row "alternating: same, prefetch off" "$n" "$a_spf" "$(ratio "$a_sb" "$a_spf")" "$(ratio "$a_spf" "$a_ssum")"
+	row "alternating: [cpu] gpu_percentile_disc(0.5)" "$n" "$a_sc" "$(ratio "$a_sb" "$a_sc")" "$(ratio "$a_sc" "$a_ssum")"
 	[ "$n" -ge 100000000 ] && $PSQL -c "DROP TABLE $t;" >/dev/null
 done
 
