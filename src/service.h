@@ -226,6 +226,7 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 prefetch_bytes;	/* bytes copied to devices while scans went on */
 	pg_atomic_uint64 prefetch_used_bytes;	/* ... that jobs read there instead of the pool */
 	pg_atomic_uint64 prefetch_resident;	/* bytes of such copies on the devices now */
+	pg_atomic_uint64 prefetch_limit;	/* the budget the service applies (0: none yet) */
 	pg_atomic_uint64 device_bytes;	/* the service's device memory (engine's count) */
 	pg_atomic_uint64 device_peak;	/* ... its highest during a job */
 	pg_atomic_uint64 device_used;	/* the device's memory in use (all processes) */

@@ -784,8 +784,8 @@ gs_service_main(Datum arg)
 	/* what an earlier incarnation left (jobs it ran, chunks of the dead) */
 	gs_svc_reap();
 	gs_svc_open_devices(mode);
+	gs_svc_publish_memory();	/* the devices' sizes: the prefetch budget reads them */
 	gs_prefetch_start();
-	gs_svc_publish_memory();
 
 	/* the latch, the lanes' wake pipe, postmaster death */
 	wait_set = gs_create_wait_set(3);

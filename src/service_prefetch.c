@@ -7,8 +7,8 @@
  * (or a leader that adopts a worker's leased chunk) SEALS it: the chunk's
  * `sealed` becomes its `gen` (service.h, GsSvcChunk), and the service's
  * latch is set.  On its next round the main thread walks the chunk table:
- *   - a sealed chunk with no copy yet, while the copies fit in
- *     gpuselect.service_prefetch_size: ordered copied, in that generation,
+ *   - a sealed chunk with no copy yet, while the copies fit in the budget
+ *     (gs_prefetch_limit): ordered copied, in that generation,
  *     to the device its backend's jobs prefer (gs_prefetch_device);
  *   - a copy whose chunk is in another generation now (freed, retaken):
  *     ordered dropped.
@@ -40,6 +40,30 @@ static int8 *pf_lane = NULL;	/* ... to which device */
 static uint64 pf_ordered = 0;	/* bytes of copies ordered and not dropped */
 static TimestampTz pf_last_walk = 0;
 
+/*
+ * The budget: gpuselect.service_prefetch_size, or for -1 the key pool's
+ * size but at most a quarter of the smallest usable device's memory, so
+ * that copies never crowd out a large job's own buffers.
+ */
+static uint64
+gs_prefetch_limit(void)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	uint64		limit = gs_service_prefetch_bytes();
+
+	if (gs_guc_service_prefetch_size < 0)
+	{
+		for (int k = 0; k < c->ndevices; k++)
+		{
+			uint64		total = pg_atomic_read_u64(&c->devices[k].total_bytes);
+
+			if (gs_svc_device_ok(k) && total > 0)
+				limit = Min(limit, total / 4);
+		}
+	}
+	return limit;
+}
+
 void
 gs_prefetch_start(void)
 {
@@ -49,6 +73,7 @@ gs_prefetch_start(void)
 	pf_lane = MemoryContextAllocZero(TopMemoryContext, sizeof(int8) * Max(n, 1));
 	pf_ordered = 0;
 	pg_atomic_write_u64(&gs_svc_ctl->prefetch_resident, 0);
+	pg_atomic_write_u64(&gs_svc_ctl->prefetch_limit, gs_prefetch_limit());
 }
 
 /*
@@ -117,7 +142,7 @@ void
 gs_prefetch_round(void)
 {
 	GsSvcControl *c = gs_svc_ctl;
-	uint64		limit = gs_service_prefetch_bytes();
+	uint64		limit = gs_prefetch_limit();
 	bool		pending = pg_atomic_exchange_u32(&c->prefetch_pending, 0) != 0;
 	TimestampTz now;
 
@@ -130,6 +155,7 @@ gs_prefetch_round(void)
 		gs_prefetch_walk(limit);
 		pf_last_walk = now;
 	}
+	pg_atomic_write_u64(&c->prefetch_limit, limit);
 	pg_atomic_write_u64(&c->prefetch_resident, pf_ordered);
 	pg_atomic_write_u64(&c->prefetch_bytes, gs_lanes_prefetched_bytes());
 }

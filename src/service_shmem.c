@@ -201,6 +201,7 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->prefetch_bytes, 0);
 		pg_atomic_init_u64(&c->prefetch_used_bytes, 0);
 		pg_atomic_init_u64(&c->prefetch_resident, 0);
+		pg_atomic_init_u64(&c->prefetch_limit, 0);
 		pg_atomic_init_u64(&c->device_bytes, 0);
 		pg_atomic_init_u64(&c->device_peak, 0);
 		pg_atomic_init_u64(&c->device_used, 0);
@@ -888,7 +889,8 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("service_keys_copied", pg_atomic_read_u64(&c->scan_keys_copied));
 	EMIT_U64("service_worker_keys_in_place", pg_atomic_read_u64(&c->worker_keys_in_place));
 	EMIT_U64("key_pool_leases_swept", pg_atomic_read_u64(&c->leases_swept));
-	EMIT_U64("service_prefetch_limit_bytes", gs_service_prefetch_bytes());
+	EMIT_U64("service_prefetch_limit_bytes", pid > 0 ? pg_atomic_read_u64(&c->prefetch_limit) :
+			 gs_service_prefetch_bytes());
 	EMIT_U64("service_prefetch_bytes", pg_atomic_read_u64(&c->prefetch_bytes));
 	EMIT_U64("service_prefetch_used_bytes", pg_atomic_read_u64(&c->prefetch_used_bytes));
 	EMIT_U64("service_prefetch_resident_bytes", pg_atomic_read_u64(&c->prefetch_resident));
