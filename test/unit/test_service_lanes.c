@@ -124,6 +124,20 @@ wait_prefetched(uint64_t at_least)
 		nanosleep(&ms10, NULL);
 }
 
+/* one job on lane 0 over keys, as pool chunk `chunk` in generation *gen */
+static bool
+run_on_chunk(gs_lane_work *w, uint64_t *keys, gs_segment *seg, uint64_t *ranks, uint64_t *out,
+			 const int *chunk, const uint32_t *gen)
+{
+	gs_lane_work *got[1];
+
+	setup(w, 0, keys, seg, ranks, out);
+	w->seg_chunk = chunk;
+	w->seg_gen = gen;
+	gs_lanes_submit(0, w);
+	return collect(got, 1, 60000) == 1 && w->status == GS_OK;
+}
+
 /*
  * Prefetch on lane 0: a copy of chunk 2 (keys, generation 5) is read by a
  * job of generation 5 instead of the keys, which are changed afterwards;
@@ -140,7 +154,6 @@ prefetch_checks(uint64_t *keys, uint64_t *sorted, uint64_t *ranks, uint64_t *out
 	uint64_t	zeros[NRANKS] = {0};
 	int			chunk = 2;
 	uint32_t	gen = 5;
-	gs_lane_work *got[1];
 
 	memcpy(saved, keys, bytes);
 	gs_lanes_prefetch(0, chunk, 5, keys, bytes);
@@ -148,20 +161,12 @@ prefetch_checks(uint64_t *keys, uint64_t *sorted, uint64_t *ranks, uint64_t *out
 	CHECK(gs_lanes_prefetched_bytes() == before + bytes, "prefetch: the lane copied the chunk");
 	memset(keys, 0, bytes);		/* the pool chunk is another generation's now */
 
-	setup(w, 0, keys, seg, ranks, out);
-	w->seg_chunk = &chunk;
-	w->seg_gen = &gen;
-	gs_lanes_submit(0, w);
-	CHECK(collect(got, 1, 60000) == 1 && w->status == GS_OK, "prefetch: a job of the copy's generation ran");
+	CHECK(run_on_chunk(w, keys, seg, ranks, out, &chunk, &gen), "prefetch: a job of the copy's generation ran");
 	CHECK(answers_are(out, sorted, ranks), "... on the copy, not the changed keys");
 	CHECK(w->prefetch_used_bytes == bytes, "... and says so");
 
 	gen = 6;
-	setup(w, 0, keys, seg, ranks, out);
-	w->seg_chunk = &chunk;
-	w->seg_gen = &gen;
-	gs_lanes_submit(0, w);
-	CHECK(collect(got, 1, 60000) == 1 && w->status == GS_OK &&
+	CHECK(run_on_chunk(w, keys, seg, ranks, out, &chunk, &gen) &&
 		  memcmp(out, zeros, sizeof(zeros)) == 0 && w->prefetch_used_bytes == 0,
 		  "prefetch: a job of another generation reads the keys");
 
@@ -172,11 +177,7 @@ prefetch_checks(uint64_t *keys, uint64_t *sorted, uint64_t *ranks, uint64_t *out
 
 		nanosleep(&ms200, NULL);	/* the lane is idle: the drop runs at once */
 	}
-	setup(w, 0, keys, seg, ranks, out);
-	w->seg_chunk = &chunk;
-	w->seg_gen = &gen;
-	gs_lanes_submit(0, w);
-	CHECK(collect(got, 1, 60000) == 1 && w->status == GS_OK &&
+	CHECK(run_on_chunk(w, keys, seg, ranks, out, &chunk, &gen) &&
 		  memcmp(out, zeros, sizeof(zeros)) == 0 && w->prefetch_used_bytes == 0,
 		  "prefetch: a dropped copy is not read");
 	memcpy(keys, saved, bytes);
