@@ -263,7 +263,7 @@ extern int	gs_guc_key_pool_chunk_size; /* kB */
 extern int	gs_guc_service_timeout; /* ms */
 extern int	gs_guc_test_service_delay;	/* ms */
 extern int	gs_guc_test_service_fault;
-extern int	gs_guc_service_prefetch_size;	/* MB; -1: the key pool's size; 0: off */
+extern int	gs_guc_service_prefetch_size;	/* MB (1 GB); -1: the key pool's size; 0: off */
 extern bool gs_guc_test_service_prefetch;	/* off: this session seals nothing */
 
 /* _PG_init (gpuselect.c): settings always; the rest only when preloading */

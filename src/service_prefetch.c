@@ -41,9 +41,11 @@ static uint64 pf_ordered = 0;	/* bytes of copies ordered and not dropped */
 static TimestampTz pf_last_walk = 0;
 
 /*
- * The budget: gpuselect.service_prefetch_size, or for -1 the key pool's
- * size but at most a quarter of the smallest usable device's memory, so
- * that copies never crowd out a large job's own buffers.
+ * The budget: gpuselect.service_prefetch_size (-1: the key pool's size),
+ * never more than the pool nor a quarter of the smallest usable device's
+ * memory, so that copies never crowd out a large job's own buffers.  The
+ * default, 1 GB, keeps the service's device memory flat under load: more
+ * sessions scanning at once than fit in it copy the rest at their jobs.
  */
 static uint64
 gs_prefetch_limit(void)
@@ -51,15 +53,12 @@ gs_prefetch_limit(void)
 	GsSvcControl *c = gs_svc_ctl;
 	uint64		limit = gs_service_prefetch_bytes();
 
-	if (gs_guc_service_prefetch_size < 0)
+	for (int k = 0; k < c->ndevices; k++)
 	{
-		for (int k = 0; k < c->ndevices; k++)
-		{
-			uint64		total = pg_atomic_read_u64(&c->devices[k].total_bytes);
+		uint64		total = pg_atomic_read_u64(&c->devices[k].total_bytes);
 
-			if (gs_svc_device_ok(k) && total > 0)
-				limit = Min(limit, total / 4);
-		}
+		if (gs_svc_device_ok(k) && total > 0)
+			limit = Min(limit, total / 4);
 	}
 	return limit;
 }

@@ -28,7 +28,7 @@ char	   *gs_svc_pool = NULL;
 int			gs_guc_service = GS_SERVICE_ON;
 int			gs_guc_key_pool_size = 256;
 int			gs_guc_key_pool_chunk_size = 4096;
-int			gs_guc_service_prefetch_size = -1;
+int			gs_guc_service_prefetch_size = 1024;
 bool		gs_guc_test_service_prefetch = true;
 int			gs_guc_service_timeout = 30000;
 int			gs_guc_test_service_delay = 0;
@@ -287,9 +287,10 @@ gs_service_preload_init(void)
 	DefineCustomIntVariable("gpuselect.service_prefetch_size",
 							"Device memory the GPU service may fill with keys of scans still running.",
 							"A scan's full key-pool chunks are copied to the device while the scan goes on, "
-							"so a job copies only the rest.  -1: the key pool's size; 0: no prefetch.",
+							"so a job copies only the rest.  At most the key pool's size and a quarter of "
+							"the device's memory; -1: that much; 0: no prefetch.",
 							&gs_guc_service_prefetch_size,
-							-1, -1, INT_MAX / 2,
+							1024, -1, INT_MAX / 2,
 							PGC_SIGHUP, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
@@ -437,11 +438,15 @@ gs_service_prefetch_bytes(void)
 {
 	GsSvcControl *c = gs_svc_ctl;
 
+	uint64		pool;
+
 	if (c == NULL || gs_guc_service_prefetch_size == 0)
 		return 0;
+	/* the copies are of held chunks: never more than the pool */
+	pool = (uint64) c->nchunks * c->chunk_bytes;
 	if (gs_guc_service_prefetch_size < 0)
-		return (uint64) c->nchunks * c->chunk_bytes;
-	return (uint64) gs_guc_service_prefetch_size << 20;
+		return pool;
+	return Min(pool, (uint64) gs_guc_service_prefetch_size << 20);
 }
 
 /*
