@@ -604,19 +604,21 @@ gs_cuda_host_unregister(gs_cuda_engine *e, void *h_ptr)
 	(void) cudaGetLastError();
 }
 
-gs_status
-gs_cuda_copy_to_device_async(gs_cuda_engine *e, void *d_dst, const void *h_src, size_t bytes, gs_error *err)
+/* one asynchronous copy on the engine's copy stream (both public copies) */
+static gs_status
+copy_async(gs_cuda_engine *e, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+		   const char *what, gs_error *err)
 {
 	try
 	{
-		if (!e || (bytes && (!d_dst || !h_src)))
+		if (!e || (bytes && (!dst || !src)))
 			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
 		if (bytes == 0)
 			return gs_ok(err);
-		cudaError_t ce = cudaMemcpyAsync(d_dst, h_src, bytes, cudaMemcpyHostToDevice, e->cs);
+		cudaError_t ce = cudaMemcpyAsync(dst, src, bytes, kind, e->cs);
 
 		if (ce != cudaSuccess)
-			return gs_cuda_fail(err, ce, "cudaMemcpyAsync");
+			return gs_cuda_fail(err, ce, what);
 		return gs_ok(err);
 	}
 	catch (...)
@@ -626,24 +628,16 @@ gs_cuda_copy_to_device_async(gs_cuda_engine *e, void *d_dst, const void *h_src, 
 }
 
 gs_status
+gs_cuda_copy_to_device_async(gs_cuda_engine *e, void *d_dst, const void *h_src, size_t bytes, gs_error *err)
+{
+	return copy_async(e, d_dst, h_src, bytes, cudaMemcpyHostToDevice, "cudaMemcpyAsync", err);
+}
+
+gs_status
 gs_cuda_copy_device_async(gs_cuda_engine *e, void *d_dst, const void *d_src, size_t bytes, gs_error *err)
 {
-	try
-	{
-		if (!e || (bytes && (!d_dst || !d_src)))
-			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
-		if (bytes == 0)
-			return gs_ok(err);
-		cudaError_t ce = cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, e->cs);
-
-		if (ce != cudaSuccess)
-			return gs_cuda_fail(err, ce, "cudaMemcpyAsync (device to device)");
-		return gs_ok(err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
-	}
+	return copy_async(e, d_dst, d_src, bytes, cudaMemcpyDeviceToDevice,
+					  "cudaMemcpyAsync (device to device)", err);
 }
 
 gs_status
