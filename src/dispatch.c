@@ -321,8 +321,7 @@ gs_dispatch_try_gpu(GsState *st, const gs_input *in, const uint64 *ranks, int nr
 			gs_dispatch_gpu_required(ERRCODE_FEATURE_NOT_SUPPORTED,
 									 "this build has no CUDA support");
 		gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-								 psprintf("there is no GPU service: %s",
-										  gs_service_off_reason()));
+								 gs_service_off_reason());
 	}
 	if (outcome != GS_GPU_DONE && gs_guc_device == GS_DEVICE_GPU)
 		gs_dispatch_gpu_required(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

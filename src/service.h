@@ -355,8 +355,8 @@ extern GsGpuOutcome gs_service_select(GsState *st, const gs_input *in, const uin
 										uint64 *out_keys, gs_approx_pick *picks,
 										GsRunInfo *info);
 
-/* how the module was built (GS_HAVE_CUDA), and why there is no service
- * when gs_service_in_use() is false (service_shmem.c) */
+/* how the module was built (GS_HAVE_CUDA), and, when gs_service_in_use()
+ * is false, "there is no GPU service: <why>" (palloc'd; service_shmem.c) */
 extern bool gs_service_cuda_built(void);
 extern const char *gs_service_off_reason(void);
 

@@ -336,7 +336,7 @@ gs_service_cuda_built(void)
 const char *
 gs_service_off_reason(void)
 {
-	return gs_svc_off_reason;
+	return psprintf("there is no GPU service: %s", gs_svc_off_reason);
 }
 
 /* ---------------- the key pool ---------------- */
@@ -811,7 +811,7 @@ gs_svc_gpu_rows(uint32 state, const char *reason,
 	const char *why = NULL;
 
 	if (!gs_svc_registered)
-		why = psprintf("there is no GPU service: %s", gs_svc_off_reason);
+		why = gs_service_off_reason();
 	else if (gs_guc_service == GS_SERVICE_CPU_TEST)
 		why = "gpuselect.service = cpu_test: the service runs the CPU engine";
 	else if (state != GS_SVC_READY)
@@ -841,7 +841,7 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 		emit("gpu_available", "false", arg);
 		emit("gpu_reason", !gs_service_cuda_built() ?
 			 "this build has no CUDA support (built with USE_CUDA=0)" :
-			 psprintf("there is no GPU service: %s", gs_svc_off_reason), arg);
+			 gs_service_off_reason(), arg);
 		emit("service", "off", arg);
 		emit("service_state", "off", arg);
 		emit("service_reason", gs_svc_off_reason, arg);
