@@ -21,6 +21,7 @@ OBJS = \
 	src/plain_aggs.o \
 	src/planner.o \
 	src/planner_aggs.o \
+	src/planner_groups.o \
 	src/dispatch.o \
 	src/datum_state.o \
 	src/datum_select.o \

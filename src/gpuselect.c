@@ -35,4 +35,5 @@ _PG_init(void)
 	MarkGUCPrefixReserved("gpuselect");
 	gs_arena_install_hook();
 	gs_planner_install_hook();
+	gs_planner_groups_install_hook();
 }

@@ -18,6 +18,7 @@ int			gs_guc_approx_buckets = GS_APPROX_BUCKETS_DEFAULT;
 int			gs_guc_seed = 42;
 bool		gs_guc_debug = false;
 bool		gs_guc_accelerate_builtins = false;
+bool		gs_guc_estimate_time_buckets = true;
 int			gs_guc_test_max_serial_bytes = 0;
 bool		gs_guc_shared_partial_states = true;
 bool		gs_guc_test_fail_shared_attach = false;
@@ -161,6 +162,20 @@ gs_guc_define(void)
 							 "a statement follows the value in force when it was planned.",
 							 &gs_guc_accelerate_builtins,
 							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * USERSET: like accelerate_builtins it only changes which plan this
+	 * session's queries get (planner_groups.c), never an answer.
+	 */
+	DefineCustomBoolVariable("gpuselect.estimate_time_buckets",
+							 "Estimate the groups of GROUP BY time buckets (date_trunc, date_bin, floor(extract(epoch ...)/n)) from the column's range.",
+							 "Applies to queries with gpuselect aggregates (or built-ins the rewrite replaced): "
+							 "adds hashed and partial aggregation paths costed with that estimate.",
+							 &gs_guc_estimate_time_buckets,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

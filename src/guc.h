@@ -16,6 +16,11 @@
  *   gpuselect.accelerate_builtins  plan the built-in percentile_disc /
  *                             percentile_cont as gpuselect plain
  *                             aggregates (planner.c)           (default off)
+ *   gpuselect.estimate_time_buckets  estimate the groups of GROUP BY
+ *                             date_trunc(...) and other time buckets
+ *                             from the column's range, for
+ *                             queries with gpuselect aggregates
+ *                             (planner_groups.c)               (default on)
  *   gpuselect.work_mem        a group's in-memory keys; beyond
  *                             it they spill to temporary files (default 1GB;
  *                             -1: work_mem) -- spill.c
@@ -64,6 +69,7 @@ extern int	gs_guc_approx_buckets;
 extern int	gs_guc_seed;
 extern bool gs_guc_debug;
 extern bool gs_guc_accelerate_builtins;
+extern bool gs_guc_estimate_time_buckets;
 extern int	gs_guc_work_mem;	/* kB, -1: work_mem */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;

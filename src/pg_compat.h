@@ -19,14 +19,19 @@
  *     (hasGroupRTE), valid above the grouping step only; an expression moved
  *     below it (planner.c: a fraction into an aggregate's arguments) needs
  *     the expressions themselves.  Before 18 the parse tree has them already.
+ *   - GS_PROCESSED_GROUP_CLAUSE (16): the planner's GROUP BY with redundant
+ *     keys removed is root->processed_groupClause; before 16 the planner
+ *     used parse->groupClause itself.
  *   - gs_create_wait_set (17): CreateWaitEventSet takes a ResourceOwner (NULL:
  *     not tracked); a MemoryContext before.  In 18 it is declared in
  *     storage/waiteventset.h, which storage/latch.h includes.
  *
  * The same in 15 to 18 for what gpuselect uses (the headers compared, and
- * -Werror builds against each): the only hook it installs, ExecutorStart
+ * -Werror builds against each): the hooks it installs, ExecutorStart
  * (void in every release; a bool-returning variant in 18's development was
- * reverted before 18.0), DefineCustom*Variable and MarkGUCPrefixReserved,
+ * reverted before 18.0), planner_hook and create_upper_paths_hook; the
+ * planner calls planner_groups.c makes (create_agg_path, create_gather_path,
+ * get_agg_clause_costs, examine_variable, DecodeUnits); DefineCustom*Variable and MarkGUCPrefixReserved,
  * dsm_create/attach/pin_mapping/find_mapping and DSM_CREATE_NULL_IF_MAXSEGMENTS,
  * AllocSetContextCreate, RegisterXactCallback, the aggregate support API
  * (AggCheckCallContext, AggGetAggref), ConditionVariable and wait events.
@@ -74,6 +79,13 @@ typedef BackendId ProcNumber;
 	((query)->hasGroupRTE ? flatten_group_exprs(NULL, (query), (node)) : (node))
 #else
 #define gs_flatten_group_exprs(query, node) (node)
+#endif
+
+/* ---- 16: root->processed_groupClause ---- */
+#if PG_VERSION_NUM >= 160000
+#define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->processed_groupClause)
+#else
+#define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->parse->groupClause)
 #endif
 
 /* ---- 17: CreateWaitEventSet(ResourceOwner, n) ---- */

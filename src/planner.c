@@ -122,6 +122,20 @@ gs_lookup_extension(GsRewriteCtx *ctx)
 	table_close(rel, AccessShareLock);
 }
 
+/* a function of the gpuselect extension installed in this database? */
+bool
+gs_planner_is_gpuselect_func(Oid funcid)
+{
+	GsRewriteCtx ctx;
+
+	if (funcid < FirstNormalObjectId)
+		return false;
+	memset(&ctx, 0, sizeof(ctx));
+	gs_lookup_extension(&ctx);
+	return OidIsValid(ctx.ext_oid) &&
+		getExtensionOfObject(ProcedureRelationId, funcid) == ctx.ext_oid;
+}
+
 /* Is oid one of the percentiles the rewrite knows?  Fills *c. */
 static bool
 gs_identify(Aggref *a, GsRewriteCtx *ctx, GsCandidate *c)

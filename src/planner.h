@@ -10,6 +10,13 @@
 /* chain gpuselect's planner_hook in front of any previous one (_PG_init) */
 extern void gs_planner_install_hook(void);
 
+/* is funcid a function of the gpuselect extension (planner.c)? */
+extern bool gs_planner_is_gpuselect_func(Oid funcid);
+
+/* chain gpuselect's create_upper_paths_hook: group estimates of time
+ * buckets (planner_groups.c, _PG_init) */
+extern void gs_planner_groups_install_hook(void);
+
 /* a target aggregate named gs_planner_builtin_*: exact whatever
  * gpuselect.approximate says (planner_aggs.c) */
 #define GS_PLANNER_EXACT	0x01

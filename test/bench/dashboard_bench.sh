@@ -16,9 +16,11 @@
 # size differs) by the script.
 #
 # Part 2, planner help: the same rewritten queries with the planner's own
-# parallel costs (only max_parallel_workers_per_gather set), without and
-# with CREATE STATISTICS on the grouping expressions: the plan's shape and
-# time.  Statistics are dropped again at the end.
+# parallel costs (only max_parallel_workers_per_gather set), without
+# statistics on the grouping expressions (gpuselect.estimate_time_buckets
+# off, then on) and with CREATE STATISTICS on them: the plan's shape and
+# time, and the answers of the percentiles against the built-in's.
+# Statistics are dropped again at the end.
 #
 # Environment (defaults in brackets):
 #   GS_BENCH_ROWS      rows                                 [10000000]
@@ -30,6 +32,7 @@
 #   GS_BENCH_NOTE      free text for the result file
 #   GS_BENCH_HELP=0    skip part 2 (planner help); the timings are written
 #                      to GS_BENCH_OUT before part 2 starts either way
+#   GS_BENCH_PART1=0   skip part 1 (its answers and timings): part 2 only
 #   GS_BENCH_QUERIES   the query names to run (all: sum_hour pct_hour
 #                      gpu_quantiles_hour sum_grafana pct_grafana
 #                      sum_metabase pct_metabase); rows of the others are "-"
@@ -149,6 +152,8 @@ settings() {	# <workers> <accelerate> [forced]
 		echo "SELECT md5(string_agg(r::text, ',' ORDER BY r::text)) FROM (SELECT $HOUR, percentile_disc($A) WITHIN GROUP (ORDER BY latency) FROM dash_bench GROUP BY 1) r;"
 	done
 } >"$TMP/answers.sql"
+PART1=${GS_BENCH_PART1:-1}
+[ "$PART1" = 0 ] && echo "LOAD 'gpuselect';" >"$TMP/answers.sql"
 log "checking answers"
 "${PSQL[@]}" -f "$TMP/answers.sql" >"$TMP/answers.out"
 ANSWERS=$(awk '/^@@ / { key = $2; next } { split(key, k, "|"); v[k[1] "|" k[2]] = v[k[1] "|" k[2]] " " $1 }
@@ -159,7 +164,7 @@ echo "$ANSWERS" | grep -q DIFFERENT && { echo "answers differ:"; echo "$ANSWERS"
 # ---- timings: rounds, every case serial and parallel, alternating ----
 {
 	echo "LOAD 'gpuselect';"
-	for r in $(seq 1 "$RUNS"); do
+	[ "$PART1" = 0 ] || for r in $(seq 1 "$RUNS"); do
 		for w in 0 "$WORKERS"; do
 			cases | while IFS='|' read -r label name acc; do
 				settings "$w" "$acc"
@@ -179,8 +184,8 @@ awk '/^@@ / { sub(/^@@ /, ""); key = $0; next }
 		END { for (k in v) { split(substr(v[k], 2), a, " "); print k "|" a[int((n[k] + 1) / 2)] } }' |
 	sort >"$TMP/medians"
 ms() { awk -F'|' -v l="$1" -v w="$2" '$1 == l && $2 == w { print $3 }' "$TMP/medians"; }
-plan_of() {	# <workers> <accelerate> <query name> -> the plan's node lines, one line
-	{ settings "$1" "$2" "${3:-forced}"; echo "LOAD 'gpuselect'; EXPLAIN (COSTS OFF) $(query "$4");"; } |
+plan_of() {	# <workers> <accelerate> <forced|costs> <query name> [estimate] -> the plan's node lines, one line
+	{ settings "$1" "$2" "${3:-forced}"; echo "LOAD 'gpuselect'; SET gpuselect.estimate_time_buckets = ${5:-on}; EXPLAIN (COSTS OFF) $(query "$4");"; } |
 		"${PSQL[@]}" | grep -E 'Aggregate|Gather|Sort$|Seq Scan' | sed 's/^ *//; s/ *->  */ /; s/ on dash_bench//' |
 		paste -sd'>' - | sed 's/>/ > /g'
 }
@@ -235,35 +240,50 @@ if [ "${GS_BENCH_HELP:-1}" = 0 ] || [ "$STATS" = 1 ]; then
 	exit 0
 fi
 # ---- part 2: planner help (the planner's own parallel costs) ----
-help_run() {	# <tag>: plan and median time of the rewritten queries and their floors
-	local name q t
+md5_of() {	# <accelerate> <estimate> <query name>: md5 of all rows, planner's costs
+	{ settings "$WORKERS" "$1" costs; echo "LOAD 'gpuselect'; SET gpuselect.estimate_time_buckets = $2;"
+	  echo "SELECT md5(string_agg(r::text, ',' ORDER BY r::text)) FROM ($(query "$3")) r;"; } | "${PSQL[@]}"
+}
+help_run() {	# <tag> <estimate_time_buckets>: plan and median time of the rewritten queries and their floors
+	local name q t same
 	for name in sum_hour pct_hour pct_grafana sum_metabase pct_metabase; do
+		wanted "$name" || continue
 		q=$(query "$name")
 		{
-			echo "LOAD 'gpuselect';"
+			echo "LOAD 'gpuselect'; SET gpuselect.estimate_time_buckets = $2;"
 			for r in $(seq 1 "$RUNS"); do
 				settings "$WORKERS" on costs
 				echo "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $q;"
 			done
 		} | "${PSQL[@]}" | awk '/Execution Time:/ { print $3 }' | sort -g >"$TMP/h"
 		t=$(awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }' "$TMP/h")
-		echo "| $name | $1 | $(plan_of "$WORKERS" on costs "$name") | $t |"
+		same=-
+		case $name in pct_*)
+			# the built-in's answer once per query (it is the slow one)
+			[ -s "$TMP/ref.$name" ] || md5_of off off "$name" >"$TMP/ref.$name"
+			[ "$(md5_of on "$2" "$name")" = "$(cat "$TMP/ref.$name")" ] && same=equal || same=DIFFERENT ;;
+		esac
+		# each row to stderr as well: a run cut short still shows what it measured
+		echo "| $name | $1 | $2 | $(plan_of "$WORKERS" on costs "$name" "$2") | $t | $same |" | tee /dev/stderr
 	done
 }
-log "planner help: without statistics"
-HELP=$(help_run "none")
+log "planner help: without statistics, estimate_time_buckets off"
+HELP=$(help_run "none" off)
+log "planner help: without statistics, estimate_time_buckets on"
+HELP="$HELP
+$(help_run "none" on)"
 log "planner help: with CREATE STATISTICS"
 create_stats
 HELP="$HELP
-$(help_run "CREATE STATISTICS")"
+$(help_run "CREATE STATISTICS" on)"
 "${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
 
 {
 	echo
 	echo "## Planner help: the planner's own parallel costs (max_parallel_workers_per_gather = $WORKERS), accelerate_builtins on"
 	echo
-	echo "| query | statistics on the grouping expression | plan | ms |"
-	echo "|---|---|---|---|"
+	echo "| query | statistics on the grouping expression | gpuselect.estimate_time_buckets | plan | ms (median of $RUNS) | answer vs built-in (rewrite and estimate off) |"
+	echo "|---|---|---|---|---|---|"
 	echo "$HELP"
 } >>"$OUT"
 log "wrote $OUT"

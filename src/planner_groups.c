@@ -1,0 +1,587 @@
+/*
+ * planner_groups.c — the number of groups of a GROUP BY time bucket, for the
+ * planner, so that dashboards hash and aggregate partially without
+ * CREATE STATISTICS.
+ *
+ * PostgreSQL estimates the groups of an expression it has no statistics
+ * for from the columns inside it: date_trunc('hour', ts) gets ts's number
+ * of distinct values, about one group per row.  With that estimate a hash
+ * table never fits, partial aggregation saves nothing, and the planner
+ * sorts every row (README: planner help).  estimate_num_groups has no hook,
+ * so this file does what TimescaleDB does for time_bucket: a
+ * create_upper_paths_hook at UPPERREL_GROUP_AGG recognises a time bucket of
+ * one column in the GROUP BY, estimates its groups from the column's range
+ * (its statistics' histogram and MCV ends, narrowed by the query's own
+ * range conditions on it) divided by the bucket's width, and offers the
+ * paths the planner would have built with that estimate:
+ *   - HashAggregate over the input (serial), and
+ *   - Finalize HashAggregate > Gather > Partial HashAggregate over the
+ *     input's cheapest partial path (when the aggregates can go partial),
+ * costed by create_agg_path / create_gather_path with the new estimate; the
+ * planner then chooses among them and its own paths as usual.  The partial
+ * target is the one the planner already built for its partially grouped
+ * rel, so the Aggrefs are its own.
+ *
+ * Recognised buckets (one timestamp, timestamptz or date column, possibly
+ * under casts among those types):
+ *   date_trunc(unit, col [, zone]), date_bin(width, col, origin),
+ *   col::date, and floor(extract(epoch from col) / n) [* n] (Grafana's
+ *   $__timeGroup), also under to_timestamp() and numeric/float8 casts.
+ *
+ * Scope: only a query level whose grouped target or HAVING holds a
+ * gpuselect aggregate (ours, or a built-in the rewrite replaced), only
+ * plain GROUP BY (no grouping sets), only when this estimate is under half
+ * the planner's own, and only with gpuselect.estimate_time_buckets on.  The
+ * estimate changes which plan runs, never an answer.
+ */
+#include "postgres.h"
+#include "pg_compat.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_statistic.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "datatype/timestamp.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planner.h"
+#include "optimizer/prep.h"
+#include "parser/scansup.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
+#include "utils/timestamp.h"
+
+#include "guc.h"
+#include "planner.h"
+
+static create_upper_paths_hook_type gs_prev_upper_paths_hook = NULL;
+
+/* a time bucket of one column: which column, how wide (seconds) */
+typedef struct GsBucket
+{
+	Var		   *var;
+	double		width;
+} GsBucket;
+
+/* ---------------------------------------------------------------------
+ * Recognising a bucket
+ * ------------------------------------------------------------------- */
+
+/* a non-null text constant, lower-cased as date_trunc reads its unit */
+static char *
+gs_const_unit(Node *n)
+{
+	Const	   *c;
+	text	   *t;
+
+	if (n == NULL || !IsA(n, Const))
+		return NULL;
+	c = (Const *) n;
+	if (c->constisnull || c->consttype != TEXTOID)
+		return NULL;
+	t = DatumGetTextPP(c->constvalue);
+	return downcase_truncate_identifier(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), false);
+}
+
+/* a positive numeric or float8 constant */
+static double
+gs_const_positive(Node *n)
+{
+	Const	   *c;
+	double		v;
+
+	if (n == NULL || !IsA(n, Const) || ((Const *) n)->constisnull)
+		return 0;
+	c = (Const *) n;
+	if (c->consttype == FLOAT8OID)
+		v = DatumGetFloat8(c->constvalue);
+	else if (c->consttype == NUMERICOID)
+		v = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, c->constvalue));
+	else if (c->consttype == INT4OID)
+		v = DatumGetInt32(c->constvalue);
+	else if (c->consttype == INT8OID)
+		v = (double) DatumGetInt64(c->constvalue);
+	else
+		return 0;
+	return (v > 0 && isfinite(v)) ? v : 0;
+}
+
+/* seconds in one date_trunc unit (a month and longer: their mean length) */
+static double
+gs_unit_seconds(const char *unit)
+{
+	int			val;
+
+	if (unit == NULL || DecodeUnits(0, (char *) unit, &val) != UNITS)
+		return 0;
+	switch (val)
+	{
+		case DTK_MICROSEC:
+			return 1e-6;
+		case DTK_MILLISEC:
+			return 1e-3;
+		case DTK_SECOND:
+			return 1;
+		case DTK_MINUTE:
+			return SECS_PER_MINUTE;
+		case DTK_HOUR:
+			return SECS_PER_HOUR;
+		case DTK_DAY:
+			return SECS_PER_DAY;
+		case DTK_WEEK:
+			return 7.0 * SECS_PER_DAY;
+		case DTK_MONTH:
+			return SECS_PER_YEAR / MONTHS_PER_YEAR;
+		case DTK_QUARTER:
+			return SECS_PER_YEAR / 4;
+		case DTK_YEAR:
+			return SECS_PER_YEAR;
+		case DTK_DECADE:
+			return 10.0 * SECS_PER_YEAR;
+		case DTK_CENTURY:
+			return 100.0 * SECS_PER_YEAR;
+		case DTK_MILLENNIUM:
+			return 1000.0 * SECS_PER_YEAR;
+		default:
+			return 0;
+	}
+}
+
+static bool
+gs_is_time_type(Oid typid)
+{
+	return typid == TIMESTAMPOID || typid == TIMESTAMPTZOID || typid == DATEOID;
+}
+
+/*
+ * The column under a time expression: a Var of a time type, possibly under
+ * casts among the time types (which move a value by at most a day, nothing
+ * next to a range of buckets).
+ */
+static Var *
+gs_time_var(Node *n)
+{
+	for (;;)
+	{
+		if (n == NULL)
+			return NULL;
+		if (IsA(n, RelabelType))
+			n = (Node *) ((RelabelType *) n)->arg;
+		else if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
+				 (((FuncExpr *) n)->funcid == F_TIMESTAMP_TIMESTAMPTZ ||
+				  ((FuncExpr *) n)->funcid == F_TIMESTAMPTZ_TIMESTAMP ||
+				  ((FuncExpr *) n)->funcid == F_TIMESTAMP_DATE ||
+				  ((FuncExpr *) n)->funcid == F_TIMESTAMPTZ_DATE))
+			n = linitial(((FuncExpr *) n)->args);
+		else
+			break;
+	}
+	if (!IsA(n, Var) || ((Var *) n)->varlevelsup != 0 ||
+		!gs_is_time_type(((Var *) n)->vartype))
+		return NULL;
+	return (Var *) n;
+}
+
+/* Drop what maps buckets one to one: casts, to_timestamp, "* n". */
+static Node *
+gs_strip_one_to_one(Node *n)
+{
+	for (;;)
+	{
+		if (n == NULL)
+			return NULL;
+		if (IsA(n, RelabelType))
+			n = (Node *) ((RelabelType *) n)->arg;
+		else if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
+				 (((FuncExpr *) n)->funcid == F_NUMERIC_FLOAT8 ||
+				  ((FuncExpr *) n)->funcid == F_FLOAT8_NUMERIC ||
+				  ((FuncExpr *) n)->funcid == F_TO_TIMESTAMP_FLOAT8))
+			n = linitial(((FuncExpr *) n)->args);
+		else if (IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2 &&
+				 (((OpExpr *) n)->opfuncid == F_NUMERIC_MUL ||
+				  ((OpExpr *) n)->opfuncid == F_FLOAT8MUL) &&
+				 gs_const_positive(lsecond(((OpExpr *) n)->args)) > 0)
+			n = linitial(((OpExpr *) n)->args);
+		else
+			return n;
+	}
+}
+
+/* extract(epoch from col) / date_part('epoch', col): the column */
+static Var *
+gs_epoch_var(Node *n)
+{
+	FuncExpr   *f;
+	char	   *unit;
+
+	n = gs_strip_one_to_one(n);
+	if (n == NULL || !IsA(n, FuncExpr))
+		return NULL;
+	f = (FuncExpr *) n;
+	if (list_length(f->args) != 2 ||
+		(f->funcid != F_EXTRACT_TEXT_TIMESTAMP && f->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
+		 f->funcid != F_EXTRACT_TEXT_DATE && f->funcid != F_DATE_PART_TEXT_TIMESTAMP &&
+		 f->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ))
+		return NULL;
+	unit = gs_const_unit(linitial(f->args));
+	if (unit == NULL || strcmp(unit, "epoch") != 0)
+		return NULL;
+	return gs_time_var(lsecond(f->args));
+}
+
+/* floor(epoch / n): width n */
+static bool
+gs_floor_bucket(FuncExpr *f, GsBucket *b)
+{
+	Node	   *arg;
+	OpExpr	   *div;
+
+	if (f->funcid != F_FLOOR_NUMERIC && f->funcid != F_FLOOR_FLOAT8)
+		return false;
+	arg = gs_strip_one_to_one(linitial(f->args));
+	if (arg == NULL || !IsA(arg, OpExpr))
+		return false;
+	div = (OpExpr *) arg;
+	if (list_length(div->args) != 2 ||
+		(div->opfuncid != F_NUMERIC_DIV && div->opfuncid != F_FLOAT8DIV))
+		return false;
+	b->width = gs_const_positive(lsecond(div->args));
+	b->var = gs_epoch_var(linitial(div->args));
+	return b->width > 0 && b->var != NULL;
+}
+
+/* Is expr a recognised time bucket?  Fills *b. */
+static bool
+gs_bucket_of(Node *expr, GsBucket *b)
+{
+	FuncExpr   *f;
+
+	memset(b, 0, sizeof(*b));
+	expr = gs_strip_one_to_one(expr);
+	if (expr == NULL || !IsA(expr, FuncExpr))
+		return false;
+	f = (FuncExpr *) expr;
+	switch (f->funcid)
+	{
+		case F_DATE_TRUNC_TEXT_TIMESTAMP:
+		case F_DATE_TRUNC_TEXT_TIMESTAMPTZ:
+		case F_DATE_TRUNC_TEXT_TIMESTAMPTZ_TEXT:
+			b->width = gs_unit_seconds(gs_const_unit(linitial(f->args)));
+			b->var = gs_time_var(lsecond(f->args));
+			break;
+		case F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP:
+		case F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ:
+			{
+				Node	   *w = linitial(f->args);
+
+				if (IsA(w, Const) && !((Const *) w)->constisnull)
+				{
+					Interval   *iv = DatumGetIntervalP(((Const *) w)->constvalue);
+
+					if (iv->month == 0)
+						b->width = ((double) iv->day * USECS_PER_DAY + iv->time) / USECS_PER_SEC;
+				}
+				b->var = gs_time_var(lsecond(f->args));
+				break;
+			}
+		case F_DATE_TIMESTAMP:
+		case F_DATE_TIMESTAMPTZ:
+			b->width = SECS_PER_DAY;
+			b->var = gs_time_var(linitial(f->args));
+			break;
+		default:
+			if (list_length(f->args) == 1)
+				return gs_floor_bucket(f, b);
+			return false;
+	}
+	return b->width > 0 && b->var != NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * The column's range
+ * ------------------------------------------------------------------- */
+
+/* a finite time value in seconds; false for NULL, infinity, other types */
+static bool
+gs_time_seconds(Oid typid, Datum d, double *secs)
+{
+	if (typid == TIMESTAMPOID || typid == TIMESTAMPTZOID)
+	{
+		Timestamp	t = DatumGetTimestamp(d);
+
+		if (TIMESTAMP_NOT_FINITE(t))
+			return false;
+		*secs = (double) t / USECS_PER_SEC;
+		return true;
+	}
+	if (typid == DATEOID)
+	{
+		DateADT		v = DatumGetDateADT(d);
+
+		if (DATE_NOT_FINITE(v))
+			return false;
+		*secs = (double) v * SECS_PER_DAY;
+		return true;
+	}
+	return false;
+}
+
+/* widen [*lo, *hi] by the values of one statistics slot */
+static void
+gs_widen_by_slot(HeapTuple stats, int kind, Oid typid, double *lo, double *hi)
+{
+	AttStatsSlot sslot;
+
+	if (!get_attstatsslot(&sslot, stats, kind, InvalidOid, ATTSTATSSLOT_VALUES))
+		return;
+	for (int i = 0; i < sslot.nvalues; i++)
+	{
+		double		s;
+
+		if (gs_time_seconds(typid, sslot.values[i], &s))
+		{
+			*lo = Min(*lo, s);
+			*hi = Max(*hi, s);
+		}
+	}
+	free_attstatsslot(&sslot);
+}
+
+/*
+ * Narrow [*lo, *hi] by the rel's own "col < const" conditions (BETWEEN
+ * included), as a dashboard's time filter writes them.  Only constants:
+ * a generic plan's parameters leave the statistics' range.
+ */
+static void
+gs_narrow_by_quals(PlannerInfo *root, Var *var, double *lo, double *hi)
+{
+	RelOptInfo *rel;
+	Oid			opclass = GetDefaultOpClass(var->vartype, BTREE_AM_OID);
+	Oid			opfamily;
+	ListCell   *lc;
+
+	if (!OidIsValid(opclass) || var->varno < 1 || var->varno >= root->simple_rel_array_size)
+		return;
+	rel = root->simple_rel_array[var->varno];
+	if (rel == NULL || rel->reloptkind != RELOPT_BASEREL)
+		return;
+	opfamily = get_opclass_family(opclass);
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		OpExpr	   *op = (OpExpr *) ri->clause;
+		Node	   *l,
+				   *r;
+		Const	   *c;
+		int			strategy;
+		double		s;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+			continue;
+		l = strip_implicit_coercions(linitial(op->args));
+		r = strip_implicit_coercions(lsecond(op->args));
+		strategy = get_op_opfamily_strategy(op->opno, opfamily);
+		if (equal(l, var) && IsA(r, Const))
+			c = (Const *) r;
+		else if (equal(r, var) && IsA(l, Const))
+		{
+			/* const op col: read it as col op' const */
+			c = (Const *) l;
+			if (strategy != 0)
+				strategy = BTMaxStrategyNumber + 1 - strategy;	/* < to >, <= to >= */
+		}
+		else
+			continue;
+		if (c->constisnull || !gs_time_seconds(c->consttype, c->constvalue, &s))
+			continue;
+		if (strategy == BTLessStrategyNumber || strategy == BTLessEqualStrategyNumber)
+			*hi = Min(*hi, s);
+		else if (strategy == BTGreaterStrategyNumber || strategy == BTGreaterEqualStrategyNumber)
+			*lo = Max(*lo, s);
+		else if (strategy == BTEqualStrategyNumber)
+			*lo = *hi = s;
+	}
+}
+
+/*
+ * Groups of one bucket: the column's range over the width, at most its
+ * number of distinct values.  0 when the column has no statistics.
+ */
+static double
+gs_bucket_groups(PlannerInfo *root, const GsBucket *b)
+{
+	VariableStatData vardata;
+	double		lo = INFINITY;
+	double		hi = -INFINITY;
+	double		ndistinct = 0;
+	bool		isdefault = true;
+	double		groups;
+
+	examine_variable(root, (Node *) b->var, 0, &vardata);
+	if (HeapTupleIsValid(vardata.statsTuple))
+	{
+		gs_widen_by_slot(vardata.statsTuple, STATISTIC_KIND_HISTOGRAM, b->var->vartype, &lo, &hi);
+		gs_widen_by_slot(vardata.statsTuple, STATISTIC_KIND_MCV, b->var->vartype, &lo, &hi);
+		ndistinct = get_variable_numdistinct(&vardata, &isdefault);
+	}
+	ReleaseVariableStats(vardata);
+	if (lo > hi)
+		return 0;				/* no statistics (or no finite values) */
+	gs_narrow_by_quals(root, b->var, &lo, &hi);
+	groups = (hi >= lo) ? floor((hi - lo) / b->width) + 1 : 1;
+	if (!isdefault && ndistinct > 0)
+		groups = Min(groups, ndistinct);
+	return groups;
+}
+
+/*
+ * The query's groups with the buckets estimated here and the other
+ * grouping expressions by PostgreSQL; 0 when no bucket is recognised.
+ */
+static double
+gs_estimate_groups(PlannerInfo *root, List *group_clause, double input_rows)
+{
+	List	   *others = NIL;
+	double		groups = 1;
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, group_clause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		Node	   *expr = get_sortgroupclause_expr(sgc, root->processed_tlist);
+		GsBucket	b;
+		double		g;
+
+		if (gs_bucket_of(expr, &b) && (g = gs_bucket_groups(root, &b)) > 0)
+		{
+			groups *= g;
+			found = true;
+		}
+		else
+			others = lappend(others, expr);
+	}
+	if (!found)
+		return 0;
+	if (others != NIL)
+		groups *= estimate_num_groups(root, others, input_rows, NULL, NULL);
+	return clamp_row_est(Min(groups, input_rows));
+}
+
+/* ---------------------------------------------------------------------
+ * The paths
+ * ------------------------------------------------------------------- */
+
+/* does the grouped target or HAVING call a gpuselect aggregate? */
+static bool
+gs_has_gpuselect_agg_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref) && gs_planner_is_gpuselect_func(((Aggref *) node)->aggfnoid))
+		return true;
+	return expression_tree_walker(node, gs_has_gpuselect_agg_walker, context);
+}
+
+/* PostgreSQL's own estimate: the fewest rows any of its grouped paths gives */
+static double
+gs_planner_groups(RelOptInfo *grouped_rel, double input_rows)
+{
+	double		rows = input_rows;
+	ListCell   *lc;
+
+	foreach(lc, grouped_rel->pathlist)
+		rows = Min(rows, ((Path *) lfirst(lc))->rows);
+	return rows;
+}
+
+static void
+gs_add_serial_hash_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_rel,
+						List *group_clause, List *having, double groups)
+{
+	AggClauseCosts costs;
+
+	memset(&costs, 0, sizeof(costs));
+	get_agg_clause_costs(root, AGGSPLIT_SIMPLE, &costs);
+	add_path(grouped_rel, (Path *)
+			 create_agg_path(root, grouped_rel, input_rel->cheapest_total_path,
+							 grouped_rel->reltarget, AGG_HASHED, AGGSPLIT_SIMPLE,
+							 group_clause, having, &costs, groups));
+}
+
+static void
+gs_add_partial_hash_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_rel,
+						 GroupPathExtraData *extra, List *group_clause, double groups)
+{
+	/* the planner built this rel (and its partial target) before this hook */
+	RelOptInfo *partial_rel = fetch_upper_rel(root, UPPERREL_PARTIAL_GROUP_AGG, grouped_rel->relids);
+	Path	   *scan = linitial(input_rel->partial_pathlist);
+	double		worker_groups = Min(groups, scan->rows);
+	double		gathered;
+	Path	   *path;
+
+	path = (Path *) create_agg_path(root, partial_rel, scan, partial_rel->reltarget,
+									AGG_HASHED, AGGSPLIT_INITIAL_SERIAL, group_clause, NIL,
+									&extra->agg_partial_costs, worker_groups);
+	gathered = worker_groups * Max(scan->parallel_workers, 1);
+	path = (Path *) create_gather_path(root, partial_rel, path, partial_rel->reltarget,
+									   NULL, &gathered);
+	add_path(grouped_rel, (Path *)
+			 create_agg_path(root, grouped_rel, path, grouped_rel->reltarget,
+							 AGG_HASHED, AGGSPLIT_FINAL_DESERIAL, group_clause,
+							 (List *) extra->havingQual, &extra->agg_final_costs, groups));
+}
+
+static void
+gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+			   RelOptInfo *output_rel, void *extra_arg)
+{
+	GroupPathExtraData *extra = (GroupPathExtraData *) extra_arg;
+	Query	   *parse = root->parse;
+	List	   *group_clause;
+	double		input_rows;
+	double		groups;
+
+	if (gs_prev_upper_paths_hook)
+		gs_prev_upper_paths_hook(root, stage, input_rel, output_rel, extra_arg);
+
+	if (stage != UPPERREL_GROUP_AGG || !gs_guc_estimate_time_buckets || extra == NULL ||
+		parse->groupingSets != NIL || IS_OTHER_REL(output_rel) ||
+		extra->patype != PARTITIONWISE_AGGREGATE_NONE ||
+		(extra->flags & GROUPING_CAN_USE_HASH) == 0 ||
+		input_rel->cheapest_total_path == NULL)
+		return;
+	group_clause = GS_PROCESSED_GROUP_CLAUSE(root);
+	if (group_clause == NIL)
+		return;
+
+	input_rows = input_rel->cheapest_total_path->rows;
+	groups = gs_estimate_groups(root, group_clause, input_rows);
+	if (groups <= 0 || groups * 2 > gs_planner_groups(output_rel, input_rows))
+		return;
+	if (!gs_has_gpuselect_agg_walker((Node *) output_rel->reltarget->exprs, NULL) &&
+		!gs_has_gpuselect_agg_walker(extra->havingQual, NULL))
+		return;
+
+	gs_add_serial_hash_path(root, input_rel, output_rel, group_clause,
+							(List *) extra->havingQual, groups);
+	if ((extra->flags & GROUPING_CAN_PARTIAL_AGG) != 0 && extra->partial_costs_set &&
+		output_rel->consider_parallel && input_rel->partial_pathlist != NIL)
+		gs_add_partial_hash_path(root, input_rel, output_rel, extra, group_clause, groups);
+}
+
+void
+gs_planner_groups_install_hook(void)
+{
+	gs_prev_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = gs_upper_paths;
+}
