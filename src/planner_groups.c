@@ -163,6 +163,26 @@ gs_is_time_type(Oid typid)
 }
 
 /*
+ * The argument under n when n is a RelabelType or a call of one of funcs
+ * with one argument; NULL otherwise.
+ */
+static Node *
+gs_unwrap(Node *n, const Oid *funcs, int nfuncs)
+{
+	if (n == NULL)
+		return NULL;
+	if (IsA(n, RelabelType))
+		return (Node *) ((RelabelType *) n)->arg;
+	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1)
+	{
+		for (int i = 0; i < nfuncs; i++)
+			if (((FuncExpr *) n)->funcid == funcs[i])
+				return linitial(((FuncExpr *) n)->args);
+	}
+	return NULL;
+}
+
+/*
  * The column under a time expression: a Var of a time type, possibly under
  * casts among the time types (which move a value by at most a day, nothing
  * next to a range of buckets).
@@ -170,22 +190,13 @@ gs_is_time_type(Oid typid)
 static Var *
 gs_time_var(Node *n)
 {
-	for (;;)
-	{
-		if (n == NULL)
-			return NULL;
-		if (IsA(n, RelabelType))
-			n = (Node *) ((RelabelType *) n)->arg;
-		else if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
-				 (((FuncExpr *) n)->funcid == F_TIMESTAMP_TIMESTAMPTZ ||
-				  ((FuncExpr *) n)->funcid == F_TIMESTAMPTZ_TIMESTAMP ||
-				  ((FuncExpr *) n)->funcid == F_TIMESTAMP_DATE ||
-				  ((FuncExpr *) n)->funcid == F_TIMESTAMPTZ_DATE))
-			n = linitial(((FuncExpr *) n)->args);
-		else
-			break;
-	}
-	if (!IsA(n, Var) || ((Var *) n)->varlevelsup != 0 ||
+	static const Oid casts[] = {F_TIMESTAMP_TIMESTAMPTZ, F_TIMESTAMPTZ_TIMESTAMP,
+	F_TIMESTAMP_DATE, F_TIMESTAMPTZ_DATE};
+	Node	   *arg;
+
+	while ((arg = gs_unwrap(n, casts, lengthof(casts))) != NULL)
+		n = arg;
+	if (n == NULL || !IsA(n, Var) || ((Var *) n)->varlevelsup != 0 ||
 		!gs_is_time_type(((Var *) n)->vartype))
 		return NULL;
 	return (Var *) n;
@@ -195,18 +206,14 @@ gs_time_var(Node *n)
 static Node *
 gs_strip_one_to_one(Node *n)
 {
+	static const Oid maps[] = {F_NUMERIC_FLOAT8, F_FLOAT8_NUMERIC, F_TO_TIMESTAMP_FLOAT8};
+	Node	   *arg;
+
 	for (;;)
 	{
-		if (n == NULL)
-			return NULL;
-		if (IsA(n, RelabelType))
-			n = (Node *) ((RelabelType *) n)->arg;
-		else if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1 &&
-				 (((FuncExpr *) n)->funcid == F_NUMERIC_FLOAT8 ||
-				  ((FuncExpr *) n)->funcid == F_FLOAT8_NUMERIC ||
-				  ((FuncExpr *) n)->funcid == F_TO_TIMESTAMP_FLOAT8))
-			n = linitial(((FuncExpr *) n)->args);
-		else if (IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2 &&
+		if ((arg = gs_unwrap(n, maps, lengthof(maps))) != NULL)
+			n = arg;
+		else if (n != NULL && IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2 &&
 				 (((OpExpr *) n)->opfuncid == F_NUMERIC_MUL ||
 				  ((OpExpr *) n)->opfuncid == F_FLOAT8MUL) &&
 				 gs_const_positive(lsecond(((OpExpr *) n)->args)) > 0)
