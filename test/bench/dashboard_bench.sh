@@ -210,27 +210,31 @@ row() {	# <label> <floor label>
 	echo "- statistics on the grouping expressions: $([ "$STATS" = 1 ] && echo "yes (CREATE STATISTICS on each, then ANALYZE)" || echo "none")"
 	[ -n "${GS_BENCH_NOTE:-}" ] && echo "- note: $GS_BENCH_NOTE"
 	echo
-	echo "Execution Time (ms), EXPLAIN (ANALYZE, TIMING OFF); \"x floor\": against sum(latency) of the same grouping and column."
-	echo
-	echo "| query | serial | $WORKERS workers | serial x floor | $WORKERS workers x floor |"
-	echo "|---|---|---|---|---|"
-	row sum_hour sum_hour
-	row "pct_hour off" sum_hour
-	row "pct_hour on" sum_hour
-	row gpu_quantiles_hour sum_hour
-	row sum_grafana sum_grafana
-	row "pct_grafana off" sum_grafana
-	row "pct_grafana on" sum_grafana
-	row sum_metabase sum_metabase
-	row "pct_metabase off" sum_metabase
-	row "pct_metabase on" sum_metabase
-	echo
-	echo "Queries: pct_hour = \`$(query pct_hour)\`; pct_grafana = \`$(query pct_grafana)\`; pct_metabase = \`$(query pct_metabase)\`; gpu_quantiles_hour = \`$(query gpu_quantiles_hour)\`."
-	echo
-	echo "Plans ($WORKERS workers, forced parallel costs): sum_hour: $(plan_of "$WORKERS" off forced sum_hour); pct_hour on: $(plan_of "$WORKERS" on forced pct_hour); pct_hour off: $(plan_of "$WORKERS" off forced pct_hour); pct_metabase on: $(plan_of "$WORKERS" on forced pct_metabase)."
-	echo
-	echo "Answers (md5 of all rows; accelerate_builtins off vs on, gpu_quantiles vs percentile_disc), per workers:"
-	echo "$ANSWERS" | sed 's/^/- /'
+	if [ "$PART1" != 0 ]; then
+		echo "Execution Time (ms), EXPLAIN (ANALYZE, TIMING OFF); \"x floor\": against sum(latency) of the same grouping and column."
+		echo
+		echo "| query | serial | $WORKERS workers | serial x floor | $WORKERS workers x floor |"
+		echo "|---|---|---|---|---|"
+		row sum_hour sum_hour
+		row "pct_hour off" sum_hour
+		row "pct_hour on" sum_hour
+		row gpu_quantiles_hour sum_hour
+		row sum_grafana sum_grafana
+		row "pct_grafana off" sum_grafana
+		row "pct_grafana on" sum_grafana
+		row sum_metabase sum_metabase
+		row "pct_metabase off" sum_metabase
+		row "pct_metabase on" sum_metabase
+		echo
+		echo "Queries: pct_hour = \`$(query pct_hour)\`; pct_grafana = \`$(query pct_grafana)\`; pct_metabase = \`$(query pct_metabase)\`; gpu_quantiles_hour = \`$(query gpu_quantiles_hour)\`."
+		echo
+		echo "Plans ($WORKERS workers, forced parallel costs): sum_hour: $(plan_of "$WORKERS" off forced sum_hour); pct_hour on: $(plan_of "$WORKERS" on forced pct_hour); pct_hour off: $(plan_of "$WORKERS" off forced pct_hour); pct_metabase on: $(plan_of "$WORKERS" on forced pct_metabase)."
+		echo
+		echo "Answers (md5 of all rows; accelerate_builtins off vs on, gpu_quantiles vs percentile_disc), per workers:"
+		echo "$ANSWERS" | sed 's/^/- /'
+	else
+		echo "Part 1 (forced parallel costs, answers and timings) skipped: GS_BENCH_PART1=0."
+	fi
 } >"$OUT"
 log "wrote the timings to $OUT"
 
