@@ -33,6 +33,7 @@
  * Deserializing checks every length against the bytea before reading; a
  * state of GS_HANDOVER_MIN_BYTES or more of inline or shared keys gets a
  * memory context of its own that gs_state_combine (state.c) takes over.
+ * Smaller inline keys are read where they are, in the bytea.
  */
 #include "postgres.h"
 
@@ -295,29 +296,33 @@ gs_state_add_chunk(GsState *st, char *data, uint64 n, MemoryContext handover, bo
 }
 
 /*
- * A deserialized state's keys not in the arena: one exact-size chunk (the state is only read,
- * by the combine function).  Large keys get a memory context of their own, a
- * child of st->mcxt -- the per-input-tuple context PostgreSQL deserializes
- * in -- so that gs_state_combine can take them over rather than copy them a
- * second time.  If nothing takes them over (an ERROR, or a hash aggregate
- * that spills the input tuple instead of combining it), they are freed with
- * that short-lived context, as small states are.
+ * A deserialized state's inline keys.  The state is only read, by the
+ * combine function, while PostgreSQL processes the input tuple that holds
+ * the bytea (gs_deserialize's comment), so small keys stay in the bytea: the
+ * combine copies them into the group's state, the one copy they need (a
+ * GROUP BY's many small partial states would otherwise be copied twice).
+ * Large keys are copied into a memory context of their own, a child of
+ * st->mcxt -- the per-input-tuple context PostgreSQL deserializes in -- so
+ * that gs_state_combine can take them over rather than copy them a second
+ * time.  If nothing takes them over (an ERROR, or a hash aggregate that
+ * spills the input tuple instead of combining it), they are freed with that
+ * short-lived context.
  */
 static void
-gs_state_copy_in_keys(GsState *st, const char *keys, uint64 n)
+gs_state_add_inline_keys(GsState *st, const char *keys, uint64 n)
 {
 	Size		bytes = (Size) n * st->key_bytes;
-	MemoryContext handover = NULL;
+	MemoryContext handover;
 	char	   *data;
 
-	if (bytes >= GS_HANDOVER_MIN_BYTES)
+	if (bytes < GS_HANDOVER_MIN_BYTES)
 	{
-		handover = AllocSetContextCreate(st->mcxt, "gpuselect partial state keys",
-										 ALLOCSET_SMALL_SIZES);
-		data = MemoryContextAllocHuge(handover, bytes);
+		gs_state_add_chunk(st, (char *) keys, n, NULL, false);
+		return;
 	}
-	else
-		data = MemoryContextAllocHuge(st->mcxt, bytes);
+	handover = AllocSetContextCreate(st->mcxt, "gpuselect partial state keys",
+									 ALLOCSET_SMALL_SIZES);
+	data = MemoryContextAllocHuge(handover, bytes);
 	memcpy(data, keys, bytes);
 	gs_state_add_chunk(st, data, n, handover, false);
 }
@@ -475,7 +480,7 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 		gs_state_map_shared_keys(st, ref.handle, rest);
 	}
 	else if (rest > 0)
-		gs_state_copy_in_keys(st, p, rest);
+		gs_state_add_inline_keys(st, p, rest);
 	Assert(st->nrows == hdr.nrows);
 	return st;
 }
