@@ -82,6 +82,8 @@ INSERT INTO tb_q VALUES
  ('trunc_zone', $$SELECT date_trunc('hour', ts, 'Europe/Berlin') AS t, gpu_quantile(latency, 0.9) FROM tb GROUP BY 1$$),
  ('local_hour', $$SELECT date_trunc('hour', ts_local) AS t, gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY latency DESC) FROM tb GROUP BY 1$$),
  ('date_week', $$SELECT date_trunc('week', d) AS t, gpu_quantiles(latency, ARRAY[0.1, 0.9]) FROM tb GROUP BY 1$$),
+ ('metabase_week', $$SELECT (date_trunc('week', (ts + interval '1 day')) - interval '1 day') AS t, percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) FROM tb GROUP BY 1 ORDER BY 1$$),
+ ('report_zone', $$SELECT date_trunc('hour', (ts AT TIME ZONE 'America/New_York')) AS t, gpu_median(latency) FROM tb GROUP BY 1$$),
  ('to_timestamp', $$SELECT to_timestamp(floor(date_part('epoch', ts)/3600)*3600) AS t, percentile_disc(0.99) WITHIN GROUP (ORDER BY latency) FROM tb GROUP BY 1$$),
  ('filtered_host', $$SELECT date_trunc('hour', ts) AS t, host, gpu_median(latency) FROM tb WHERE ts >= '2026-03-02 00:00:00+00' AND ts < '2026-03-02 12:00:00+00' GROUP BY 1, 2 ORDER BY 1, 2$$),
  ('between', $$SELECT date_trunc('hour', ts) AS t, gpu_median(latency) FROM tb WHERE ts BETWEEN '2026-03-03 00:00:00+00' AND '2026-03-03 05:59:59+00' GROUP BY 1$$),

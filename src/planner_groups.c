@@ -23,10 +23,13 @@
  * rel, so the Aggrefs are its own.
  *
  * Recognised buckets (one timestamp, timestamptz or date column, possibly
- * under casts among those types):
+ * under casts among those types, constant interval shifts and AT TIME ZONE
+ * a constant zone):
  *   date_trunc(unit, col [, zone]), date_bin(width, col, origin),
  *   col::date, and floor(extract(epoch from col) / n) [* n] (Grafana's
- *   $__timeGroup), also under to_timestamp() and numeric/float8 casts.
+ *   $__timeGroup), also under to_timestamp(), numeric/float8 casts and
+ *   constant shifts (Metabase's week: date_trunc('week', ts + '1 day') -
+ *   '1 day').
  *
  * Scope: only a query level whose grouped target or HAVING holds a
  * gpuselect aggregate (ours, or a built-in the rewrite replaced), only
@@ -183,9 +186,54 @@ gs_unwrap(Node *n, const Oid *funcs, int nfuncs)
 }
 
 /*
+ * The time value under n when n moves every value by the same constant:
+ * "+ interval" / "- interval" with a constant interval, AT TIME ZONE with a
+ * constant zone (Metabase writes its week start and report time zone so;
+ * a daylight-saving shift is an hour, nothing next to a range of buckets).
+ * NULL otherwise.
+ */
+static Node *
+gs_unshift(Node *n)
+{
+	if (n == NULL)
+		return NULL;
+	if (IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2 &&
+		IsA(lsecond(((OpExpr *) n)->args), Const))
+	{
+		switch (((OpExpr *) n)->opfuncid)
+		{
+			case F_TIMESTAMP_PL_INTERVAL:
+			case F_TIMESTAMP_MI_INTERVAL:
+			case F_TIMESTAMPTZ_PL_INTERVAL:
+			case F_TIMESTAMPTZ_MI_INTERVAL:
+			case F_DATE_PL_INTERVAL:
+			case F_DATE_MI_INTERVAL:
+				return linitial(((OpExpr *) n)->args);
+			default:
+				return NULL;
+		}
+	}
+	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 2 &&
+		IsA(linitial(((FuncExpr *) n)->args), Const))
+	{
+		switch (((FuncExpr *) n)->funcid)
+		{
+			case F_TIMEZONE_TEXT_TIMESTAMP:
+			case F_TIMEZONE_TEXT_TIMESTAMPTZ:
+			case F_TIMEZONE_INTERVAL_TIMESTAMP:
+			case F_TIMEZONE_INTERVAL_TIMESTAMPTZ:
+				return lsecond(((FuncExpr *) n)->args);
+			default:
+				return NULL;
+		}
+	}
+	return NULL;
+}
+
+/*
  * The column under a time expression: a Var of a time type, possibly under
  * casts among the time types (which move a value by at most a day, nothing
- * next to a range of buckets).
+ * next to a range of buckets) and constant shifts (gs_unshift).
  */
 static Var *
 gs_time_var(Node *n)
@@ -194,7 +242,8 @@ gs_time_var(Node *n)
 	F_TIMESTAMP_DATE, F_TIMESTAMPTZ_DATE};
 	Node	   *arg;
 
-	while ((arg = gs_unwrap(n, casts, lengthof(casts))) != NULL)
+	while ((arg = gs_unwrap(n, casts, lengthof(casts))) != NULL ||
+		   (arg = gs_unshift(n)) != NULL)
 		n = arg;
 	if (n == NULL || !IsA(n, Var) || ((Var *) n)->varlevelsup != 0 ||
 		!gs_is_time_type(((Var *) n)->vartype))
@@ -202,7 +251,7 @@ gs_time_var(Node *n)
 	return (Var *) n;
 }
 
-/* Drop what maps buckets one to one: casts, to_timestamp, "* n". */
+/* Drop what maps buckets one to one: casts, to_timestamp, "* n", shifts. */
 static Node *
 gs_strip_one_to_one(Node *n)
 {
@@ -211,7 +260,8 @@ gs_strip_one_to_one(Node *n)
 
 	for (;;)
 	{
-		if ((arg = gs_unwrap(n, maps, lengthof(maps))) != NULL)
+		if ((arg = gs_unwrap(n, maps, lengthof(maps))) != NULL ||
+			(arg = gs_unshift(n)) != NULL)
 			n = arg;
 		else if (n != NULL && IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2 &&
 				 (((OpExpr *) n)->opfuncid == F_NUMERIC_MUL ||
