@@ -29,7 +29,8 @@ CREATE TABLE tb WITH (autovacuum_enabled = off) AS
 	FROM generate_series(0, 28799) i;
 ANALYZE tb;
 
--- the top node's estimated rows (a time bucket's groups are exact here)
+-- the top node's estimated rows: the groups (floor(range / width) + 1 per
+-- bucket; a strict < bound counts as <=, hence 13 hours in filtered_host)
 CREATE FUNCTION pg_temp.tb_rows(q text) RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE
 	j json;

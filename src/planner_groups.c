@@ -7,8 +7,8 @@
  * for from the columns inside it: date_trunc('hour', ts) gets ts's number
  * of distinct values, about one group per row.  With that estimate a hash
  * table never fits, partial aggregation saves nothing, and the planner
- * sorts every row (README: planner help).  estimate_num_groups has no hook,
- * so this file does what TimescaleDB does for time_bucket: a
+ * sorts every row (README: "The planner rewrite").  estimate_num_groups
+ * has no hook, so this file does what TimescaleDB does for time_bucket: a
  * create_upper_paths_hook at UPPERREL_GROUP_AGG recognises a time bucket of
  * one column in the GROUP BY, estimates its groups from the column's range
  * (its statistics' histogram and MCV ends, narrowed by the query's own
