@@ -166,22 +166,44 @@ gs_is_time_type(Oid typid)
 }
 
 /*
+ * The function of n when n is a node of kind tag (T_FuncExpr or T_OpExpr)
+ * calling it with nargs arguments, which *args is set to; InvalidOid
+ * otherwise.
+ */
+static Oid
+gs_call(Node *n, NodeTag tag, int nargs, List **args)
+{
+	if (n == NULL || nodeTag(n) != tag)
+		return InvalidOid;
+	if (tag == T_FuncExpr && list_length(((FuncExpr *) n)->args) == nargs)
+	{
+		*args = ((FuncExpr *) n)->args;
+		return ((FuncExpr *) n)->funcid;
+	}
+	if (tag == T_OpExpr && list_length(((OpExpr *) n)->args) == nargs)
+	{
+		*args = ((OpExpr *) n)->args;
+		return ((OpExpr *) n)->opfuncid;
+	}
+	return InvalidOid;
+}
+
+/*
  * The argument under n when n is a RelabelType or a call of one of funcs
  * with one argument; NULL otherwise.
  */
 static Node *
 gs_unwrap(Node *n, const Oid *funcs, int nfuncs)
 {
-	if (n == NULL)
-		return NULL;
-	if (IsA(n, RelabelType))
+	List	   *args;
+	Oid			fn;
+
+	if (n != NULL && IsA(n, RelabelType))
 		return (Node *) ((RelabelType *) n)->arg;
-	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 1)
-	{
-		for (int i = 0; i < nfuncs; i++)
-			if (((FuncExpr *) n)->funcid == funcs[i])
-				return linitial(((FuncExpr *) n)->args);
-	}
+	fn = gs_call(n, T_FuncExpr, 1, &args);
+	for (int i = 0; OidIsValid(fn) && i < nfuncs; i++)
+		if (fn == funcs[i])
+			return linitial(args);
 	return NULL;
 }
 
@@ -195,37 +217,25 @@ gs_unwrap(Node *n, const Oid *funcs, int nfuncs)
 static Node *
 gs_unshift(Node *n)
 {
-	if (n == NULL)
-		return NULL;
-	if (IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2 &&
-		IsA(lsecond(((OpExpr *) n)->args), Const))
+	List	   *args;
+
+	switch (gs_call(n, T_OpExpr, 2, &args))
 	{
-		switch (((OpExpr *) n)->opfuncid)
-		{
-			case F_TIMESTAMP_PL_INTERVAL:
-			case F_TIMESTAMP_MI_INTERVAL:
-			case F_TIMESTAMPTZ_PL_INTERVAL:
-			case F_TIMESTAMPTZ_MI_INTERVAL:
-			case F_DATE_PL_INTERVAL:
-			case F_DATE_MI_INTERVAL:
-				return linitial(((OpExpr *) n)->args);
-			default:
-				return NULL;
-		}
+		case F_TIMESTAMP_PL_INTERVAL:
+		case F_TIMESTAMP_MI_INTERVAL:
+		case F_TIMESTAMPTZ_PL_INTERVAL:
+		case F_TIMESTAMPTZ_MI_INTERVAL:
+		case F_DATE_PL_INTERVAL:
+		case F_DATE_MI_INTERVAL:
+			return IsA(lsecond(args), Const) ? linitial(args) : NULL;
 	}
-	if (IsA(n, FuncExpr) && list_length(((FuncExpr *) n)->args) == 2 &&
-		IsA(linitial(((FuncExpr *) n)->args), Const))
+	switch (gs_call(n, T_FuncExpr, 2, &args))
 	{
-		switch (((FuncExpr *) n)->funcid)
-		{
-			case F_TIMEZONE_TEXT_TIMESTAMP:
-			case F_TIMEZONE_TEXT_TIMESTAMPTZ:
-			case F_TIMEZONE_INTERVAL_TIMESTAMP:
-			case F_TIMEZONE_INTERVAL_TIMESTAMPTZ:
-				return lsecond(((FuncExpr *) n)->args);
-			default:
-				return NULL;
-		}
+		case F_TIMEZONE_TEXT_TIMESTAMP:
+		case F_TIMEZONE_TEXT_TIMESTAMPTZ:
+		case F_TIMEZONE_INTERVAL_TIMESTAMP:
+		case F_TIMEZONE_INTERVAL_TIMESTAMPTZ:
+			return IsA(linitial(args), Const) ? lsecond(args) : NULL;
 	}
 	return NULL;
 }
@@ -257,17 +267,17 @@ gs_strip_one_to_one(Node *n)
 {
 	static const Oid maps[] = {F_NUMERIC_FLOAT8, F_FLOAT8_NUMERIC, F_TO_TIMESTAMP_FLOAT8};
 	Node	   *arg;
+	List	   *args;
+	Oid			fn;
 
 	for (;;)
 	{
 		if ((arg = gs_unwrap(n, maps, lengthof(maps))) != NULL ||
 			(arg = gs_unshift(n)) != NULL)
 			n = arg;
-		else if (n != NULL && IsA(n, OpExpr) && list_length(((OpExpr *) n)->args) == 2 &&
-				 (((OpExpr *) n)->opfuncid == F_NUMERIC_MUL ||
-				  ((OpExpr *) n)->opfuncid == F_FLOAT8MUL) &&
-				 gs_const_positive(lsecond(((OpExpr *) n)->args)) > 0)
-			n = linitial(((OpExpr *) n)->args);
+		else if (((fn = gs_call(n, T_OpExpr, 2, &args)) == F_NUMERIC_MUL || fn == F_FLOAT8MUL) &&
+				 gs_const_positive(lsecond(args)) > 0)
+			n = linitial(args);
 		else
 			return n;
 	}
@@ -277,42 +287,39 @@ gs_strip_one_to_one(Node *n)
 static Var *
 gs_epoch_var(Node *n)
 {
-	FuncExpr   *f;
+	List	   *args;
 	char	   *unit;
 
-	n = gs_strip_one_to_one(n);
-	if (n == NULL || !IsA(n, FuncExpr))
-		return NULL;
-	f = (FuncExpr *) n;
-	if (list_length(f->args) != 2 ||
-		(f->funcid != F_EXTRACT_TEXT_TIMESTAMP && f->funcid != F_EXTRACT_TEXT_TIMESTAMPTZ &&
-		 f->funcid != F_EXTRACT_TEXT_DATE && f->funcid != F_DATE_PART_TEXT_TIMESTAMP &&
-		 f->funcid != F_DATE_PART_TEXT_TIMESTAMPTZ))
-		return NULL;
-	unit = gs_const_unit(linitial(f->args));
-	if (unit == NULL || strcmp(unit, "epoch") != 0)
-		return NULL;
-	return gs_time_var(lsecond(f->args));
+	switch (gs_call(gs_strip_one_to_one(n), T_FuncExpr, 2, &args))
+	{
+		case F_EXTRACT_TEXT_TIMESTAMP:
+		case F_EXTRACT_TEXT_TIMESTAMPTZ:
+		case F_EXTRACT_TEXT_DATE:
+		case F_DATE_PART_TEXT_TIMESTAMP:
+		case F_DATE_PART_TEXT_TIMESTAMPTZ:
+			unit = gs_const_unit(linitial(args));
+			if (unit == NULL || strcmp(unit, "epoch") != 0)
+				return NULL;
+			return gs_time_var(lsecond(args));
+		default:
+			return NULL;
+	}
 }
 
 /* floor(epoch / n): width n */
 static bool
 gs_floor_bucket(FuncExpr *f, GsBucket *b)
 {
-	Node	   *arg;
-	OpExpr	   *div;
+	List	   *args;
+	Oid			fn;
 
 	if (f->funcid != F_FLOOR_NUMERIC && f->funcid != F_FLOOR_FLOAT8)
 		return false;
-	arg = gs_strip_one_to_one(linitial(f->args));
-	if (arg == NULL || !IsA(arg, OpExpr))
+	fn = gs_call(gs_strip_one_to_one(linitial(f->args)), T_OpExpr, 2, &args);
+	if (fn != F_NUMERIC_DIV && fn != F_FLOAT8DIV)
 		return false;
-	div = (OpExpr *) arg;
-	if (list_length(div->args) != 2 ||
-		(div->opfuncid != F_NUMERIC_DIV && div->opfuncid != F_FLOAT8DIV))
-		return false;
-	b->width = gs_const_positive(lsecond(div->args));
-	b->var = gs_epoch_var(linitial(div->args));
+	b->width = gs_const_positive(lsecond(args));
+	b->var = gs_epoch_var(linitial(args));
 	return b->width > 0 && b->var != NULL;
 }
 
