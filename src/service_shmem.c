@@ -437,7 +437,6 @@ uint64
 gs_service_prefetch_bytes(void)
 {
 	GsSvcControl *c = gs_svc_ctl;
-
 	uint64		pool;
 
 	if (c == NULL || gs_guc_service_prefetch_size == 0)
