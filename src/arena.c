@@ -75,6 +75,11 @@ static bool worker_tried = false;	/* worker: looked for the arena already */
 static bool arena_wanted = false;	/* leader: a large state came the slow way */
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
+/* this process's chunk for slices (gs_arena_slice), of arena generation slab_gen */
+static char *slab = NULL;
+static Size slab_used = 0;
+static uint64 slab_gen = 0;
+
 static void
 gs_arena_xact_callback(XactEvent event, void *arg)
 {
@@ -227,6 +232,38 @@ gs_arena_alloc(void)
 	}
 }
 
+/*
+ * Slices are bump-allocated from one chunk per process; the rest of a chunk
+ * too short for the next slice is left unused (at most a quarter of it,
+ * GS_ARENA_SLICE_MAX_BYTES).  The leader's chunk is forgotten once its
+ * transaction ends (the generation moves on and the chunk is handed out
+ * again); a worker's lives as long as the worker, inside one transaction.
+ */
+char *
+gs_arena_slice(Size bytes)
+{
+	char	   *p;
+
+	bytes = TYPEALIGN(GS_ARENA_SLICE_ALIGN, bytes);
+	if (bytes == 0 || bytes > GS_ARENA_SLICE_MAX_BYTES)
+		return NULL;
+	if (slab != NULL &&
+		(slab_gen != pg_atomic_read_u64(&arena_hdr->generation) ||
+		 GS_ARENA_CHUNK_BYTES - slab_used < bytes))
+		slab = NULL;
+	if (slab == NULL)
+	{
+		slab = gs_arena_alloc();	/* attaches a worker to the arena */
+		if (slab == NULL)
+			return NULL;
+		slab_used = 0;
+		slab_gen = pg_atomic_read_u64(&arena_hdr->generation);
+	}
+	p = slab + slab_used;
+	slab_used += bytes;
+	return p;
+}
+
 void
 gs_arena_ref(const char *chunk, GsArenaRef *ref)
 {
@@ -240,10 +277,13 @@ gs_arena_ref(const char *chunk, GsArenaRef *ref)
 char *
 gs_arena_resolve(const GsArenaRef *ref, Size bytes)
 {
+	/* a chunk, or a slice of one (gs_arena_slice): never across two */
 	if (arena_hdr == NULL || IsParallelWorker() || ref->handle != arena_handle ||
 		ref->generation != pg_atomic_read_u64(&arena_hdr->generation) ||
-		ref->offset % GS_ARENA_CHUNK_BYTES != 0 || bytes > GS_ARENA_CHUNK_BYTES ||
-		ref->offset + GS_ARENA_CHUNK_BYTES > pg_atomic_read_u64(&arena_hdr->used))
+		ref->offset % GS_ARENA_SLICE_ALIGN != 0 || bytes == 0 || bytes > GS_ARENA_CHUNK_BYTES ||
+		ref->offset > pg_atomic_read_u64(&arena_hdr->used) ||
+		bytes > pg_atomic_read_u64(&arena_hdr->used) - ref->offset ||
+		ref->offset / GS_ARENA_CHUNK_BYTES != (ref->offset + bytes - 1) / GS_ARENA_CHUNK_BYTES)
 		elog(ERROR, "gpuselect: a partial state refers to keys that are not in this backend's arena");
 	return arena_keys + ref->offset;
 }

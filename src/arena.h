@@ -38,7 +38,23 @@ extern void gs_arena_note_large_state(void);
  */
 extern char *gs_arena_alloc(void);
 
-/* what a serialized state records of an arena chunk returned above */
+/*
+ * Slices: a serialized partial state of GS_ARENA_SLICE_MIN_BYTES to
+ * GS_ARENA_SLICE_MAX_BYTES of keys that are not in the arena already (a
+ * GROUP BY's many small states, a plain aggregate's first chunks) is copied
+ * into a slice of this process's current arena chunk, and travels as one
+ * more reference: no bytes through the tuple queue, no copy in the leader's
+ * combine.  Slices are carved from chunks (gs_arena_alloc), so chunks stay
+ * aligned; one slice never crosses a chunk.  A smaller state travels inline.
+ */
+#define GS_ARENA_SLICE_MIN_BYTES	((Size) 1024)
+#define GS_ARENA_SLICE_MAX_BYTES	(GS_ARENA_CHUNK_BYTES / 4)
+#define GS_ARENA_SLICE_ALIGN		64
+
+/* bytes of arena for one state's keys, or NULL (no arena, full, too large) */
+extern char *gs_arena_slice(Size bytes);
+
+/* what a serialized state records of an arena chunk or slice returned above */
 typedef struct GsArenaRef
 {
 	dsm_handle	handle;			/* the leader's arena */
@@ -51,7 +67,8 @@ extern void gs_arena_ref(const char *chunk, GsArenaRef *ref);
 
 /*
  * Leader: the keys of a reference, checked against this backend's arena
- * (handle, generation, bounds); ERROR if it does not belong to them.
+ * (handle, generation, bounds, within one chunk); ERROR if it does not
+ * belong to them.
  */
 extern char *gs_arena_resolve(const GsArenaRef *ref, Size bytes);
 

@@ -199,7 +199,8 @@ gs_guc_define(void)
 							 "Pass parallel workers' large partial states to the leader in dynamic shared memory.",
 							 "On: a worker's partial state of at least 1 MB of values (plain aggregates, no GROUP BY) "
 							 "goes through a dynamic shared memory segment instead of the tuple queue, several times "
-							 "faster. Off: always the tuple queue, e.g. where /dev/shm is too small for the segments.",
+							 "faster, and the key arena (gpuselect.parallel_arena_size) is used. "
+							 "Off: always the tuple queue, e.g. where /dev/shm is too small for the segments.",
 							 &gs_guc_shared_partial_states,
 							 true,
 							 PGC_SUSET,
@@ -214,7 +215,9 @@ gs_guc_define(void)
 	DefineCustomIntVariable("gpuselect.parallel_arena_size",
 							"Shared memory a backend keeps for its parallel workers' keys.",
 							"Parallel workers (and the leader) of plain aggregates without GROUP BY write their "
-							"values there during the scan, so the leader neither copies nor maps them per query. "
+							"values there during the scan, so the leader neither copies nor maps them per query; "
+							"partial states of a GROUP BY are copied there when they are passed to the leader, "
+							"not through the tuple queue. "
 							"Created, once per backend, at the first parallel query after one that passed a large "
 							"partial state; its size is fixed then. 0: no arena.",
 							&gs_guc_parallel_arena_size,

@@ -439,9 +439,14 @@ gs_deserialize(PG_FUNCTION_ARGS)
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "gs_deserialize called in non-aggregate context");
 	st = gs_state_deserialize(CurrentMemoryContext, PG_GETARG_BYTEA_P(0));
-	/* a large state of a plain aggregate came the slow way: later ones get an arena */
-	if (gs_agg_is_plain(fcinfo) &&
-		gs_state_keys_outside_arena(st) * st->key_bytes >= GS_SHARED_STATE_MIN_BYTES)
+
+	/*
+	 * Keys came the slow way: later parallel queries get an arena.  A plain
+	 * aggregate's large state would take chunks of it, a GROUP BY's states
+	 * slices (arena.h).
+	 */
+	if (gs_state_keys_outside_arena(st) * st->key_bytes >=
+		(gs_agg_is_plain(fcinfo) ? GS_SHARED_STATE_MIN_BYTES : GS_ARENA_SLICE_MIN_BYTES))
 		gs_arena_note_large_state();
 	PG_RETURN_POINTER(st);
 }

@@ -18,7 +18,8 @@
  *                    GsSerialArenaChunk entries, each a chunk of keys in the
  *                    leader's key arena (arena.c) as a GsArenaRef (handle,
  *                    generation, offset) and a count; never copied, checked by
- *                    gs_arena_resolve.
+ *                    gs_arena_resolve.  The last may be a slice (arena.h)
+ *                    into which serializing copied the keys held elsewhere.
  *   pool refs        with GS_SF_POOL: GsSerialPoolHead (the leader's job
  *                    slot and lease generation) and nrefs GsSerialPoolChunk
  *                    entries (chunk index, count), each a chunk of the GPU
@@ -143,6 +144,8 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	Size		arena_bytes;
 	GsSerialSharedRef ref;
 	char	   *shared_keys = NULL;
+	char	   *slice = NULL;
+	uint64		slice_keys = 0;
 	uint64		total;
 	/* gpuselect.test_max_serial_bytes (test hook) lowers the limit */
 	uint64		limit = gs_guc_test_max_serial_bytes > 0 ?
@@ -165,13 +168,24 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 		}
 	/* the keys that are not in the arena or the pool travel as before */
 	keybytes = ((uint64) st->nrows - arena_keys) * st->key_bytes;
-	arena_bytes = nrefs > 0 ? sizeof(GsSerialArenaHead) + (Size) nrefs * sizeof(GsSerialArenaChunk) : 0;
-	if (npool > 0)
-		arena_bytes += sizeof(GsSerialPoolHead) + (Size) npool * sizeof(GsSerialPoolChunk);
 
 	memset(&ref, 0, sizeof(ref));
 	if (allow_shared && gs_shared_state_wanted((Size) keybytes))
 		shared_keys = gs_shared_state_create((Size) keybytes, &ref.handle);
+	/* or, not too large, in a slice of the leader's arena (arena.h) */
+	if (shared_keys == NULL && keybytes >= GS_ARENA_SLICE_MIN_BYTES &&
+		keybytes <= GS_ARENA_SLICE_MAX_BYTES)
+		slice = gs_arena_slice((Size) keybytes);
+	if (slice != NULL)
+	{
+		gs_state_copy_keys(st, slice);
+		slice_keys = (uint64) st->nrows - arena_keys;
+		nrefs++;
+		keybytes = 0;
+	}
+	arena_bytes = nrefs > 0 ? sizeof(GsSerialArenaHead) + (Size) nrefs * sizeof(GsSerialArenaChunk) : 0;
+	if (npool > 0)
+		arena_bytes += sizeof(GsSerialPoolHead) + (Size) npool * sizeof(GsSerialPoolChunk);
 	if (shared_keys != NULL)
 	{
 		ref.key_bytes = keybytes;
@@ -236,6 +250,15 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 			memcpy(p, &ac, sizeof(ac));
 			p += sizeof(ac);
 		}
+		if (slice != NULL)
+		{
+			GsSerialArenaChunk ac;
+
+			gs_arena_ref(slice, &ac.ref);
+			ac.n = slice_keys;
+			memcpy(p, &ac, sizeof(ac));
+			p += sizeof(ac);
+		}
 	}
 	if (npool > 0)
 	{
@@ -262,7 +285,7 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	}
 	if (shared_keys)
 		memcpy(p, &ref, sizeof(ref));
-	else
+	else if (slice == NULL)
 		gs_state_copy_keys(st, p);
 	return b;
 }

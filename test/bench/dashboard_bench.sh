@@ -36,6 +36,9 @@
 #   GS_BENCH_QUERIES   the query names to run (all: sum_hour pct_hour
 #                      gpu_quantiles_hour sum_grafana pct_grafana
 #                      sum_metabase pct_metabase); rows of the others are "-"
+#   GS_BENCH_QUEUE=1   one more row, "pct_hour queue": pct_hour rewritten with
+#                      gpuselect.shared_partial_states = off, so partial
+#                      states pass through the tuple queue, not the arena
 #   GS_BENCH_STATS=1   the main table with CREATE STATISTICS on the three
 #                      grouping expressions (what the README tells a
 #                      dashboard's owner to do), so the floors and the
@@ -112,16 +115,22 @@ cases() {
 	local name q
 	while IFS='|' read -r name q; do
 		case $name in
-		pct_*) echo "$name off|$name|off"; echo "$name on|$name|on" ;;
+		pct_*) echo "$name off|$name|off"; echo "$name on|$name|on"
+			if [ "$name" = pct_hour ] && [ "${GS_BENCH_QUEUE:-0}" = 1 ]; then echo "$name queue|$name|queue"; fi ;;
 		*) echo "$name|$name|off" ;;
 		esac
 	done <"$TMP/queries"
 }
 query() { awk -F'|' -v n="$1" '$1 == n { sub(/^[^|]*\|/, ""); print }' "$TMP/queries"; }
 
-settings() {	# <workers> <accelerate> [forced]
+settings() {	# <workers> <accelerate: on, off or queue (on, without the arena)> [forced]
 	echo "SET work_mem = '$WORK_MEM'; SET jit = off; SET gpuselect.device = '$DEVICE';"
-	echo "SET gpuselect.accelerate_builtins = $2; SET max_parallel_workers_per_gather = $1;"
+	if [ "$2" = queue ]; then
+		echo "SET gpuselect.accelerate_builtins = on; SET gpuselect.shared_partial_states = off;"
+	else
+		echo "SET gpuselect.accelerate_builtins = $2; RESET gpuselect.shared_partial_states;"
+	fi
+	echo "SET max_parallel_workers_per_gather = $1;"
 	echo "SET max_parallel_workers = $(($1 > 8 ? $1 : 8));"
 	if [ "$1" -gt 0 ] && [ "${3:-forced}" = forced ]; then
 		echo "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
@@ -164,6 +173,13 @@ echo "$ANSWERS" | grep -q DIFFERENT && { echo "answers differ:"; echo "$ANSWERS"
 # ---- timings: rounds, every case serial and parallel, alternating ----
 {
 	echo "LOAD 'gpuselect';"
+	# untimed: the session's first parallel GROUP BY of partial states asks
+	# for the key arena (src/arena.c), which the rounds then have from the first
+	if [ "$PART1" != 0 ] && wanted pct_hour; then
+		settings "$WORKERS" on
+		echo "\\echo @@ warm-up|$WORKERS"
+		echo "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $(query pct_hour);"
+	fi
 	[ "$PART1" = 0 ] || for r in $(seq 1 "$RUNS"); do
 		for w in 0 "$WORKERS"; do
 			cases | while IFS='|' read -r label name acc; do
@@ -218,6 +234,7 @@ row() {	# <label> <floor label>
 		row sum_hour sum_hour
 		row "pct_hour off" sum_hour
 		row "pct_hour on" sum_hour
+		if [ "${GS_BENCH_QUEUE:-0}" = 1 ]; then row "pct_hour queue" sum_hour; fi
 		row gpu_quantiles_hour sum_hour
 		row sum_grafana sum_grafana
 		row "pct_grafana off" sum_grafana

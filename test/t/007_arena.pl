@@ -4,7 +4,7 @@
 # references into it.  Answers equal the built-ins on the first (no arena)
 # and later (arena) queries, with and without leader participation, within
 # and across transactions, when the arena is too small for everything, after
-# an ERROR in the leader, and grouped plans stay off it.  The arena is one
+# an ERROR in the leader; grouped plans pass their states in slices of it.  The arena is one
 # segment per backend, whatever the number of queries.
 use strict;
 use warnings;
@@ -76,17 +76,40 @@ cmp_ok($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, '>=', 2, 'some sta
 is_deeply($rest, [ ($want) x 2 ], 'parallel_arena_size = 0: equal to the built-ins');
 is($st->[0]{parallel_arena_bytes}, 0, 'parallel_arena_size = 0: no arena');
 
-# grouped plans keep the tuple queue
+# grouped plans: a participant's state of a group (600-900 kB here) is copied
+# into a slice of the arena when it is serialized (arena.h)
 my $grouped = "SELECT grp, gpu_quantiles(x, $fr) FROM gs_ar GROUP BY grp ORDER BY grp";
 my $grouped_bi = "SELECT grp, percentile_disc($fr) WITHIN GROUP (ORDER BY x) FROM gs_ar GROUP BY grp ORDER BY grp";
 my $want_grouped = psql_value("SET max_parallel_workers_per_gather = 0; $grouped_bi;");
 ($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
 	  . $gpu . $gpu . $status . "$grouped;\n" . $status));
 is(join("\n", @{$rest}[2 .. $#$rest]), $want_grouped, 'GROUP BY with an arena: equal to the built-ins');
-is($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, 0, 'GROUP BY: no state in the arena');
+# 4 groups from each of 2 workers, if both got rows
+cmp_ok($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, '>=', 4, 'GROUP BY: states in arena slices');
+
+# a session of GROUP BY queries only: the first one passes its states the
+# slow way and asks for an arena, the next ones use slices; a one-chunk
+# arena (4 MB) holds some of a query's states and the rest travel inline
 ($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
-	  . "$grouped;\n$grouped;\n" . $status));
-is($st->[0]{parallel_arena_bytes}, 0, 'a session of GROUP BY queries only: no arena created');
+	  . $status . "$grouped;\n" . $status . "$grouped;\n" . $status));
+is_deeply([ join("\n", @{$rest}[0 .. 3]), join("\n", @{$rest}[4 .. 7]) ], [ $want_grouped, $want_grouped ],
+	'GROUP BY only, twice: equal to the built-ins');
+is($st->[1]{parallel_arena_bytes}, 0, 'first GROUP BY query: no arena yet');
+is($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, 0, 'first GROUP BY query: no slices');
+cmp_ok($st->[2]{states_in_arena} - $st->[1]{states_in_arena}, '>=', 4, 'second GROUP BY query: slices');
+($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '4MB';\n"
+	  . "SET parallel_leader_participation = off;\n"
+	  . "$grouped;\n$grouped;\n" . $status . "$grouped;\n" . $status));
+is_deeply([ join("\n", @{$rest}[4 .. 7]), join("\n", @{$rest}[8 .. 11]) ], [ $want_grouped, $want_grouped ],
+	'GROUP BY with a full one-chunk arena: equal to the built-ins');
+my $in = $st->[1]{states_in_arena} - $st->[0]{states_in_arena};
+# 8 states of ~900 kB from two workers: at most 4 fit one chunk's slices
+ok($in >= 1 && $in < 8, "a full arena: $in of 8 states in slices, the others inline");
+($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
+	  . "SET gpuselect.shared_partial_states = off;\n"
+	  . "$grouped;\n$grouped;\n" . $status . "$grouped;\n" . $status));
+is(join("\n", @{$rest}[8 .. 11]), $want_grouped, 'GROUP BY, shared_partial_states = off: equal');
+is($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, 0, 'shared_partial_states = off: no slices');
 
 # an ERROR in the leader after it attached a worker's state (test hook) and
 # a cancelled query: the next query in the session is right, the arena
