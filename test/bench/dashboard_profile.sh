@@ -64,7 +64,7 @@ awk '
 	/actual time=/ && !(q in top) { match($0, /actual time=[0-9.]+\.\.[0-9.]+/); s = substr($0, RSTART, RLENGTH); sub(/.*\.\./, "", s); top[q] = s }
 	/Gather/ && /actual time=/ && !(q in gat) { match($0, /actual time=[0-9.]+\.\.[0-9.]+/); s = substr($0, RSTART, RLENGTH); sub(/.*\.\./, "", s); gat[q] = s }
 	/Execution Time:/ { tot[q] = $3 }
-	END { for (q in tot) printf "| %s | %s | %s | %s | %.1f | %d |\n", q, tot[q], top[q], gat[q], top[q] - gat[q], st[q, 2] - st[q, 1] }
+	END { for (q in tot) if (q != "") printf "| %s | %s | %s | %s | %.1f | %d |\n", q, tot[q], top[q], gat[q], top[q] - gat[q], st[q, 2] - st[q, 1] }
 ' "$OUTD/plans.out" | sort
 
 # a profile of the leader, if perf is here
