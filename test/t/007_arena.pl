@@ -111,6 +111,25 @@ ok($in >= 1 && $in < 8, "a full arena: $in of 8 states in slices, the others inl
 is(join("\n", @{$rest}[8 .. 11]), $want_grouped, 'GROUP BY, shared_partial_states = off: equal');
 is($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, 0, 'shared_partial_states = off: no slices');
 
+# a hashed finalize step holds references, not copies: it stays within a
+# small work_mem where copies of the keys (the tuple queue) make it spill
+# (200 groups of a column with statistics: a partial hash aggregate whose
+# finalize step meets its groups early and its keys late)
+psql_value('CREATE TABLE gs_ar_g AS SELECT x, i4 % 200 AS g FROM gs_ar; ANALYZE gs_ar_g;');
+my $hashed = "SET enable_sort = off; SET work_mem = '1MB';\n"
+  . "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) SELECT g, gpu_quantiles(x, $fr) FROM gs_ar_g GROUP BY g;\n";
+sub finalize_batches
+{
+	my ($out) = @_;
+	my @b = $out =~ /Finalize HashAggregate.*?\n\s+Batches: (\d+)/sg;
+	return join(',', @b);
+}
+my $b_slices = finalize_batches(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n" . $hashed x 2));
+my $b_queue = finalize_batches(psql_value($par . "SET gpuselect.shared_partial_states = off;\n" . $hashed x 2));
+like($b_slices, qr/^\d+,1$/, "hashed finalize with slices: one batch (batches: $b_slices)");
+like($b_queue, qr/^(\d+),(\d+)$/, 'hashed finalize through the tuple queue: planned as expected');
+cmp_ok((split /,/, $b_queue)[1], '>', 1, "hashed finalize through the tuple queue: spills (batches: $b_queue)");
+
 # an ERROR in the leader after it attached a worker's state (test hook) and
 # a cancelled query: the next query in the session is right, the arena
 # empty again, and no segment is left behind
@@ -163,5 +182,5 @@ SKIP:
 	cmp_ok(settled_segments($before), '<=', $before, 'no shared memory segments left behind');
 }
 
-psql_value('DROP TABLE gs_ar;');
+psql_value('DROP TABLE gs_ar, gs_ar_g;');
 done_testing();
