@@ -18,14 +18,16 @@ SET work_mem = '4MB';	-- the plans below, whatever the server's setting
 
 -- 6 days of events, one every 18 seconds (28800 rows: ANALYZE samples them
 -- all, so the histogram's ends are the column's); ts_local without time
--- zone, d a date
+-- zone, d a date, epoch_i and epoch_s ts in Unix seconds (int4, int8)
 CREATE TABLE tb WITH (autovacuum_enabled = off) AS
 	SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '18 seconds' AS ts,
 		   timestamp '2026-03-01 00:00:00' + i * interval '18 seconds' AS ts_local,
 		   date '2026-03-01' + i / 4800 AS d,
 		   (i * 7919 % 1009)::float8 / 7 AS latency,
 		   (i % 1000)::numeric / 100 AS price,
-		   i % 3 AS host
+		   i % 3 AS host,
+		   1772323200 + i * 18 AS epoch_i,
+		   (1772323200 + i * 18)::bigint AS epoch_s
 	FROM generate_series(0, 28799) i;
 ANALYZE tb;
 
@@ -90,7 +92,10 @@ INSERT INTO tb_q VALUES
  ('between', $$SELECT date_trunc('hour', ts) AS t, gpu_median(latency) FROM tb WHERE ts BETWEEN '2026-03-03 00:00:00+00' AND '2026-03-03 05:59:59+00' GROUP BY 1$$),
  ('const_left', $$SELECT date_trunc('hour', ts) AS t, gpu_median(latency) FROM tb WHERE '2026-03-06 12:00:00+00' <= ts GROUP BY 1$$),
  ('having', $$SELECT date_trunc('hour', ts) AS t, gpu_median(latency) FROM tb GROUP BY 1 HAVING gpu_quantile(latency, 0.9) > 120$$),
- ('filter_clause', $$SELECT date_trunc('hour', ts) AS t, percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) FILTER (WHERE host = 1), count(*) FROM tb GROUP BY 1$$);
+ ('filter_clause', $$SELECT date_trunc('hour', ts) AS t, percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) FILTER (WHERE host = 1), count(*) FROM tb GROUP BY 1$$),
+ ('grafana_unix_epoch', $$SELECT floor((epoch_s)/300)*300 AS time, percentile_cont(0.95) WITHIN GROUP (ORDER BY latency) FROM tb GROUP BY 1 ORDER BY 1$$),
+ ('int_epoch_hour', $$SELECT epoch_i / 3600 AS h, gpu_median(latency) FROM tb WHERE epoch_i >= 1772409600 AND epoch_i < 1772452800 GROUP BY 1$$),
+ ('int_epoch_day', $$SELECT (epoch_s / 86400) * 86400 AS d, percentile_disc(0.5) WITHIN GROUP (ORDER BY price) FROM tb GROUP BY 1$$);
 
 -- plans: hashed, partial in workers, with the estimated groups
 SELECT name, pg_temp.tb_plan(q) AS plan, pg_temp.tb_rows(q) AS est_groups FROM tb_q ORDER BY name;
@@ -98,7 +103,7 @@ SELECT name, pg_temp.tb_plan(q) AS plan, pg_temp.tb_rows(q) AS est_groups FROM t
 SELECT name, pg_temp.tb_same(q) AS same FROM tb_q ORDER BY name;
 -- and with the estimate alone (rewrite on, estimate off): PostgreSQL's plan
 SET gpuselect.estimate_time_buckets = off;
-SELECT name, pg_temp.tb_plan(q) AS plan, pg_temp.tb_rows(q) AS est_groups FROM tb_q WHERE name IN ('hour', 'grafana_5min') ORDER BY name;
+SELECT name, pg_temp.tb_plan(q) AS plan, pg_temp.tb_rows(q) AS est_groups FROM tb_q WHERE name IN ('hour', 'grafana_5min', 'grafana_unix_epoch') ORDER BY name;
 SET gpuselect.estimate_time_buckets = on;
 
 -- left to PostgreSQL: no gpuselect aggregate, the built-in without the
@@ -111,6 +116,8 @@ SELECT pg_temp.tb_plan($$SELECT date_trunc('hour', ts), percentile_cont(0.5) WIT
 SET gpuselect.accelerate_builtins = on;
 SELECT pg_temp.tb_rows($$SELECT date_trunc('hour', ts), host, gpu_median(latency) FROM tb GROUP BY GROUPING SETS ((1), (2))$$) AS grouping_sets_est_groups;
 SELECT pg_temp.tb_rows($$SELECT extract(minute from ts), gpu_median(latency) FROM tb GROUP BY 1$$) AS not_a_bucket_est_groups;
+-- a division that is no bucket without floor(): numeric, not integer
+SELECT pg_temp.tb_rows($$SELECT price / 2, gpu_median(latency) FROM tb GROUP BY 1$$) AS numeric_div_est_groups;
 CREATE TABLE tb_nostats WITH (autovacuum_enabled = off) AS SELECT * FROM tb;
 SELECT pg_temp.tb_rows($$SELECT date_trunc('hour', ts), gpu_median(latency) FROM tb_nostats GROUP BY 1$$) AS no_statistics_est_groups;
 -- a generic plan's parameter leaves the column's whole range

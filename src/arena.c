@@ -1,5 +1,5 @@
 /*
- * arena.c — the leader's key arena for parallel plain aggregates (arena.h).
+ * arena.c — the leader's key arena for parallel aggregates (arena.h).
  *
  * Why: without it, a parallel worker's large partial state costs a copy into
  * a fresh shared memory segment (shared_state.c), the leader's own partial
@@ -10,12 +10,15 @@
  * keys are written once, during the scan, into memory the leader has mapped
  * since an earlier query.  With the GPU service ready, partial states lease
  * key-pool chunks instead (service_scan.c) and the arena takes only what the
- * pool could not.
+ * pool could not.  A GROUP BY's partial states are many and small: they are
+ * copied into slices of an arena chunk when serialized (gs_arena_slice), so
+ * that the leader holds references to them, not copies in its hash table.
  *
  * Lifetime and safety:
  *   - The leader creates the arena at the start of a parallel query, once it
- *     has seen a large partial state arrive the slow way: the first large
- *     parallel aggregate of a backend goes without it.  The segment is
+ *     has seen a large partial state (or a grouped one of a slice's size)
+ *     arrive the slow way: the first such parallel aggregate of a backend
+ *     goes without it.  The segment is
  *     created with its full size (gpuselect.parallel_arena_size) and stays
  *     mapped until the backend exits, which removes it.
  *   - Workers learn its handle from a hidden GUC, gpuselect.parallel_arena,

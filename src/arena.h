@@ -1,5 +1,5 @@
 /*
- * arena.h — the leader's key arena for parallel plain aggregates: one dynamic
+ * arena.h — the leader's key arena for parallel aggregates: one dynamic
  * shared memory segment per leader backend, kept for the backend's life,
  * into which parallel workers (and the leader's own partial aggregation)
  * write their keys during the scan.  A partial state then serializes as a
@@ -26,9 +26,9 @@ extern int64 gs_states_in_arena;
 extern void gs_arena_install_hook(void);
 
 /*
- * Leader: a large partial state reached the finalize step the slow way
- * (copied into a segment or the tuple queue); parallel queries from now on
- * get an arena (gpuselect.parallel_arena_size).
+ * Leader: a large partial state (or a grouped one of a slice's size) reached
+ * the finalize step the slow way (copied into a segment or the tuple queue);
+ * parallel queries from now on get an arena (gpuselect.parallel_arena_size).
  */
 extern void gs_arena_note_large_state(void);
 

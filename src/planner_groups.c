@@ -27,9 +27,13 @@
  * a constant zone):
  *   date_trunc(unit, col [, zone]), date_bin(width, col, origin),
  *   col::date, and floor(extract(epoch from col) / n) [* n] (Grafana's
- *   $__timeGroup), also under to_timestamp(), numeric/float8 casts and
- *   constant shifts (Metabase's week: date_trunc('week', ts + '1 day') -
- *   '1 day').
+ *   $__timeGroup), also under to_timestamp(), casts among the number types
+ *   and constant shifts (Metabase's week: date_trunc('week', ts + '1 day')
+ *   - '1 day');
+ * and of one column of a number type (an epoch in any unit):
+ *   floor(col / n) [* n] (Grafana's $__unixEpochGroup) and integer
+ *   division col / n [* n]; a numeric or float8 division only under floor.
+ * The range and the width are then in the column's own unit.
  *
  * Scope: only a query level whose grouped target or HAVING holds a
  * gpuselect aggregate (ours, or a built-in the rewrite replaced), only
@@ -68,7 +72,8 @@
 
 static create_upper_paths_hook_type gs_prev_upper_paths_hook = NULL;
 
-/* a time bucket of one column: which column, how wide (seconds) */
+/* a bucket of one column: which column, how wide (seconds, or the unit of
+ * a number column) */
 typedef struct GsBucket
 {
 	Var		   *var;
@@ -95,7 +100,38 @@ gs_const_unit(Node *n)
 	return downcase_truncate_identifier(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), false);
 }
 
-/* a positive numeric or float8 constant */
+/* a finite number of one of the number types; false otherwise */
+static bool
+gs_number_value(Oid typid, Datum d, double *v)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			*v = DatumGetInt16(d);
+			return true;
+		case INT4OID:
+			*v = DatumGetInt32(d);
+			return true;
+		case INT8OID:
+			*v = (double) DatumGetInt64(d);
+			return true;
+		case FLOAT4OID:
+			*v = DatumGetFloat4(d);
+			break;
+		case FLOAT8OID:
+			*v = DatumGetFloat8(d);
+			break;
+		case NUMERICOID:
+			/* NaN and the infinities come back as such: not finite */
+			*v = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
+			break;
+		default:
+			return false;
+	}
+	return isfinite(*v);
+}
+
+/* a positive constant of a number type; 0 otherwise */
 static double
 gs_const_positive(Node *n)
 {
@@ -105,17 +141,7 @@ gs_const_positive(Node *n)
 	if (n == NULL || !IsA(n, Const) || ((Const *) n)->constisnull)
 		return 0;
 	c = (Const *) n;
-	if (c->consttype == FLOAT8OID)
-		v = DatumGetFloat8(c->constvalue);
-	else if (c->consttype == NUMERICOID)
-		v = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, c->constvalue));
-	else if (c->consttype == INT4OID)
-		v = DatumGetInt32(c->constvalue);
-	else if (c->consttype == INT8OID)
-		v = (double) DatumGetInt64(c->constvalue);
-	else
-		return 0;
-	return (v > 0 && isfinite(v)) ? v : 0;
+	return gs_number_value(c->consttype, c->constvalue, &v) && v > 0 ? v : 0;
 }
 
 /* seconds in one date_trunc unit (a month and longer: their mean length) */
@@ -163,6 +189,13 @@ static bool
 gs_is_time_type(Oid typid)
 {
 	return typid == TIMESTAMPOID || typid == TIMESTAMPTZOID || typid == DATEOID;
+}
+
+static bool
+gs_is_number_type(Oid typid)
+{
+	return typid == INT2OID || typid == INT4OID || typid == INT8OID ||
+		typid == FLOAT4OID || typid == FLOAT8OID || typid == NUMERICOID;
 }
 
 /*
@@ -261,11 +294,16 @@ gs_time_var(Node *n)
 	return (Var *) n;
 }
 
-/* Drop what maps buckets one to one: casts, to_timestamp, "* n", shifts. */
+/*
+ * Drop what maps buckets one to one: casts among the number types,
+ * to_timestamp, "* n", shifts.
+ */
 static Node *
 gs_strip_one_to_one(Node *n)
 {
-	static const Oid maps[] = {F_NUMERIC_FLOAT8, F_FLOAT8_NUMERIC, F_TO_TIMESTAMP_FLOAT8};
+	static const Oid maps[] = {F_NUMERIC_FLOAT8, F_FLOAT8_NUMERIC, F_TO_TIMESTAMP_FLOAT8,
+		F_FLOAT8_INT2, F_FLOAT8_INT4, F_FLOAT8_INT8, F_FLOAT8_FLOAT4,
+	F_NUMERIC_INT2, F_NUMERIC_INT4, F_NUMERIC_INT8};
 	Node	   *arg;
 	List	   *args;
 	Oid			fn;
@@ -275,12 +313,27 @@ gs_strip_one_to_one(Node *n)
 		if ((arg = gs_unwrap(n, maps, lengthof(maps))) != NULL ||
 			(arg = gs_unshift(n)) != NULL)
 			n = arg;
-		else if (((fn = gs_call(n, T_OpExpr, 2, &args)) == F_NUMERIC_MUL || fn == F_FLOAT8MUL) &&
+		else if (((fn = gs_call(n, T_OpExpr, 2, &args)) == F_NUMERIC_MUL || fn == F_FLOAT8MUL ||
+				  fn == F_INT8MUL || fn == F_INT84MUL || fn == F_INT4MUL || fn == F_INT48MUL) &&
 				 gs_const_positive(lsecond(args)) > 0)
 			n = linitial(args);
 		else
 			return n;
 	}
+}
+
+/*
+ * A column of a number type (an epoch in seconds, milliseconds, ...), under
+ * casts among the number types: Grafana's $__unixEpochGroup buckets one.
+ */
+static Var *
+gs_number_var(Node *n)
+{
+	n = gs_strip_one_to_one(n);
+	if (n == NULL || !IsA(n, Var) || ((Var *) n)->varlevelsup != 0 ||
+		!gs_is_number_type(((Var *) n)->vartype))
+		return NULL;
+	return (Var *) n;
 }
 
 /* extract(epoch from col) / date_part('epoch', col): the column */
@@ -306,21 +359,46 @@ gs_epoch_var(Node *n)
 	}
 }
 
-/* floor(epoch / n): width n */
+/*
+ * x / n for a positive constant n, x an epoch of a time column or a number
+ * column: width n.  Only integer division is a bucket by itself; numeric
+ * and float8 division are one under floor() (integer_only false).
+ */
+static bool
+gs_div_bucket(Node *n, bool integer_only, GsBucket *b)
+{
+	List	   *args;
+
+	switch (gs_call(n, T_OpExpr, 2, &args))
+	{
+		case F_NUMERIC_DIV:
+		case F_FLOAT8DIV:
+			if (integer_only)
+				return false;
+			break;
+		case F_INT8DIV:
+		case F_INT84DIV:
+		case F_INT4DIV:
+		case F_INT48DIV:
+		case F_INT2DIV:
+			break;
+		default:
+			return false;
+	}
+	b->width = gs_const_positive(lsecond(args));
+	b->var = gs_epoch_var(linitial(args));
+	if (b->var == NULL)
+		b->var = gs_number_var(linitial(args));
+	return b->width > 0 && b->var != NULL;
+}
+
+/* floor(x / n): gs_div_bucket */
 static bool
 gs_floor_bucket(FuncExpr *f, GsBucket *b)
 {
-	List	   *args;
-	Oid			fn;
-
 	if (f->funcid != F_FLOOR_NUMERIC && f->funcid != F_FLOOR_FLOAT8)
 		return false;
-	fn = gs_call(gs_strip_one_to_one(linitial(f->args)), T_OpExpr, 2, &args);
-	if (fn != F_NUMERIC_DIV && fn != F_FLOAT8DIV)
-		return false;
-	b->width = gs_const_positive(lsecond(args));
-	b->var = gs_epoch_var(linitial(args));
-	return b->width > 0 && b->var != NULL;
+	return gs_div_bucket(gs_strip_one_to_one(linitial(f->args)), false, b);
 }
 
 /* Is expr a recognised time bucket?  Fills *b. */
@@ -331,6 +409,8 @@ gs_bucket_of(Node *expr, GsBucket *b)
 
 	memset(b, 0, sizeof(*b));
 	expr = gs_strip_one_to_one(expr);
+	if (expr != NULL && IsA(expr, OpExpr))
+		return gs_div_bucket(expr, true, b);	/* epoch / 300 in integers */
 	if (expr == NULL || !IsA(expr, FuncExpr))
 		return false;
 	f = (FuncExpr *) expr;
@@ -374,10 +454,15 @@ gs_bucket_of(Node *expr, GsBucket *b)
  * The column's range
  * ------------------------------------------------------------------- */
 
-/* a finite time value in seconds; false for NULL, infinity, other types */
+/*
+ * A bucketed column's value on the scale of its bucket width: a time in
+ * seconds, a number as itself.  False for infinities, NaN, other types.
+ */
 static bool
-gs_time_seconds(Oid typid, Datum d, double *secs)
+gs_scale_value(Oid typid, Datum d, double *secs)
 {
+	if (gs_is_number_type(typid))
+		return gs_number_value(typid, d, secs);
 	if (typid == TIMESTAMPOID || typid == TIMESTAMPTZOID)
 	{
 		Timestamp	t = DatumGetTimestamp(d);
@@ -411,7 +496,7 @@ gs_widen_by_slot(HeapTuple stats, int kind, Oid typid, double *lo, double *hi)
 	{
 		double		s;
 
-		if (gs_time_seconds(typid, sslot.values[i], &s))
+		if (gs_scale_value(typid, sslot.values[i], &s))
 		{
 			*lo = Min(*lo, s);
 			*hi = Max(*hi, s);
@@ -465,7 +550,7 @@ gs_narrow_by_quals(PlannerInfo *root, Var *var, double *lo, double *hi)
 		}
 		else
 			continue;
-		if (c->constisnull || !gs_time_seconds(c->consttype, c->constvalue, &s))
+		if (c->constisnull || !gs_scale_value(c->consttype, c->constvalue, &s))
 			continue;
 		if (strategy == BTLessStrategyNumber || strategy == BTLessEqualStrategyNumber)
 			*hi = Min(*hi, s);

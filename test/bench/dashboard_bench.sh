@@ -34,12 +34,13 @@
 #                      to GS_BENCH_OUT before part 2 starts either way
 #   GS_BENCH_PART1=0   skip part 1 (its answers and timings): part 2 only
 #   GS_BENCH_QUERIES   the query names to run (all: sum_hour pct_hour
-#                      gpu_quantiles_hour sum_grafana pct_grafana
-#                      sum_metabase pct_metabase); rows of the others are "-"
+#                      gpu_quantiles_hour sum_grafana pct_grafana sum_unix
+#                      pct_unix sum_metabase pct_metabase); rows of the
+#                      others are "-"
 #   GS_BENCH_QUEUE=1   one more row, "pct_hour queue": pct_hour rewritten with
 #                      gpuselect.shared_partial_states = off, so partial
 #                      states pass through the tuple queue, not the arena
-#   GS_BENCH_STATS=1   the main table with CREATE STATISTICS on the three
+#   GS_BENCH_STATS=1   the main table with CREATE STATISTICS on the four
 #                      grouping expressions (what the README tells a
 #                      dashboard's owner to do), so the floors and the
 #                      rewritten queries are partial hash aggregates in the
@@ -64,7 +65,8 @@ log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # ---- the table ----
 "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS gpuselect"
 have=-1
-if [ -n "$("${PSQL[@]}" -c "SELECT to_regclass('dash_bench')")" ]; then
+# (a table of an earlier version of this script, without epoch_s, is made anew)
+if [ -n "$("${PSQL[@]}" -c "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('dash_bench') AND attname = 'epoch_s'")" ]; then
 	have=$("${PSQL[@]}" -c "SELECT count(*) FROM dash_bench")
 fi
 if [ "$have" != "$ROWS" ]; then
@@ -73,18 +75,20 @@ if [ "$have" != "$ROWS" ]; then
 		DROP TABLE IF EXISTS dash_bench;
 		SELECT setseed(0.17);
 		CREATE TABLE dash_bench AS
-		SELECT timestamp '2026-01-01' + random() * interval '30 days' AS ts,
-		       exp(random() * 3 + random() * random() * 4) AS latency
-		FROM generate_series(1, $ROWS);
+		SELECT ts, exp(random() * 3 + random() * random() * 4) AS latency,
+		       extract(epoch FROM ts)::bigint AS epoch_s
+		FROM (SELECT timestamp '2026-01-01' + random() * interval '30 days' AS ts
+		      FROM generate_series(1, $ROWS)) g;
 		VACUUM ANALYZE dash_bench;
 	SQL
 fi
-"${PSQL[@]}" -c "DROP STATISTICS IF EXISTS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
+"${PSQL[@]}" -c "DROP STATISTICS IF EXISTS dash_bench_hour, dash_bench_5min, dash_bench_day, dash_bench_unix; ANALYZE dash_bench"
 create_stats() {
 	"${PSQL[@]}" <<-SQL
 		CREATE STATISTICS dash_bench_hour ON (date_trunc('hour', ts)) FROM dash_bench;
 		CREATE STATISTICS dash_bench_5min ON (floor(extract(epoch from ts) / 300) * 300) FROM dash_bench;
 		CREATE STATISTICS dash_bench_day ON (date_trunc('day', ts)) FROM dash_bench;
+		CREATE STATISTICS dash_bench_unix ON (floor((epoch_s)/300)*300) FROM dash_bench;
 		ANALYZE dash_bench;
 	SQL
 }
@@ -96,12 +100,15 @@ A="ARRAY[0.5, 0.9, 0.99]"
 HOUR="date_trunc('hour', ts)"
 GRAF="floor(extract(epoch from ts) / 300) * 300"
 DAY="date_trunc('day', ts)"
+UNIX="floor((epoch_s)/300)*300"	# Grafana's \$__unixEpochGroup(epoch_s, 5m)
 cat >"$TMP/queries" <<EOF
 sum_hour|SELECT $HOUR, sum(latency) FROM dash_bench GROUP BY 1
 pct_hour|SELECT $HOUR, percentile_cont($A) WITHIN GROUP (ORDER BY latency) FROM dash_bench GROUP BY 1
 gpu_quantiles_hour|SELECT $HOUR, gpu_quantiles(latency, $A) FROM dash_bench GROUP BY 1
 sum_grafana|SELECT $GRAF AS time, sum(latency) FROM dash_bench GROUP BY 1 ORDER BY 1
 pct_grafana|SELECT $GRAF AS time, percentile_cont(0.95) WITHIN GROUP (ORDER BY latency) FROM dash_bench GROUP BY 1 ORDER BY 1
+sum_unix|SELECT $UNIX AS time, sum(latency) FROM dash_bench GROUP BY 1 ORDER BY 1
+pct_unix|SELECT $UNIX AS time, percentile_cont(0.95) WITHIN GROUP (ORDER BY latency) FROM dash_bench GROUP BY 1 ORDER BY 1
 sum_metabase|SELECT $DAY, sum(latency) FROM dash_bench GROUP BY 1 ORDER BY 1
 pct_metabase|SELECT $DAY, percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) FROM dash_bench GROUP BY 1 ORDER BY 1
 EOF
@@ -143,7 +150,7 @@ settings() {	# <workers> <accelerate: on, off or queue (on, without the arena)> 
 {
 	echo "LOAD 'gpuselect';"
 	for w in 0 "$WORKERS"; do
-		for name in pct_hour pct_grafana pct_metabase; do
+		for name in pct_hour pct_grafana pct_unix pct_metabase; do
 			wanted "$name" || continue
 			q=$(query "$name")
 			for acc in off on; do
@@ -239,11 +246,14 @@ row() {	# <label> <floor label>
 		row sum_grafana sum_grafana
 		row "pct_grafana off" sum_grafana
 		row "pct_grafana on" sum_grafana
+		row sum_unix sum_unix
+		row "pct_unix off" sum_unix
+		row "pct_unix on" sum_unix
 		row sum_metabase sum_metabase
 		row "pct_metabase off" sum_metabase
 		row "pct_metabase on" sum_metabase
 		echo
-		echo "Queries: pct_hour = \`$(query pct_hour)\`; pct_grafana = \`$(query pct_grafana)\`; pct_metabase = \`$(query pct_metabase)\`; gpu_quantiles_hour = \`$(query gpu_quantiles_hour)\`."
+		echo "Queries: pct_hour = \`$(query pct_hour)\`; pct_grafana = \`$(query pct_grafana)\`; pct_unix = \`$(query pct_unix)\`; pct_metabase = \`$(query pct_metabase)\`; gpu_quantiles_hour = \`$(query gpu_quantiles_hour)\`."
 		echo
 		echo "Plans ($WORKERS workers, forced parallel costs): sum_hour: $(plan_of "$WORKERS" off forced sum_hour); pct_hour on: $(plan_of "$WORKERS" on forced pct_hour); pct_hour off: $(plan_of "$WORKERS" off forced pct_hour); pct_metabase on: $(plan_of "$WORKERS" on forced pct_metabase)."
 		echo
@@ -256,7 +266,7 @@ row() {	# <label> <floor label>
 log "wrote the timings to $OUT"
 
 if [ "${GS_BENCH_HELP:-1}" = 0 ] || [ "$STATS" = 1 ]; then
-	[ "$STATS" = 1 ] && "${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
+	[ "$STATS" = 1 ] && "${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day, dash_bench_unix; ANALYZE dash_bench"
 	cat "$OUT"
 	exit 0
 fi
@@ -267,7 +277,7 @@ md5_of() {	# <accelerate> <estimate> <query name>: md5 of all rows, planner's co
 }
 help_run() {	# <tag> <estimate_time_buckets>: plan and median time of the rewritten queries and their floors
 	local name q t same
-	for name in sum_hour pct_hour pct_grafana sum_metabase pct_metabase; do
+	for name in sum_hour pct_hour pct_grafana pct_unix sum_metabase pct_metabase; do
 		wanted "$name" || continue
 		q=$(query "$name")
 		{
@@ -297,7 +307,7 @@ log "planner help: with CREATE STATISTICS"
 create_stats
 HELP="$HELP
 $(help_run "CREATE STATISTICS" on)"
-"${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day; ANALYZE dash_bench"
+"${PSQL[@]}" -c "DROP STATISTICS dash_bench_hour, dash_bench_5min, dash_bench_day, dash_bench_unix; ANALYZE dash_bench"
 
 {
 	echo
