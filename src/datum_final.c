@@ -149,6 +149,7 @@ gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 
 	/* the values, in store order, as items */
 	items = (GsDatumItem *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(GsDatumItem) * Max(n, 1));
+	gs_chunk_advise_huge(items, sizeof(GsDatumItem) * Max(n, 1));
 	for (int i = 0; i < s->nchunks; i++)
 		filled += gs_datum_chunk_values(s, &s->chunks[i], items + filled, n - filled);
 	if (filled != n)

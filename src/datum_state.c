@@ -78,6 +78,7 @@ gs_datum_new_chunk(GsState *st, Size cap)
 	}
 	c = &s->chunks[s->nchunks++];
 	c->data = (char *) MemoryContextAllocHuge(st->mcxt, cap);
+	gs_chunk_advise_huge(c->data, cap);
 	c->cap = cap;
 	c->used = 0;
 	return c;

@@ -199,6 +199,8 @@ gs_textkey_build(const GsDatumStore *s, int64 n, int64 *chunk_first)
 	uint64	   *keys = (uint64 *) MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * Max(n, 1));
 	int64		filled = 0;
 
+	gs_chunk_advise_huge(keys, sizeof(uint64) * Max(n, 1));
+
 	for (int c = 0; c < s->nchunks; c++)
 	{
 		const GsDatumChunk *ch = &s->chunks[c];

@@ -70,6 +70,7 @@ extern int	gs_guc_seed;
 extern bool gs_guc_debug;
 extern bool gs_guc_accelerate_builtins;
 extern bool gs_guc_estimate_time_buckets;
+extern bool gs_guc_huge_pages;
 extern int	gs_guc_work_mem;	/* kB, -1: work_mem */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;

@@ -6,6 +6,7 @@
 #include "postgres.h"
 
 #include <math.h>
+#include <sys/mman.h>
 
 #include "catalog/pg_type.h"
 #include "utils/array.h"
@@ -40,6 +41,20 @@ gs_state_create(MemoryContext mcxt, Oid typid)
 		gs_datum_store_init(st);
 	gs_states_created++;
 	return st;
+}
+
+void
+gs_chunk_advise_huge(void *mem, Size bytes)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t huge = (uintptr_t) 2 << 20;
+	uintptr_t	start = TYPEALIGN(huge, (uintptr_t) mem);
+	uintptr_t	end = TYPEALIGN_DOWN(huge, (uintptr_t) mem + bytes);
+
+	/* advice only: a kernel without THP, or one that refuses, costs nothing */
+	if (gs_guc_huge_pages && bytes >= GS_HUGE_CHUNK_BYTES && end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
 }
 
 /* Make room for one more chunk descriptor. */
@@ -152,7 +167,10 @@ gs_state_grow(GsState *st)
 			cap = pool_cap;
 	}
 	if (mem == NULL)
+	{
 		mem = MemoryContextAlloc(st->mcxt, bytes);
+		gs_chunk_advise_huge(mem, bytes);
+	}
 
 	c = &st->chunks[st->nchunks++];
 	c->data = (char *) mem;

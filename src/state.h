@@ -102,6 +102,14 @@ typedef struct GsState
 } GsState;
 
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);
+
+/*
+ * Large chunks of keys or values (GS_HUGE_CHUNK_BYTES and more) are written
+ * once, front to back: with gpuselect.huge_pages, ask the kernel for
+ * transparent huge pages for the 2 MB pages inside them.
+ */
+#define GS_HUGE_CHUNK_BYTES		((Size) 4 << 20)
+extern void gs_chunk_advise_huge(void *mem, Size bytes);
 /* states created in this backend (gpuselect_status: shows state sharing) */
 extern int64 gs_states_created;
 /* partial states whose keys combine took over instead of copying (gpuselect_status) */
