@@ -122,7 +122,7 @@ gs_datum_reserve(GsState *st, Size size)
  * the compiler knows to be small is expanded in place, by gcc as
  * "rep movsq", which takes tens of cycles to start on many Intel cores: it
  * was 28% of a 10M-row text aggregate's time on the H200 host
- * (test/bench/results/text-copy-2026-11-25-h200.md).  Fixed-size 8-byte
+ * (test/bench/results/types-2026-11-25-h200-host-copy.md).  Fixed-size 8-byte
  * moves, the last one overlapping, need none of that.
  */
 static inline void
