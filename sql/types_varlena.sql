@@ -288,3 +288,21 @@ RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 DROP TABLE gs_nk, gs_nk2, gs_nk3;
+
+-- text of every short length (0..126 bytes: the values with a 1-byte header
+-- that the store copies word by word, datum_state.c's gs_copy_short), five
+-- of each, at 101 fractions: the same strings as the built-in's, under "C"
+-- (prefix keys) and the database's collation (the comparison path)
+CREATE TABLE gs_len AS
+	SELECT l, substr(repeat(md5(l || '-' || k), 4), 1 + k, l) AS t
+	FROM generate_series(0, 126) l, generate_series(1, 5) k;
+SELECT count(DISTINCT length(t)) AS lengths,
+       (SELECT gpu_percentile_disc(f) WITHIN GROUP (ORDER BY t COLLATE "C") FROM gs_len)::text =
+       (SELECT percentile_disc(f) WITHIN GROUP (ORDER BY t COLLATE "C") FROM gs_len)::text AS same_c,
+       (SELECT gpu_percentile_disc(f) WITHIN GROUP (ORDER BY t) FROM gs_len)::text =
+       (SELECT percentile_disc(f) WITHIN GROUP (ORDER BY t) FROM gs_len)::text AS same_default,
+       (SELECT gpu_percentile_disc(f) WITHIN GROUP (ORDER BY length(t)::text || t COLLATE "C") FROM gs_len)::text =
+       (SELECT percentile_disc(f) WITHIN GROUP (ORDER BY length(t)::text || t COLLATE "C") FROM gs_len)::text AS same_by_length
+FROM gs_len, (SELECT array_agg(i / 100.0) AS f FROM generate_series(0, 100) i) fr
+GROUP BY f;
+DROP TABLE gs_len;
