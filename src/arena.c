@@ -248,7 +248,8 @@ gs_arena_slice(Size bytes)
 	char	   *p;
 
 	bytes = TYPEALIGN(GS_ARENA_SLICE_ALIGN, bytes);
-	if (bytes == 0 || bytes > GS_ARENA_SLICE_MAX_BYTES)
+	/* shared_partial_states = off: the tuple queue, even mid-transaction */
+	if (bytes == 0 || bytes > GS_ARENA_SLICE_MAX_BYTES || !gs_guc_shared_partial_states)
 		return NULL;
 	if (slab != NULL &&
 		(slab_gen != pg_atomic_read_u64(&arena_hdr->generation) ||

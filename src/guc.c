@@ -168,20 +168,24 @@ gs_guc_define(void)
 							 NULL, NULL, NULL);
 
 	/*
-	 * USERSET: like accelerate_builtins it only changes which plan this
-	 * session's queries get (planner_groups.c), never an answer.
+	 * USERSET: advice to the kernel about this backend's own memory; it
+	 * changes how fast a large aggregate's memory is mapped, never an answer.
 	 */
 	DefineCustomBoolVariable("gpuselect.huge_pages",
 							 "Ask for transparent huge pages for the large chunks of values an aggregate holds.",
 							 "madvise(MADV_HUGEPAGE) on chunks of 4 MB and more (keys and stored values): "
-							 "512 times fewer page faults where the kernel's transparent_hugepage setting is "
-							 "madvise or always; nothing where it is never.",
+							 "one page fault per 2 MB instead of per 4 kB page inside them where the kernel's "
+							 "transparent_hugepage setting is madvise or always; nothing where it is never.",
 							 &gs_guc_huge_pages,
 							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * USERSET: like accelerate_builtins it only changes which plan this
+	 * session's queries get (planner_groups.c), never an answer.
+	 */
 	DefineCustomBoolVariable("gpuselect.estimate_time_buckets",
 							 "Estimate the groups of GROUP BY time buckets (date_trunc, date_bin, floor(extract(epoch ...)/n)) from the column's range.",
 							 "Applies to queries with gpuselect aggregates (or built-ins the rewrite replaced): "
