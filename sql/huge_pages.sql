@@ -3,6 +3,7 @@
 -- the answers are the built-in's with it on and off, over states large
 -- enough to reach such chunks (1.2M float8 keys; 600k texts in the value
 -- store and the text path's key array).
+LOAD 'gpuselect';
 SET extra_float_digits = 0;
 SET gpuselect.device = 'cpu';
 SET max_parallel_workers_per_gather = 0;
