@@ -32,7 +32,9 @@ CREATE TABLE tb WITH (autovacuum_enabled = off) AS
 ANALYZE tb;
 
 -- the top node's estimated rows: the groups (floor(range / width) + 1 per
--- bucket; a strict < bound counts as <=, hence 13 hours in filtered_host)
+-- bucket; a strict < bound counts as <=, hence 13 hours in filtered_host;
+-- a factor inside the bucket divides its width: epoch_ms_scaled's 5
+-- minutes, half_hours' 1800 seconds)
 CREATE FUNCTION pg_temp.tb_rows(q text) RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE
 	j json;
@@ -95,7 +97,9 @@ INSERT INTO tb_q VALUES
  ('filter_clause', $$SELECT date_trunc('hour', ts) AS t, percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) FILTER (WHERE host = 1), count(*) FROM tb GROUP BY 1$$),
  ('grafana_unix_epoch', $$SELECT floor((epoch_s)/300)*300 AS time, percentile_cont(0.95) WITHIN GROUP (ORDER BY latency) FROM tb GROUP BY 1 ORDER BY 1$$),
  ('int_epoch_hour', $$SELECT epoch_i / 3600 AS h, gpu_median(latency) FROM tb WHERE epoch_i >= 1772409600 AND epoch_i < 1772452800 GROUP BY 1$$),
- ('int_epoch_day', $$SELECT (epoch_s / 86400) * 86400 AS d, percentile_disc(0.5) WITHIN GROUP (ORDER BY price) FROM tb GROUP BY 1$$);
+ ('int_epoch_day', $$SELECT (epoch_s / 86400) * 86400 AS d, percentile_disc(0.5) WITHIN GROUP (ORDER BY price) FROM tb GROUP BY 1$$),
+ ('epoch_ms_scaled', $$SELECT floor((epoch_s * 1000) / 300000) * 300000 AS ms, gpu_median(latency) FROM tb GROUP BY 1$$),
+ ('half_hours', $$SELECT floor(extract(epoch from ts) / 3600 * 2) AS t, gpu_median(latency) FROM tb GROUP BY 1$$);
 
 -- plans: hashed, partial in workers, with the estimated groups
 SELECT name, pg_temp.tb_plan(q) AS plan, pg_temp.tb_rows(q) AS est_groups FROM tb_q ORDER BY name;

@@ -296,10 +296,12 @@ gs_time_var(Node *n)
 
 /*
  * Drop what maps buckets one to one: casts among the number types,
- * to_timestamp, "* n", shifts.
+ * to_timestamp, "* n", shifts.  *scale is multiplied by each n dropped:
+ * outside a bucket (floor(x / n) * n) it does not matter, inside one
+ * (floor(x * 1000 / n)) it divides the bucket's width.
  */
 static Node *
-gs_strip_one_to_one(Node *n)
+gs_strip_one_to_one(Node *n, double *scale)
 {
 	static const Oid maps[] = {F_NUMERIC_FLOAT8, F_FLOAT8_NUMERIC, F_TO_TIMESTAMP_FLOAT8,
 		F_FLOAT8_INT2, F_FLOAT8_INT4, F_FLOAT8_INT8, F_FLOAT8_FLOAT4,
@@ -307,6 +309,7 @@ gs_strip_one_to_one(Node *n)
 	Node	   *arg;
 	List	   *args;
 	Oid			fn;
+	double		k;
 
 	for (;;)
 	{
@@ -315,8 +318,11 @@ gs_strip_one_to_one(Node *n)
 			n = arg;
 		else if (((fn = gs_call(n, T_OpExpr, 2, &args)) == F_NUMERIC_MUL || fn == F_FLOAT8MUL ||
 				  fn == F_INT8MUL || fn == F_INT84MUL || fn == F_INT4MUL || fn == F_INT48MUL) &&
-				 gs_const_positive(lsecond(args)) > 0)
+				 (k = gs_const_positive(lsecond(args))) > 0)
+		{
 			n = linitial(args);
+			*scale *= k;
+		}
 		else
 			return n;
 	}
@@ -327,9 +333,9 @@ gs_strip_one_to_one(Node *n)
  * casts among the number types: Grafana's $__unixEpochGroup buckets one.
  */
 static Var *
-gs_number_var(Node *n)
+gs_number_var(Node *n, double *scale)
 {
-	n = gs_strip_one_to_one(n);
+	n = gs_strip_one_to_one(n, scale);
 	if (n == NULL || !IsA(n, Var) || ((Var *) n)->varlevelsup != 0 ||
 		!gs_is_number_type(((Var *) n)->vartype))
 		return NULL;
@@ -338,12 +344,12 @@ gs_number_var(Node *n)
 
 /* extract(epoch from col) / date_part('epoch', col): the column */
 static Var *
-gs_epoch_var(Node *n)
+gs_epoch_var(Node *n, double *scale)
 {
 	List	   *args;
 	char	   *unit;
 
-	switch (gs_call(gs_strip_one_to_one(n), T_FuncExpr, 2, &args))
+	switch (gs_call(gs_strip_one_to_one(n, scale), T_FuncExpr, 2, &args))
 	{
 		case F_EXTRACT_TEXT_TIMESTAMP:
 		case F_EXTRACT_TEXT_TIMESTAMPTZ:
@@ -361,13 +367,16 @@ gs_epoch_var(Node *n)
 
 /*
  * x / n for a positive constant n, x an epoch of a time column or a number
- * column: width n.  Only integer division is a bucket by itself; numeric
- * and float8 division are one under floor() (integer_only false).
+ * column, times scale (what the caller stripped around a numeric or float8
+ * division): width n / scale, and / the factors inside x.  Only integer
+ * division is a bucket by itself; numeric and float8 division are one under
+ * floor() (integer_only false).
  */
 static bool
-gs_div_bucket(Node *n, bool integer_only, GsBucket *b)
+gs_div_bucket(Node *n, double scale, bool integer_only, GsBucket *b)
 {
 	List	   *args;
+	double		inner;
 
 	switch (gs_call(n, T_OpExpr, 2, &args))
 	{
@@ -381,24 +390,33 @@ gs_div_bucket(Node *n, bool integer_only, GsBucket *b)
 		case F_INT4DIV:
 		case F_INT48DIV:
 		case F_INT2DIV:
+			scale = 1;			/* already whole buckets: a factor after it maps one to one */
 			break;
 		default:
 			return false;
 	}
-	b->width = gs_const_positive(lsecond(args));
-	b->var = gs_epoch_var(linitial(args));
+	inner = scale;
+	b->var = gs_epoch_var(linitial(args), &inner);
 	if (b->var == NULL)
-		b->var = gs_number_var(linitial(args));
+	{
+		inner = scale;
+		b->var = gs_number_var(linitial(args), &inner);
+	}
+	b->width = gs_const_positive(lsecond(args)) / inner;
 	return b->width > 0 && b->var != NULL;
 }
 
-/* floor(x / n): gs_div_bucket */
+/* floor(x / n), floor(x / n * k): gs_div_bucket */
 static bool
 gs_floor_bucket(FuncExpr *f, GsBucket *b)
 {
+	double		scale = 1;
+	Node	   *arg;
+
 	if (f->funcid != F_FLOOR_NUMERIC && f->funcid != F_FLOOR_FLOAT8)
 		return false;
-	return gs_div_bucket(gs_strip_one_to_one(linitial(f->args)), false, b);
+	arg = gs_strip_one_to_one(linitial(f->args), &scale);
+	return gs_div_bucket(arg, scale, false, b);
 }
 
 /* Is expr a recognised time bucket?  Fills *b. */
@@ -406,11 +424,12 @@ static bool
 gs_bucket_of(Node *expr, GsBucket *b)
 {
 	FuncExpr   *f;
+	double		outside = 1;	/* factors around a bucket: one to one */
 
 	memset(b, 0, sizeof(*b));
-	expr = gs_strip_one_to_one(expr);
+	expr = gs_strip_one_to_one(expr, &outside);
 	if (expr != NULL && IsA(expr, OpExpr))
-		return gs_div_bucket(expr, true, b);	/* epoch / 300 in integers */
+		return gs_div_bucket(expr, 1, true, b);	/* epoch / 300 in integers */
 	if (expr == NULL || !IsA(expr, FuncExpr))
 		return false;
 	f = (FuncExpr *) expr;
