@@ -23,6 +23,7 @@ OBJS = \
 	src/planner_aggs.o \
 	src/planner_groups.o \
 	src/dispatch.o \
+	src/final_batch.o \
 	src/datum_state.o \
 	src/datum_select.o \
 	src/datum_final.o \
@@ -101,7 +102,7 @@ endif
 # ---- unit tests of the CPU engine (no server needed) ----
 UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror $(GS_ENGINE_INCLUDES)
 test/unit/%.bin: test/unit/%.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
-	$(CC) $(UNIT_CFLAGS) -o $@ $< $(GS_CPU_ENGINE_SRCS) -lm
+	$(CC) $(UNIT_CFLAGS) -pthread -o $@ $< $(GS_CPU_ENGINE_SRCS) -lm
 
 # the GPU service's lane threads with the CPU engine: no PostgreSQL in them either
 test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c src/service_lanes.c src/service_lanes.h \

@@ -137,6 +137,29 @@ gs_status	gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t
 								 const gs_options *opt, gs_approx_pick *out, gs_error *err);
 
 /*
+ * Exact multiselect of many independent inputs (the groups of a GROUP BY),
+ * item by item as gs_cpu_select, on the calling thread and up to nthreads
+ * helper threads (kernels/cpu/cpu_many.c; never more helpers than items - 1;
+ * 0: the calling thread alone).  Only the calling thread calls
+ * opt->interrupt; a nonzero answer stops every item still running, and the
+ * call returns GS_ERR_CANCELED once every helper has been joined.  Helpers
+ * run with every signal blocked.  Each item's status says whether its
+ * out_keys were written; the call returns GS_OK when every item's is GS_OK,
+ * else the first failure's status and message (or GS_ERR_CANCELED).
+ */
+typedef struct gs_select_item
+{
+	gs_input	in;
+	const uint64_t *ranks;
+	size_t		nranks;
+	uint64_t   *out_keys;
+	gs_status	status;			/* out */
+} gs_select_item;
+
+gs_status	gs_cpu_select_many(gs_select_item *items, size_t nitems, unsigned nthreads,
+							   const gs_options *opt, gs_error *err);
+
+/*
  * Test hook (per thread: it holds for the calling thread's later calls):
  * the exact CPU engine's choice between selection and its sort path.
  * 0: by the cost model (the default); 1: always select; 2: always sort.

@@ -14,10 +14,12 @@
 #include "gs_engine.h"
 #include "arena.h"
 #include "dispatch.h"
+#include "final_batch.h"
 #include "guc.h"
 #include "service.h"
 #include "shared_state.h"
 #include "spill.h"
+#include "types.h"
 
 /* per-backend record of the selection runs */
 static int64 n_gpu_runs = 0;
@@ -271,6 +273,64 @@ gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int nranks, uint6
 }
 
 /*
+ * Would gs_dispatch_select run st exactly on the CPU engine, from memory?
+ * Those are the states a batch (final_batch.c) may select ahead of their
+ * final calls: not a value type, not spilled, not approximate, not one the
+ * GPU path takes, and not under the forced engine path of the test hook
+ * (a per-thread setting the batch's helper threads would not see).
+ */
+bool
+gs_dispatch_batchable(const GsState *st)
+{
+	if (st->kind == GS_T_DATUM || st->spill != NULL || st->nrows <= 0)
+		return false;
+	if (gs_guc_approximate && !gs_dispatch_exact_only)
+		return false;
+	if (gs_guc_test_cpu_path != GS_CPU_PATH_AUTO || gs_guc_device == GS_DEVICE_GPU)
+		return false;
+	return !(gs_guc_device == GS_DEVICE_AUTO && st->nrows >= (int64) gs_guc_gpu_min_rows &&
+			 gs_service_in_use());
+}
+
+/*
+ * Many groups at once on the CPU engine and nthreads helper threads: only
+ * this thread calls the interrupt hook, so interrupts, errors and their
+ * re-throw are those of gs_run_cpu.
+ */
+void
+gs_dispatch_cpu_many(gs_select_item *items, int nitems, int nthreads)
+{
+	gs_options	opt;
+	gs_error	err;
+	gs_status	s;
+	GsInterrupts gi;
+
+	memset(&opt, 0, sizeof(opt));
+	gs_interrupts_init(&gi);
+	opt.interrupt = gs_interrupt_hook;
+	opt.interrupt_arg = &gi;
+	opt.seed = (uint64) gs_guc_seed;
+	memset(&err, 0, sizeof(err));
+	s = gs_cpu_select_many(items, (size_t) nitems, (unsigned) nthreads, &opt, &err);
+	gs_interrupts_rethrow(&gi);
+	if (s == GS_OK)
+		return;
+	err.status = s;
+	gs_engine_failed(&err);
+}
+
+/* the keys a batch selected for exactly these ranks, if any (final_batch.c) */
+static bool
+gs_dispatch_take_memo(const GsState *st, const uint64 *ranks, int nranks, uint64 *out_keys)
+{
+	if (st->memo_nranks != nranks ||
+		memcmp(st->memo_ranks, ranks, sizeof(uint64) * nranks) != 0)
+		return false;
+	memcpy(out_keys, st->memo_keys, sizeof(uint64) * nranks);
+	return true;
+}
+
+/*
  * A spilled group (spill.c): exact selection in passes over its temporary
  * file, on the CPU whatever gpuselect.device says in auto mode (the GPU
  * path holds a group's keys in device memory whole), an ERROR in gpu mode.
@@ -372,6 +432,11 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	{
 		gs_dispatch_spilled(st, ranks, nranks, out_keys, &info);
 		approx = false;			/* exact: rank bound 0 */
+	}
+	else if (!approx && gs_dispatch_take_memo(st, ranks, nranks, out_keys))
+	{
+		info.path = "cpu (batch)";
+		gs_cpu_runs++;
 	}
 	else
 	{
@@ -481,6 +546,8 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
 	gs_emit("states_in_arena", psprintf(INT64_FORMAT, gs_states_in_arena), &ea);
 	gs_emit("fraction_full_compares", psprintf(INT64_FORMAT, gs_fraction_full_compares), &ea);
+	gs_emit("final_batches", psprintf(INT64_FORMAT, gs_final_batches), &ea);
+	gs_emit("final_batch_groups", psprintf(INT64_FORMAT, gs_final_batch_groups), &ea);
 	gs_emit("interrupts_absorbed", psprintf(INT64_FORMAT, gs_interrupts_absorbed), &ea);
 	gs_emit("selections_canceled", psprintf(INT64_FORMAT, gs_selections_canceled), &ea);
 	{

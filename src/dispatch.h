@@ -54,6 +54,17 @@ extern void gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int n
 								  uint64 *out_keys);
 
 /*
+ * A hashed aggregation's batch (final_batch.c): which states
+ * gs_dispatch_select would run exactly on the CPU engine from memory, and
+ * the engine call for many of them at once on nthreads helper threads
+ * (interrupts and errors as for one; nothing recorded but the memo the
+ * caller keeps, which gs_dispatch_select answers from for exactly the same
+ * ranks: path "cpu (batch)").
+ */
+extern bool gs_dispatch_batchable(const GsState *st);
+extern void gs_dispatch_cpu_many(gs_select_item *items, int nitems, int nthreads);
+
+/*
  * ERROR for gpuselect.device = 'gpu' when the GPU path cannot run:
  *   gpuselect.device is "gpu" but <reason>
  * Shared by dispatch.c (no CUDA in this build, no GPU service) and

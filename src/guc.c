@@ -20,6 +20,7 @@ bool		gs_guc_debug = false;
 bool		gs_guc_accelerate_builtins = false;
 bool		gs_guc_estimate_time_buckets = true;
 bool		gs_guc_huge_pages = true;
+int			gs_guc_finalize_threads = -1;
 int			gs_guc_test_max_serial_bytes = 0;
 bool		gs_guc_shared_partial_states = true;
 bool		gs_guc_test_fail_shared_attach = false;
@@ -195,6 +196,23 @@ gs_guc_define(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	/*
+	 * USERSET: how many threads, besides the backend itself, select the
+	 * groups of a hashed aggregation at once (final_batch.c).  -1 follows
+	 * max_parallel_workers_per_gather: the helpers run after the query's
+	 * workers have finished, so a query never has more busy processes and
+	 * threads than the parallelism the session already allows; 0 turns the
+	 * batch off (one group at a time, as before).
+	 */
+	DefineCustomIntVariable("gpuselect.finalize_threads",
+							"Threads that select a hashed aggregation's groups at once, besides the backend.",
+							"-1: max_parallel_workers_per_gather; 0: one group at a time.",
+							&gs_guc_finalize_threads,
+							-1, -1, 64,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.debug",
 							 "Emit a NOTICE describing every selection run (path, rows, timings, rank bound).",

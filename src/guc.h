@@ -21,6 +21,10 @@
  *                             from the column's range, for
  *                             queries with gpuselect aggregates
  *                             (planner_groups.c)               (default on)
+ *   gpuselect.finalize_threads  threads besides the backend that
+ *                             select a hashed aggregation's groups
+ *                             at once (final_batch.c)   (default -1:
+ *                             max_parallel_workers_per_gather; 0: off)
  *   gpuselect.work_mem        a group's in-memory keys; beyond
  *                             it they spill to temporary files (default 1GB;
  *                             -1: work_mem) -- spill.c
@@ -71,6 +75,7 @@ extern bool gs_guc_debug;
 extern bool gs_guc_accelerate_builtins;
 extern bool gs_guc_estimate_time_buckets;
 extern bool gs_guc_huge_pages;
+extern int	gs_guc_finalize_threads;	/* -1: max_parallel_workers_per_gather */
 extern int	gs_guc_work_mem;	/* kB, -1: work_mem */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;

@@ -31,6 +31,7 @@
 #include "utils/memutils.h"
 
 #include "arena.h"
+#include "final_batch.h"
 #include "ranks.h"
 #include "shared_state.h"
 #include "state.h"
@@ -235,6 +236,8 @@ gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
 	st->partial = gs_agg_is_partial(fcinfo);
 	st->arena_ok = st->partial && gs_agg_is_plain(fcinfo);
 	st->lease_ok = st->partial;
+	if (!st->partial)
+		gs_final_batch_note(fcinfo, aggcontext, st);
 	return st;
 }
 
@@ -340,6 +343,7 @@ gs_median_final(PG_FUNCTION_ARGS)
 	st = (GsState *) PG_GETARG_POINTER(0);
 	if (st->nrows == 0)
 		PG_RETURN_NULL();
+	gs_final_batch_run(st, GS_BATCH_MEDIAN);
 	PG_RETURN_FLOAT8(gs_final_cont(st, 0.5));
 }
 
@@ -362,6 +366,7 @@ gs_quantile_final(PG_FUNCTION_ARGS)
 	gs_check_fraction(st->fraction);
 	if (st->nrows == 0)
 		PG_RETURN_NULL();
+	gs_final_batch_run(st, GS_BATCH_DISC);
 	PG_RETURN_DATUM(gs_final_disc(st, st->fraction));
 }
 
@@ -379,6 +384,7 @@ gs_quantiles_final(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	if (!st->have_fraction || st->fraction_null || st->fractions == NULL)
 		PG_RETURN_NULL();
+	gs_final_batch_run(st, GS_BATCH_DISC_MULTI);
 	PG_RETURN_ARRAYTYPE_P(gs_final_disc_multi(st, st->fractions, &c->type));
 }
 
@@ -406,6 +412,7 @@ gs_combine(PG_FUNCTION_ARGS)
 		 */
 		s1 = gs_state_create(aggcontext, s2->typid);
 		s1->descending = s2->descending;
+		gs_final_batch_note(fcinfo, aggcontext, s1);
 	}
 	gs_state_combine(s1, s2);
 	PG_RETURN_POINTER(s1);

@@ -36,6 +36,7 @@
 
 #include "datum_state.h"
 #include "dispatch.h"
+#include "final_batch.h"
 #include "planner.h"
 #include "ranks.h"
 #include "state.h"
@@ -107,6 +108,8 @@ gs_planner_start(FunctionCallInfo fcinfo, bool descending)
 	st->lease_ok = st->partial;
 	st->have_fraction = true;
 	st->fraction_null = PG_ARGISNULL(2);
+	if (!st->partial)
+		gs_final_batch_note(fcinfo, aggcontext, st);
 	return st;
 }
 
@@ -190,6 +193,13 @@ gs_planner_select(FunctionCallInfo fcinfo, GsPlannerFinal which, GsState *st,
 	gs_dispatch_exact_only = saved || exact;
 	PG_TRY();
 	{
+		/* a hashed aggregation's groups: every one at the first final call */
+		if (which == GS_PF_DISC || which == GS_PF_CONT ||
+			which == GS_PF_DISC_MULTI || which == GS_PF_CONT_MULTI)
+			gs_final_batch_run(st, which == GS_PF_DISC ? GS_BATCH_DISC :
+							   which == GS_PF_CONT ? GS_BATCH_CONT :
+							   which == GS_PF_DISC_MULTI ? GS_BATCH_DISC_MULTI :
+							   GS_BATCH_CONT_MULTI);
 		switch (which)
 		{
 			case GS_PF_DISC:

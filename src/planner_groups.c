@@ -67,8 +67,10 @@
 #include "utils/selfuncs.h"
 #include "utils/timestamp.h"
 
+#include "final_batch.h"
 #include "guc.h"
 #include "planner.h"
+#include "types.h"
 
 static create_upper_paths_hook_type gs_prev_upper_paths_hook = NULL;
 
@@ -649,15 +651,35 @@ gs_estimate_groups(PlannerInfo *root, List *group_clause, double input_rows)
  * The paths
  * ------------------------------------------------------------------- */
 
-/* does the grouped target or HAVING call a gpuselect aggregate? */
-static bool
-gs_has_gpuselect_agg_walker(Node *node, void *context)
+/* the gpuselect aggregates of the grouped target and HAVING */
+typedef struct GsAggsSeen
 {
+	bool		any;			/* a gpuselect aggregate */
+	bool		values;			/* one over a comparison type (GS_T_DATUM):
+								 * no batch selects those (final_batch.c) */
+} GsAggsSeen;
+
+static bool
+gs_gpuselect_aggs_walker(Node *node, void *context)
+{
+	GsAggsSeen *seen = (GsAggsSeen *) context;
+
 	if (node == NULL)
 		return false;
 	if (IsA(node, Aggref) && gs_planner_is_gpuselect_func(((Aggref *) node)->aggfnoid))
-		return true;
-	return expression_tree_walker(node, gs_has_gpuselect_agg_walker, context);
+	{
+		Aggref	   *a = (Aggref *) node;
+		GsTypeKind	kind = GS_T_DATUM;
+		uint8		key_bytes;
+
+		seen->any = true;
+		if (a->aggargtypes == NIL ||
+			!gs_type_kind_from_oid(linitial_oid(a->aggargtypes), &kind, &key_bytes, NULL) ||
+			kind == GS_T_DATUM)
+			seen->values = true;
+		return false;
+	}
+	return expression_tree_walker(node, gs_gpuselect_aggs_walker, context);
 }
 
 /* PostgreSQL's own estimate: the fewest rows any of its grouped paths gives */
@@ -672,23 +694,88 @@ gs_planner_groups(RelOptInfo *grouped_rel, double input_rows)
 	return rows;
 }
 
+/*
+ * The selection that gpuselect's final functions do, which PostgreSQL does
+ * not charge (a final function costs its procost once per group), added
+ * to the grouped paths so that they compare by it: about half a
+ * cpu_operator_cost per input row (the CPU engine's passes cost a few ns
+ * per key), in full on a sorted aggregation (one group after another in
+ * one process), the backend's share 1 / (T + 1) on a hashed one, whose
+ * groups a batch selects at once on T helper threads (final_batch.c).
+ * Between a Finalize GroupAggregate over Gather Merge and a Finalize
+ * HashAggregate over Gather, whose own costs differ by little, that
+ * decides.  The pathlist is kept sorted by total cost, as add_path keeps it.
+ */
+static int
+gs_cmp_total_cost(const ListCell *a, const ListCell *b)
+{
+	Cost		x = ((Path *) lfirst(a))->total_cost;
+	Cost		y = ((Path *) lfirst(b))->total_cost;
+
+	return x < y ? -1 : x > y;
+}
+
+static Cost
+gs_selection_charge(const Path *path, double input_rows)
+{
+	Cost		full = input_rows * cpu_operator_cost * 0.5;
+
+	if (!IsA(path, AggPath))
+		return 0;
+	return ((const AggPath *) path)->aggstrategy == AGG_HASHED ?
+		full / (gs_final_batch_threads() + 1) : full;
+}
+
+static void
+gs_charge_paths(RelOptInfo *grouped_rel, double input_rows)
+{
+	ListCell   *lc;
+
+	foreach(lc, grouped_rel->pathlist)
+	{
+		Path	   *path = (Path *) lfirst(lc);
+		Cost		c = gs_selection_charge(path, input_rows);
+
+		path->startup_cost += c;
+		path->total_cost += c;
+	}
+	list_sort(grouped_rel->pathlist, gs_cmp_total_cost);
+}
+
+/* one of ours: charged like the planner's before add_path compares it */
+static void
+gs_add_charged_path(RelOptInfo *grouped_rel, Path *path, double input_rows, bool charge)
+{
+	if (charge)
+	{
+		Cost		c = gs_selection_charge(path, input_rows);
+
+		path->startup_cost += c;
+		path->total_cost += c;
+	}
+	add_path(grouped_rel, path);
+}
+
 static void
 gs_add_serial_hash_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_rel,
-						List *group_clause, List *having, double groups)
+						List *group_clause, List *having, double groups, bool charge)
 {
 	AggClauseCosts costs;
+	Path	   *in = input_rel->cheapest_total_path;
 
 	memset(&costs, 0, sizeof(costs));
 	get_agg_clause_costs(root, AGGSPLIT_SIMPLE, &costs);
-	add_path(grouped_rel, (Path *)
-			 create_agg_path(root, grouped_rel, input_rel->cheapest_total_path,
-							 grouped_rel->reltarget, AGG_HASHED, AGGSPLIT_SIMPLE,
-							 group_clause, having, &costs, groups));
+	gs_add_charged_path(grouped_rel, (Path *)
+						create_agg_path(root, grouped_rel, in,
+										grouped_rel->reltarget, AGG_HASHED, AGGSPLIT_SIMPLE,
+										group_clause, having, &costs, groups),
+						in->rows, charge);
 }
 
 static void
 gs_add_partial_hash_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_rel,
-						 GroupPathExtraData *extra, List *group_clause, double groups)
+						 GroupPathExtraData *extra, List *group_clause, double groups,
+						 bool charge)
 {
 	/* the planner built this rel (and its partial target) before this hook */
 	RelOptInfo *partial_rel = fetch_upper_rel(root, UPPERREL_PARTIAL_GROUP_AGG, grouped_rel->relids);
@@ -703,10 +790,12 @@ gs_add_partial_hash_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *g
 	gathered = worker_groups * Max(scan->parallel_workers, 1);
 	path = (Path *) create_gather_path(root, partial_rel, path, partial_rel->reltarget,
 									   NULL, &gathered);
-	add_path(grouped_rel, (Path *)
-			 create_agg_path(root, grouped_rel, path, grouped_rel->reltarget,
-							 AGG_HASHED, AGGSPLIT_FINAL_DESERIAL, group_clause,
-							 (List *) extra->havingQual, &extra->agg_final_costs, groups));
+	gs_add_charged_path(grouped_rel, (Path *)
+						create_agg_path(root, grouped_rel, path, grouped_rel->reltarget,
+										AGG_HASHED, AGGSPLIT_FINAL_DESERIAL, group_clause,
+										(List *) extra->havingQual, &extra->agg_final_costs,
+										groups),
+						input_rel->cheapest_total_path->rows, charge);
 }
 
 static void
@@ -718,11 +807,13 @@ gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel
 	List	   *group_clause;
 	double		input_rows;
 	double		groups;
+	GsAggsSeen	seen;
+	bool		batch;
 
 	if (gs_prev_upper_paths_hook)
 		gs_prev_upper_paths_hook(root, stage, input_rel, output_rel, extra_arg);
 
-	if (stage != UPPERREL_GROUP_AGG || !gs_guc_estimate_time_buckets || extra == NULL ||
+	if (stage != UPPERREL_GROUP_AGG || extra == NULL ||
 		parse->groupingSets != NIL || IS_OTHER_REL(output_rel) ||
 		extra->patype != PARTITIONWISE_AGGREGATE_NONE ||
 		(extra->flags & GROUPING_CAN_USE_HASH) == 0 ||
@@ -732,19 +823,36 @@ gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel
 	if (group_clause == NIL)
 		return;
 
-	input_rows = input_rel->cheapest_total_path->rows;
-	groups = gs_estimate_groups(root, group_clause, input_rows);
-	if (groups <= 0 || groups * 2 > gs_planner_groups(output_rel, input_rows))
+	memset(&seen, 0, sizeof(seen));
+	gs_gpuselect_aggs_walker((Node *) output_rel->reltarget->exprs, &seen);
+	gs_gpuselect_aggs_walker(extra->havingQual, &seen);
+	if (!seen.any)
 		return;
-	if (!gs_has_gpuselect_agg_walker((Node *) output_rel->reltarget->exprs, NULL) &&
-		!gs_has_gpuselect_agg_walker(extra->havingQual, NULL))
-		return;
+	batch = gs_final_batch_threads() > 0 && !seen.values;
 
+	/*
+	 * The groups: this file's estimate where it is under half the
+	 * planner's; else, with a batch to gain (final_batch.c), the planner's
+	 * own, for the same hashed paths with the batch's discount.
+	 */
+	input_rows = input_rel->cheapest_total_path->rows;
+	groups = gs_guc_estimate_time_buckets ? gs_estimate_groups(root, group_clause, input_rows) : 0;
+	if (groups <= 0 || groups * 2 > gs_planner_groups(output_rel, input_rows))
+	{
+		if (!batch)
+			return;
+		groups = gs_planner_groups(output_rel, input_rows);
+	}
+
+	/* the planner's paths first, then ours, each charged as it is added */
+	if (batch)
+		gs_charge_paths(output_rel, input_rows);
 	gs_add_serial_hash_path(root, input_rel, output_rel, group_clause,
-							(List *) extra->havingQual, groups);
+							(List *) extra->havingQual, groups, batch);
 	if ((extra->flags & GROUPING_CAN_PARTIAL_AGG) != 0 && extra->partial_costs_set &&
 		output_rel->consider_parallel && input_rel->partial_pathlist != NIL)
-		gs_add_partial_hash_path(root, input_rel, output_rel, extra, group_clause, groups);
+		gs_add_partial_hash_path(root, input_rel, output_rel, extra, group_clause, groups,
+								 batch);
 }
 
 void

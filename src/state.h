@@ -94,6 +94,19 @@ typedef struct GsState
 	uint64		lease_gen;
 	bool		lease_off;		/* no lease to be had: stop asking */
 
+	/*
+	 * A group of a hashed aggregation (final_batch.c): the registry of its
+	 * aggregate's groups it is in (NULL: none), its place there, and the
+	 * keys a batch selected for it ahead of its final call (memo_nranks
+	 * ranks, engine order; 0: none).  gs_dispatch_select answers from the
+	 * memo only for exactly these ranks.
+	 */
+	struct GsFinalBatch *batch;
+	int			batch_index;
+	int			memo_nranks;
+	uint64	   *memo_ranks;
+	uint64	   *memo_keys;
+
 	/* kind GS_T_DATUM: the values themselves, no keys (datum_state.h) */
 	struct GsDatumStore *datums;
 	struct GsSpill *spill;		/* NULL unless the keys went to a temporary

@@ -22,6 +22,7 @@
  *                    few-distinct exact)
  *   cpu_approx.c     gs_cpu_select_approx: one level of SampleSelect
  *   cpu_sort.c       the exact mode's sort path: LSD radix sort, ranks read off
+ *   cpu_many.c       gs_cpu_select_many: many inputs on a team of threads
  *
  * Interrupts: opt->interrupt is polled between passes/levels and after every
  * GS_CHUNK keys of any pass.  The input is never written.

@@ -40,6 +40,9 @@
 #   GS_BENCH_QUEUE=1   one more row, "pct_hour queue": pct_hour rewritten with
 #                      gpuselect.shared_partial_states = off, so partial
 #                      states pass through the tuple queue, not the arena
+#   GS_BENCH_NOBATCH=1 one more row per pct_* query, "nobatch": rewritten
+#                      with gpuselect.finalize_threads = 0 (one group at a
+#                      time in the leader, as before src/final_batch.c)
 #   GS_BENCH_STATS=1   the main table with CREATE STATISTICS on the four
 #                      grouping expressions (what the README tells a
 #                      dashboard's owner to do), so the floors and the
@@ -123,19 +126,22 @@ cases() {
 	while IFS='|' read -r name q; do
 		case $name in
 		pct_*) echo "$name off|$name|off"; echo "$name on|$name|on"
-			if [ "$name" = pct_hour ] && [ "${GS_BENCH_QUEUE:-0}" = 1 ]; then echo "$name queue|$name|queue"; fi ;;
+			if [ "$name" = pct_hour ] && [ "${GS_BENCH_QUEUE:-0}" = 1 ]; then echo "$name queue|$name|queue"; fi
+			if [ "${GS_BENCH_NOBATCH:-0}" = 1 ]; then echo "$name nobatch|$name|nobatch"; fi ;;
 		*) echo "$name|$name|off" ;;
 		esac
 	done <"$TMP/queries"
 }
 query() { awk -F'|' -v n="$1" '$1 == n { sub(/^[^|]*\|/, ""); print }' "$TMP/queries"; }
 
-settings() {	# <workers> <accelerate: on, off or queue (on, without the arena)> [forced]
+settings() {	# <workers> <accelerate: on, off, queue (on, without the arena) or nobatch (on, gpuselect.finalize_threads = 0)> [forced]
 	echo "SET work_mem = '$WORK_MEM'; SET jit = off; SET gpuselect.device = '$DEVICE';"
 	if [ "$2" = queue ]; then
-		echo "SET gpuselect.accelerate_builtins = on; SET gpuselect.shared_partial_states = off;"
+		echo "SET gpuselect.accelerate_builtins = on; SET gpuselect.shared_partial_states = off; RESET gpuselect.finalize_threads;"
+	elif [ "$2" = nobatch ]; then
+		echo "SET gpuselect.accelerate_builtins = on; RESET gpuselect.shared_partial_states; SET gpuselect.finalize_threads = 0;"
 	else
-		echo "SET gpuselect.accelerate_builtins = $2; RESET gpuselect.shared_partial_states;"
+		echo "SET gpuselect.accelerate_builtins = $2; RESET gpuselect.shared_partial_states; RESET gpuselect.finalize_threads;"
 	fi
 	echo "SET max_parallel_workers_per_gather = $1;"
 	echo "SET max_parallel_workers = $(($1 > 8 ? $1 : 8));"
@@ -241,21 +247,25 @@ row() {	# <label> <floor label>
 		row sum_hour sum_hour
 		row "pct_hour off" sum_hour
 		row "pct_hour on" sum_hour
+		if [ "${GS_BENCH_NOBATCH:-0}" = 1 ]; then row "pct_hour nobatch" sum_hour; fi
 		if [ "${GS_BENCH_QUEUE:-0}" = 1 ]; then row "pct_hour queue" sum_hour; fi
 		row gpu_quantiles_hour sum_hour
 		row sum_grafana sum_grafana
 		row "pct_grafana off" sum_grafana
 		row "pct_grafana on" sum_grafana
+		if [ "${GS_BENCH_NOBATCH:-0}" = 1 ]; then row "pct_grafana nobatch" sum_grafana; fi
 		row sum_unix sum_unix
 		row "pct_unix off" sum_unix
 		row "pct_unix on" sum_unix
+		if [ "${GS_BENCH_NOBATCH:-0}" = 1 ]; then row "pct_unix nobatch" sum_unix; fi
 		row sum_metabase sum_metabase
 		row "pct_metabase off" sum_metabase
 		row "pct_metabase on" sum_metabase
+		if [ "${GS_BENCH_NOBATCH:-0}" = 1 ]; then row "pct_metabase nobatch" sum_metabase; fi
 		echo
 		echo "Queries: pct_hour = \`$(query pct_hour)\`; pct_grafana = \`$(query pct_grafana)\`; pct_unix = \`$(query pct_unix)\`; pct_metabase = \`$(query pct_metabase)\`; gpu_quantiles_hour = \`$(query gpu_quantiles_hour)\`."
 		echo
-		echo "Plans ($WORKERS workers, forced parallel costs): sum_hour: $(plan_of "$WORKERS" off forced sum_hour); pct_hour on: $(plan_of "$WORKERS" on forced pct_hour); pct_hour off: $(plan_of "$WORKERS" off forced pct_hour); pct_metabase on: $(plan_of "$WORKERS" on forced pct_metabase)."
+		echo "Plans ($WORKERS workers, forced parallel costs): sum_hour: $(plan_of "$WORKERS" off forced sum_hour); pct_hour on: $(plan_of "$WORKERS" on forced pct_hour); pct_hour nobatch: $(plan_of "$WORKERS" nobatch forced pct_hour); pct_hour off: $(plan_of "$WORKERS" off forced pct_hour); pct_metabase on: $(plan_of "$WORKERS" on forced pct_metabase)."
 		echo
 		echo "Answers (md5 of all rows; accelerate_builtins off vs on, gpu_quantiles vs percentile_disc), per workers:"
 		echo "$ANSWERS" | sed 's/^/- /'

@@ -17,7 +17,7 @@ for c in $GS_CPU_ENGINE_SRCS; do
 	$CC -O2 -std=gnu11 -Wall -Wextra $GS_ENGINE_INCLUDES -c "$c" -o "$o"
 	objs="$objs $o"
 done
-$CXX -O2 -std=c++17 -Wall -Wextra $GS_ENGINE_INCLUDES -o "$bin" test/bench/engine_bench.cpp $objs
+$CXX -O2 -std=c++17 -Wall -Wextra $GS_ENGINE_INCLUDES -o "$bin" test/bench/engine_bench.cpp $objs -pthread
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), nproc $(nproc)"
 echo "date:    $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet -- kernels/cpu kernels/*.h 2>/dev/null || echo ' (CPU engine modified)')"
