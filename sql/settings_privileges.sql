@@ -34,6 +34,8 @@ SET gpuselect.approximate = on;
 SET gpuselect.approx_buckets = 64;
 SET gpuselect.seed = 7;
 SET gpuselect.debug = off;
+SET gpuselect.finalize_threads = 3;
+SHOW gpuselect.finalize_threads;
 SELECT gpu_quantile(g, 0.5) BETWEEN 1 AND 100 AS approximate_ok FROM generate_series(1, 100) g;
 SET gpuselect.approximate = off;
 SELECT gpu_quantile(g, 0.5) = percentile_disc(0.5) WITHIN GROUP (ORDER BY g) AS exact_ok

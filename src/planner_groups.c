@@ -40,6 +40,14 @@
  * plain GROUP BY (no grouping sets), only when this estimate is under half
  * the planner's own, and only with gpuselect.estimate_time_buckets on.  The
  * estimate changes which plan runs, never an answer.
+ *
+ * The same hook also charges the grouped paths for the selection that our
+ * final functions do and PostgreSQL does not cost (gs_charge_paths): in
+ * full on a sorted aggregation, the backend's share on a hashed one, whose
+ * groups final_batch.c selects at once on helper threads.  It applies to a
+ * level whose gpuselect aggregates are all over key types, with
+ * gpuselect.finalize_threads > 0, bucket estimate or not (the hashed paths
+ * then use the planner's own number of groups).
  */
 #include "postgres.h"
 #include "pg_compat.h"
@@ -833,7 +841,8 @@ gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel
 	/*
 	 * The groups: this file's estimate where it is under half the
 	 * planner's; else, with a batch to gain (final_batch.c), the planner's
-	 * own, for the same hashed paths with the batch's discount.
+	 * own, for the same hashed paths, which the selection charge below
+	 * may then favour.
 	 */
 	input_rows = input_rel->cheapest_total_path->rows;
 	groups = gs_guc_estimate_time_buckets ? gs_estimate_groups(root, group_clause, input_rows) : 0;
