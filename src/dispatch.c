@@ -229,6 +229,30 @@ gs_elapsed_ms(instr_time start)
 	return INSTR_TIME_GET_MILLISEC(now);
 }
 
+/* the CPU engine's options: the interrupt hook on gi, the settings' seed and buckets */
+static void
+gs_cpu_options(gs_options *opt, GsInterrupts *gi, gs_error *err)
+{
+	memset(opt, 0, sizeof(*opt));
+	gs_interrupts_init(gi);
+	opt->interrupt = gs_interrupt_hook;
+	opt->interrupt_arg = gi;
+	opt->seed = (uint64) gs_guc_seed;
+	opt->approx_buckets = (unsigned) gs_guc_approx_buckets;
+	memset(err, 0, sizeof(*err));
+}
+
+/* an engine call's end: an interrupt's ERROR first, whatever the engine returned */
+static void
+gs_cpu_finish(GsInterrupts *gi, gs_status s, gs_error *err)
+{
+	gs_interrupts_rethrow(gi);
+	if (s == GS_OK)
+		return;
+	err->status = s;
+	gs_engine_failed(err);
+}
+
 /* run the CPU engine; interrupts are processed by the hook (see above) */
 static void
 gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
@@ -239,14 +263,7 @@ gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
 	gs_status	s;
 	GsInterrupts gi;
 
-	memset(&opt, 0, sizeof(opt));
-	gs_interrupts_init(&gi);
-	opt.interrupt = gs_interrupt_hook;
-	opt.interrupt_arg = &gi;
-	opt.seed = (uint64) gs_guc_seed;
-	opt.approx_buckets = (unsigned) gs_guc_approx_buckets;
-
-	memset(&err, 0, sizeof(err));
+	gs_cpu_options(&opt, &gi, &err);
 	if (picks)
 		s = gs_cpu_select_approx(in, ranks, (size_t) nranks, &opt, picks, &err);
 	else
@@ -254,12 +271,7 @@ gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
 		gs_cpu_test_force_path(gs_guc_test_cpu_path);
 		s = gs_cpu_select(in, ranks, (size_t) nranks, out_keys, &opt, &err);
 	}
-	/* an interrupt's ERROR ends the statement, whatever the engine returned */
-	gs_interrupts_rethrow(&gi);
-	if (s == GS_OK)
-		return;
-	err.status = s;
-	gs_engine_failed(&err);
+	gs_cpu_finish(&gi, s, &err);
 }
 
 /* planner_aggs.c: a rewritten built-in is exact whatever gpuselect.approximate says */
@@ -305,18 +317,9 @@ gs_dispatch_cpu_many(gs_select_item *items, int nitems, int nthreads)
 	gs_status	s;
 	GsInterrupts gi;
 
-	memset(&opt, 0, sizeof(opt));
-	gs_interrupts_init(&gi);
-	opt.interrupt = gs_interrupt_hook;
-	opt.interrupt_arg = &gi;
-	opt.seed = (uint64) gs_guc_seed;
-	memset(&err, 0, sizeof(err));
+	gs_cpu_options(&opt, &gi, &err);
 	s = gs_cpu_select_many(items, (size_t) nitems, (unsigned) nthreads, &opt, &err);
-	gs_interrupts_rethrow(&gi);
-	if (s == GS_OK)
-		return;
-	err.status = s;
-	gs_engine_failed(&err);
+	gs_cpu_finish(&gi, s, &err);
 }
 
 /* the keys a batch selected for exactly these ranks, if any (final_batch.c) */
