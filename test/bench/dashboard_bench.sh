@@ -43,6 +43,8 @@
 #   GS_BENCH_NOBATCH=1 one more row per pct_* query, "nobatch": rewritten
 #                      with gpuselect.finalize_threads = 0 (one group at a
 #                      time in the leader, as before src/final_batch.c)
+#   GS_BENCH_SERIAL=0  no serial column (answers and rounds with workers
+#                      only): the serial built-ins are most of a round
 #   GS_BENCH_STATS=1   the main table with CREATE STATISTICS on the four
 #                      grouping expressions (what the README tells a
 #                      dashboard's owner to do), so the floors and the
@@ -61,6 +63,12 @@ OUT=${GS_BENCH_OUT:-$ROOT/test/bench/results/dashboard-$(date -u +%Y%m%d-%H%M)-$
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gs-dash.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 PSQL=(psql -X -q -At -v ON_ERROR_STOP=1)
+# the columns: serial (0) and WORKERS, or WORKERS alone with GS_BENCH_SERIAL=0
+COLUMNS="0 $WORKERS"
+[ "${GS_BENCH_SERIAL:-1}" = 0 ] && COLUMNS=$WORKERS
+# the rounds' raw output, kept beside the result file as it is written, so
+# that a run cut short (a call's time limit) still leaves its timings
+RAW=${OUT%.md}.raw
 export PGOPTIONS="-c client_min_messages=warning"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -155,7 +163,7 @@ settings() {	# <workers> <accelerate: on, off, queue (on, without the arena) or 
 # ---- answers: every rewritten query against the built-in, serial and parallel ----
 {
 	echo "LOAD 'gpuselect';"
-	for w in 0 "$WORKERS"; do
+	for w in $COLUMNS; do
 		for name in pct_hour pct_grafana pct_unix pct_metabase; do
 			wanted "$name" || continue
 			q=$(query "$name")
@@ -194,7 +202,7 @@ echo "$ANSWERS" | grep -q DIFFERENT && { echo "answers differ:"; echo "$ANSWERS"
 		echo "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $(query pct_hour);"
 	fi
 	[ "$PART1" = 0 ] || for r in $(seq 1 "$RUNS"); do
-		for w in 0 "$WORKERS"; do
+		for w in $COLUMNS; do
 			cases | while IFS='|' read -r label name acc; do
 				settings "$w" "$acc"
 				echo "\\echo @@ $label|$w"
@@ -204,7 +212,7 @@ echo "$ANSWERS" | grep -q DIFFERENT && { echo "answers differ:"; echo "$ANSWERS"
 	done
 } >"$TMP/timings.sql"
 log "timing: $RUNS rounds"
-"${PSQL[@]}" -f "$TMP/timings.sql" >"$TMP/timings.out"
+"${PSQL[@]}" -f "$TMP/timings.sql" | tee "$RAW" >"$TMP/timings.out"
 # label|workers -> median ms
 awk '/^@@ / { sub(/^@@ /, ""); key = $0; next }
 	/Execution Time:/ { print key "|" $3 }' "$TMP/timings.out" |
