@@ -64,6 +64,11 @@ FROM fb_on JOIN fb_off USING (q);
 -- every shape but the grouping sets one (sorted and hashed sets mixed) batched
 SELECT (value::int8 - :batches_before) >= 11 AS batched FROM gpuselect_status() WHERE name = 'final_batches';
 SELECT value AS last_path FROM gpuselect_status() WHERE name = 'last_path';
+-- the helper threads are gone once a batch returns (Linux: the backend's
+-- own thread count)
+CREATE FUNCTION fb_threads() RETURNS int LANGUAGE sql AS
+$$ SELECT (regexp_match(pg_read_file('/proc/self/status'), 'Threads:\s+(\d+)'))[1]::int $$;
+SELECT fb_threads() AS threads_after_batches;
 
 -- gpu_percentile_* (ordered-set: rewritten to plain aggregates, batched)
 -- against the built-ins, batch on
@@ -111,6 +116,7 @@ SET gpuselect.test_cancel_at_poll = 1;
 SELECT grp, gpu_median(f8) FROM fb GROUP BY grp;
 RESET gpuselect.test_cancel_at_poll;
 SELECT value::int8 = :batches_before AS none_counted FROM gpuselect_status() WHERE name = 'final_batches';
+SELECT fb_threads() AS threads_after_cancel;
 SELECT count(m) AS groups FROM (SELECT grp, gpu_median(f8) AS m FROM fb GROUP BY grp) r;
 SELECT value::int8 = :batches_before + 1 AS then_one FROM gpuselect_status() WHERE name = 'final_batches';
 
