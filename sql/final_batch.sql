@@ -87,14 +87,15 @@ RESET enable_sort;
 -- a bad fraction in one group: the built-in's error, batch on or off
 SET gpuselect.finalize_threads = 3;
 SELECT grp, percentile_disc(CASE WHEN grp = 9 THEN 2 ELSE 0.5 END) WITHIN GROUP (ORDER BY f8) FROM fb GROUP BY grp;
-SET gpuselect.accelerate_builtins = off;
+SET gpuselect.accelerate_builtins = off;	-- the built-in from here on
 SELECT grp, percentile_disc(CASE WHEN grp = 9 THEN 2 ELSE 0.5 END) WITHIN GROUP (ORDER BY f8) FROM fb GROUP BY grp;
-SET gpuselect.accelerate_builtins = on;
 
 -- a hash aggregate that spills into several batches: each batch of groups
--- is selected at once (the registry goes with each batch's hash table)
+-- is selected at once (the registry goes with each batch's hash table).
+-- The groups come one after another (a hash table spills new groups, not
+-- growing ones), two of 40k keys fit the 1MB of each batch
 CREATE TEMP TABLE fb_spill AS
-SELECT g % 12 AS k, (random() * 1e6)::float8 AS f8 FROM generate_series(1, 480000) g;
+SELECT g / 40000 AS k, (random() * 1e6)::float8 AS f8 FROM generate_series(0, 479999) g;
 SELECT value::int8 AS batches_before FROM gpuselect_status() WHERE name = 'final_batches' \gset
 SET work_mem = '1MB';
 SET hash_mem_multiplier = 1;
@@ -108,6 +109,19 @@ WHERE a.p IS DISTINCT FROM b.p;
 SELECT value::int8 - :batches_before >= 2 AS several_batches FROM gpuselect_status() WHERE name = 'final_batches';
 RESET work_mem;
 RESET hash_mem_multiplier;
+
+-- more groups than one engine call takes (4096): the batch goes in slices;
+-- groups under 256 keys go one by one
+CREATE TEMP TABLE fb_many AS
+SELECT g % 4100 AS k, (random() * 1e6)::float8 AS f8 FROM generate_series(1, 4100 * 256) g
+UNION ALL SELECT 5000 + g % 7, g FROM generate_series(1, 70) g;
+SELECT value::int8 AS groups_before FROM gpuselect_status() WHERE name = 'final_batch_groups' \gset
+SELECT count(*) AS differ FROM
+  (SELECT k, gpu_quantile(f8, 0.5) AS p FROM fb_many GROUP BY 1) a
+  FULL JOIN (SELECT k, percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) AS p FROM fb_many GROUP BY 1) b
+  USING (k)
+WHERE a.p IS DISTINCT FROM b.p;
+SELECT value::int8 - :groups_before AS batched_groups FROM gpuselect_status() WHERE name = 'final_batch_groups';
 
 -- a cancel inside a batch (the backend polls before its first group): the
 -- statement's ERROR, no batch counted, then the session goes on
@@ -133,6 +147,7 @@ SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
 SET gpuselect.finalize_threads = -1;
+SET gpuselect.accelerate_builtins = on;
 EXPLAIN (COSTS OFF) SELECT grp, percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM fb GROUP BY grp;
 SET gpuselect.finalize_threads = 0;
 EXPLAIN (COSTS OFF) SELECT grp, percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM fb GROUP BY grp;

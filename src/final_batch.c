@@ -54,6 +54,12 @@
 
 /* fewer keys than this in all: not worth starting threads */
 #define GS_BATCH_MIN_KEYS	((int64) 1 << 16)
+/* smaller groups go one by one: cheap alone, and their memo (ranks and
+ * keys, up to a few dozen bytes) would be a noticeable part of them */
+#define GS_BATCH_MIN_GROUP_KEYS	256
+/* groups per engine call: bounds the batch's own memory, whatever the
+ * number of groups */
+#define GS_BATCH_SLICE		4096
 
 typedef struct GsFinalBatch
 {
@@ -243,55 +249,84 @@ gs_batch_keep(GsState *s, const gs_select_item *it)
 	s->memo_nranks = (int) it->nranks;
 }
 
-void
-gs_final_batch_run(GsState *st, GsBatchRule rule)
+static bool
+gs_batch_wants(const GsState *s)
 {
-	GsFinalBatch *b = st->batch;
-	int			threads = gs_final_batch_threads();
-	int			first,
-				nitems = 0;
-	int64		keys = 0;
-	MemoryContext tmp,
-				old;
-	gs_select_item *items;
-	GsState   **owners;
+	return s->nrows >= GS_BATCH_MIN_GROUP_KEYS && gs_dispatch_batchable(s);
+}
 
-	if (b == NULL || st->batch_index < b->noffered)
-		return;
-	first = b->noffered;
-	b->noffered = b->nstates;	/* once, whatever happens below */
-	if (threads == 0 || b->nstates - first < 2)
-		return;
+/*
+ * Select the wanted states of b->states[*next ..] on the team, up to
+ * GS_BATCH_SLICE of them, their inputs and ranks in CurrentMemoryContext;
+ * *next moves past them.  Returns how many were selected.
+ */
+static int
+gs_batch_slice(GsFinalBatch *b, int *next, GsBatchRule rule, int threads)
+{
+	gs_select_item *items = (gs_select_item *) palloc0(sizeof(gs_select_item) * GS_BATCH_SLICE);
+	GsState   **owners = (GsState **) palloc(sizeof(GsState *) * GS_BATCH_SLICE);
+	int			nitems = 0;
 
-	tmp = AllocSetContextCreate(CurrentMemoryContext, "gpuselect final batch",
-								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(tmp);
-	items = (gs_select_item *) palloc0(sizeof(gs_select_item) * (b->nstates - first));
-	owners = (GsState **) palloc(sizeof(GsState *) * (b->nstates - first));
-	for (int i = first; i < b->nstates; i++)
+	for (; *next < b->nstates && nitems < GS_BATCH_SLICE; (*next)++)
 	{
-		GsState    *s = b->states[i];
+		GsState    *s = b->states[*next];
 		gs_select_item *it = &items[nitems];
 		uint64	   *ranks;
 		int			nranks;
 
-		if (!gs_dispatch_batchable(s) || (nranks = gs_batch_ranks(s, rule, &ranks)) == 0)
+		if (!gs_batch_wants(s) || (nranks = gs_batch_ranks(s, rule, &ranks)) == 0)
 			continue;
 		gs_state_input(s, &it->in);
 		it->ranks = ranks;
 		it->nranks = (size_t) nranks;
 		it->out_keys = (uint64 *) palloc(sizeof(uint64) * nranks);
 		owners[nitems++] = s;
-		keys += s->nrows;
 	}
-	if (nitems >= 2 && keys >= GS_BATCH_MIN_KEYS)
-	{
+	if (nitems > 0)
 		gs_dispatch_cpu_many(items, nitems, threads);
-		for (int i = 0; i < nitems; i++)
-			gs_batch_keep(owners[i], &items[i]);
-		gs_final_batches++;
-		gs_final_batch_groups += nitems;
+	for (int i = 0; i < nitems; i++)
+		gs_batch_keep(owners[i], &items[i]);
+	return nitems;
+}
+
+void
+gs_final_batch_run(GsState *st, GsBatchRule rule)
+{
+	GsFinalBatch *b = st->batch;
+	int			threads = gs_final_batch_threads();
+	int			first,
+				next,
+				wanted = 0,
+				done = 0;
+	int64		keys = 0;
+	MemoryContext tmp,
+				old;
+
+	if (b == NULL || st->batch_index < b->noffered)
+		return;
+	first = b->noffered;
+	b->noffered = b->nstates;	/* once, whatever happens below */
+	if (threads == 0)
+		return;
+	for (int i = first; i < b->nstates; i++)
+		if (gs_batch_wants(b->states[i]))
+		{
+			wanted++;
+			keys += b->states[i]->nrows;
+		}
+	if (wanted < 2 || keys < GS_BATCH_MIN_KEYS)
+		return;
+
+	tmp = AllocSetContextCreate(CurrentMemoryContext, "gpuselect final batch",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(tmp);
+	for (next = first; next < b->nstates;)
+	{
+		done += gs_batch_slice(b, &next, rule, threads);
+		MemoryContextReset(tmp);
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
+	gs_final_batches++;
+	gs_final_batch_groups += done;
 }
