@@ -142,11 +142,14 @@ gs_status	gs_cpu_select_approx(const gs_input *in, const uint64_t *ranks, size_t
  * helper threads (kernels/cpu/cpu_many.c; never more helpers than items - 1;
  * 0: the calling thread alone).  Only the calling thread calls
  * opt->interrupt; a nonzero answer stops every item still running, and the
- * call returns GS_ERR_CANCELED once every helper has been joined.  Helpers
- * run with every signal blocked.  Each item's status says whether its
- * out_keys were written; the call returns GS_OK when every item's is GS_OK,
- * else the first failure's status and message (or GS_ERR_CANCELED).
+ * call returns GS_ERR_CANCELED once every helper has been joined;
+ * GS_INTERRUPT_DRAIN lets the items under way finish and starts no more
+ * (the same return, with fewer items left).  Helpers run with every signal
+ * blocked.  Each item's status says whether its out_keys were written
+ * (GS_OK); the call returns GS_OK when every item's is, else the first
+ * failure's status and message (or GS_ERR_CANCELED).
  */
+#define GS_INTERRUPT_DRAIN 2
 typedef struct gs_select_item
 {
 	gs_input	in;

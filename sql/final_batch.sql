@@ -131,6 +131,15 @@ SELECT grp, gpu_median(f8) FROM fb GROUP BY grp;
 RESET gpuselect.test_cancel_at_poll;
 SELECT value::int8 = :batches_before AS none_counted FROM gpuselect_status() WHERE name = 'final_batches';
 SELECT fb_threads() AS threads_after_cancel;
+-- two harmless interrupts (memory-context log requests) first: the batch
+-- lets the groups under way finish, absorbs each with no helper alive and
+-- goes on with the rest; the third poll's cancel ends it
+SELECT value::int8 AS absorbed_before FROM gpuselect_status() WHERE name = 'interrupts_absorbed' \gset
+SET gpuselect.test_cancel_at_poll = 3;
+SELECT grp, gpu_median(f8) FROM fb GROUP BY grp;
+RESET gpuselect.test_cancel_at_poll;
+SELECT value::int8 - :absorbed_before AS absorbed FROM gpuselect_status() WHERE name = 'interrupts_absorbed';
+SELECT fb_threads() AS threads_after_drain;
 SELECT count(m) AS groups FROM (SELECT grp, gpu_median(f8) AS m FROM fb GROUP BY grp) r;
 SELECT value::int8 = :batches_before + 1 AS then_one FROM gpuselect_status() WHERE name = 'final_batches';
 

@@ -82,21 +82,16 @@ gs_interrupts_init(GsInterrupts *gi)
  * also what errfinish resets them to before its longjmp: nothing to
  * restore after the catch.
  */
-int
-gs_interrupt_hook(void *arg)
+/*
+ * Test hook: polls before the Nth find a memory-context log request
+ * pending (what pg_log_backend_memory_contexts() makes the signal handler
+ * set), the Nth a cancel request (what StatementCancelHandler sets), so a
+ * test sees exactly N - 1 harmless interrupts and then a cancel, whatever
+ * the machine's speed.
+ */
+static void
+gs_interrupt_test_poll(GsInterrupts *gi)
 {
-	GsInterrupts *gi = (GsInterrupts *) arg;
-
-	if (gi->error != NULL)
-		return 1;				/* stopped already; the engine is on its way out */
-
-	/*
-	 * Test hook: polls before the Nth find a memory-context log request
-	 * pending (what pg_log_backend_memory_contexts() makes the signal
-	 * handler set), the Nth a cancel request (what StatementCancelHandler
-	 * sets), so a test sees exactly N - 1 harmless interrupts and then a
-	 * cancel, whatever the machine's speed.
-	 */
 	if (unlikely(gs_guc_test_cancel_at_poll > 0) && ++gi->polls <= gs_guc_test_cancel_at_poll)
 	{
 		if (gi->polls < gs_guc_test_cancel_at_poll)
@@ -105,7 +100,16 @@ gs_interrupt_hook(void *arg)
 			QueryCancelPending = true;
 		InterruptPending = true;
 	}
+}
 
+int
+gs_interrupt_hook(void *arg)
+{
+	GsInterrupts *gi = (GsInterrupts *) arg;
+
+	if (gi->error != NULL)
+		return 1;				/* stopped already; the engine is on its way out */
+	gs_interrupt_test_poll(gi);
 	if (likely(!InterruptPending) || !INTERRUPTS_CAN_BE_PROCESSED())
 		return 0;
 
@@ -305,9 +309,47 @@ gs_dispatch_batchable(const GsState *st)
 }
 
 /*
- * Many groups at once on the CPU engine and nthreads helper threads: only
- * this thread calls the interrupt hook, so interrupts, errors and their
- * re-throw are those of gs_run_cpu.
+ * The hook of a batch on helper threads.  It never processes an interrupt
+ * itself: an ERROR or FATAL must not run while a helper lives (a FATAL's
+ * exit callbacks unmap memory, the arena's, that a helper may be reading).
+ * It only tells the engine what to do: a cancel or a termination stops the
+ * groups under way; any other interrupt, which may turn out harmless (a
+ * procsignal barrier, a connection check, a memory-context log request),
+ * lets them finish and starts no more (GS_INTERRUPT_DRAIN).  The interrupt
+ * is processed once the engine has joined every helper.
+ */
+static int
+gs_batch_interrupt_hook(void *arg)
+{
+	gs_interrupt_test_poll((GsInterrupts *) arg);
+	if (likely(!InterruptPending) || !INTERRUPTS_CAN_BE_PROCESSED())
+		return 0;
+	return (QueryCancelPending || ProcDiePending) ? 1 : GS_INTERRUPT_DRAIN;
+}
+
+/* an interrupt a batch stopped for, with no helper alive */
+static void
+gs_batch_process_interrupt(void)
+{
+	PG_TRY();
+	{
+		CHECK_FOR_INTERRUPTS();
+	}
+	PG_CATCH();
+	{
+		gs_selections_canceled++;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	gs_interrupts_absorbed++;
+}
+
+/*
+ * Many groups at once on the CPU engine and nthreads helper threads.  An
+ * interrupt stops the engine (gs_batch_interrupt_hook) and is processed
+ * here: an ERROR or FATAL leaves from here as from any
+ * CHECK_FOR_INTERRUPTS(); after a harmless one the groups not done yet go
+ * again.
  */
 void
 gs_dispatch_cpu_many(gs_select_item *items, int nitems, int nthreads)
@@ -316,10 +358,47 @@ gs_dispatch_cpu_many(gs_select_item *items, int nitems, int nthreads)
 	gs_error	err;
 	gs_status	s;
 	GsInterrupts gi;
+	gs_select_item *left = (gs_select_item *) palloc(sizeof(gs_select_item) * nitems);
+	int		   *back = (int *) palloc(sizeof(int) * nitems);
+	int			nleft = nitems;
 
 	gs_cpu_options(&opt, &gi, &err);
-	s = gs_cpu_select_many(items, (size_t) nitems, (unsigned) nthreads, &opt, &err);
-	gs_cpu_finish(&gi, s, &err);
+	opt.interrupt = gs_batch_interrupt_hook;
+	for (int i = 0; i < nitems; i++)
+	{
+		left[i] = items[i];
+		back[i] = i;
+	}
+	for (;;)
+	{
+		int			k = 0;
+
+		s = gs_cpu_select_many(left, (size_t) nleft, (unsigned) nthreads, &opt, &err);
+		for (int i = 0; i < nleft; i++)
+			items[back[i]].status = left[i].status;
+		if (s != GS_ERR_CANCELED || !InterruptPending)
+			break;
+		gs_batch_process_interrupt();
+		for (int i = 0; i < nleft; i++)
+			if (left[i].status != GS_OK)
+			{
+				left[k] = left[i];
+				back[k++] = back[i];
+			}
+		nleft = k;
+		if (nleft == 0)
+		{
+			s = GS_OK;
+			break;
+		}
+	}
+	pfree(left);
+	pfree(back);
+	if (s != GS_OK)
+	{
+		err.status = s;
+		gs_engine_failed(&err);
+	}
 }
 
 /* the keys a batch selected for exactly these ranks, if any (final_batch.c) */

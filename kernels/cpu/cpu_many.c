@@ -19,9 +19,15 @@
  * The rules the caller (a PostgreSQL backend) needs:
  *   - helpers never call opt->interrupt: only the calling thread does,
  *     between its own items, inside them (the engine's polls), and every
- *     millisecond while it waits for the helpers.  A nonzero answer sets the
+ *     millisecond while it waits for the helpers, and once before it starts
+ *     them (an interrupt pending then starts none).  A nonzero answer sets the
  *     stop flag, which the helpers' own polls read: every item still running
  *     ends with GS_ERR_CANCELED within one engine poll (GS_CHUNK keys).
+ *     GS_INTERRUPT_DRAIN instead lets the items under way finish (the
+ *     caller's own too) and starts no more: the caller can then deal with
+ *     an interrupt that may turn out harmless with no helper alive, and
+ *     run the items left (status GS_ERR_CANCELED) again, having lost none
+ *     of the work done.
  *   - helpers start with every signal blocked (the mask is set around
  *     pthread_create and restored), so the process's signal handlers only
  *     ever run on the calling thread.
@@ -46,6 +52,8 @@ typedef struct many_team
 	size_t		nitems;
 	atomic_size_t next;			/* the next item to take */
 	atomic_int	stop;			/* set on cancel or on the first failure */
+	atomic_int	drain;			/* GS_INTERRUPT_DRAIN: no new items */
+	const gs_options *caller_opt;	/* the caller's options and hook */
 	pthread_mutex_t mu;
 	pthread_cond_t done_cv;
 	unsigned	running;		/* helpers not yet finished (under mu) */
@@ -76,6 +84,30 @@ many_note_failure(many_team *t, const gs_error *err, gs_status s)
 	pthread_mutex_unlock(&t->mu);
 }
 
+/* the caller's hook, its answer applied to the team: nonzero to stop now */
+static int
+many_caller_poll(many_team *t)
+{
+	const gs_options *opt = t->caller_opt;
+	int			r = opt && opt->interrupt ? opt->interrupt(opt->interrupt_arg) : 0;
+
+	if (r == GS_INTERRUPT_DRAIN)
+	{
+		atomic_store(&t->drain, 1);
+		return 0;
+	}
+	if (r != 0)
+		atomic_store(&t->stop, 1);
+	return r != 0;
+}
+
+/* the hook of the caller's own engine calls */
+static int
+many_caller_hook(void *arg)
+{
+	return many_caller_poll((many_team *) arg);
+}
+
 /* take items until none is left or the team stops; opt is the taker's own */
 static void
 many_run_items(many_team *t, const gs_options *opt, int caller)
@@ -86,13 +118,12 @@ many_run_items(many_team *t, const gs_options *opt, int caller)
 		gs_error	err;
 		gs_status	s;
 
-		if (atomic_load(&t->stop))
+		if (atomic_load(&t->stop) || atomic_load(&t->drain))
 			return;
-		if (caller && poll_interrupt(opt))
-		{
-			atomic_store(&t->stop, 1);
+		if (caller && many_caller_poll(t) != 0)
 			return;
-		}
+		if (atomic_load(&t->drain))
+			return;
 		i = atomic_fetch_add(&t->next, 1);
 		if (i >= t->nitems)
 			return;
@@ -127,7 +158,7 @@ many_helper_main(void *arg)
 
 /* wait for the helpers, polling the caller's hook every millisecond */
 static void
-many_wait_helpers(many_team *t, const gs_options *opt)
+many_wait_helpers(many_team *t)
 {
 	pthread_mutex_lock(&t->mu);
 	while (t->running > 0)
@@ -135,8 +166,8 @@ many_wait_helpers(many_team *t, const gs_options *opt)
 		struct timespec until;
 
 		pthread_mutex_unlock(&t->mu);
-		if (!atomic_load(&t->stop) && poll_interrupt(opt))
-			atomic_store(&t->stop, 1);
+		if (!atomic_load(&t->stop))
+			(void) many_caller_poll(t);
 		pthread_mutex_lock(&t->mu);
 		if (t->running == 0)
 			break;
@@ -186,6 +217,7 @@ gs_cpu_select_many(gs_select_item *items, size_t nitems, unsigned nthreads,
 				   const gs_options *opt, gs_error *err)
 {
 	many_team	t = {.mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER};
+	gs_options	caller;			/* opt with the team's view of its hook */
 	many_helper h[GS_MANY_MAX_THREADS];
 	pthread_t	tid[GS_MANY_MAX_THREADS];
 	unsigned	started = 0;
@@ -204,6 +236,14 @@ gs_cpu_select_many(gs_select_item *items, size_t nitems, unsigned nthreads,
 	t.nitems = nitems;
 	atomic_init(&t.next, 0);
 	atomic_init(&t.stop, 0);
+	atomic_init(&t.drain, 0);
+	t.caller_opt = opt;
+	if (opt)
+		caller = *opt;
+	else
+		memset(&caller, 0, sizeof(caller));
+	caller.interrupt = many_caller_hook;
+	caller.interrupt_arg = &t;
 	for (unsigned i = 0; i < nthreads; i++)
 	{
 		h[i].team = &t;
@@ -214,13 +254,15 @@ gs_cpu_select_many(gs_select_item *items, size_t nitems, unsigned nthreads,
 		h[i].opt.interrupt = many_stopped;
 		h[i].opt.interrupt_arg = &t;
 	}
-	if (nthreads > 0)
+	/* an interrupt already pending stops the batch before any helper starts */
+	(void) many_caller_poll(&t);
+	if (nthreads > 0 && !atomic_load(&t.stop) && !atomic_load(&t.drain))
 		started = many_start_helpers(&t, h, tid, nthreads);
 
-	many_run_items(&t, opt, 1);
+	many_run_items(&t, &caller, 1);
 	if (started > 0)
 	{
-		many_wait_helpers(&t, opt);
+		many_wait_helpers(&t);
 		for (unsigned i = 0; i < started; i++)
 			pthread_join(tid[i], NULL);
 	}

@@ -8,6 +8,8 @@
  *   - a cancel from the caller's hook stops the batch: GS_ERR_CANCELED, and
  *     the hook is polled while the helpers work (the caller's own items are
  *     few: one huge item keeps a helper busy);
+ *   - GS_INTERRUPT_DRAIN: the items under way finish, the others come back
+ *     GS_ERR_CANCELED, and running those again completes every answer;
  *   - an invalid item (rank out of range) fails the batch with its message;
  *   - signals sent to the process while helpers run are handled on the
  *     calling thread (helpers start with every signal blocked).
@@ -213,6 +215,74 @@ test_cancel(void)
 	free_groups(g, NG);
 }
 
+/* ---- drain: the items under way finish, the rest run again later ---- */
+
+static int	drain_at;
+
+static int
+drain_hook(void *arg)
+{
+	(void) arg;
+	return ++polls == drain_at ? GS_INTERRUPT_DRAIN : 0;
+}
+
+static void
+test_drain(void)
+{
+	enum
+	{
+	NG = 200};
+	static group g[NG];
+	static gs_select_item it[NG];
+	gs_select_item left[NG];
+	size_t		back[NG];
+	gs_options	opt;
+	gs_error	err;
+	gs_status	s;
+	int			runs = 0;
+	size_t		nleft = NG;
+
+	for (int i = 0; i < NG; i++)
+		make_group(&g[i], &it[i], 20000 + rnd() % 20000, 8);
+	for (size_t i = 0; i < NG; i++)
+	{
+		left[i] = it[i];
+		back[i] = i;
+	}
+	memset(&opt, 0, sizeof(opt));
+	opt.interrupt = drain_hook;
+	/* each run drains at its first poll: progress only through the items
+	 * already under way, until every item is done */
+	while (nleft > 0 && runs < 10000)
+	{
+		size_t		k = 0;
+
+		polls = 0;
+		drain_at = 1 + runs % 3;
+		s = gs_cpu_select_many(left, nleft, 3, &opt, &err);
+		CHECK(s == GS_OK || s == GS_ERR_CANCELED, "drain: status %d", (int) s);
+		for (size_t i = 0; i < nleft; i++)
+		{
+			it[back[i]].status = left[i].status;
+			if (left[i].status != GS_OK)
+			{
+				CHECK(left[i].status == GS_ERR_CANCELED, "drain: item status %d", (int) left[i].status);
+				left[k] = left[i];
+				back[k++] = back[i];
+			}
+		}
+		CHECK(k < nleft || s == GS_ERR_CANCELED, "drain: no progress and no cancel");
+		nleft = k;
+		runs++;
+	}
+	CHECK(nleft == 0, "drain: %zu items never done in %d runs", nleft, runs);
+	CHECK(runs > 1, "drain: the first run did everything (%d runs)", runs);
+	for (int i = 0; i < NG; i++)
+		for (size_t r = 0; r < it[i].nranks; r++)
+			CHECK(g[i].out[r] == g[i].sorted[g[i].ranks[r]], "drain: item %d rank %zu", i, r);
+	free_groups(g, NG);
+}
+
 /* ---- an invalid item ---- */
 
 static void
@@ -302,6 +372,7 @@ main(void)
 	for (size_t i = 0; i < sizeof(threads) / sizeof(threads[0]); i++)
 		test_answers(threads[i]);
 	test_cancel();
+	test_drain();
 	test_invalid();
 	test_signals();
 	{
