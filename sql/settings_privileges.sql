@@ -22,6 +22,7 @@ ALTER ROLE regress_gs_plain SET gpuselect.parallel_arena_size = '8GB';
 SET gpuselect.test_max_serial_bytes = 1000;
 SET gpuselect.test_fail_shared_attach = on;
 SET gpuselect.test_cancel_at_poll = 1;
+SET gpuselect.test_terminate_at_poll = 1;
 SET gpuselect.parallel_arena = '1:1';
 -- nothing changed
 SHOW gpuselect.parallel_arena_size;

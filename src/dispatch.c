@@ -41,6 +41,7 @@ gs_interrupts_init(GsInterrupts *gi)
 	gi->mcxt = CurrentMemoryContext;
 	gi->error = NULL;
 	gi->polls = 0;
+	gi->term_polls = 0;
 }
 
 /*
@@ -98,6 +99,12 @@ gs_interrupt_test_poll(GsInterrupts *gi)
 			LogMemoryContextPending = true;
 		else
 			QueryCancelPending = true;
+		InterruptPending = true;
+	}
+	/* gpuselect.test_terminate_at_poll: what die() sets, at the Nth poll */
+	if (unlikely(gs_guc_test_terminate_at_poll > 0) && ++gi->term_polls == gs_guc_test_terminate_at_poll)
+	{
+		ProcDiePending = true;
 		InterruptPending = true;
 	}
 }

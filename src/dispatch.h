@@ -88,6 +88,7 @@ typedef struct GsInterrupts
 	MemoryContext mcxt;			/* the caller's: a caught error is copied here */
 	ErrorData  *error;			/* caught ERROR to re-throw, or NULL */
 	int			polls;			/* polls so far, counted for gpuselect.test_cancel_at_poll */
+	int			term_polls;		/* and for gpuselect.test_terminate_at_poll */
 } GsInterrupts;
 
 extern void gs_interrupts_init(GsInterrupts *gi);

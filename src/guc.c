@@ -27,6 +27,7 @@ bool		gs_guc_test_fail_shared_attach = false;
 int			gs_guc_parallel_arena_size = 256;
 char	   *gs_guc_parallel_arena = NULL;
 int			gs_guc_test_cancel_at_poll = 0;
+int			gs_guc_test_terminate_at_poll = 0;
 int			gs_guc_test_cpu_path = GS_CPU_PATH_AUTO;
 
 static const struct config_enum_entry gs_cpu_path_options[] = {
@@ -285,6 +286,15 @@ gs_guc_define(void)
 							"pg_log_backend_memory_contexts() before each earlier poll, so tests can send harmless "
 							"interrupts and then a cancel to a selection without depending on timing.",
 							&gs_guc_test_cancel_at_poll,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_terminate_at_poll",
+							"Test hook: the Nth interrupt poll of every selection finds a termination request (0: never).",
+							"Acts as if pg_terminate_backend() had been called right before that poll of the engine "
+							"(or of a batch of groups on helper threads), so a test can end a session there.",
+							&gs_guc_test_terminate_at_poll,
 							0, 0, INT_MAX,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);

@@ -47,6 +47,8 @@
  *   gpuselect.test_cancel_at_poll    the Nth interrupt poll of a selection
  *                                    finds a cancel request, the ones before
  *                                    a memory-context log request (0: never)
+ *   gpuselect.test_terminate_at_poll the Nth interrupt poll finds a
+ *                                    termination request (0: never)
  *   gpuselect.test_cpu_path          the CPU engine's exact path: auto,
  *                                    select or sort
  *
@@ -83,6 +85,7 @@ extern bool gs_guc_test_fail_shared_attach;
 extern int	gs_guc_parallel_arena_size;	/* MB */
 extern char *gs_guc_parallel_arena;
 extern int	gs_guc_test_cancel_at_poll;
+extern int	gs_guc_test_terminate_at_poll;
 extern int	gs_guc_test_cpu_path;	/* GS_CPU_PATH_* (gs_engine.h) */
 
 extern void gs_guc_define(void);
