@@ -295,6 +295,14 @@ gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int nranks, uint6
 		gs_run_cpu(in, ranks, nranks, out_keys, NULL);
 }
 
+/* do the settings send st to the GPU ('gpu', or 'auto' and a large group)? */
+static bool
+gs_dispatch_gpu_asked(const GsState *st)
+{
+	return gs_guc_device == GS_DEVICE_GPU ||
+		(gs_guc_device == GS_DEVICE_AUTO && st->nrows >= (int64) gs_guc_gpu_min_rows);
+}
+
 /*
  * Would gs_dispatch_select run st exactly on the CPU engine, from memory?
  * Those are the states a batch (final_batch.c) may select ahead of their
@@ -309,10 +317,10 @@ gs_dispatch_batchable(const GsState *st)
 		return false;
 	if (gs_guc_approximate && !gs_dispatch_exact_only)
 		return false;
-	if (gs_guc_test_cpu_path != GS_CPU_PATH_AUTO || gs_guc_device == GS_DEVICE_GPU)
+	if (gs_guc_test_cpu_path != GS_CPU_PATH_AUTO)
 		return false;
-	return !(gs_guc_device == GS_DEVICE_AUTO && st->nrows >= (int64) gs_guc_gpu_min_rows &&
-			 gs_service_in_use());
+	/* gs_dispatch_try_gpu would try the service, or raise the 'gpu' ERROR */
+	return !(gs_dispatch_gpu_asked(st) && (gs_guc_device == GS_DEVICE_GPU || gs_service_in_use()));
 }
 
 /*
@@ -458,8 +466,7 @@ gs_dispatch_try_gpu(GsState *st, const gs_input *in, const uint64 *ranks, int nr
 {
 	GsGpuOutcome outcome = GS_GPU_NOT_USED;
 
-	if (!(gs_guc_device == GS_DEVICE_GPU ||
-		  (gs_guc_device == GS_DEVICE_AUTO && st->nrows >= (int64) gs_guc_gpu_min_rows)))
+	if (!gs_dispatch_gpu_asked(st))
 		return GS_GPU_NOT_USED;
 
 	if (gs_service_in_use())

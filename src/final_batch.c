@@ -150,13 +150,6 @@ gs_final_batch_note(FunctionCallInfo fcinfo, MemoryContext aggcontext, GsState *
 	b->states[b->nstates++] = st;
 }
 
-/* PostgreSQL's test of a fraction, without its ERROR */
-static bool
-gs_fraction_ok(float8 p)
-{
-	return !(p < 0 || p > 1 || isnan(p));
-}
-
 /* a fraction array's non-NULL elements, or -1 when one is invalid */
 static int
 gs_batch_fractions(ArrayType *a, float8 **out)
@@ -172,7 +165,7 @@ gs_batch_fractions(ArrayType *a, float8 **out)
 	{
 		if (frnull[i])
 			continue;
-		if (!gs_fraction_ok(DatumGetFloat8(fr[i])))
+		if (!gs_fraction_in_range(DatumGetFloat8(fr[i])))
 			return -1;
 		(*out)[k++] = DatumGetFloat8(fr[i]);
 	}
@@ -187,7 +180,6 @@ gs_batch_fractions(ArrayType *a, float8 **out)
 static int
 gs_batch_ranks(const GsState *s, GsBatchRule rule, uint64 **out)
 {
-	int64		n = s->nrows;
 	float8	   *p;
 	int			np;
 	bool		cont = rule == GS_BATCH_CONT || rule == GS_BATCH_MEDIAN ||
@@ -195,7 +187,7 @@ gs_batch_ranks(const GsState *s, GsBatchRule rule, uint64 **out)
 	uint64	   *r;
 	int			k = 0;
 
-	if (n <= 0)
+	if (s->nrows <= 0)
 		return 0;
 	if (rule == GS_BATCH_MEDIAN)
 	{
@@ -207,7 +199,7 @@ gs_batch_ranks(const GsState *s, GsBatchRule rule, uint64 **out)
 		return 0;
 	else if (rule == GS_BATCH_DISC || rule == GS_BATCH_CONT)
 	{
-		if (!gs_fraction_ok(s->fraction))
+		if (!gs_fraction_in_range(s->fraction))
 			return 0;
 		p = (float8 *) palloc(sizeof(float8));
 		p[0] = s->fraction;
@@ -223,14 +215,12 @@ gs_batch_ranks(const GsState *s, GsBatchRule rule, uint64 **out)
 
 		if (!cont)
 		{
-			r[k++] = gs_engine_rank(gs_disc_rank(p[i], n), n, s->descending);
+			r[k++] = gs_disc_engine_rank(s, p[i]);
 			continue;
 		}
-		gs_cont_rows(p[i], n, &cr);
-		r[k++] = gs_engine_rank(cr.first, n, s->descending);
+		gs_cont_engine_ranks(s, p[i], &cr, &r[k]);
 		/* the scalar form asks one rank when both rows are the same */
-		if (rule == GS_BATCH_CONT_MULTI || cr.second != cr.first)
-			r[k++] = gs_engine_rank(cr.second, n, s->descending);
+		k += (rule == GS_BATCH_CONT_MULTI || cr.second != cr.first) ? 2 : 1;
 	}
 	*out = r;
 	return k;

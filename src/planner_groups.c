@@ -723,15 +723,19 @@ gs_cmp_total_cost(const ListCell *a, const ListCell *b)
 	return x < y ? -1 : x > y;
 }
 
-static Cost
-gs_selection_charge(const Path *path, double input_rows)
+/* add to a grouped path the selection it runs in its backend */
+static void
+gs_charge_path(Path *path, double input_rows)
 {
 	Cost		full = input_rows * cpu_operator_cost * 0.5;
+	Cost		c;
 
 	if (!IsA(path, AggPath))
-		return 0;
-	return ((const AggPath *) path)->aggstrategy == AGG_HASHED ?
+		return;
+	c = ((const AggPath *) path)->aggstrategy == AGG_HASHED ?
 		full / (gs_final_batch_threads() + 1) : full;
+	path->startup_cost += c;
+	path->total_cost += c;
 }
 
 static void
@@ -740,13 +744,7 @@ gs_charge_paths(RelOptInfo *grouped_rel, double input_rows)
 	ListCell   *lc;
 
 	foreach(lc, grouped_rel->pathlist)
-	{
-		Path	   *path = (Path *) lfirst(lc);
-		Cost		c = gs_selection_charge(path, input_rows);
-
-		path->startup_cost += c;
-		path->total_cost += c;
-	}
+		gs_charge_path((Path *) lfirst(lc), input_rows);
 	list_sort(grouped_rel->pathlist, gs_cmp_total_cost);
 }
 
@@ -755,12 +753,7 @@ static void
 gs_add_charged_path(RelOptInfo *grouped_rel, Path *path, double input_rows, bool charge)
 {
 	if (charge)
-	{
-		Cost		c = gs_selection_charge(path, input_rows);
-
-		path->startup_cost += c;
-		path->total_cost += c;
-	}
+		gs_charge_path(path, input_rows);
 	add_path(grouped_rel, path);
 }
 

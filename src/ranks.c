@@ -16,7 +16,7 @@
 void
 gs_check_fraction(float8 p)
 {
-	if (p < 0 || p > 1 || isnan(p))
+	if (!gs_fraction_in_range(p))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("percentile value %g is not between 0 and 1", p)));
@@ -47,13 +47,12 @@ gs_cont_rows(float8 p, int64 n, GsContRows *out)
 Datum
 gs_final_disc(GsState *st, float8 p)
 {
-	int64		n = st->nrows;
 	uint64		rank;
 	uint64		key;
 
 	if (st->kind == GS_T_DATUM)
 		return gs_datum_final_disc(st, p);
-	rank = gs_engine_rank(gs_disc_rank(p, n), n, st->descending);
+	rank = gs_disc_engine_rank(st, p);
 	gs_dispatch_select(st, &rank, 1, &key);
 	return gs_key_to_datum((GsTypeKind) st->kind, key);
 }
@@ -61,7 +60,6 @@ gs_final_disc(GsState *st, float8 p)
 float8
 gs_final_cont(GsState *st, float8 p)
 {
-	int64		n = st->nrows;
 	GsContRows	cr;
 	uint64		ranks[2];
 	uint64		keys[2];
@@ -73,9 +71,7 @@ gs_final_cont(GsState *st, float8 p)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("gpuselect: percentile_cont over %s supports only its default ordering (ASC or DESC)",
 						format_type_be(st->typid))));
-	gs_cont_rows(p, n, &cr);
-	ranks[0] = gs_engine_rank(cr.first, n, st->descending);
-	ranks[1] = gs_engine_rank(cr.second, n, st->descending);
+	gs_cont_engine_ranks(st, p, &cr, ranks);
 	gs_dispatch_select(st, ranks, cr.first == cr.second ? 1 : 2, keys);
 	lo = gs_key_to_float8((GsTypeKind) st->kind, keys[0]);
 	if (cr.first == cr.second)
@@ -105,7 +101,6 @@ gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 	bool	   *frnull;
 	int			np;
 	int			nranks = 0;
-	int64		n = st->nrows;
 	uint64	   *ranks;
 	uint64	   *keys;
 	Datum	   *res;
@@ -122,7 +117,7 @@ gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 	keys = (uint64 *) palloc(sizeof(uint64) * np);
 	for (int i = 0; i < np; i++)
 		if (!frnull[i])
-			ranks[nranks++] = gs_engine_rank(gs_disc_rank(DatumGetFloat8(fr[i]), n), n, st->descending);
+			ranks[nranks++] = gs_disc_engine_rank(st, DatumGetFloat8(fr[i]));
 	gs_dispatch_select(st, ranks, nranks, keys);
 
 	res = (Datum *) palloc(sizeof(Datum) * np);
@@ -148,7 +143,6 @@ gs_final_cont_multi(GsState *st, ArrayType *param)
 	bool	   *frnull;
 	int			np;
 	int			nranks = 0;
-	int64		n = st->nrows;
 	GsContRows *cr;
 	uint64	   *ranks;
 	uint64	   *keys;
@@ -172,9 +166,8 @@ gs_final_cont_multi(GsState *st, ArrayType *param)
 	{
 		if (frnull[i])
 			continue;
-		gs_cont_rows(DatumGetFloat8(fr[i]), n, &cr[i]);
-		ranks[nranks++] = gs_engine_rank(cr[i].first, n, st->descending);
-		ranks[nranks++] = gs_engine_rank(cr[i].second, n, st->descending);
+		gs_cont_engine_ranks(st, DatumGetFloat8(fr[i]), &cr[i], &ranks[nranks]);
+		nranks += 2;
 	}
 	gs_dispatch_select(st, ranks, nranks, keys);
 

@@ -14,12 +14,21 @@
 
 #include "postgres.h"
 
+#include <math.h>
+
 #include "utils/array.h"
 
 #include "state.h"
 #include "types.h"
 
-/* ERROR 22003 "percentile value %g is not between 0 and 1" unless 0 <= p <= 1 */
+/* PostgreSQL's range test of a fraction: 0 <= p <= 1, not NaN */
+static inline bool
+gs_fraction_in_range(float8 p)
+{
+	return !(p < 0 || p > 1 || isnan(p));
+}
+
+/* ERROR 22003 "percentile value %g is not between 0 and 1" unless in range */
 extern void gs_check_fraction(float8 p);
 /* a fraction array's elements, each non-NULL one checked in order; the count */
 extern int	gs_fraction_array(ArrayType *param, Datum **fr, bool **frnull);
@@ -47,6 +56,22 @@ static inline uint64
 gs_engine_rank(int64 r, int64 n, bool descending)
 {
 	return (uint64) (descending ? n - 1 - r : r);
+}
+
+/* percentile_disc(p) of st as the engine's rank */
+static inline uint64
+gs_disc_engine_rank(const GsState *st, float8 p)
+{
+	return gs_engine_rank(gs_disc_rank(p, st->nrows), st->nrows, st->descending);
+}
+
+/* percentile_cont(p) of st: its rows (*cr) and both as the engine's ranks */
+static inline void
+gs_cont_engine_ranks(const GsState *st, float8 p, GsContRows *cr, uint64 ranks[2])
+{
+	gs_cont_rows(p, st->nrows, cr);
+	ranks[0] = gs_engine_rank(cr->first, st->nrows, st->descending);
+	ranks[1] = gs_engine_rank(cr->second, st->nrows, st->descending);
 }
 
 #endif							/* GS_RANKS_H */

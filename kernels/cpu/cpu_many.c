@@ -217,7 +217,8 @@ gs_cpu_select_many(gs_select_item *items, size_t nitems, unsigned nthreads,
 				   const gs_options *opt, gs_error *err)
 {
 	many_team	t = {.mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER};
-	gs_options	caller;			/* opt with the team's view of its hook */
+	gs_options	base;			/* the caller's options, or none */
+	gs_options	caller;			/* base with the team's view of its hook */
 	many_helper h[GS_MANY_MAX_THREADS];
 	pthread_t	tid[GS_MANY_MAX_THREADS];
 	unsigned	started = 0;
@@ -239,18 +240,16 @@ gs_cpu_select_many(gs_select_item *items, size_t nitems, unsigned nthreads,
 	atomic_init(&t.drain, 0);
 	t.caller_opt = opt;
 	if (opt)
-		caller = *opt;
+		base = *opt;
 	else
-		memset(&caller, 0, sizeof(caller));
+		memset(&base, 0, sizeof(base));
+	caller = base;
 	caller.interrupt = many_caller_hook;
 	caller.interrupt_arg = &t;
 	for (unsigned i = 0; i < nthreads; i++)
 	{
 		h[i].team = &t;
-		if (opt)
-			h[i].opt = *opt;
-		else
-			memset(&h[i].opt, 0, sizeof(h[i].opt));
+		h[i].opt = base;
 		h[i].opt.interrupt = many_stopped;
 		h[i].opt.interrupt_arg = &t;
 	}
