@@ -5,18 +5,22 @@
 # or this creates it), with CREATE STATISTICS on the hour so both are
 # partial aggregates in the workers.
 #
-# For each query, with GS_PROF_WORKERS workers (forced parallel costs):
+# For each query, with GS_PROF_WORKERS workers (forced parallel costs),
+# GS_PROF_ROUNDS rounds alternating in one session (default 1):
 #   - EXPLAIN (ANALYZE, VERBOSE): each node's time, the workers' own lines;
 #     the leader's finalize is the top node's time less the Gather's
 #   - gpuselect_status() before and after: partial states in the arena
 #   - with perf on the machine, a profile of the leader backend over
-#     GS_PROF_REPS runs of the rewritten query (perf report, top symbols)
+#     GS_PROF_REPS runs of the rewritten query (perf report, top symbols);
+#     with GS_PROF_SYSTEM=1 also the whole machine's (workers included) for
+#     sum and the rewritten query, each with perf stat's page faults
 # Output: a short table on stdout, the plans and profiles under GS_PROF_OUT.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORKERS=${GS_PROF_WORKERS:-8}
 REPS=${GS_PROF_REPS:-5}
+ROUNDS=${GS_PROF_ROUNDS:-1}
 OUTD=${GS_PROF_OUT:-${OUT:-/tmp}/dashboard-profile}
 mkdir -p "$OUTD"
 chmod 777 "$OUTD" 2>/dev/null || true
@@ -41,31 +45,37 @@ STATUS="SELECT string_agg(name || '=' || value, ' ' ORDER BY name) FROM gpuselec
 {
 	echo "$SETTINGS"
 	echo "EXPLAIN (ANALYZE, TIMING OFF) $PCT;"
-	for q in sum pct queue; do
-		case $q in
-		sum) sql=$SUM ;;
-		pct) sql=$PCT ;;
-		queue) sql="$PCT"; echo "SET gpuselect.shared_partial_states = off;" ;;
-		esac
-		echo "\\echo @@ $q"
-		echo "$STATUS"
-		echo "EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) $sql;"
-		echo "$STATUS"
+	for r in $(seq "$ROUNDS"); do
+		for q in sum pct queue; do
+			case $q in
+			sum) sql=$SUM ;;
+			pct) sql=$PCT; echo "RESET gpuselect.shared_partial_states;" ;;
+			queue) sql="$PCT"; echo "SET gpuselect.shared_partial_states = off;" ;;
+			esac
+			echo "\\echo @@ $q#$r"
+			echo "$STATUS"
+			echo "EXPLAIN (ANALYZE, VERBOSE, COSTS OFF) $sql;"
+			echo "$STATUS"
+		done
 	done
 } >"$OUTD/plans.sql"
 "${PSQL[@]}" -f "$OUTD/plans.sql" >"$OUTD/plans.out"
 
 # the table: top node, Gather (Merge), and the leader's share of it
-echo "| query | total ms | top node ms | Gather ms | leader after Gather ms | arena states |"
-echo "|---|---|---|---|---|---|"
+# (workers' aggregation done: the Partial HashAggregate's first row out;
+# their scan: the Parallel Seq Scan's end; both averages over the processes)
+echo "| query | total ms | top node ms | Gather ms | leader after Gather ms | workers' aggregation done ms | workers' scan ms | arena states |"
+echo "|---|---|---|---|---|---|---|---|"
 awk '
 	/^@@ / { q = $2; n = 0; next }
 	/states_in_arena=/ { split($0, a, " "); for (i in a) if (a[i] ~ /^states_in_arena=/) { split(a[i], b, "="); st[q, ++n] = b[2] } next }
 	/actual time=/ && !(q in top) { match($0, /actual time=[0-9.]+\.\.[0-9.]+/); s = substr($0, RSTART, RLENGTH); sub(/.*\.\./, "", s); top[q] = s }
 	/Gather/ && /actual time=/ && !(q in gat) { match($0, /actual time=[0-9.]+\.\.[0-9.]+/); s = substr($0, RSTART, RLENGTH); sub(/.*\.\./, "", s); gat[q] = s }
+	/Partial HashAggregate/ && /actual time=/ && !(q in agg) { match($0, /actual time=[0-9]+\.[0-9]+/); agg[q] = substr($0, RSTART + 12, RLENGTH - 12) }
+	/Parallel Seq Scan/ && /actual time=/ && !(q in scan) { match($0, /actual time=[0-9.]+\.\.[0-9.]+/); s = substr($0, RSTART, RLENGTH); sub(/.*\.\./, "", s); scan[q] = s }
 	/Execution Time:/ { tot[q] = $3 }
-	END { for (q in tot) if (q != "") printf "| %s | %s | %s | %s | %.1f | %d |\n", q, tot[q], top[q], gat[q], top[q] - gat[q], st[q, 2] - st[q, 1] }
-' "$OUTD/plans.out" | sort
+	END { for (q in tot) if (q != "") printf "| %s | %s | %s | %s | %.1f | %s | %s | %d |\n", q, tot[q], top[q], gat[q], top[q] - gat[q], agg[q], scan[q], st[q, 2] - st[q, 1] }
+' "$OUTD/plans.out" | sort -t'#' -k2,2n -k1,1
 
 # a profile of the leader, if perf is here
 if command -v perf >/dev/null 2>&1; then
@@ -84,6 +94,28 @@ if command -v perf >/dev/null 2>&1; then
 	echo
 	echo "leader, top symbols over $REPS runs (self):"
 	head -25 "$OUTD/leader-top.txt"
+	# the whole machine (workers included), each query on its own: where
+	# the rewritten query's time goes that sum's does not
+	if [ "${GS_PROF_SYSTEM:-0}" = 1 ]; then
+		for q in sum pct; do
+			case $q in sum) sql=$SUM ;; pct) sql=$PCT ;; esac
+			{
+				echo "$SETTINGS"
+				echo "EXPLAIN (ANALYZE, TIMING OFF) $sql;"
+				for _ in $(seq "$REPS"); do echo "EXPLAIN (ANALYZE, TIMING OFF) $sql;"; done
+			} >"$OUTD/system-$q.sql"
+			perf stat -a -e page-faults,context-switches -o "$OUTD/system-$q.stat" \
+				"${PSQL[@]}" -f "$OUTD/system-$q.sql" >/dev/null 2>&1 || true
+			perf record -a -F 1999 -o "$OUTD/system-$q.perf" \
+				"${PSQL[@]}" -f "$OUTD/system-$q.sql" >/dev/null 2>&1 || true
+			perf report -i "$OUTD/system-$q.perf" --comm postgres --no-children --sort dso,symbol --stdio 2>/dev/null |
+				grep -v '^#' | grep '%' | head -40 >"$OUTD/system-$q-top.txt" || true
+			echo
+			echo "whole machine, $q, $((REPS + 1)) runs:"
+			grep -E 'page-faults|context-switches|elapsed' "$OUTD/system-$q.stat" || true
+			head -25 "$OUTD/system-$q-top.txt"
+		done
+	fi
 else
 	echo "(no perf on this machine: no profile)"
 fi
