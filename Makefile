@@ -101,11 +101,11 @@ endif
 
 # ---- unit tests of the CPU engine (no server needed) ----
 UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror $(GS_ENGINE_INCLUDES)
-test/unit/%.bin: test/unit/%.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
+test/unit/%.bin: test/unit/%.c test/unit/unit.h $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
 	$(CC) $(UNIT_CFLAGS) -pthread -o $@ $< $(GS_CPU_ENGINE_SRCS) -lm
 
 # the GPU service's lane threads with the CPU engine: no PostgreSQL in them either
-test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c src/service_lanes.c src/service_lanes.h \
+test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c test/unit/unit.h src/service_lanes.c src/service_lanes.h \
 		src/service_cuda.h src/service_cuda_none.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
 	$(CC) $(UNIT_CFLAGS) -Isrc -pthread -o $@ $< src/service_lanes.c src/service_cuda_none.c \
 		$(GS_CPU_ENGINE_SRCS) -lm

@@ -25,27 +25,7 @@
 #include <unistd.h>
 
 #include "gs_engine.h"
-
-static long n_pass,
-			n_fail;
-
-#define CHECK(cond, ...) do { \
-	if (cond) n_pass++; \
-	else { n_fail++; if (n_fail <= 50) { \
-		printf("FAIL %s:%d ", __FILE__, __LINE__); \
-		printf(__VA_ARGS__); printf("\n"); } } } while (0)
-
-static uint64_t rng = 12345;
-
-static uint64_t
-rnd(void)
-{
-	uint64_t	z = (rng += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
+#include "unit.h"
 
 static int
 cmp_u64(const void *a, const void *b)
@@ -369,6 +349,8 @@ main(void)
 {
 	static const unsigned threads[] = {0, 1, 3, 8};
 
+	rng_state = 12345;
+
 	for (size_t i = 0; i < sizeof(threads) / sizeof(threads[0]); i++)
 		test_answers(threads[i]);
 	test_cancel();
@@ -380,6 +362,5 @@ main(void)
 
 		CHECK(gs_cpu_select_many(NULL, 0, 4, NULL, &err) == GS_OK, "no items");
 	}
-	printf("test_cpu_many: %ld passed, %ld failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return unit_summary("test_cpu_many");
 }

@@ -19,26 +19,7 @@
 #include "gs_keys.h"
 #include "cpu_internal.h"		/* cpu_select_path: both exact paths forced */
 
-static long n_pass,
-			n_fail;
-static uint64_t rng_state;
-static const char *ctx_desc = "";
-
-#define CHECK(cond, ...) do { \
-	if (cond) n_pass++; \
-	else { n_fail++; if (n_fail <= 200) { \
-		printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, ctx_desc); \
-		printf(__VA_ARGS__); printf("\n"); } } } while (0)
-
-static uint64_t
-rnd(void)
-{
-	uint64_t	z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
+#include "unit.h"
 
 static uint64_t
 rnd_below(uint64_t n)
@@ -657,7 +638,7 @@ check_input(int t, int d, size_t n, int do_approx)
 	unsigned	kb = tbytes[t];
 
 	snprintf(desc, sizeof desc, "%s %s n=%zu", tname[t], dname[d], n);
-	ctx_desc = desc;
+	unit_context = desc;
 	gen(t, d, k, n);
 	memcpy(sorted, k, n * sizeof(uint64_t));
 	qsort(sorted, n, sizeof(uint64_t), cmp_u64);
@@ -836,7 +817,7 @@ check_api(void)
 	gs_options	opt;
 	gs_approx_pick picks[3];
 
-	ctx_desc = "api";
+	unit_context = "api";
 	for (size_t i = 0; i < 5000; i++)
 		k64[i] = rnd();
 	st = gs_cpu_select(&in, ranks, 0, out, NULL, &err);
@@ -910,7 +891,7 @@ check_heavy(void)
 	uint64_t   *k = malloc(n * sizeof(uint64_t));
 	uint64_t   *sorted = malloc(n * sizeof(uint64_t));
 
-	ctx_desc = "heavy runs";
+	unit_context = "heavy runs";
 	for (int kbi = 0; kbi < 3; kbi++)
 		for (size_t h = 0; h < sizeof heavy / sizeof heavy[0]; h++)
 			for (int two = 0; two < 3; two++)
@@ -999,7 +980,7 @@ check_heavy(void)
 			}
 	/* few distinct values plus rare strays, ranks on the strays (they fall
 	 * between the sample's values: the counting pass leaves them over) */
-	ctx_desc = "few distinct + strays";
+	unit_context = "few distinct + strays";
 	for (int kbi = 0; kbi < 3; kbi++)
 		for (int rep = 0; rep < 3; rep++)
 		{
@@ -1100,7 +1081,7 @@ check_approx_gap(void)
 			gs_status	st;
 
 			snprintf(desc, sizeof desc, "%s approx gap shape %d B=%u", tname[t], shape, B);
-			ctx_desc = desc;
+			unit_context = desc;
 			memset(is_samp, 0, n);
 			for (i = 0; i < s; i++)
 			{
@@ -1207,7 +1188,7 @@ check_sort_path(void)
 				gs_error	err;
 
 				snprintf(desc, sizeof desc, "sort path %s %s n=%zu", tname[t], dname[dists[di]], n);
-				ctx_desc = desc;
+				unit_context = desc;
 				gen(t, dists[di], k, n);
 				memcpy(sorted, k, n * sizeof(uint64_t));
 				qsort(sorted, n, sizeof(uint64_t), cmp_u64);
@@ -1247,7 +1228,7 @@ check_sort_path(void)
 		int			ok_seen = 0,
 					cancels = 0;
 
-		ctx_desc = "sort path cancel";
+		unit_context = "sort path cancel";
 		for (size_t i = 0; i < n; i++)
 			big[i] = rnd();
 		memset(&opt, 0, sizeof opt);
@@ -1306,6 +1287,5 @@ main(int argc, char **argv)
 	run_all(12345, 1);
 	printf("fresh seed pass (seed %llu)\n", (unsigned long long) seed);
 	run_all(seed, argc > 1);
-	printf("test_cpu_select: %ld passed, %ld failed\n", n_pass, n_fail);
-	return n_fail != 0;
+	return unit_summary("test_cpu_select");
 }

@@ -16,25 +16,7 @@
 #include <time.h>
 
 #include "gs_keys.h"
-
-static long n_pass,
-			n_fail;
-static uint64_t rng_state;
-
-#define CHECK(cond, ...) do { \
-	if (cond) n_pass++; \
-	else { n_fail++; if (n_fail <= 100) { \
-		printf("FAIL %s:%d ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } } while (0)
-
-static uint64_t
-rnd(void)
-{
-	uint64_t	z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
+#include "unit.h"
 
 /* PostgreSQL float order: NaN equal to NaN, above everything; -0 == +0 */
 static int
@@ -265,6 +247,5 @@ main(int argc, char **argv)
 	run(777);
 	printf("fresh seed pass (seed %llu)\n", (unsigned long long) seed);
 	run(seed);
-	printf("test_keys: %ld passed, %ld failed\n", n_pass, n_fail);
-	return n_fail != 0;
+	return unit_summary("test_keys");
 }

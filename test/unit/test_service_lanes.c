@@ -22,12 +22,8 @@
 #include <time.h>
 
 #include "service_lanes.h"
+#include "unit.h"
 
-static long n_pass = 0,
-			n_fail = 0;
-
-#define CHECK(cond, what) \
-	do { if (cond) n_pass++; else { n_fail++; printf("FAIL: %s (line %d)\n", what, __LINE__); } } while (0)
 
 #define NLANES 3
 #define NKEYS 2000000
@@ -282,6 +278,5 @@ main(void)
 		  "the job running at the stop came back canceled");
 
 	free(sorted);
-	printf("test_service_lanes: %ld passed, %ld failed\n", n_pass, n_fail);
-	return n_fail != 0;
+	return unit_summary("test_service_lanes");
 }
