@@ -305,14 +305,8 @@ gs_pct_cont_interval_final(PG_FUNCTION_ARGS)
 	float8		p;
 
 	gs_fn_cache(fcinfo, 2, NULL, false, true);
-	if (PG_ARGISNULL(1))
-		PG_RETURN_NULL();
-	p = PG_GETARG_FLOAT8(1);
-	gs_check_fraction(p);
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	st = (GsState *) PG_GETARG_POINTER(0);
-	if (st->nrows == 0)
+	st = gs_final_scalar_args(fcinfo, &p);
+	if (st == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(gs_datum_final_cont_interval(st, p));
 }

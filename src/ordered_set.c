@@ -70,18 +70,9 @@ gs_pct_disc_final(PG_FUNCTION_ARGS)
 	float8		p;
 
 	gs_os_final_setup(fcinfo, false);
-
-	if (PG_ARGISNULL(1))
+	st = gs_final_scalar_args(fcinfo, &p);
+	if (st == NULL)
 		PG_RETURN_NULL();
-	p = PG_GETARG_FLOAT8(1);
-	gs_check_fraction(p);
-
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	st = (GsState *) PG_GETARG_POINTER(0);
-	if (st->nrows == 0)
-		PG_RETURN_NULL();
-
 	PG_RETURN_DATUM(gs_final_disc(st, p));
 }
 
@@ -93,18 +84,9 @@ gs_pct_cont_final(PG_FUNCTION_ARGS)
 	float8		p;
 
 	gs_os_final_setup(fcinfo, true);
-
-	if (PG_ARGISNULL(1))
+	st = gs_final_scalar_args(fcinfo, &p);
+	if (st == NULL)
 		PG_RETURN_NULL();
-	p = PG_GETARG_FLOAT8(1);
-	gs_check_fraction(p);
-
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	st = (GsState *) PG_GETARG_POINTER(0);
-	if (st->nrows == 0)
-		PG_RETURN_NULL();
-
 	PG_RETURN_FLOAT8(gs_final_cont(st, p));
 }
 

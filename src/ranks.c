@@ -22,6 +22,21 @@ gs_check_fraction(float8 p)
 				 errmsg("percentile value %g is not between 0 and 1", p)));
 }
 
+GsState *
+gs_final_scalar_args(FunctionCallInfo fcinfo, float8 *p)
+{
+	GsState    *st;
+
+	if (PG_ARGISNULL(1))
+		return NULL;
+	*p = PG_GETARG_FLOAT8(1);
+	gs_check_fraction(*p);
+	if (PG_ARGISNULL(0))
+		return NULL;
+	st = (GsState *) PG_GETARG_POINTER(0);
+	return st->nrows > 0 ? st : NULL;
+}
+
 int64
 gs_disc_rank(float8 p, int64 n)
 {

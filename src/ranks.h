@@ -16,6 +16,7 @@
 
 #include <math.h>
 
+#include "fmgr.h"
 #include "utils/array.h"
 
 #include "state.h"
@@ -30,6 +31,14 @@ gs_fraction_in_range(float8 p)
 
 /* ERROR 22003 "percentile value %g is not between 0 and 1" unless in range */
 extern void gs_check_fraction(float8 p);
+/*
+ * An ordered-set final function's arguments (state, fraction), checked in
+ * percentile_disc/cont's order: a NULL fraction answers NULL, a fraction out
+ * of range raises 22003 even for a group without rows, then a group without
+ * rows answers NULL.  The group's state, or NULL when the answer is NULL;
+ * *p the fraction.
+ */
+extern GsState *gs_final_scalar_args(FunctionCallInfo fcinfo, float8 *p);
 /* a fraction array's elements, each non-NULL one checked in order; the count */
 extern int	gs_fraction_array(ArrayType *param, Datum **fr, bool **frnull);
 
