@@ -425,14 +425,8 @@ gs_datum_serialize(const GsState *st)
 
 	for (int i = 0; i < s->nchunks; i++)
 		total += sizeof(uint64) + MAXALIGN(s->chunks[i].used);
-	if (total > MaxAllocSize)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("gpuselect: a partial aggregate state of " INT64_FORMAT " values (" UINT64_FORMAT " bytes) is too large to pass between parallel workers",
-						st->nrows, total),
-				 errdetail("Serialized states are limited to %zu bytes.", (Size) MaxAllocSize),
-				 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0), "
-						 "or the ordered-set form gpu_percentile_disc(...) WITHIN GROUP (ORDER BY x), which is never split across workers.")));
+	if (total > gs_serial_limit())
+		gs_serial_too_large(st->nrows, total, gs_serial_limit());
 
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.magic = GS_DATUM_SERIAL_MAGIC;

@@ -135,6 +135,10 @@ extern void gs_state_combine(GsState *into, GsState *from);
 /* the serialized partial-state formats: state_serial.c */
 extern bytea *gs_state_serialize(const GsState *st, bool allow_shared);
 extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
+/* the largest serialized state: MaxAllocSize, less under gpuselect.test_max_serial_bytes */
+extern uint64 gs_serial_limit(void);
+/* ERROR 54000 for a state of nrows values that would serialize to total > limit bytes */
+pg_noreturn extern void gs_serial_too_large(int64 nrows, uint64 total, uint64 limit);
 /*
  * Plain aggregates' fraction argument: the first row fixes it, every later
  * row (and every partial state combined in) must carry the same value.

@@ -126,6 +126,31 @@ gs_state_copy_keys(const GsState *st, char *p)
 	}
 }
 
+uint64
+gs_serial_limit(void)
+{
+	/* gpuselect.test_max_serial_bytes (test hook) lowers the limit */
+	return gs_guc_test_max_serial_bytes > 0 ?
+		(uint64) gs_guc_test_max_serial_bytes : (uint64) MaxAllocSize;
+}
+
+/*
+ * Keys and values alike (datum_state.c).  The ways out: no workers, or for
+ * the built-ins no rewrite; the ordered-set form is none, since the planner
+ * rewrite (planner.c) plans gpuselect's own as plain aggregates too.
+ */
+void
+gs_serial_too_large(int64 nrows, uint64 total, uint64 limit)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("gpuselect: a partial aggregate state of " INT64_FORMAT " values (" UINT64_FORMAT " bytes) is too large to pass between parallel workers",
+					nrows, total),
+			 errdetail("Serialized states are limited to " UINT64_FORMAT " bytes.", limit),
+			 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0); "
+					 "for the built-in percentile_disc or percentile_cont, SET gpuselect.accelerate_builtins = off.")));
+}
+
 /*
  * allow_shared: the caller knows the leader deserializes every partial state
  * (shared_state.c says why that matters); large ones then travel in shared
@@ -147,9 +172,7 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 	char	   *slice = NULL;
 	uint64		slice_keys = 0;
 	uint64		total;
-	/* gpuselect.test_max_serial_bytes (test hook) lowers the limit */
-	uint64		limit = gs_guc_test_max_serial_bytes > 0 ?
-		(uint64) gs_guc_test_max_serial_bytes : (uint64) MaxAllocSize;
+	uint64		limit = gs_serial_limit();
 	bytea	   *b;
 	char	   *p;
 
@@ -196,13 +219,7 @@ gs_state_serialize(const GsState *st, bool allow_shared)
 		total = (uint64) VARHDRSZ + sizeof(hdr) + array_padded + arena_bytes + keybytes;
 
 	if (total > limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("gpuselect: a partial aggregate state of " INT64_FORMAT " values (" UINT64_FORMAT " bytes) is too large to pass between parallel workers",
-						st->nrows, total),
-				 errdetail("Serialized states are limited to " UINT64_FORMAT " bytes.", limit),
-				 errhint("Use fewer parallel workers (e.g. SET max_parallel_workers_per_gather = 0); "
-						 "for the built-in percentile_disc or percentile_cont, SET gpuselect.accelerate_builtins = off.")));
+		gs_serial_too_large(st->nrows, total, limit);
 
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.magic = GS_SERIAL_MAGIC;

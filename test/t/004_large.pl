@@ -123,6 +123,26 @@ SET gpuselect.test_max_serial_bytes = '1MB';
 	($rc, $out) = psql($par . "SET gpuselect.test_max_serial_bytes = '16MB';\n$q", on_error_stop => 0);
 	is($out, $want, 'a limit above the states: the parallel query equals the built-in');
 
+	# values, not keys (interval: datum_state.c): the same limit, error and HINT
+	my $qi = 'SELECT gpu_quantile(x * interval \'1 second\', 0.5)::text FROM gs_ser;';
+	my $want_i = psql_value('SET max_parallel_workers_per_gather = 0; '
+		  . 'SELECT (percentile_disc(0.5) WITHIN GROUP (ORDER BY x * interval \'1 second\'))::text FROM gs_ser;');
+	like(psql_value($par . "EXPLAIN (COSTS OFF) $qi"), qr/Partial Aggregate/,
+		'gpu_quantile over interval uses partial aggregation');
+	($rc, $out) = psql($par . "SET gpuselect.test_max_serial_bytes = '1MB';\n$qi", on_error_stop => 0);
+	like($out, qr/ERROR:\s+54000:.*too large to pass between parallel workers/s,
+		'interval over the limit: ERROR 54000');
+	like($out, qr/DETAIL:\s+Serialized states are limited to 1048576 bytes\./,
+		'interval: DETAIL gives the limit in force');
+	like($out, qr/HINT:\s+.*max_parallel_workers_per_gather = 0.*accelerate_builtins = off/s,
+		'interval: the HINT names the same ways out');
+	unlike($out, qr/ordered-set form/, 'interval: the HINT no longer offers the ordered-set form');
+	($rc, $out) = psql($par . "SET gpuselect.test_max_serial_bytes = '1MB';\n"
+		  . "SET max_parallel_workers_per_gather = 0;\n$qi", on_error_stop => 0);
+	is($out, $want_i, 'interval: without parallel workers the query succeeds');
+	($rc, $out) = psql($par . $qi, on_error_stop => 0);
+	is($out, $want_i, 'interval: without the test limit the parallel query equals the built-in');
+
 	psql_value('DROP TABLE gs_ser;');
 }
 
