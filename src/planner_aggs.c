@@ -193,25 +193,26 @@ gs_planner_select(FunctionCallInfo fcinfo, GsPlannerFinal which, GsState *st,
 	gs_dispatch_exact_only = saved || exact;
 	PG_TRY();
 	{
-		/* a hashed aggregation's groups: every one at the first final call */
-		if (which == GS_PF_DISC || which == GS_PF_CONT ||
-			which == GS_PF_DISC_MULTI || which == GS_PF_CONT_MULTI)
-			gs_final_batch_run(st, which == GS_PF_DISC ? GS_BATCH_DISC :
-							   which == GS_PF_CONT ? GS_BATCH_CONT :
-							   which == GS_PF_DISC_MULTI ? GS_BATCH_DISC_MULTI :
-							   GS_BATCH_CONT_MULTI);
+		/*
+		 * The key types: a hashed aggregation's groups are selected all at
+		 * once at the first final call (final_batch.c), under the same rule.
+		 */
 		switch (which)
 		{
 			case GS_PF_DISC:
+				gs_final_batch_run(st, GS_BATCH_DISC);
 				result = gs_final_disc(st, st->fraction);
 				break;
 			case GS_PF_CONT:
+				gs_final_batch_run(st, GS_BATCH_CONT);
 				result = Float8GetDatum(gs_final_cont(st, st->fraction));
 				break;
 			case GS_PF_DISC_MULTI:
+				gs_final_batch_run(st, GS_BATCH_DISC_MULTI);
 				result = PointerGetDatum(gs_final_disc_multi(st, st->fractions, t));
 				break;
 			case GS_PF_CONT_MULTI:
+				gs_final_batch_run(st, GS_BATCH_CONT_MULTI);
 				result = PointerGetDatum(gs_final_cont_multi(st, st->fractions));
 				break;
 			case GS_PF_CONT_INTERVAL:

@@ -114,6 +114,17 @@ is($abs, 5, 'the 5 harmless interrupts before it were absorbed');
 is($can, 1, 'the cancel stopped the selection inside the engine');
 same_session_ok($o, 'cancel at a poll');
 
+# a cancel that missed: the next aim, in ms after the victim's start.  A
+# run that finished aims at its own selection; one stopped before it, or
+# so early in it that no harmless interrupt came first, aims later.
+sub next_aim
+{
+	my ($rc, $o, $ms, $at) = @_;
+	my ($sel) = $o =~ /^select_ms:([\d.]+)$/m;
+	return int($ms - $sel / 2) if $rc == 0 && defined $sel && $o !~ /ERROR:\s+57014/;
+	return int($at + $select_ms / 4);
+}
+
 # 3. statement_timeout half way through, under a 1 ms connection check.
 #    The timeout is a fixed point in time, so a run much faster or slower
 #    than the measured ones misses the selection (CI rehearsals: a run 35%
@@ -130,15 +141,7 @@ for my $try (1 .. 3)
 	($abs, $can) = deltas($o);
 	last if $o =~ /ERROR:\s+57014/ && ($can // 0) == 1;
 	last if $try == 3;
-	my ($sel) = $o =~ /^select_ms:([\d.]+)$/m;
-	if ($rc == 0 && defined $sel && $o !~ /ERROR:\s+57014/)
-	{
-		$cancel_ms = int($ms - $sel / 2);		# it finished: aim at its own selection
-	}
-	else
-	{
-		$cancel_ms = int($cancel_ms + $select_ms / 4);	# stopped before the selection: later
-	}
+	$cancel_ms = next_aim($rc, $o, $ms, $cancel_ms);
 	diag("statement_timeout try $try missed the selection: next at $cancel_ms ms");
 }
 like($o, qr/ERROR:\s+57014: canceling statement due to statement timeout/, 'statement_timeout: ERROR 57014');
@@ -197,17 +200,7 @@ for my $try (1 .. 3)
 	# the cancel inside the selection, after log requests it absorbed
 	last if $o =~ /ERROR:\s+57014/ && ($can // 0) == 1 && ($abs // 0) >= 1;
 	last if $try == 3;
-	my ($sel) = $o =~ /^select_ms:([\d.]+)$/m;
-	if ($rc == 0 && defined $sel && $o !~ /ERROR:\s+57014/)
-	{
-		$cancel_ms = int($ms - $sel / 2);		# it finished: aim at its own selection
-	}
-	else
-	{
-		# stopped before the selection, or so early in it that no log
-		# request came first: later
-		$cancel_ms = int($cancel_ms + $select_ms / 4);
-	}
+	$cancel_ms = next_aim($rc, $o, $ms, $cancel_ms);
 	diag("pg_cancel_backend try $try missed the selection: next at $cancel_ms ms");
 }
 is($src, 0, 'the other session found the victim and signalled it') or diag($sout);
