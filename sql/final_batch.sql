@@ -143,6 +143,30 @@ SELECT fb_threads() AS threads_after_drain;
 SELECT count(m) AS groups FROM (SELECT grp, gpu_median(f8) AS m FROM fb GROUP BY grp) r;
 SELECT value::int8 = :batches_before + 1 AS then_one FROM gpuselect_status() WHERE name = 'final_batches';
 
+-- any role may ask for 64 helpers and raise max_parallel_workers: a batch
+-- still gets no more than the superuser's gpuselect.max_finalize_threads
+-- (default 8) and the server's parallel-worker budget (max_worker_processes)
+CREATE ROLE regress_fb_plain;
+GRANT SELECT ON fb TO regress_fb_plain;
+SET ROLE regress_fb_plain;
+SET gpuselect.finalize_threads = 64;
+SET max_parallel_workers = 1024;
+SELECT count(m) AS groups FROM (SELECT grp, gpu_median(f8) AS m FROM fb GROUP BY grp) r;
+SELECT value::int = least(8, current_setting('max_worker_processes')::int) AS capped
+FROM gpuselect_status() WHERE name = 'final_batch_threads';
+SET gpuselect.max_finalize_threads = 64;
+RESET ROLE;
+SET gpuselect.max_finalize_threads = 2;
+SET ROLE regress_fb_plain;
+SELECT count(m) AS groups FROM (SELECT grp, gpu_median(f8) AS m FROM fb GROUP BY grp) r;
+SELECT value AS threads FROM gpuselect_status() WHERE name = 'final_batch_threads';
+RESET ROLE;
+RESET gpuselect.max_finalize_threads;
+RESET max_parallel_workers;
+SET gpuselect.finalize_threads = 3;
+REVOKE SELECT ON fb FROM regress_fb_plain;
+DROP ROLE regress_fb_plain;
+
 -- a window aggregate is never batched (its states grow after a final call)
 SELECT count(DISTINCT m) > 1 AS moving FROM
   (SELECT gpu_median(f8) OVER (PARTITION BY grp ORDER BY i4 ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS m

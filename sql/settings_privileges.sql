@@ -11,6 +11,7 @@ SET ROLE regress_gs_plain;
 
 -- superuser only: memory that outlives the query or is shared server-wide
 SET gpuselect.parallel_arena_size = '8GB';
+SET gpuselect.max_finalize_threads = 64;
 SET gpuselect.shared_partial_states = on;
 SET gpuselect.shared_partial_states = off;
 SELECT set_config('gpuselect.parallel_arena_size', '8GB', false);

@@ -644,6 +644,7 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("fraction_full_compares", psprintf(INT64_FORMAT, gs_fraction_full_compares), &ea);
 	gs_emit("final_batches", psprintf(INT64_FORMAT, gs_final_batches), &ea);
 	gs_emit("final_batch_groups", psprintf(INT64_FORMAT, gs_final_batch_groups), &ea);
+	gs_emit("final_batch_threads", psprintf(INT64_FORMAT, gs_final_batch_last_threads), &ea);
 	gs_emit("interrupts_absorbed", psprintf(INT64_FORMAT, gs_interrupts_absorbed), &ea);
 	gs_emit("selections_canceled", psprintf(INT64_FORMAT, gs_selections_canceled), &ea);
 	{

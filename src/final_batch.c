@@ -42,6 +42,7 @@
 
 #include "access/parallel.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "optimizer/cost.h"
 #include "utils/array.h"
@@ -79,6 +80,16 @@ static GsFinalBatch *gs_batches = NULL;
 int64		gs_final_batches = 0;
 int64		gs_final_batch_groups = 0;
 
+int64		gs_final_batch_last_threads = 0;
+
+/*
+ * What finalize_threads asks, held to what the server allows a backend:
+ * gpuselect.max_finalize_threads (superuser), and the parallel-worker
+ * budget -- max_parallel_workers, itself bounded by max_worker_processes
+ * (postmaster-only) since any role may raise max_parallel_workers.  A
+ * session's helpers then never outnumber the parallel workers its own
+ * queries could have had.
+ */
 int
 gs_final_batch_threads(void)
 {
@@ -87,6 +98,8 @@ gs_final_batch_threads(void)
 
 	if (IsParallelWorker())
 		return 0;				/* partial states are never finalized there */
+	n = Min(n, gs_guc_max_finalize_threads);
+	n = Min(n, Min(max_parallel_workers, max_worker_processes));
 	return Min(Max(n, 0), 64);
 }
 
@@ -310,6 +323,7 @@ gs_final_batch_run(GsState *st, GsBatchRule rule)
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "gpuselect final batch",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(tmp);
+	gs_final_batch_last_threads = threads;
 	for (next = first; next < b->nstates;)
 	{
 		done += gs_batch_slice(b, &next, rule, threads);

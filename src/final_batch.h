@@ -38,6 +38,8 @@ extern int	gs_final_batch_threads(void);
 
 /* gpuselect_status(): batches run and groups they selected in this backend */
 extern int64 gs_final_batches;
+/* gpuselect_status(): helper threads the backend's latest batch was given */
+extern int64 gs_final_batch_last_threads;
 extern int64 gs_final_batch_groups;
 
 #endif							/* GS_FINAL_BATCH_H */

