@@ -211,6 +211,7 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 heartbeat; /* TimestampTz of the service's last loop round */
 	pg_atomic_uint64 served;
 	pg_atomic_uint64 failed;
+	pg_atomic_uint64 requeued;	/* jobs re-run after their device failed */
 	pg_atomic_uint64 fallen_back;
 	pg_atomic_uint64 canceled;
 	pg_atomic_uint64 timed_out;

@@ -374,6 +374,31 @@ gs_svc_publish(int j, gs_status s, const char *message, void *answer, Size answe
 	return final == GS_JOB_DONE ? 1 : 0;
 }
 
+/*
+ * A job whose device failed for good while running it: the job itself was
+ * fine (its keys are still in the pool, untouched by the engine), so while
+ * another device is in rotation it goes back to the queue (RUNNING ->
+ * SUBMITTED, a compare-and-swap like every other move) and runs there, in
+ * gpu mode too: losing one GPU of several fails no query.  The owner keeps
+ * waiting and sees only a later answer; its submit time stays, so the job
+ * keeps its place by age.  False: no device left, or the owner abandoned
+ * the job (then it is released here, as gs_svc_publish would).
+ */
+static bool
+gs_svc_requeue(int j)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_RUNNING;
+
+	if (gs_svc_devices_ok() == 0)
+		return false;
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
+		return false;			/* abandoned: gs_svc_publish releases it */
+	pg_atomic_fetch_add_u64(&gs_svc_ctl->requeued, 1);
+	SetLatch(MyLatch);			/* dispatch again on the next loop */
+	return true;
+}
+
 static Size
 gs_svc_answer_bytes(const GsSvcJob *job)
 {
@@ -471,9 +496,6 @@ gs_svc_finish_job(gs_lane_work *w)
 	job->bytes_copied = w->bytes_copied;
 	pg_atomic_fetch_add_u64(&gs_svc_ctl->prefetch_used_bytes, w->prefetch_used_bytes);
 	job->select_ms = gs_svc_ms_since(run->start) - w->copy_ms;
-	outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
-							 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
-	gs_svc_device_end(d, outcome);
 	if (w->sticky)
 	{
 		gs_svc_device_fail(d, w->err.message[0] ? w->err.message : "a device error");
@@ -481,6 +503,12 @@ gs_svc_finish_job(gs_lane_work *w)
 				(errmsg("gpuselect GPU service: device %d failed for good and is out of rotation (%d left): %s",
 						d, gs_svc_devices_ok(), w->err.message)));
 	}
+	if (w->sticky && gs_svc_requeue(j))
+		outcome = 0;			/* the device failed; the job runs again elsewhere */
+	else
+		outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
+								 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
+	gs_svc_device_end(d, outcome);
 	run->job = -1;
 	run->work = NULL;
 	MemoryContextDelete(run->cxt);

@@ -186,6 +186,7 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->heartbeat, 0);
 		pg_atomic_init_u64(&c->served, 0);
 		pg_atomic_init_u64(&c->failed, 0);
+		pg_atomic_init_u64(&c->requeued, 0);
 		pg_atomic_init_u64(&c->fallen_back, 0);
 		pg_atomic_init_u64(&c->canceled, 0);
 		pg_atomic_init_u64(&c->timed_out, 0);
@@ -880,6 +881,7 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	emit("service_slots_in_use", psprintf("%d", busy), arg);
 	EMIT_U64("service_served", pg_atomic_read_u64(&c->served));
 	EMIT_U64("service_failed", pg_atomic_read_u64(&c->failed));
+	EMIT_U64("service_requeued", pg_atomic_read_u64(&c->requeued));
 	EMIT_U64("service_fallen_back", pg_atomic_read_u64(&c->fallen_back));
 	EMIT_U64("service_canceled", pg_atomic_read_u64(&c->canceled));
 	EMIT_U64("service_timed_out", pg_atomic_read_u64(&c->timed_out));
