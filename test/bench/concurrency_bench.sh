@@ -32,6 +32,7 @@
 #   GS_CB_WORKERS  max_parallel_workers_per_gather of every client, both
 #                  modes (default: the server's; 0: serial sessions, whose
 #                  keys the service reads in place from the key pool)
+#   GS_CB_NFR      fractions per query (default 3)
 #   GS_CB_OUT      also write the table here (default: stdout only)
 set -u -o pipefail
 ROWS=${GS_CB_ROWS:-"2000000 10000000"}
@@ -40,7 +41,13 @@ TX=${GS_CB_TX:-3}
 MODES=${GS_CB_MODES:-"cpu service"}
 OUT=${GS_CB_OUT:-/dev/null}
 PSQL="psql -X -q -At -v ON_ERROR_STOP=1"
-FR="'{0.01,0.5,0.99}'::float8[]"
+# GS_CB_NFR: the number of fractions (default 3: 0.01, 0.5, 0.99; N > 3:
+# N evenly spaced from 0 to 1)
+if [ "${GS_CB_NFR:-3}" -gt 3 ]; then
+	FR="'{$(awk -v n="$GS_CB_NFR" 'BEGIN { for (i = 0; i < n; i++) printf "%s%.6f", (i ? "," : ""), i / (n - 1) }')}'::float8[]"
+else
+	FR="'{0.01,0.5,0.99}'::float8[]"
+fi
 WORK=$(mktemp -d /tmp/gs-cbench.XXXXXX)
 chmod 777 "$WORK"
 trap 'rm -rf "$WORK"' EXIT

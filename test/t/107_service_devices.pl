@@ -154,11 +154,16 @@ is(scalar(grep { $_ != 1 && $after[$_] > $before[$_] } 0 .. $ndev - 1), $ndev - 
 	'the other devices take them all');
 
 # -- gpu mode, one device idle: the failing device's job answers on it
-like(psql_value("$gpu SET gpuselect.test_service_fail_device = 2;\n" . one_sql('0.43')), qr/^t\nservice\s*$/,
-	'gpu: a job on a failing device answers right on the device left');
+# (needs a third device: with two, device 0 is already the last one left)
+if ($ndev >= 3)
+{
+	like(psql_value("$gpu SET gpuselect.test_service_fail_device = 2;\n" . one_sql('0.43')), qr/^t\nservice\s*$/,
+		'gpu: a job on a failing device answers right on the device left');
+	$st = status();
+	is($st->{device_2_state}, 'failed', 'status: device 2 failed');
+}
 $st = status();
-is($st->{device_2_state}, 'failed', 'status: device 2 failed');
-is($st->{service_devices_ok}, $ndev - 2, 'status: one device left');
+is($st->{service_devices_ok}, 1, 'status: one device left');
 is($st->{service_pid}, $pid, 'the service is still the same process');
 
 # -- a job's own failure (not the device's) leaves the device in rotation
