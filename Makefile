@@ -17,6 +17,7 @@ OBJS = \
 	src/service/service_lanes.o \
 	src/service/service_devices.o \
 	src/service/service_prefetch.o \
+	src/service/service_slot.o \
 	src/state/state.o \
 	src/state/state_serial.o \
 	src/state/shared_state.o \

@@ -4,9 +4,9 @@
  * GPU when the server runs the service: the keys the scan wrote into pool
  * chunks it holds (service_scan.c) are referred to in place, the keys of
  * the state's palloc'd chunks are copied into job chunks, the request goes
- * into this backend's job slot, the service is woken, and the backend
- * sleeps on its latch until the answer, a timeout, or the service going
- * away.
+ * into this backend's job slot (service_slot.c), the service is woken,
+ * and the backend sleeps on its latch until the answer, a timeout, or the
+ * service going away.
  *
  * Held chunks include those parallel workers leased for this backend
  * and a combined state adopted (service_scan.c): they are this backend's
@@ -33,96 +33,6 @@
 #include "select/dispatch.h"
 #include "base/guc.h"
 #include "service/service.h"
-
-static bool gs_svc_exit_registered = false;
-
-/* this process's job slot: its proc number (17+; 0-based) or backend id
- * (15/16, 1-based: pg_compat.h maps the name), hence MaxBackends + 1 slots */
-int
-gs_svc_my_slot(void)
-{
-	int			idx = (int) MyProcNumber;
-
-	if (idx < 0 || idx >= gs_svc_ctl->njobs)
-		return -1;
-	return idx;
-}
-
-static void
-gs_svc_wake_service(void)
-{
-	PGPROC	   *svc = gs_svc_ctl->svc_proc;
-
-	if (svc != NULL)
-		SetLatch(&svc->procLatch);
-}
-
-/*
- * Give up job j: whatever state it is in, afterwards this backend no
- * longer touches it.  Jobs the service may be reading become ABANDONED
- * (the service frees them); the others are freed here.  Never ERRORs.
- */
-static void
-gs_svc_abandon(int j)
-{
-	GsSvcJob   *job = &gs_svc_jobs[j];
-
-	if (job->owner_pid != MyProcPid)
-		return;
-	for (int tries = 0; tries < 1000; tries++)
-	{
-		uint32		s = pg_atomic_read_u32(&job->state);
-
-		switch ((GsJobState) s)
-		{
-			case GS_JOB_FREE:
-			case GS_JOB_ABANDONED:
-				return;
-			case GS_JOB_OPEN:
-			case GS_JOB_DONE:
-			case GS_JOB_FAILED:
-				/* the service does not touch these: free them here */
-				gs_pool_free_list(job->head, j);
-				job->head = -1;
-				pg_atomic_write_u32(&job->state, GS_JOB_FREE);
-				return;
-			case GS_JOB_SUBMITTED:
-			case GS_JOB_RUNNING:
-			case GS_JOB_WRITING:
-				if (pg_atomic_compare_exchange_u32(&job->state, &s, GS_JOB_ABANDONED))
-				{
-					gs_svc_wake_service();
-					return;
-				}
-				break;			/* the service moved it: look again */
-		}
-	}
-}
-
-/* exit (FATAL, terminate, normal): the job, then every chunk our scans
- * still hold (states' reset callbacks normally freed them already) */
-static void
-gs_svc_client_exit(int code, Datum arg)
-{
-	int			j = gs_svc_my_slot();
-
-	(void) code;
-	(void) arg;
-	if (j < 0)
-		return;
-	gs_svc_abandon(j);
-	gs_pool_free_all_held(j, MyProcPid);
-}
-
-void
-gs_svc_register_exit(void)
-{
-	if (!gs_svc_exit_registered)
-	{
-		on_shmem_exit(gs_svc_client_exit, (Datum) 0);
-		gs_svc_exit_registered = true;
-	}
-}
 
 /* auto: count and fall back to the CPU; gpu: a clean ERROR */
 static GsGpuOutcome

@@ -344,9 +344,13 @@ extern int	gs_service_scan_held_chunks(void);
 extern char *gs_service_lease_chunk(GsState *st, uint64 *cap, int *pool_ref);
 extern void gs_service_lease_prepare(void);
 extern bool gs_service_adopt_lease(GsState *into, int pool_ref, uint64 gen);
-/* this backend's slot, and its exit cleanup (registered once) */
+/* this backend's slot, and its exit cleanup (registered once);
+ * service_slot.c */
 extern int	gs_svc_my_slot(void);
 extern void gs_svc_register_exit(void);
+/* wake the service's main thread; give up job slot j (never ERRORs) */
+extern void gs_svc_wake_service(void);
+extern void gs_svc_abandon(int j);
 
 /* the client (service_client.c): run a selection through the service.
  * Returns GS_GPU_NOT_USED (with the reason in info->path) when the
