@@ -17,6 +17,7 @@
 #include "aggs/final_batch.h"
 #include "base/guc.h"
 #include "service/service.h"
+#include "select/service_client.h"
 #include "state/shared_state.h"
 #include "state/spill.h"
 #include "base/types.h"

@@ -33,6 +33,8 @@
 #include "select/dispatch.h"
 #include "base/guc.h"
 #include "service/service.h"
+#include "select/service_client.h"
+#include "state/service_scan.h"
 
 /* auto: count and fall back to the CPU; gpu: a clean ERROR */
 static GsGpuOutcome

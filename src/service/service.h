@@ -35,6 +35,12 @@
  * the service then frees the chunks and sets FREE.  Every transition the
  * two sides race on is a compare-and-swap, so a stale actor never writes
  * into a slot the other side has moved on.
+ *
+ * This header is the service's: its layout, its settings, the pool and
+ * slot functions every side calls, and the worker's own.  Nothing in it
+ * knows a GsState: the backend's functions on states are declared in
+ * their own layers (state/service_scan.h: the scan and leases;
+ * select/service_client.h: a selection on the service).
  */
 #ifndef GS_SERVICE_H
 #define GS_SERVICE_H
@@ -47,7 +53,6 @@
 #include "storage/proc.h"
 #include "utils/timestamp.h"
 
-#include "select/dispatch.h"
 #include "gs_engine.h"
 
 /* gpuselect.service */
@@ -333,17 +338,6 @@ extern int	gs_prefetch_device(int slot);
 /* the service's main (service_main.c), named in the worker's registration */
 extern PGDLLEXPORT void gs_service_main(Datum arg);
 
-/* a backend's scan (service_scan.c): a pool chunk for st's next keys
- * (NULL: palloc instead), and st's pool chunks back (reset callback, spill) */
-extern char *gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref);
-extern void gs_service_scan_release(GsState *st);
-extern int	gs_service_scan_held_chunks(void);
-/* partial states (service_scan.c): a leased chunk for st's next keys (NULL:
- * arena or palloc), the leader's preparation at the start of a parallel
- * query, a deserialized chunk adopted by the combined state `into` */
-extern char *gs_service_lease_chunk(GsState *st, uint64 *cap, int *pool_ref);
-extern void gs_service_lease_prepare(void);
-extern bool gs_service_adopt_lease(GsState *into, int pool_ref, uint64 gen);
 /* this backend's slot, and its exit cleanup (registered once);
  * service_slot.c */
 extern int	gs_svc_my_slot(void);
@@ -351,13 +345,6 @@ extern void gs_svc_register_exit(void);
 /* wake the service's main thread; give up job slot j (never ERRORs) */
 extern void gs_svc_wake_service(void);
 extern void gs_svc_abandon(int j);
-
-/* the client (service_client.c): run a selection through the service.
- * Returns GS_GPU_NOT_USED (with the reason in info->path) when the
- * service could not answer in auto mode; ERROR in gpu mode. */
-extern GsGpuOutcome gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
-										uint64 *out_keys, gs_approx_pick *picks,
-										GsRunInfo *info);
 
 /* how the module was built (GS_HAVE_CUDA), and, when gs_service_in_use()
  * is false, "there is no GPU service: <why>" (palloc'd; service_shmem.c) */

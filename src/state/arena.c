@@ -47,6 +47,7 @@
 #include "state/arena.h"
 #include "base/guc.h"
 #include "service/service.h"
+#include "state/service_scan.h"
 #include "state/shared_state.h"
 
 #define GS_ARENA_MAGIC			0x41525347	/* "GSRA" */

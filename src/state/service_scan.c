@@ -74,6 +74,7 @@
 
 #include "base/guc.h"
 #include "service/service.h"
+#include "state/service_scan.h"
 #include "state/state.h"
 
 /* pool chunks this backend's scans hold now (service_client.c: a wait for

@@ -50,6 +50,7 @@
 #include "select/dispatch.h"
 #include "base/guc.h"
 #include "service/service.h"
+#include "state/service_scan.h"
 #include "state/spill.h"
 
 #define GS_SPILL_BUCKET_BITS	16

@@ -16,6 +16,7 @@
 #include "base/guc.h"
 #include "state/spill.h"
 #include "service/service.h"
+#include "state/service_scan.h"
 #include "state/state.h"
 #include "base/types.h"
 
