@@ -12,6 +12,7 @@ OBJS = \
 	src/gpuselect.o \
 	src/base/guc.o \
 	src/base/types.o \
+	src/base/engine_call.o \
 	src/service/service_shmem.o \
 	src/service/service_main.o \
 	src/service/service_lanes.o \

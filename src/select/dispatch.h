@@ -9,6 +9,7 @@
 #include "postgres.h"
 #include "base/pg_compat.h"
 
+#include "base/engine_call.h"
 #include "state/state.h"
 
 /* Result of an attempt to run a selection through the GPU service. */
@@ -46,23 +47,14 @@ extern void gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks,
 extern bool gs_dispatch_exact_only;
 
 /*
- * Exact selection on the CPU engine over any input (spill.c's candidates):
- * the same engine call, interrupt hook and errors as gs_dispatch_select,
- * recorded in nothing.
- */
-extern void gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int nranks,
-								  uint64 *out_keys);
-
-/*
  * A hashed aggregation's batch (final_batch.c): which states
  * gs_dispatch_select would run exactly on the CPU engine from memory, and
- * the engine call for many of them at once on nthreads helper threads
- * (interrupts and errors as for one; nothing recorded but the memo the
- * caller keeps, which gs_dispatch_select answers from for exactly the same
- * ranks: path "cpu (batch)").
+ * the engine call for many of them at once is gs_dispatch_cpu_many
+ * (engine_call.h; nothing recorded but the memo the caller keeps, which
+ * gs_dispatch_select answers from for exactly the same ranks: path
+ * "cpu (batch)").
  */
 extern bool gs_dispatch_batchable(const GsState *st);
-extern void gs_dispatch_cpu_many(gs_select_item *items, int nitems, int nthreads);
 
 /*
  * ERROR for gpuselect.device = 'gpu' when the GPU path cannot run:
@@ -72,33 +64,5 @@ extern void gs_dispatch_cpu_many(gs_select_item *items, int nitems, int nthreads
  * the same way.
  */
 pg_noreturn extern void gs_dispatch_gpu_required(int sqlerrcode, const char *reason);
-
-/*
- * The interrupt hook every engine call gets: opt.interrupt =
- * gs_interrupt_hook, opt.interrupt_arg = a GsInterrupts set up by
- * gs_interrupts_init in the caller's memory context.  The hook processes
- * interrupts itself (dispatch.c says how): a harmless one is absorbed and
- * the engine goes on; an ERROR is caught and kept in ->error, and the hook
- * returns nonzero so the engine stops with GS_ERR_CANCELED.  After the
- * engine call returns, whatever its status, gs_interrupts_rethrow re-throws
- * a kept error.
- */
-typedef struct GsInterrupts
-{
-	MemoryContext mcxt;			/* the caller's: a caught error is copied here */
-	ErrorData  *error;			/* caught ERROR to re-throw, or NULL */
-	int			polls;			/* polls so far, counted for gpuselect.test_cancel_at_poll */
-	int			term_polls;		/* and for gpuselect.test_terminate_at_poll */
-} GsInterrupts;
-
-extern void gs_interrupts_init(GsInterrupts *gi);
-extern int	gs_interrupt_hook(void *arg);
-extern void gs_interrupts_rethrow(GsInterrupts *gi);
-
-/* turn a failed engine status into ereport(ERROR) */
-pg_noreturn extern void gs_engine_error(const gs_error *err);
-/* the same after gs_interrupts_rethrow: GS_ERR_CANCELED first runs
- * CHECK_FOR_INTERRUPTS() and is never retried (see dispatch.c) */
-pg_noreturn extern void gs_engine_failed(const gs_error *err);
 
 #endif							/* GS_DISPATCH_H */

@@ -47,7 +47,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "select/dispatch.h"
+#include "base/engine_call.h"
 #include "base/guc.h"
 #include "service/service.h"
 #include "state/service_scan.h"
