@@ -10,6 +10,7 @@ DOCS = README.md
 
 OBJS = \
 	src/gpuselect.o \
+	src/status.o \
 	src/base/guc.o \
 	src/base/types.o \
 	src/base/engine_call.o \

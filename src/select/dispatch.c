@@ -7,31 +7,26 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
-#include "utils/tuplestore.h"
 
 #include "gs_engine.h"
-#include "state/arena.h"
 #include "select/dispatch.h"
-#include "aggs/final_batch.h"
 #include "base/guc.h"
 #include "service/service.h"
 #include "select/service_client.h"
-#include "state/shared_state.h"
 #include "state/spill.h"
 #include "base/types.h"
 
-/* per-backend record of the selection runs */
-static int64 n_gpu_runs = 0;
-static int64 gs_cpu_runs = 0;
-static bool gs_have_last = false;
-static GsRunInfo gs_last;
+/* per-backend record of the selection runs (dispatch.h) */
+int64		gs_gpu_runs = 0;
+int64		gs_cpu_runs = 0;
+bool		gs_have_last = false;
+GsRunInfo	gs_last;
 static char gs_last_path[256];
-static bool gs_last_approx = false;
-static int	gs_last_nranks = 0;
+bool		gs_last_approx = false;
+int			gs_last_nranks = 0;
 
 void
 gs_dispatch_gpu_required(int sqlerrcode, const char *reason)
@@ -210,7 +205,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 
 		if (gs_dispatch_try_gpu(st, &in, ranks, nranks, out_keys, picks, &info) == GS_GPU_DONE)
 		{
-			n_gpu_runs++;
+			gs_gpu_runs++;
 			if (info.path == NULL)
 				info.path = "service";
 		}
@@ -252,84 +247,4 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 				(errmsg("gpuselect: path=%s n=" INT64_FORMAT " ranks=%d bytes_copied=" INT64_FORMAT " copy_ms=%.3f select_ms=%.3f%s",
 						gs_last_path, n, nranks, info.bytes_copied, info.copy_ms, info.select_ms,
 						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, info.rank_bound) : "")));
-}
-
-/* ---------------- gpuselect_status() ---------------- */
-
-typedef struct GsEmitArg
-{
-	Tuplestorestate *ts;
-	TupleDesc	td;
-} GsEmitArg;
-
-static void
-gs_emit(const char *name, const char *value, void *arg)
-{
-	GsEmitArg  *ea = (GsEmitArg *) arg;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
-
-	values[0] = CStringGetTextDatum(name);
-	if (value)
-		values[1] = CStringGetTextDatum(value);
-	else
-	{
-		values[1] = (Datum) 0;
-		nulls[1] = true;
-	}
-	tuplestore_putvalues(ea->ts, ea->td, values, nulls);
-}
-
-PG_FUNCTION_INFO_V1(gpuselect_status);
-
-Datum
-gpuselect_status(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	GsEmitArg	ea;
-
-	InitMaterializedSRF(fcinfo, 0);
-	ea.ts = rsinfo->setResult;
-	ea.td = rsinfo->setDesc;
-
-	gs_emit("device", gs_device_name(gs_guc_device), &ea);
-	gs_emit("gpu_min_rows", psprintf("%d", gs_guc_gpu_min_rows), &ea);
-	gs_emit("approximate", gs_guc_approximate ? "on" : "off", &ea);
-	gs_emit("approx_buckets", psprintf("%d", gs_guc_approx_buckets), &ea);
-	gs_emit("seed", psprintf("%d", gs_guc_seed), &ea);
-	gs_emit("debug", gs_guc_debug ? "on" : "off", &ea);
-
-	gs_service_status(gs_emit, &ea);
-
-	gs_emit("gpu_runs", psprintf(INT64_FORMAT, n_gpu_runs), &ea);
-	gs_emit("cpu_runs", psprintf(INT64_FORMAT, gs_cpu_runs), &ea);
-	gs_emit("states_created", psprintf(INT64_FORMAT, gs_states_created), &ea);
-	gs_emit("states_spilled", psprintf(INT64_FORMAT, gs_states_spilled), &ea);
-	gs_emit("work_mem_bytes", psprintf(UINT64_FORMAT, (uint64) gs_spill_limit_bytes()), &ea);
-	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);
-	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
-	gs_emit("states_in_arena", psprintf(INT64_FORMAT, gs_states_in_arena), &ea);
-	gs_emit("fraction_full_compares", psprintf(INT64_FORMAT, gs_fraction_full_compares), &ea);
-	gs_emit("final_batches", psprintf(INT64_FORMAT, gs_final_batches), &ea);
-	gs_emit("final_batch_groups", psprintf(INT64_FORMAT, gs_final_batch_groups), &ea);
-	gs_emit("interrupts_absorbed", psprintf(INT64_FORMAT, gs_interrupts_absorbed), &ea);
-	gs_emit("selections_canceled", psprintf(INT64_FORMAT, gs_selections_canceled), &ea);
-	{
-		uint64		size,
-					used;
-
-		gs_arena_usage(&size, &used);
-		gs_emit("parallel_arena_bytes", psprintf(UINT64_FORMAT, size), &ea);
-		gs_emit("parallel_arena_used_bytes", psprintf(UINT64_FORMAT, used), &ea);
-	}
-	gs_emit("last_path", gs_have_last ? gs_last.path : NULL, &ea);
-	gs_emit("last_n", gs_have_last ? psprintf(INT64_FORMAT, gs_last.n) : NULL, &ea);
-	gs_emit("last_ranks", gs_have_last ? psprintf("%d", gs_last_nranks) : NULL, &ea);
-	gs_emit("last_approximate", gs_have_last ? (gs_last_approx ? "on" : "off") : NULL, &ea);
-	gs_emit("last_bytes_copied", gs_have_last ? psprintf(INT64_FORMAT, gs_last.bytes_copied) : NULL, &ea);
-	gs_emit("last_copy_ms", gs_have_last ? psprintf("%.3f", gs_last.copy_ms) : NULL, &ea);
-	gs_emit("last_select_ms", gs_have_last ? psprintf("%.3f", gs_last.select_ms) : NULL, &ea);
-	gs_emit("last_rank_bound", gs_have_last ? psprintf(INT64_FORMAT, gs_last.rank_bound) : NULL, &ea);
-
-	return (Datum) 0;
 }

@@ -31,6 +31,17 @@ typedef struct GsRunInfo
 } GsRunInfo;
 
 /*
+ * The per-backend record of the selection runs, for gpuselect_status()
+ * (status.c): runs per path, and the last run (its path a copy).
+ */
+extern int64 gs_gpu_runs;
+extern int64 gs_cpu_runs;
+extern bool gs_have_last;
+extern GsRunInfo gs_last;
+extern bool gs_last_approx;
+extern int	gs_last_nranks;
+
+/*
  * Select the keys at 0-based ascending ranks ranks[0..nranks-1] of st's keys
  * (ranks may repeat and come in any order).  out_keys[i] receives the key
  * (widened to 64 bits).  In gpuselect.approximate mode the keys are the
