@@ -32,6 +32,7 @@ OBJS = \
 	src/select/datum_select.o \
 	src/select/datum_textkey.o \
 	src/select/service_client.o \
+	src/aggs/fn_cache.o \
 	src/aggs/ranks.o \
 	src/aggs/ordered_set.o \
 	src/aggs/plain_aggs.o \

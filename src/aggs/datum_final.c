@@ -24,6 +24,7 @@
 #include "select/dispatch.h"
 #include "aggs/ranks.h"
 #include "base/types.h"
+#include "aggs/fn_cache.h"
 
 PG_FUNCTION_INFO_V1(gs_pct_cont_interval_final);
 PG_FUNCTION_INFO_V1(gs_pct_cont_interval_multi_final);

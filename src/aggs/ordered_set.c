@@ -22,6 +22,7 @@
 #include "aggs/ranks.h"
 #include "state/state.h"
 #include "base/types.h"
+#include "aggs/fn_cache.h"
 
 PG_FUNCTION_INFO_V1(gs_os_trans);
 PG_FUNCTION_INFO_V1(gs_pct_disc_final);

@@ -36,6 +36,7 @@
 #include "state/shared_state.h"
 #include "state/state.h"
 #include "base/types.h"
+#include "aggs/fn_cache.h"
 
 PG_FUNCTION_INFO_V1(gs_median_trans);
 PG_FUNCTION_INFO_V1(gs_median_final);

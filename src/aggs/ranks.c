@@ -12,6 +12,7 @@
 
 #include "select/dispatch.h"
 #include "aggs/ranks.h"
+#include "state/datum_state.h"
 
 void
 gs_check_fraction(float8 p)

@@ -137,56 +137,6 @@ gs_sort_is_default(FunctionCallInfo fcinfo, const GsTypeInfo *t, const char *agg
 	return false;
 }
 
-/*
- * The ordering a GS_T_DATUM state is selected in.  Ordered-set forms: the
- * ORDER BY clause's operator (so DESC and USING are the operator's business)
- * and the sort expression's collation, as orderedsetaggs.c takes them.  Plain
- * aggregates: the type's default btree "<" and the call's collation.
- */
-static void
-gs_datum_ordering(FunctionCallInfo fcinfo, const GsTypeInfo *t, bool ordered,
-				  const char *aggname, Oid *sortop, Oid *collation)
-{
-	if (ordered)
-	{
-		Aggref	   *aggref = AggGetAggref(fcinfo);
-		SortGroupClause *sortcl;
-		TargetEntry *tle;
-
-		if (aggref == NULL)
-			elog(ERROR, "%s called in non-aggregate context", aggname);
-		if (list_length(aggref->aggorder) != 1)
-			elog(ERROR, "%s: expected exactly one ORDER BY column", aggname);
-		sortcl = linitial_node(SortGroupClause, aggref->aggorder);
-		tle = get_sortgroupclause_tle(sortcl, aggref->args);
-		*sortop = sortcl->sortop;
-		*collation = exprCollation((Node *) tle->expr);
-	}
-	else
-	{
-		*sortop = lookup_type_cache(t->typid, TYPECACHE_LT_OPR)->lt_opr;
-		*collation = PG_GET_COLLATION();
-	}
-}
-
-GsState *
-gs_state_create_for(MemoryContext mcxt, const GsFnCache *c)
-{
-	GsState    *st = gs_state_create(mcxt, c->type.typid);
-
-	st->descending = c->descending;
-	if (c->type.kind == GS_T_DATUM && st->kind != GS_T_DATUM)
-	{
-		/* a key type in a non-default ordering: its values, by comparison */
-		st->kind = GS_T_DATUM;
-		st->key_bytes = 0;
-		gs_datum_store_init(st);
-	}
-	if (st->kind == GS_T_DATUM)
-		gs_datum_set_order(st, c->sortop, c->collation);
-	return st;
-}
-
 bool
 gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont, bool *descending)
 {
@@ -228,41 +178,6 @@ gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont, bool *desc
 	return true;
 }
 
-GsFnCache *
-gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,
-			bool numeric_only, bool ordered)
-{
-	GsFnCache  *c = (GsFnCache *) fcinfo->flinfo->fn_extra;
-
-	if (c == NULL)
-	{
-		GsTypeInfo	t;
-		bool		desc = false;
-
-		if (aggname == NULL)
-		{
-			Aggref	   *aggref = AggGetAggref(fcinfo);
-			char	   *fname = aggref ? get_func_name(aggref->aggfnoid) : NULL;
-
-			aggname = fname ? fname : "gpuselect";
-		}
-		gs_type_resolve(fcinfo, argno, aggname, numeric_only, &t);
-		/* another btree ordering of a key type (ORDER BY x USING op): by comparison */
-		if (ordered && t.kind != GS_T_DATUM && !gs_sort_is_default(fcinfo, &t, aggname, &desc))
-		{
-			t.kind = GS_T_DATUM;
-			t.key_bytes = 0;
-			t.numeric = false;
-		}
-		c = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(GsFnCache));
-		c->type = t;
-		c->descending = desc;
-		if (t.kind == GS_T_DATUM)
-			gs_datum_ordering(fcinfo, &t, ordered, aggname, &c->sortop, &c->collation);
-		fcinfo->flinfo->fn_extra = c;
-	}
-	return c;
-}
 
 Datum
 gs_key_to_datum(GsTypeKind kind, uint64 key)

@@ -1,7 +1,7 @@
 /*
- * types.h — the SQL types gpuselect supports, value <-> key mapping, and the
- * per-query information the aggregate support functions cache in fn_extra
- * (type, ORDER BY direction), so nothing is looked up per row.
+ * types.h — the SQL types gpuselect supports, value <-> key mapping, and
+ * ORDER BY direction.  What the aggregate support functions cache of it per
+ * query is aggs/fn_cache.h.
  */
 #ifndef GS_TYPES_H
 #define GS_TYPES_H
@@ -10,8 +10,6 @@
 #include "fmgr.h"
 
 #include "gs_keys.h"
-#include "state/state.h"
-#include "state/datum_state.h"
 
 typedef enum GsTypeKind
 {
@@ -44,20 +42,6 @@ typedef struct GsTypeInfo
 	bool		typbyval;
 	char		typalign;
 } GsTypeInfo;
-
-/*
- * Per-query cache of an aggregate support function (flinfo->fn_extra):
- * filled on the first call, read on every later one.
- */
-typedef struct GsFnCache
-{
-	GsTypeInfo	type;
-	bool		descending;		/* ordered-set ORDER BY x DESC */
-	bool		arg_stable;		/* plain aggs: the fraction argument is a constant */
-	/* GS_T_DATUM: the ordering operator (DESC and USING included) and collation */
-	Oid			sortop;
-	Oid			collation;
-} GsFnCache;
 
 /*
  * Is a base type supported, and how: kind, key width and numeric-ness
@@ -94,46 +78,8 @@ extern bool gs_sort_is_default(FunctionCallInfo fcinfo, const GsTypeInfo *t,
 extern bool gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont,
 									bool *descending);
 
-/* Common per-query setup; `ordered` also detects the ORDER BY direction;
- * aggname NULL: the name of the aggregate being run. */
-extern GsFnCache *gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,
-							  bool numeric_only, bool ordered);
-
-/* a new state for the cached type and ordering (first call of a group) */
-extern GsState *gs_state_create_for(MemoryContext mcxt, const GsFnCache *c);
-
 /* Selected key -> the stored Datum, and -> float8 (numeric kinds only). */
 extern Datum gs_key_to_datum(GsTypeKind kind, uint64 key);
 extern float8 gs_key_to_float8(GsTypeKind kind, uint64 key);
-
-/* Hot path: append a non-NULL value (kind fixed per state; one switch). */
-static inline void
-gs_append_datum(GsState *st, GsTypeKind kind, Datum d)
-{
-	switch (kind)
-	{
-		case GS_T_INT2:
-			gs_state_append16(st, gs_key_from_int16(DatumGetInt16(d)));
-			break;
-		case GS_T_INT4:
-		case GS_T_DATE:
-			gs_state_append32(st, gs_key_from_int32(DatumGetInt32(d)));
-			break;
-		case GS_T_INT8:
-		case GS_T_TIMESTAMP:
-		case GS_T_TIMESTAMPTZ:
-			gs_state_append64(st, gs_key_from_int64(DatumGetInt64(d)));
-			break;
-		case GS_T_FLOAT4:
-			gs_state_append32(st, gs_key_from_float4(DatumGetFloat4(d)));
-			break;
-		case GS_T_FLOAT8:
-			gs_state_append64(st, gs_key_from_float8(DatumGetFloat8(d)));
-			break;
-		case GS_T_DATUM:
-			gs_datum_append(st, d);
-			break;
-	}
-}
 
 #endif							/* GS_TYPES_H */

@@ -41,6 +41,7 @@
 #include "aggs/ranks.h"
 #include "state/state.h"
 #include "base/types.h"
+#include "aggs/fn_cache.h"
 
 PG_FUNCTION_INFO_V1(gs_planner_trans);
 PG_FUNCTION_INFO_V1(gs_planner_trans_multi);

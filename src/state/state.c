@@ -19,6 +19,7 @@
 #include "state/service_scan.h"
 #include "state/state.h"
 #include "base/types.h"
+#include "state/datum_state.h"
 
 int64		gs_states_created = 0;
 int64		gs_states_taken_over = 0;
