@@ -10,12 +10,6 @@
 
 #include "state/datum_state.h"
 
-typedef struct GsDatumItem
-{
-	Datum		key;			/* abbreviated key, or the value itself */
-	Datum		val;			/* the value (a pointer into the store unless by value) */
-} GsDatumItem;
-
 /*
  * Reorder items[0..n) so that items[r] holds the value of rank r (0-based, in
  * ssup's order) for every r of ranks[0..nranks), which must be sorted
@@ -24,12 +18,5 @@ typedef struct GsDatumItem
  */
 extern void gs_multiselect(GsDatumItem *items, int64 n, const int64 *ranks, int nranks,
 						   SortSupport ssup, bool abbrev);
-
-/*
- * The values of one chunk (datum_state.c) into out[].val, at most room of
- * them (more: ERROR, a corrupt store); out NULL: count only.
- */
-extern int64 gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c,
-								   GsDatumItem *out, int64 room);
 
 #endif							/* GS_DATUM_SELECT_H */

@@ -13,7 +13,6 @@
 #include "utils/numeric.h"
 
 #include "state/datum_state.h"
-#include "select/datum_select.h"
 #include "base/types.h"
 
 void

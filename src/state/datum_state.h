@@ -94,4 +94,18 @@ extern ArrayType *gs_datum_final_disc_multi(GsState *st, ArrayType *param, Oid e
 extern Datum gs_datum_final_cont_interval(GsState *st, float8 p);
 extern ArrayType *gs_datum_final_cont_interval_multi(GsState *st, ArrayType *param);
 
+/* one value to select among (select/datum_select.h): its abbreviated key */
+typedef struct GsDatumItem
+{
+	Datum		key;			/* abbreviated key, or the value itself */
+	Datum		val;			/* the value (a pointer into the store unless by value) */
+} GsDatumItem;
+
+/*
+ * The values of one chunk (datum_state.c) into out[].val, at most room of
+ * them (more: ERROR, a corrupt store); out NULL: count only.
+ */
+extern int64 gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c,
+								   GsDatumItem *out, int64 room);
+
 #endif							/* GS_DATUM_STATE_H */
