@@ -21,7 +21,8 @@ extern void gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int n
 
 /*
  * The CPU engine on one input: exact (picks NULL) or approximate (picks
- * for the ranks), with the hook below; an ERROR on failure (dispatch.c).
+ * for the ranks), with the hook below; an ERROR on failure.  The
+ * dispatcher's CPU path.
  */
 extern void gs_run_cpu(const gs_input *in, const uint64 *ranks, int nranks,
 					   uint64 *out_keys, gs_approx_pick *picks);
@@ -36,7 +37,7 @@ extern void gs_dispatch_cpu_many(gs_select_item *items, int nitems, int nthreads
  * The interrupt hook every engine call gets: opt.interrupt =
  * gs_interrupt_hook, opt.interrupt_arg = a GsInterrupts set up by
  * gs_interrupts_init in the caller's memory context.  The hook processes
- * interrupts itself (dispatch.c says how): a harmless one is absorbed and
+ * interrupts itself (engine_call.c says how): a harmless one is absorbed and
  * the engine goes on; an ERROR is caught and kept in ->error, and the hook
  * returns nonzero so the engine stops with GS_ERR_CANCELED.  After the
  * engine call returns, whatever its status, gs_interrupts_rethrow re-throws
@@ -57,7 +58,7 @@ extern void gs_interrupts_rethrow(GsInterrupts *gi);
 /* turn a failed engine status into ereport(ERROR) */
 pg_noreturn extern void gs_engine_error(const gs_error *err);
 /* the same after gs_interrupts_rethrow: GS_ERR_CANCELED first runs
- * CHECK_FOR_INTERRUPTS() and is never retried (see dispatch.c) */
+ * CHECK_FOR_INTERRUPTS() and is never retried (see engine_call.c) */
 pg_noreturn extern void gs_engine_failed(const gs_error *err);
 
 /* interrupts the hook processed without stopping a selection, and

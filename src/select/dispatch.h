@@ -1,7 +1,8 @@
 /*
- * dispatch.h — the one place that picks the CPU or the GPU engine, runs it,
- * turns engine errors into ereport, and records the run for
- * gpuselect_status().
+ * dispatch.h — the one place that picks the CPU or the GPU engine for a
+ * group, runs it there (the CPU engine through base/engine_call.h, whose
+ * declarations come with this header), and records the run for
+ * gpuselect_status() (status.c).
  */
 #ifndef GS_DISPATCH_H
 #define GS_DISPATCH_H

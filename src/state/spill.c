@@ -15,7 +15,7 @@
  * order.  A histogram pass counts the keys per bucket of the next 16 bits;
  * the prefix sums name the buckets that hold the wanted ranks.  The wanted
  * buckets are gathered into memory in batches of at most the limit (one
- * pass per batch) and the CPU engine (dispatch.c) selects the ranks, moved
+ * pass per batch) and the CPU engine (engine_call.c) selects the ranks, moved
  * to the batch's own numbering, among them.  Wanted buckets larger than the
  * limit are refined by their next bits, all of a level's in one histogram
  * pass (a key finds its bucket by binary search over the level's
@@ -286,7 +286,7 @@ typedef struct SpillCx
 /*
  * Once per block read.  The test hook gpuselect.test_cancel_at_poll makes
  * the Nth poll of a spilled selection find a cancel request, as the
- * engines' polls do (dispatch.c), so a test can cancel in a given pass.
+ * engines' polls do (engine_call.c), so a test can cancel in a given pass.
  */
 static void
 spill_poll(SpillCx *cx)
