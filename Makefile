@@ -93,7 +93,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies (only with --enable-depend), so a
 # changed header rebuilds every object: an object compiled against an older
 # layout of a shared-memory struct would crash the GPU service
-GS_HEADERS = $(wildcard src/*/*.h kernels/*.h kernels/cpu/*.h)
+GS_HEADERS = $(wildcard src/*.h src/*/*.h kernels/*.h kernels/cpu/*.h)
 $(OBJS) $(patsubst %.o,%.bc,$(OBJS)): $(GS_HEADERS)
 
 ifeq ($(USE_CUDA),1)
