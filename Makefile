@@ -10,33 +10,37 @@ DOCS = README.md
 
 OBJS = \
 	src/gpuselect.o \
-	src/guc.o \
-	src/types.o \
-	src/state.o \
-	src/state_serial.o \
-	src/shared_state.o \
-	src/arena.o \
-	src/ranks.o \
-	src/ordered_set.o \
-	src/plain_aggs.o \
-	src/planner.o \
-	src/planner_aggs.o \
-	src/planner_groups.o \
-	src/dispatch.o \
-	src/final_batch.o \
-	src/datum_state.o \
-	src/datum_select.o \
-	src/datum_final.o \
-	src/datum_numkey.o \
-	src/datum_textkey.o \
-	src/spill.o \
-	src/service_shmem.o \
-	src/service_main.o \
-	src/service_lanes.o \
-	src/service_devices.o \
-	src/service_client.o \
-	src/service_scan.o \
-	src/service_prefetch.o
+	src/status.o \
+	src/base/guc.o \
+	src/base/types.o \
+	src/base/engine_call.o \
+	src/service/service_shmem.o \
+	src/service/service_main.o \
+	src/service/service_lanes.o \
+	src/service/service_devices.o \
+	src/service/service_prefetch.o \
+	src/service/service_slot.o \
+	src/state/state.o \
+	src/state/state_serial.o \
+	src/state/shared_state.o \
+	src/state/arena.o \
+	src/state/datum_state.o \
+	src/state/datum_numkey.o \
+	src/state/spill.o \
+	src/state/service_scan.o \
+	src/select/dispatch.o \
+	src/select/datum_select.o \
+	src/select/datum_textkey.o \
+	src/select/service_client.o \
+	src/aggs/fn_cache.o \
+	src/aggs/ranks.o \
+	src/aggs/ordered_set.o \
+	src/aggs/plain_aggs.o \
+	src/aggs/final_batch.o \
+	src/aggs/datum_final.o \
+	src/planner/planner.o \
+	src/planner/planner_aggs.o \
+	src/planner/planner_groups.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect
@@ -47,11 +51,11 @@ OBJS += $(GS_CPU_ENGINE_SRCS:.c=.o)
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS += $(GS_ENGINE_INCLUDES) -I$(srcdir)/src
-# the module's version for PG_MODULE_MAGIC_EXT (PostgreSQL 18; src/pg_compat.h)
+# the module's version for PG_MODULE_MAGIC_EXT (PostgreSQL 18; src/base/pg_compat.h)
 GS_EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))gpuselect.control)
 PG_CPPFLAGS += -DGS_EXTVERSION='"$(GS_EXTVERSION)"'
 PG_CFLAGS += -std=gnu11
-# the GPU service's lane threads (src/service_lanes.c)
+# the GPU service's lane threads (src/service/service_lanes.c)
 SHLIB_LINK += -pthread
 
 # ---- optional CUDA ----
@@ -67,12 +71,12 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= $(GS_CUDA_ARCH)
 NVCCFLAGS ?= -O3 -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC -Xcompiler -Wall -Werror all-warnings $(GS_ENGINE_INCLUDES)
 PG_CPPFLAGS += -DGS_HAVE_CUDA
-OBJS += src/service_cuda.o
+OBJS += src/service/service_cuda.o
 # static cudart: the module loads on machines with no CUDA runtime or driver
 SHLIB_LINK += $(CUDA_OBJS) -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \
 	-lcudart_static -lstdc++ -lrt -lpthread -ldl
 else
-OBJS += src/service_cuda_none.o
+OBJS += src/service/service_cuda_none.o
 endif
 
 # sql/cpu_only.sql expects a CPU-only build (gpuselect.device = 'gpu' is an
@@ -89,7 +93,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies (only with --enable-depend), so a
 # changed header rebuilds every object: an object compiled against an older
 # layout of a shared-memory struct would crash the GPU service
-GS_HEADERS = $(wildcard src/*.h kernels/*.h kernels/cpu/*.h)
+GS_HEADERS = $(wildcard src/*.h src/*/*.h kernels/*.h kernels/cpu/*.h)
 $(OBJS) $(patsubst %.o,%.bc,$(OBJS)): $(GS_HEADERS)
 
 ifeq ($(USE_CUDA),1)
@@ -105,9 +109,9 @@ test/unit/%.bin: test/unit/%.c test/unit/unit.h $(GS_CPU_ENGINE_SRCS) $(GS_CPU_E
 	$(CC) $(UNIT_CFLAGS) -pthread -o $@ $< $(GS_CPU_ENGINE_SRCS) -lm
 
 # the GPU service's lane threads with the CPU engine: no PostgreSQL in them either
-test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c test/unit/unit.h src/service_lanes.c src/service_lanes.h \
-		src/service_cuda.h src/service_cuda_none.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
-	$(CC) $(UNIT_CFLAGS) -Isrc -pthread -o $@ $< src/service_lanes.c src/service_cuda_none.c \
+test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c test/unit/unit.h src/service/service_lanes.c src/service/service_lanes.h \
+		src/service/service_cuda.h src/service/service_cuda_none.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
+	$(CC) $(UNIT_CFLAGS) -Isrc -pthread -o $@ $< src/service/service_lanes.c src/service/service_cuda_none.c \
 		$(GS_CPU_ENGINE_SRCS) -lm
 
 .PHONY: unit

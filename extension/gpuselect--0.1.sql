@@ -230,7 +230,7 @@ COMMENT ON FUNCTION gpuselect_status() IS
 'gpuselect settings, GPU availability, GPU/CPU run counts and the last selection run of this backend';
 
 -- ---------------------------------------------------------------------
--- Planner targets (src/planner.c, src/planner_aggs.c).  The planner hook
+-- Planner targets (src/planner/planner.c, src/planner/planner_aggs.c).  The planner hook
 -- replaces gpu_percentile_disc/cont(p) WITHIN GROUP (ORDER BY x [DESC])
 -- -- and, with gpuselect.accelerate_builtins, the built-in percentile_disc
 -- and percentile_cont -- by these plain aggregates when the fraction is the

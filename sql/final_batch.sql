@@ -1,5 +1,5 @@
 -- gpuselect: a hashed aggregation's groups selected all at once on helper
--- threads (src/final_batch.c): the same answers as the built-ins and as one
+-- threads (src/aggs/final_batch.c): the same answers as the built-ins and as one
 -- group at a time, for every final function, NULL and per-group fractions,
 -- DESC, states shared by two aggregates, a spilled hash aggregate, a
 -- cancel inside a batch; the plans it is costed into.

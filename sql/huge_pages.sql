@@ -1,5 +1,5 @@
 -- gpuselect.huge_pages: chunks of keys and values of 4 MB and more get
--- madvise(MADV_HUGEPAGE) (src/state.c, gs_chunk_advise_huge).  Advice only:
+-- madvise(MADV_HUGEPAGE) (src/state/state.c, gs_chunk_advise_huge).  Advice only:
 -- the answers are the built-in's with it on and off, over states large
 -- enough to reach such chunks (1.2M float8 keys; 600k texts in the value
 -- store and the text path's key array).

@@ -1,4 +1,4 @@
--- gpuselect: the planner rewrite (src/planner.c).  Every shape runs three
+-- gpuselect: the planner rewrite (src/planner/planner.c).  Every shape runs three
 -- ways on the same data: the built-in with gpuselect.accelerate_builtins off
 -- (the reference), the built-in with it on, and gpu_percentile_* (always
 -- rewritten when it can be); results (or SQLSTATE and message) must be the

@@ -1,4 +1,4 @@
--- gpuselect: group estimates for GROUP BY time buckets (src/planner_groups.c).
+-- gpuselect: group estimates for GROUP BY time buckets (src/planner/planner_groups.c).
 -- Without statistics on date_trunc('hour', ts) PostgreSQL expects one group
 -- per row and sorts; gpuselect.estimate_time_buckets estimates the groups from
 -- ts's range and offers hashed and partial paths.  Every query runs with the

@@ -9,16 +9,16 @@
  * ordered-set percentiles as plain aggregates (planner.c).
  */
 #include "postgres.h"
-#include "pg_compat.h"
+#include "base/pg_compat.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "arena.h"
-#include "guc.h"
-#include "planner.h"
-#include "service.h"
+#include "state/arena.h"
+#include "base/guc.h"
+#include "planner/planner.h"
+#include "service/service.h"
 
 GS_PG_MODULE_MAGIC;
 

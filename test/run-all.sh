@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test/run-all.sh — THE test command for gpuselect.
 #
+# 0. checks the include layering of src/ (test/check_layers.pl: src/LAYERS);
 # 1. copies the source tree to a scratch directory (the checkout is never
 #    built in, so concurrent in-tree builds are not disturbed);
 # 2. for every PostgreSQL version (see below): builds the CPU-only variant
@@ -128,6 +129,14 @@ echo "nvcc: ${NVCC:-none}   scratch: $WORK"
 for m in "${PG_LIST[@]}"; do
 	printf '  pg%s: %s (%s)\n' "$m" "$("${PG_OF[$m]}" --version)" "${PG_OF[$m]}"
 done
+
+# ---------------- the layering of src/ (no PostgreSQL needed) ----------------
+section "layers: src/ includes follow src/LAYERS (test/check_layers.pl)"
+if perl "$ROOT/test/check_layers.pl" "$ROOT/src"; then
+	record "layers" 1 0
+else
+	record "layers" 0 1
+fi
 
 # ---------------- builds ----------------
 declare -A BUILT

@@ -42,7 +42,7 @@
 #                      states pass through the tuple queue, not the arena
 #   GS_BENCH_NOBATCH=1 one more row per pct_* query, "nobatch": rewritten
 #                      with gpuselect.finalize_threads = 0 (one group at a
-#                      time in the leader, as before src/final_batch.c)
+#                      time in the leader, as before src/aggs/final_batch.c)
 #   GS_BENCH_SERIAL=0  no serial column (answers and rounds with workers
 #                      only): the serial built-ins are most of a round
 #   GS_BENCH_STATS=1   the main table with CREATE STATISTICS on the four
@@ -195,7 +195,7 @@ echo "$ANSWERS" | grep -q DIFFERENT && { echo "answers differ:"; echo "$ANSWERS"
 {
 	echo "LOAD 'gpuselect';"
 	# untimed: the session's first parallel GROUP BY of partial states asks
-	# for the key arena (src/arena.c), which the rounds then have from the first
+	# for the key arena (src/state/arena.c), which the rounds then have from the first
 	if [ "$PART1" != 0 ] && wanted pct_hour; then
 		settings "$WORKERS" on
 		echo "\\echo @@ warm-up|$WORKERS"

@@ -98,7 +98,7 @@ SET gpuselect.test_max_serial_bytes = '1MB';
 	like($out, qr/HINT:\s+.*fewer parallel workers.*max_parallel_workers_per_gather = 0/s,
 		'HINT names fewer parallel workers');
 	# the ordered-set form is no way out any more: the planner rewrite
-	# (src/planner.c) plans it as a plain, partial-capable aggregate too
+	# (src/planner/planner.c) plans it as a plain, partial-capable aggregate too
 	like($out, qr/HINT:\s+.*SET gpuselect\.accelerate_builtins = off/s,
 		'HINT names turning the built-ins\' rewrite off');
 	unlike($out, qr/^\d/m, 'no result row');

@@ -1,5 +1,5 @@
 # Large partial states of parallel plain aggregates travel from the workers
-# to the leader in dynamic shared memory (src/shared_state.c,
+# to the leader in dynamic shared memory (src/state/shared_state.c,
 # GS_SHARED_STATE_MIN_BYTES = 1 MB): answers equal the built-ins with it on
 # and off; grouped plans (a LIMIT may stop the leader reading) keep the tuple
 # queue and do not hang; an ERROR in the leader after it attached a state

@@ -1,4 +1,4 @@
-# The leader's key arena (src/arena.c): from the second large parallel plain
+# The leader's key arena (src/state/arena.c): from the second large parallel plain
 # aggregate of a backend on, workers and the leader write their keys into
 # one shared memory segment the leader keeps, and partial states travel as
 # references into it.  Answers equal the built-ins on the first (no arena)

@@ -1,5 +1,5 @@
 # A hashed Finalize step's groups selected at once on helper threads
-# (src/final_batch.c, kernels/cpu/cpu_many.c), in a parallel plan whose
+# (src/aggs/final_batch.c, kernels/cpu/cpu_many.c), in a parallel plan whose
 # partial states sit in the leader's arena: the built-in's answers; the
 # answers under a 1 ms connection check (harmless interrupts, each one
 # processed with no helper alive, the batch going on with the rest); and a

@@ -2,7 +2,7 @@
 # the partial states of a parallel plain aggregate (workers, and the
 # leader's own partial aggregation) write their keys into key-pool chunks
 # leased to the leader, which adopts them when it combines the states and
-# hands them to the service in place (src/service_scan.c).  Answers equal
+# hands them to the service in place (src/state/service_scan.c).  Answers equal
 # the built-ins (three key widths, several aggregates, with and without
 # leader participation, GROUP BY hashed and sorted, the CPU fallback
 # reading the same chunks); service_worker_keys_in_place moves; the pool

@@ -1,5 +1,5 @@
 /*
- * test_service_lanes.c — the GPU service's lane threads (src/service_lanes.c)
+ * test_service_lanes.c — the GPU service's lane threads (src/service/service_lanes.c)
  * with the CPU engine, without PostgreSQL: that this links at all shows a
  * lane calls no PostgreSQL function.
  *
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "service_lanes.h"
+#include "service/service_lanes.h"
 #include "unit.h"
 
 

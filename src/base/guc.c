@@ -1,0 +1,337 @@
+/*
+ * guc.c — definitions of gpuselect's configuration parameters.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "gs_engine.h"		/* GS_APPROX_BUCKETS_*, GS_CPU_PATH_*: the engines' */
+#include "base/guc.h"
+
+int			gs_guc_device = GS_DEVICE_AUTO;
+int			gs_guc_gpu_min_rows = 1000000;
+bool		gs_guc_approximate = false;
+int			gs_guc_approx_buckets = GS_APPROX_BUCKETS_DEFAULT;
+int			gs_guc_seed = 42;
+bool		gs_guc_debug = false;
+bool		gs_guc_accelerate_builtins = false;
+bool		gs_guc_estimate_time_buckets = true;
+bool		gs_guc_huge_pages = true;
+int			gs_guc_finalize_threads = -1;
+int			gs_guc_max_finalize_threads = 8;
+int			gs_guc_test_max_serial_bytes = 0;
+bool		gs_guc_shared_partial_states = true;
+bool		gs_guc_test_fail_shared_attach = false;
+int			gs_guc_parallel_arena_size = 256;
+char	   *gs_guc_parallel_arena = NULL;
+int			gs_guc_test_cancel_at_poll = 0;
+int			gs_guc_test_terminate_at_poll = 0;
+int			gs_guc_test_cpu_path = GS_CPU_PATH_AUTO;
+
+static const struct config_enum_entry gs_cpu_path_options[] = {
+	{"auto", GS_CPU_PATH_AUTO, false},
+	{"select", GS_CPU_PATH_SELECT, false},
+	{"sort", GS_CPU_PATH_SORT, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry gs_device_options[] = {
+	{"auto", GS_DEVICE_AUTO, false},
+	{"gpu", GS_DEVICE_GPU, false},
+	{"cpu", GS_DEVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+int			gs_guc_work_mem = 1024 * 1024;
+
+/* -1 (work_mem) or at least 64kB: the spill's buffers need some room */
+static bool
+gs_guc_check_work_mem(int *newval, void **extra, GucSource source)
+{
+	if (*newval == -1 || *newval >= 64)
+		return true;
+	GUC_check_errdetail("gpuselect.work_mem must be -1 (use work_mem) or at least 64kB.");
+	return false;
+}
+
+const char *
+gs_device_name(int device)
+{
+	switch (device)
+	{
+		case GS_DEVICE_AUTO:
+			return "auto";
+		case GS_DEVICE_GPU:
+			return "gpu";
+		case GS_DEVICE_CPU:
+			return "cpu";
+	}
+	return "?";
+}
+
+void
+gs_guc_define(void)
+{
+	DefineCustomEnumVariable("gpuselect.device",
+							 "Where gpuselect runs selections: auto, gpu or cpu.",
+							 "auto: on the GPU for groups of at least gpuselect.gpu_min_rows "
+							 "values when the GPU service is ready, otherwise on the CPU. "
+							 "gpu: always on the GPU; an ERROR if it cannot be used. "
+							 "cpu: always on the CPU.",
+							 &gs_guc_device,
+							 GS_DEVICE_AUTO,
+							 gs_device_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.gpu_min_rows",
+							"Smallest group (non-NULL values) that gpuselect.device = auto sends to the GPU.",
+							"Smaller groups are selected on the CPU, where copying to the "
+							"GPU would cost more than it saves.",
+							&gs_guc_gpu_min_rows,
+							/*
+							 * test/bench/results/e2e-2026-11-22-h100.md: the GPU's final
+							 * call costs ~2 ms; the CPU engine's 3-8 ns per value overtakes
+							 * it between 0.3M and 1M values, and end-to-end runs on that
+							 * host could not resolve it more finely than that.
+							 */
+							1000000,
+							0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * Like work_mem, which any session may set: it bounds this session's own
+	 * memory, and the disk it spills to is capped by temp_file_limit
+	 * (superuser only).  -1 follows work_mem, as a built-in percentile's
+	 * sort does.  The default is larger than work_mem's because keeping a
+	 * group's keys in memory (and on the GPU) is what makes selection fast;
+	 * see README "Memory and spilling".
+	 */
+	DefineCustomIntVariable("gpuselect.work_mem",
+							"Largest in-memory key volume of one group; beyond it the group's keys go to temporary files.",
+							"Per group, like a built-in percentile's sort memory. -1: use work_mem. "
+							"A spilled group is selected on the CPU in a few passes over its temporary file.",
+							&gs_guc_work_mem,
+							1024 * 1024,	/* 1GB */
+							-1, MAX_KILOBYTES,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							gs_guc_check_work_mem, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuselect.approximate",
+							 "Return approximate percentiles from one level of sample selection.",
+							 "Every answer is a value from the data; its rank error is bounded "
+							 "and reported by gpuselect_status() (last_rank_bound) and at DEBUG1. "
+							 "percentile_cont interpolates between approximate neighbours.",
+							 &gs_guc_approximate,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.approx_buckets",
+							"Number of buckets (splitters) of the approximate mode.",
+							"More buckets: smaller rank error, more work. At most 8192, the CUDA engine's limit, so that both engines give the same answers.",
+							&gs_guc_approx_buckets,
+							GS_APPROX_BUCKETS_DEFAULT,
+							GS_APPROX_BUCKETS_MIN, GS_APPROX_BUCKETS_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.seed",
+							"Seed of the sample drawn by the selection engines.",
+							"The same seed and data give the same sample, so approximate "
+							"answers are reproducible; exact answers never depend on it.",
+							&gs_guc_seed,
+							42,
+							0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * USERSET: it only changes how this session's own queries are planned
+	 * (planner.c); results are the built-ins', bit for bit.
+	 */
+	DefineCustomBoolVariable("gpuselect.accelerate_builtins",
+							 "Plan the built-in percentile_disc and percentile_cont as gpuselect's hashable, parallel aggregates.",
+							 "Only calls gpuselect can prove equivalent are replaced (README: the planner rewrite); "
+							 "a statement follows the value in force when it was planned.",
+							 &gs_guc_accelerate_builtins,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * USERSET: advice to the kernel about this backend's own memory; it
+	 * changes how fast a large aggregate's memory is mapped, never an answer.
+	 */
+	DefineCustomBoolVariable("gpuselect.huge_pages",
+							 "Ask for transparent huge pages for the large chunks of values an aggregate holds.",
+							 "madvise(MADV_HUGEPAGE) on chunks of 4 MB and more (keys and stored values): "
+							 "one page fault per 2 MB instead of per 4 kB page inside them where the kernel's "
+							 "transparent_hugepage setting is madvise or always; nothing where it is never.",
+							 &gs_guc_huge_pages,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * USERSET: like accelerate_builtins it only changes which plan this
+	 * session's queries get (planner_groups.c), never an answer.
+	 */
+	DefineCustomBoolVariable("gpuselect.estimate_time_buckets",
+							 "Estimate the groups of GROUP BY time buckets (date_trunc, date_bin, floor(extract(epoch ...)/n)) from the column's range.",
+							 "Applies to queries with gpuselect aggregates (or built-ins the rewrite replaced): "
+							 "adds hashed and partial aggregation paths costed with that estimate.",
+							 &gs_guc_estimate_time_buckets,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * USERSET: how many threads, besides the backend itself, select the
+	 * groups of a hashed aggregation at once (final_batch.c).  -1 follows
+	 * max_parallel_workers_per_gather: the helpers run after the query's
+	 * workers have finished, so a query never has more busy processes and
+	 * threads than the parallelism the session already allows; 0 turns the
+	 * batch off (one group at a time, as before).
+	 */
+	DefineCustomIntVariable("gpuselect.finalize_threads",
+							"Threads that select a hashed aggregation's groups at once, besides the backend.",
+							"-1: max_parallel_workers_per_gather; 0: one group at a time.",
+							&gs_guc_finalize_threads,
+							-1, -1, 64,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * Superuser only: the most helper threads one backend's batch may start,
+	 * whatever finalize_threads asks.  Any role may set finalize_threads and
+	 * max_parallel_workers(_per_gather), so without this a role could start
+	 * 64 threads in each of its sessions, outside every budget the
+	 * administrator set (gs_final_batch_threads also holds a batch to the
+	 * server's parallel-worker budget).  8: the default max_worker_processes.
+	 */
+	DefineCustomIntVariable("gpuselect.max_finalize_threads",
+							"Most helper threads one backend's finalize batch may start.",
+							"Caps gpuselect.finalize_threads for every role.",
+							&gs_guc_max_finalize_threads,
+							8, 0, 64,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuselect.debug",
+							 "Emit a NOTICE describing every selection run (path, rows, timings, rank bound).",
+							 NULL,
+							 &gs_guc_debug,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * Superuser only (or GRANT SET ON PARAMETER): on, parallel workers put
+	 * their partial states in /dev/shm, which every session shares; an
+	 * administrator turns it off where that is small (containers), and a
+	 * session must not turn it back on.
+	 */
+	DefineCustomBoolVariable("gpuselect.shared_partial_states",
+							 "Pass parallel workers' large partial states to the leader in dynamic shared memory.",
+							 "On: a worker's partial state of at least 1 MB of values (plain aggregates, no GROUP BY) "
+							 "goes through a dynamic shared memory segment instead of the tuple queue, several times "
+							 "faster, and the key arena (gpuselect.parallel_arena_size) is used. "
+							 "Off: always the tuple queue, e.g. where /dev/shm is too small for the segments.",
+							 &gs_guc_shared_partial_states,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * Superuser only (or GRANT SET ON PARAMETER): a backend keeps an arena of
+	 * this size in /dev/shm until it exits; as a user setting, any role could
+	 * pin gigabytes of shared memory from an idle session.
+	 */
+	DefineCustomIntVariable("gpuselect.parallel_arena_size",
+							"Shared memory a backend keeps for its parallel workers' keys.",
+							"Parallel workers (and the leader) of plain aggregates without GROUP BY write their "
+							"values there during the scan, so the leader neither copies nor maps them per query; "
+							"partial states of a GROUP BY are copied there when they are passed to the leader, "
+							"not through the tuple queue. "
+							"Created, once per backend, at the first parallel query after one that passed a large "
+							"partial state; its size is fixed then. 0: no arena.",
+							&gs_guc_parallel_arena_size,
+							256,
+							0, INT_MAX / 2,
+							PGC_SUSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("gpuselect.parallel_arena",
+							   "Internal: the handle of the leader's key arena, for its parallel workers.",
+							   NULL,
+							   &gs_guc_parallel_arena,
+							   "",
+							   PGC_SUSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_max_serial_bytes",
+							"Test hook: largest serialized partial aggregate state (0: MaxAllocSize, PostgreSQL's 1 GB limit).",
+							"Lowers the limit above which passing a partial state between parallel "
+							"workers raises an ERROR, so that error can be tested with little data.",
+							&gs_guc_test_max_serial_bytes,
+							0, 0, (int) MaxAllocSize,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_cancel_at_poll",
+							"Test hook: the Nth interrupt poll of every selection finds a query cancel request (0: never).",
+							"Acts as if pg_cancel_backend() had been called right before that poll of the engine, and "
+							"pg_log_backend_memory_contexts() before each earlier poll, so tests can send harmless "
+							"interrupts and then a cancel to a selection without depending on timing.",
+							&gs_guc_test_cancel_at_poll,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_terminate_at_poll",
+							"Test hook: the Nth interrupt poll of every selection finds a termination request (0: never).",
+							"Acts as if pg_terminate_backend() had been called right before that poll of the engine "
+							"(or of a batch of groups on helper threads), so a test can end a session there.",
+							&gs_guc_test_terminate_at_poll,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("gpuselect.test_cpu_path",
+							 "Test hook: the CPU engine's exact path: auto (its cost model), select or sort.",
+							 "Lets a test hold a long selection where the cost model would sort (many fractions), "
+							 "or run the sort path on small data.",
+							 &gs_guc_test_cpu_path,
+							 GS_CPU_PATH_AUTO,
+							 gs_cpu_path_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuselect.test_fail_shared_attach",
+							 "Test hook: raise an ERROR right after the leader attaches a worker's shared partial state.",
+							 "Tests that an ERROR while workers still hold shared partial states leaves no segment and no waiting worker behind.",
+							 &gs_guc_test_fail_shared_attach,
+							 false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+}

@@ -1,0 +1,509 @@
+/*
+ * planner.c — ordered-set percentiles planned as plain aggregates.
+ *
+ * PostgreSQL never hashes and never aggregates partially an ordered-set
+ * aggregate: a GROUP BY with percentile_cont(...) WITHIN GROUP (ORDER BY x)
+ * sorts every input row.  When the fraction is the same for every row of a
+ * group, the call equals a plain aggregate that carries the fraction as an
+ * ordinary argument, and gpuselect's plain aggregates hash, combine and
+ * serialize.  A planner_hook rewrites a copy of the Query before
+ * standard_planner sees it, so the planner itself costs and chooses
+ * HashAggregate and Partial Aggregate for the new Aggrefs (docs/architecture.md
+ * says why this hook and not plan post-processing).
+ *
+ * Rewritten (at every query level: subqueries, CTEs, sublinks, views as
+ * expanded by the rewriter -- their stored definitions are untouched):
+ *   - gpu_percentile_disc / gpu_percentile_cont, always;
+ *   - the built-in percentile_disc (any type) / percentile_cont (float8 and
+ *     interval), scalar and float8[] forms, when
+ *     gpuselect.accelerate_builtins is on;
+ * and only when all of these hold (anything else stays as it was):
+ *   - the value type and ORDER BY operator pass gs_type_plan_rewritable
+ *     (types.c: a type gpuselect aggregates, its default ASC or DESC order);
+ *     the comparison types (numeric, text, interval, ...) are ordered under
+ *     the sort expression's collation, which becomes the new Aggref's
+ *     inputcollid;
+ *   - one ORDER BY expression, no DISTINCT, the Aggref belongs to this level;
+ *   - the fraction is fixed per group (gs_fraction_fixed_per_group);
+ *   - a scalar fraction is a valid constant after folding, or else the
+ *     Aggref is a whole target-list entry of a query without HAVING (the
+ *     no-rows check, below).
+ *
+ * The no-rows check.  percentile_disc(p) / percentile_cont(p) validate p in
+ * their final function, which runs even for a group with no rows (a FILTER
+ * that matches nothing, no GROUP BY over an empty table, an empty grouping
+ * set).  The plain aggregate sees its fraction only with a row.  A constant
+ * is validated here, at plan time; any other fraction is wrapped:
+ * gs_planner_check_fraction(agg, p) validates p above the aggregate, which is
+ * legal because p depends only on grouping expressions and constants.  A
+ * whole target-list entry is computed for every group the Agg node emits,
+ * as the built-in's final function is; inside a CASE, or with a HAVING that
+ * may drop the group, it might not be, so those calls are not rewritten.
+ * The float8[] forms return NULL for no rows before they look at the array,
+ * so they never need the wrapper.
+ */
+#include "postgres.h"
+#include "base/pg_compat.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/table.h"
+#include "access/transam.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
+#include "parser/parse_func.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "base/guc.h"
+#include "planner/planner.h"
+#include "base/types.h"
+
+static planner_hook_type gs_prev_planner_hook = NULL;
+
+/* per planning call: the extension, looked up once and only when needed */
+typedef struct GsRewriteCtx
+{
+	bool		looked_up;
+	Oid			ext_oid;		/* InvalidOid: not installed in this database */
+	Oid			ext_nsp;
+	Query	   *query;			/* the query level being rewritten */
+} GsRewriteCtx;
+
+/* what an ordered-set Aggref is, as far as the rewrite cares */
+typedef struct GsCandidate
+{
+	bool		cont;			/* percentile_cont (else percentile_disc) */
+	bool		multi;			/* float8[] fraction */
+	bool		builtin;		/* PostgreSQL's, not gpu_percentile_* */
+	bool		interval;		/* percentile_cont over interval (returns interval) */
+} GsCandidate;
+
+/* pg_extension's row for gpuselect (get_extension_schema is static before 16) */
+static void
+gs_lookup_extension(GsRewriteCtx *ctx)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (ctx->looked_up)
+		return;
+	ctx->looked_up = true;
+	ctx->ext_oid = InvalidOid;
+	ctx->ext_nsp = InvalidOid;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("gpuselect"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_extension ext = (Form_pg_extension) GETSTRUCT(tup);
+
+		ctx->ext_oid = ext->oid;
+		ctx->ext_nsp = ext->extnamespace;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/* a function of the gpuselect extension installed in this database? */
+bool
+gs_planner_is_gpuselect_func(Oid funcid)
+{
+	GsRewriteCtx ctx;
+
+	if (funcid < FirstNormalObjectId)
+		return false;
+	memset(&ctx, 0, sizeof(ctx));
+	gs_lookup_extension(&ctx);
+	return OidIsValid(ctx.ext_oid) &&
+		getExtensionOfObject(ProcedureRelationId, funcid) == ctx.ext_oid;
+}
+
+/* Is oid one of the percentiles the rewrite knows?  Fills *c. */
+static bool
+gs_identify(Aggref *a, GsRewriteCtx *ctx, GsCandidate *c)
+{
+	memset(c, 0, sizeof(*c));
+	switch (a->aggfnoid)
+	{
+		case F_PERCENTILE_DISC_FLOAT8_ANYELEMENT:
+			break;
+		case F_PERCENTILE_DISC__FLOAT8_ANYELEMENT:
+			c->multi = true;
+			break;
+		case F_PERCENTILE_CONT_FLOAT8_FLOAT8:
+			c->cont = true;
+			break;
+		case F_PERCENTILE_CONT__FLOAT8_FLOAT8:
+			c->cont = c->multi = true;
+			break;
+		case F_PERCENTILE_CONT_FLOAT8_INTERVAL:
+			c->cont = c->interval = true;
+			break;
+		case F_PERCENTILE_CONT__FLOAT8_INTERVAL:
+			c->cont = c->multi = c->interval = true;
+			break;
+		default:
+			{
+				char	   *name;
+				Oid		   *argtypes;
+				int			nargs;
+
+				if (a->aggfnoid < FirstNormalObjectId)
+					return false;
+				name = get_func_name(a->aggfnoid);
+				if (name == NULL)
+					return false;
+				if (strcmp(name, "gpu_percentile_cont") == 0)
+					c->cont = true;
+				else if (strcmp(name, "gpu_percentile_disc") != 0)
+					return false;
+				get_func_signature(a->aggfnoid, &argtypes, &nargs);
+				/* disc: ORDER BY anyelement; cont: ORDER BY float8 or
+				 * interval (which types may go: gs_type_plan_rewritable) */
+				if (nargs != 2 ||
+					(argtypes[1] != ANYELEMENTOID && argtypes[1] != FLOAT8OID && argtypes[1] != INTERVALOID) ||
+					(argtypes[0] != FLOAT8OID && argtypes[0] != FLOAT8ARRAYOID))
+					return false;
+				c->multi = argtypes[0] == FLOAT8ARRAYOID;
+				c->interval = c->cont && argtypes[1] == INTERVALOID;
+				gs_lookup_extension(ctx);
+				/* ours only: not a look-alike in some other schema */
+				return OidIsValid(ctx->ext_oid) &&
+					getExtensionOfObject(ProcedureRelationId, a->aggfnoid) == ctx->ext_oid;
+			}
+	}
+	if (!gs_guc_accelerate_builtins)
+		return false;
+	c->builtin = true;
+	gs_lookup_extension(ctx);
+	return OidIsValid(ctx->ext_oid);
+}
+
+/*
+ * Does "equal" in the default btree opclass of typid (under collid) mean
+ * "identical"?  Then an expression of a grouping expression has one value
+ * for the whole group, whichever of its rows computes it.  float8 (-0 = +0),
+ * numeric (1.0 = 1.00) and nondeterministic collations say no.
+ */
+static bool
+gs_equality_is_identity(Oid typid, Oid collid)
+{
+	Oid			opclass = GetDefaultOpClass(typid, BTREE_AM_OID);
+	Oid			opcintype;
+	Oid			proc;
+
+	if (!OidIsValid(opclass))
+		return false;
+	opcintype = get_opclass_input_type(opclass);
+	proc = get_opfamily_proc(get_opclass_family(opclass), opcintype, opcintype,
+							 BTEQUALIMAGE_PROC);
+	if (!OidIsValid(proc))
+		return false;
+	return DatumGetBool(OidFunctionCall1Coll(proc, collid, ObjectIdGetDatum(opcintype)));
+}
+
+typedef struct GsFractionCheck
+{
+	Query	   *query;
+	bool		ok;
+} GsFractionCheck;
+
+static bool
+gs_fraction_walker(Node *node, GsFractionCheck *fc)
+{
+	Query	   *q = fc->query;
+
+	if (node == NULL)
+		return false;
+	/* a grouping expression (not under GROUPING SETS: there it reads NULL in sets without it) */
+	if (q->groupingSets == NIL && !IsA(node, Const) && !IsA(node, Param))
+	{
+		ListCell   *lc;
+
+		foreach(lc, q->groupClause)
+		{
+			Node	   *gexpr = get_sortgroupclause_expr(lfirst_node(SortGroupClause, lc),
+														 q->targetList);
+
+			if (equal(node, gexpr))
+			{
+				if (gs_equality_is_identity(exprType(gexpr), exprCollation(gexpr)))
+					return false;	/* fixed per group; do not look inside */
+				fc->ok = false;
+				return true;
+			}
+		}
+	}
+	if (IsA(node, Var))
+	{
+		/* an outer query's column is fixed while this level runs */
+		if (((Var *) node)->varlevelsup == 0)
+		{
+			fc->ok = false;
+			return true;
+		}
+		return false;
+	}
+	if (IsA(node, Aggref) || IsA(node, GroupingFunc) || IsA(node, WindowFunc) ||
+		IsA(node, SubLink) || IsA(node, PlaceHolderVar) || IsA(node, Query))
+	{
+		fc->ok = false;
+		return true;
+	}
+	return expression_tree_walker(node, gs_fraction_walker, fc);
+}
+
+/*
+ * Is the fraction the same for every row of a group?  Constants, parameters,
+ * outer-level columns, stable functions, and expressions of this level's
+ * grouping expressions (gs_equality_is_identity) are; volatile functions,
+ * set-returning functions, sublinks, aggregates and other columns are not.
+ */
+static bool
+gs_fraction_fixed_per_group(Query *q, Node *frac)
+{
+	GsFractionCheck fc;
+
+	if (contain_volatile_functions(frac) || expression_returns_set(frac))
+		return false;
+	fc.query = q;
+	fc.ok = true;
+	(void) gs_fraction_walker(frac, &fc);
+	return fc.ok;
+}
+
+/* a function of the extension's schema by name and argument types, or InvalidOid */
+static Oid
+gs_extension_func(GsRewriteCtx *ctx, const char *name, Oid arg0, Oid arg1)
+{
+	Oid			argtypes[2];
+	char	   *nsp = get_namespace_name(ctx->ext_nsp);
+
+	if (nsp == NULL)
+		return InvalidOid;
+	argtypes[0] = arg0;
+	argtypes[1] = arg1;
+	return LookupFuncName(list_make2(makeString(nsp), makeString(pstrdup(name))),
+						  2, argtypes, true);
+}
+
+/*
+ * The rewritten form of ordered-set Aggref a, or NULL to keep it.
+ * whole_entry: a is the whole expression of a target-list entry.
+ */
+static Node *
+gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
+{
+	GsCandidate c;
+	Node	   *x;
+	Node	   *frac;
+	bool		desc;
+	bool		guard = false;
+	Oid			collid;
+	char		target[64];
+	Oid			target_oid;
+	Aggref	   *na;
+
+	if (a->aggkind != AGGKIND_ORDERED_SET || a->agglevelsup != 0 ||
+		list_length(a->aggdirectargs) != 1 || list_length(a->args) != 1 ||
+		list_length(a->aggorder) != 1 || a->aggdistinct != NIL ||
+		a->aggstar || a->aggvariadic)
+		return NULL;
+	if (!gs_identify(a, ctx, &c))
+		return NULL;
+
+	x = (Node *) linitial_node(TargetEntry, a->args)->expr;
+	/* the sort expression's collation, as orderedsetaggs.c takes it */
+	collid = exprCollation(x);
+	if (!gs_type_plan_rewritable(exprType(x), collid,
+								 linitial_node(SortGroupClause, a->aggorder)->sortop,
+								 c.cont, &desc))
+		return NULL;
+
+	frac = (Node *) linitial(a->aggdirectargs);
+	if (!gs_fraction_fixed_per_group(ctx->query, frac))
+		return NULL;
+	if (!c.multi)
+	{
+		Node	   *folded = eval_const_expressions(NULL, copyObject(frac));
+
+		if (IsA(folded, Const))
+		{
+			Const	   *k = (Const *) folded;
+			float8		p;
+
+			/* a NULL or invalid constant: leave its NULL / ERROR to the built-in */
+			if (k->constisnull)
+				return NULL;
+			p = DatumGetFloat8(k->constvalue);
+			if (!(p >= 0.0 && p <= 1.0))
+				return NULL;
+		}
+		else
+		{
+			if (!whole_entry || ctx->query->havingQual != NULL)
+				return NULL;
+			guard = true;
+		}
+	}
+
+	snprintf(target, sizeof(target), "gs_planner_%s%s%s",
+			 c.builtin ? "builtin_" : "", c.cont ? "cont" : "disc", desc ? "_desc" : "");
+	/* cont over interval has overloads of its own (they return interval) */
+	target_oid = gs_extension_func(ctx, target, c.interval ? INTERVALOID : ANYELEMENTOID,
+								   c.multi ? FLOAT8ARRAYOID : FLOAT8OID);
+	if (!OidIsValid(target_oid))
+		return NULL;
+
+	/* the same call as a plain aggregate: args (x, fraction), no ORDER BY */
+	na = copyObject(a);
+	na->aggfnoid = target_oid;
+	na->aggkind = AGGKIND_NORMAL;
+	na->aggdirectargs = NIL;
+	na->aggorder = NIL;
+	na->aggtranstype = InvalidOid;
+	na->aggargtypes = list_make2_oid(exprType(x), exprType(frac));
+	/*
+	 * The comparison types are ordered under the input collation
+	 * (PG_GET_COLLATION in the transition function): the sort expression's,
+	 * whatever the parser merged into the ordered-set Aggref's.
+	 */
+	na->inputcollid = collid;
+	/* evaluated per input row: below the grouping step (pg_compat.h) */
+	na->args = list_make2(makeTargetEntry((Expr *) copyObject(x), 1, NULL, false),
+						  makeTargetEntry((Expr *) gs_flatten_group_exprs(ctx->query, copyObject(frac)),
+										  2, NULL, false));
+	if (!guard)
+		return (Node *) na;
+
+	target_oid = gs_extension_func(ctx, "gs_planner_check_fraction", ANYELEMENTOID, FLOAT8OID);
+	if (!OidIsValid(target_oid))
+		return NULL;
+	return (Node *) makeFuncExpr(target_oid, a->aggtype,
+								 list_make2(na, copyObject(frac)),
+								 a->aggcollid, a->aggcollid, COERCE_EXPLICIT_CALL);
+}
+
+/* this level's Aggrefs; a sublink's Query is another level (gs_rewrite_walker) */
+static Node *
+gs_level_mutator(Node *node, GsRewriteCtx *ctx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Query))
+		return node;
+	if (IsA(node, Aggref))
+	{
+		Node	   *r = gs_rewrite_aggref((Aggref *) node, ctx, false);
+
+		return r ? r : node;
+	}
+	return expression_tree_mutator(node, gs_level_mutator, ctx);
+}
+
+static void
+gs_rewrite_level(Query *q, GsRewriteCtx *ctx)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Node	   *r = NULL;
+
+		if (IsA(tle->expr, Aggref))
+			r = gs_rewrite_aggref((Aggref *) tle->expr, ctx, true);
+		tle->expr = r ? (Expr *) r : (Expr *) gs_level_mutator((Node *) tle->expr, ctx);
+	}
+	q->havingQual = gs_level_mutator(q->havingQual, ctx);
+}
+
+/* every query level, in place (the caller has copied the tree) */
+static bool
+gs_rewrite_walker(Node *node, GsRewriteCtx *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *q = (Query *) node;
+		Query	   *outer = ctx->query;
+
+		ctx->query = q;
+		if (q->hasAggs)
+			gs_rewrite_level(q, ctx);
+		(void) query_tree_walker(q, gs_rewrite_walker, ctx, 0);
+		ctx->query = outer;
+		return false;
+	}
+	return expression_tree_walker(node, gs_rewrite_walker, ctx);
+}
+
+/* any ordered-set Aggref the rewrite might take?  (cheap: no catalog access) */
+static bool
+gs_candidate_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, gs_candidate_walker, context, 0);
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *a = (Aggref *) node;
+
+		if (a->aggkind == AGGKIND_ORDERED_SET &&
+			(a->aggfnoid >= FirstNormalObjectId ||
+			 (gs_guc_accelerate_builtins &&
+			  (a->aggfnoid == F_PERCENTILE_DISC_FLOAT8_ANYELEMENT ||
+			   a->aggfnoid == F_PERCENTILE_DISC__FLOAT8_ANYELEMENT ||
+			   a->aggfnoid == F_PERCENTILE_CONT_FLOAT8_FLOAT8 ||
+			   a->aggfnoid == F_PERCENTILE_CONT__FLOAT8_FLOAT8 ||
+			   a->aggfnoid == F_PERCENTILE_CONT_FLOAT8_INTERVAL ||
+			   a->aggfnoid == F_PERCENTILE_CONT__FLOAT8_INTERVAL))))
+			return true;
+	}
+	return expression_tree_walker(node, gs_candidate_walker, context);
+}
+
+static PlannedStmt *
+gs_planner(Query *parse, const char *query_string, int cursorOptions,
+		   ParamListInfo boundParams)
+{
+	if (parse->commandType != CMD_UTILITY && gs_candidate_walker((Node *) parse, NULL))
+	{
+		GsRewriteCtx ctx;
+
+		memset(&ctx, 0, sizeof(ctx));
+		/* the caller's tree stays as parsed (a cached plan may re-plan it) */
+		parse = copyObject(parse);
+		(void) gs_rewrite_walker((Node *) parse, &ctx);
+	}
+	if (gs_prev_planner_hook)
+		return gs_prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+void
+gs_planner_install_hook(void)
+{
+	gs_prev_planner_hook = planner_hook;
+	planner_hook = gs_planner;
+}

@@ -1,0 +1,20 @@
+/*
+ * service_client.h — a backend's side of a selection on the GPU service
+ * (service_client.c); the protocol and shared layout it speaks are the
+ * service's own (service/service.h).
+ */
+#ifndef GS_SERVICE_CLIENT_H
+#define GS_SERVICE_CLIENT_H
+
+#include "postgres.h"
+
+#include "select/dispatch.h"
+
+/* the client (service_client.c): run a selection through the service.
+ * Returns GS_GPU_NOT_USED (with the reason in info->path) when the
+ * service could not answer in auto mode; ERROR in gpu mode. */
+extern GsGpuOutcome gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
+										uint64 *out_keys, gs_approx_pick *picks,
+										GsRunInfo *info);
+
+#endif							/* GS_SERVICE_CLIENT_H */

@@ -1,0 +1,615 @@
+/*
+ * service_lanes.c — the GPU service's lane threads (service_lanes.h): one
+ * per device, each running the engine on the jobs the main thread gives it.
+ *
+ * Deliberately no PostgreSQL header here: everything a lane thread runs is
+ * in this file, the engines (kernels/, service_cuda.c) and libc/pthreads.
+ * A lane has a mutex/condvar mailbox of at most one job (the main thread
+ * gives work only to a free lane, so shortest-first with aging is decided
+ * when a device is free, over every waiting job), puts what it finished on
+ * the one done list and writes a byte into the wake pipe.
+ *
+ * Prefetch: between jobs a lane also copies sealed pool chunks to its
+ * device, and drops such copies, as the main thread orders
+ * (service_prefetch.c); the table of its copies is the lane thread's
+ * alone.  A job's segment is read from a copy whose generation is the one
+ * the job reads (lane_job_copies).
+ *
+ * Stopping: gs_lanes_stop sets a flag the engines' interrupt hooks read
+ * (service_main.c's gs_svc_interrupt), wakes every lane and joins them with
+ * a deadline.  A lane stuck in a device call is left running; its work
+ * stays allocated and the service exits without running exit handlers that
+ * could wait on it (service_main.c).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* pthread_timedjoin_np */
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service/service_lanes.h"
+
+typedef struct gs_lane
+{
+	pthread_t	thread;
+	bool		started;		/* the thread exists (joined or not) */
+	atomic_bool ended;			/* joined */
+	gs_svc_cuda_dev *dev;		/* NULL: the CPU engine */
+
+	pthread_mutex_t mu;			/* the fields below */
+	pthread_cond_t cv;
+	bool		bound;			/* the device is current in the thread (or CPU) */
+	bool		bind_done;
+	char		why[128];
+	gs_lane_work *todo;			/* at most one */
+	gs_lane_work *running;
+	struct gs_lane_op *ops;		/* prefetch copies and drops, in order */
+	struct gs_lane_op *ops_tail;
+	uint64_t	mem[4];			/* gs_lanes_memory */
+
+	/* the lane thread's alone: its prefetched copies, by pool chunk */
+	struct gs_lane_copy *copies;
+	int			ncopies;
+} gs_lane;
+
+/* a prefetch order (gs_lanes_prefetch / gs_lanes_unfetch) */
+typedef struct gs_lane_op
+{
+	bool		drop;
+	int			chunk;
+	uint32_t	gen;
+	const void *host;
+	size_t		bytes;
+	struct gs_lane_op *next;
+} gs_lane_op;
+
+/* a lane's copy of a sealed pool chunk: device memory (cpu lanes: malloc) */
+typedef struct gs_lane_copy
+{
+	void	   *mem;
+	uint32_t	gen;
+} gs_lane_copy;
+
+static gs_lane lanes[GS_LANES_MAX];
+static int	nlanes = 0;
+static atomic_bool stopping = false;
+static atomic_uint_fast64_t prefetched_bytes = 0;
+
+/* finished work, and the pipe that tells the main thread about it */
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+static gs_lane_work *done_head = NULL;
+static gs_lane_work *done_tail = NULL;
+static int	wake_pipe[2] = {-1, -1};
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+static bool
+interrupted(const gs_lane_work *w)
+{
+	return w->opt.interrupt != NULL && w->opt.interrupt(w->opt.interrupt_arg);
+}
+
+/* test hook gpuselect.test_service_delay: sleep in 10 ms steps, interruptibly */
+static void
+lane_delay(const gs_lane_work *w)
+{
+	double		end = now_ms() + w->delay_ms;
+	struct timespec step = {0, 10 * 1000 * 1000};
+
+	while (!interrupted(w) && now_ms() < end)
+		nanosleep(&step, NULL);
+}
+
+/* ---------------- prefetched copies (the lane thread's own table) ---------------- */
+
+static void
+lane_drop_copy(gs_lane *l, int k)
+{
+	gs_lane_copy *c = &l->copies[k];
+
+	if (c->mem == NULL)
+		return;
+	if (l->dev != NULL)
+		gs_svc_cuda_unfetch(l->dev, c->mem);
+	else
+		free(c->mem);
+	c->mem = NULL;
+	c->gen = 0;
+}
+
+/* a copy replaces whatever the lane had of that chunk; a failed copy is no copy */
+static void
+lane_do_op(gs_lane *l, const gs_lane_op *op)
+{
+	gs_lane_copy *c;
+
+	if (l->copies == NULL || op->chunk < 0 || op->chunk >= l->ncopies)
+		return;
+	lane_drop_copy(l, op->chunk);
+	if (op->drop || !l->bound)
+		return;
+	c = &l->copies[op->chunk];
+	if (l->dev != NULL)
+	{
+		gs_error	err;
+
+		memset(&err, 0, sizeof(err));
+		if (gs_svc_cuda_prefetch(l->dev, op->host, op->bytes, &c->mem, &err) != GS_OK)
+			c->mem = NULL;
+	}
+	else if ((c->mem = malloc(op->bytes)) != NULL)
+		memcpy(c->mem, op->host, op->bytes);
+	if (c->mem != NULL)
+	{
+		c->gen = op->gen;
+		atomic_fetch_add(&prefetched_bytes, op->bytes);
+	}
+}
+
+/*
+ * The job's segments whose chunk has a copy of the generation the job
+ * reads: that copy (the rest NULL), or NULL when none has.  A copy of
+ * another generation is of keys a chunk held before: never read.
+ */
+static const void **
+lane_job_copies(gs_lane *l, gs_lane_work *w)
+{
+	const void **seg = NULL;
+	uint64_t	used = 0;
+
+	if (w->seg_chunk == NULL || w->seg_gen == NULL || l->copies == NULL)
+		return NULL;
+	for (size_t i = 0; i < w->in.nsegs; i++)
+	{
+		int			k = w->seg_chunk[i];
+
+		if (k < 0 || k >= l->ncopies || l->copies[k].mem == NULL ||
+			l->copies[k].gen != w->seg_gen[i])
+			continue;
+		if (seg == NULL && (seg = calloc(w->in.nsegs, sizeof(void *))) == NULL)
+			return NULL;
+		seg[i] = l->copies[k].mem;
+		used += (uint64_t) w->in.segs[i].n * w->in.key_bytes;
+	}
+	w->prefetch_used_bytes = used;
+	return seg;
+}
+
+/* the CPU engine on the job's keys, prefetched copies read where there are */
+static void
+lane_run_cpu(gs_lane_work *w, const void **seg)
+{
+	gs_input	in = w->in;
+	gs_segment *segs = NULL;
+
+	if (seg != NULL && (segs = malloc(sizeof(gs_segment) * in.nsegs)) != NULL)
+	{
+		for (size_t i = 0; i < in.nsegs; i++)
+		{
+			segs[i] = w->in.segs[i];
+			if (seg[i] != NULL)
+				segs[i].keys = seg[i];
+		}
+		in.segs = segs;
+	}
+	else
+		w->prefetch_used_bytes = 0;
+	gs_cpu_test_force_path(w->cpu_path);	/* per thread */
+	if (w->approx)
+		w->status = gs_cpu_select_approx(&in, w->ranks, w->nranks, &w->opt,
+										 (gs_approx_pick *) w->answer, &w->err);
+	else
+		w->status = gs_cpu_select(&in, w->ranks, w->nranks, (uint64_t *) w->answer,
+								  &w->opt, &w->err);
+	free(segs);
+}
+
+static void
+lane_run(gs_lane *l, gs_lane_work *w)
+{
+	w->status = GS_OK;
+	w->sticky = false;
+	w->copy_ms = 0;
+	w->bytes_copied = 0;
+	w->prefetch_used_bytes = 0;
+	if (w->delay_ms > 0)
+		lane_delay(w);
+
+	if (w->engine_fault != GS_SVC_CUDA_FAULT_NONE && l->dev == NULL)
+	{
+		/* no engine to fail inside: a plain job failure (cpu_test) */
+		w->status = w->err.status = GS_ERR_DEVICE;
+		snprintf(w->err.message, sizeof(w->err.message),
+				 "injected failure (gpuselect.test_service_fault)");
+	}
+	else if (w->inject != GS_OK)
+	{
+		/* the main thread wrote the message */
+		w->status = w->err.status = w->inject;
+		w->sticky = w->inject_sticky;
+	}
+	else if (interrupted(w))
+	{
+		w->status = w->err.status = GS_ERR_CANCELED;
+		snprintf(w->err.message, sizeof(w->err.message),
+				 "the service is shutting down or the request was abandoned");
+	}
+	else if (l->dev != NULL)
+	{
+		const void **seg = lane_job_copies(l, w);
+
+		memset(&w->err, 0, sizeof(w->err));
+		if (w->engine_fault != GS_SVC_CUDA_FAULT_NONE)
+			gs_svc_cuda_arm_fault(l->dev, w->engine_fault);
+		w->status = gs_svc_cuda_select(l->dev, &w->in, seg, w->ranks, w->nranks,
+									   w->approx ? NULL : (uint64_t *) w->answer,
+									   w->approx ? (gs_approx_pick *) w->answer : NULL,
+									   &w->opt, &w->copy_ms, &w->bytes_copied,
+									   &w->sticky, &w->err);
+		free(seg);
+	}
+	else
+	{
+		const void **seg = lane_job_copies(l, w);
+
+		memset(&w->err, 0, sizeof(w->err));
+		lane_run_cpu(w, seg);
+		free(seg);
+	}
+}
+
+static void
+lane_sample_memory(gs_lane *l)
+{
+	uint64_t	m[4];
+
+	if (l->dev == NULL)
+		return;
+	gs_svc_cuda_memory(l->dev, &m[0], &m[1], &m[2], &m[3]);
+	pthread_mutex_lock(&l->mu);
+	memcpy(l->mem, m, sizeof(m));
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+lane_finished(gs_lane_work *w)
+{
+	char		b = 1;
+	ssize_t		rc;
+
+	pthread_mutex_lock(&done_mu);
+	w->next = NULL;
+	if (done_tail)
+		done_tail->next = w;
+	else
+		done_head = w;
+	done_tail = w;
+	pthread_mutex_unlock(&done_mu);
+	/* a full pipe (EAGAIN) wakes the main thread already */
+	rc = write(wake_pipe[1], &b, 1);
+	(void) rc;
+}
+
+static void *
+lane_main(void *arg)
+{
+	gs_lane    *l = (gs_lane *) arg;
+	bool		ok = true;
+	char		why[128] = "";
+
+	if (l->dev != NULL)
+	{
+		gs_error	err;
+
+		memset(&err, 0, sizeof(err));
+		ok = gs_svc_cuda_bind(l->dev, &err) == GS_OK;
+		if (!ok)
+			snprintf(why, sizeof(why), "%.*s", (int) sizeof(why) - 1, err.message);
+	}
+	pthread_mutex_lock(&l->mu);
+	l->bound = ok;
+	l->bind_done = true;
+	snprintf(l->why, sizeof(l->why), "%s", why);
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	if (ok)
+		lane_sample_memory(l);
+
+	pthread_mutex_lock(&l->mu);
+	while (!atomic_load(&stopping))
+	{
+		gs_lane_work *w = l->todo;
+
+		if (w != NULL)
+		{
+			l->todo = NULL;
+			l->running = w;
+			pthread_mutex_unlock(&l->mu);
+			lane_run(l, w);
+			lane_sample_memory(l);
+			pthread_mutex_lock(&l->mu);
+			l->running = NULL;
+			pthread_mutex_unlock(&l->mu);
+			lane_finished(w);
+			pthread_mutex_lock(&l->mu);
+			continue;
+		}
+		else if (l->ops != NULL)
+		{
+			/* no job waits: one prefetch order, then look again */
+			gs_lane_op *op = l->ops;
+			bool		last;
+
+			l->ops = op->next;
+			if (l->ops == NULL)
+				l->ops_tail = NULL;
+			last = l->ops == NULL;
+			pthread_mutex_unlock(&l->mu);
+			lane_do_op(l, op);
+			free(op);
+			if (last && ok)
+				lane_sample_memory(l);
+			pthread_mutex_lock(&l->mu);
+			continue;
+		}
+		else
+		{
+			struct timespec until;
+
+			/* idle: the device's memory once a second for the status */
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT && ok)
+			{
+				pthread_mutex_unlock(&l->mu);
+				lane_sample_memory(l);
+				pthread_mutex_lock(&l->mu);
+			}
+		}
+	}
+	/* orders never run, and the copies: the engine is still open */
+	while (l->ops != NULL)
+	{
+		gs_lane_op *op = l->ops;
+
+		l->ops = op->next;
+		free(op);
+	}
+	l->ops_tail = NULL;
+	pthread_mutex_unlock(&l->mu);
+	for (int k = 0; l->copies != NULL && k < l->ncopies; k++)
+		lane_drop_copy(l, k);
+	return NULL;
+}
+
+int
+gs_lanes_start(int n, gs_svc_cuda_dev **devs, int nchunks, bool *ok, char (*why)[128])
+{
+	sigset_t	all,
+				old;
+	int			started = 0;
+
+	if (n > GS_LANES_MAX)
+		n = GS_LANES_MAX;
+	for (int i = 0; i < n; i++)
+	{
+		ok[i] = false;
+		snprintf(why[i], sizeof(why[i]), "no lane thread");
+	}
+	if (pipe(wake_pipe) != 0)
+	{
+		for (int i = 0; i < n; i++)
+			snprintf(why[i], sizeof(why[i]), "pipe: %s", strerror(errno));
+		return 0;
+	}
+	for (int k = 0; k < 2; k++)
+	{
+		fcntl(wake_pipe[k], F_SETFL, fcntl(wake_pipe[k], F_GETFL) | O_NONBLOCK);
+		fcntl(wake_pipe[k], F_SETFD, FD_CLOEXEC);
+	}
+
+	/* threads inherit the creating thread's mask: create them with every signal blocked */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < n; i++)
+	{
+		gs_lane    *l = &lanes[i];
+		int			rc;
+
+		memset(l, 0, sizeof(*l));
+		l->dev = devs ? devs[i] : NULL;
+		/* no table (nchunks 0, or no memory): this lane prefetches nothing */
+		l->copies = nchunks > 0 ? calloc(nchunks, sizeof(gs_lane_copy)) : NULL;
+		l->ncopies = l->copies != NULL ? nchunks : 0;
+		pthread_mutex_init(&l->mu, NULL);
+		pthread_cond_init(&l->cv, NULL);
+		rc = pthread_create(&l->thread, NULL, lane_main, l);
+		if (rc != 0)
+		{
+			snprintf(why[i], sizeof(why[i]), "pthread_create: %s", strerror(rc));
+			break;
+		}
+		l->started = true;
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	nlanes = started;
+
+	/* each lane says whether its device is current (a few ms at most) */
+	for (int i = 0; i < started; i++)
+	{
+		gs_lane    *l = &lanes[i];
+
+		pthread_mutex_lock(&l->mu);
+		while (!l->bind_done)
+			pthread_cond_wait(&l->cv, &l->mu);
+		ok[i] = l->bound;
+		snprintf(why[i], sizeof(why[i]), "%s", l->why);
+		pthread_mutex_unlock(&l->mu);
+	}
+	return started;
+}
+
+int
+gs_lanes_wake_fd(void)
+{
+	return wake_pipe[0];
+}
+
+void
+gs_lanes_submit(int lane, gs_lane_work *w)
+{
+	gs_lane    *l = &lanes[lane];
+
+	w->lane = lane;
+	w->next = NULL;
+	pthread_mutex_lock(&l->mu);
+	l->todo = w;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void
+lanes_order(int lane, bool drop, int chunk, uint32_t gen, const void *host, size_t bytes)
+{
+	gs_lane    *l;
+	gs_lane_op *op;
+
+	if (lane < 0 || lane >= nlanes || !lanes[lane].started)
+		return;
+	l = &lanes[lane];
+	/* no memory: a copy is not made (the job copies from the pool); a drop
+	 * is lost, and the stale copy stays until that chunk is copied again or
+	 * the lane ends (never read: its generation is past) */
+	if ((op = malloc(sizeof(gs_lane_op))) == NULL)
+		return;
+	op->drop = drop;
+	op->chunk = chunk;
+	op->gen = gen;
+	op->host = host;
+	op->bytes = bytes;
+	op->next = NULL;
+	pthread_mutex_lock(&l->mu);
+	if (l->ops_tail)
+		l->ops_tail->next = op;
+	else
+		l->ops = op;
+	l->ops_tail = op;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+void
+gs_lanes_prefetch(int lane, int chunk, uint32_t gen, const void *host, size_t bytes)
+{
+	lanes_order(lane, false, chunk, gen, host, bytes);
+}
+
+void
+gs_lanes_unfetch(int lane, int chunk)
+{
+	lanes_order(lane, true, chunk, 0, NULL, 0);
+}
+
+uint64_t
+gs_lanes_prefetched_bytes(void)
+{
+	return atomic_load(&prefetched_bytes);
+}
+
+gs_lane_work *
+gs_lanes_collect(void)
+{
+	gs_lane_work *list;
+	char		buf[64];
+
+	if (wake_pipe[0] >= 0)
+		while (read(wake_pipe[0], buf, sizeof(buf)) > 0)
+			;
+	pthread_mutex_lock(&done_mu);
+	list = done_head;
+	done_head = done_tail = NULL;
+	pthread_mutex_unlock(&done_mu);
+	return list;
+}
+
+bool
+gs_lanes_stopping(void)
+{
+	return atomic_load(&stopping);
+}
+
+int
+gs_lanes_stop(int timeout_ms)
+{
+	struct timespec until;
+	int			left = 0;
+
+	atomic_store(&stopping, true);
+	for (int i = 0; i < nlanes; i++)
+	{
+		pthread_mutex_lock(&lanes[i].mu);
+		pthread_cond_broadcast(&lanes[i].cv);
+		pthread_mutex_unlock(&lanes[i].mu);
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L)
+	{
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	for (int i = 0; i < nlanes; i++)
+	{
+		gs_lane    *l = &lanes[i];
+
+		if (!l->started || atomic_load(&l->ended))
+			continue;
+		if (pthread_timedjoin_np(l->thread, NULL, &until) == 0)
+			atomic_store(&l->ended, true);
+		else
+			left++;
+	}
+	return left;
+}
+
+bool
+gs_lanes_ended(int lane)
+{
+	return lane < 0 || lane >= GS_LANES_MAX || !lanes[lane].started ||
+		atomic_load(&lanes[lane].ended);
+}
+
+void
+gs_lanes_memory(int lane, uint64_t *engine_bytes, uint64_t *engine_peak,
+				uint64_t *device_used, uint64_t *device_total)
+{
+	gs_lane    *l;
+
+	*engine_bytes = *engine_peak = *device_used = *device_total = 0;
+	if (lane < 0 || lane >= nlanes || !lanes[lane].started)
+		return;
+	l = &lanes[lane];
+	pthread_mutex_lock(&l->mu);
+	*engine_bytes = l->mem[0];
+	*engine_peak = l->mem[1];
+	*device_used = l->mem[2];
+	*device_total = l->mem[3];
+	pthread_mutex_unlock(&l->mu);
+}

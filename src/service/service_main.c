@@ -1,0 +1,862 @@
+/*
+ * service_main.c — the GPU service: a background worker (registered by
+ * service_shmem.c when gpuselect is preloaded) that runs every backend's
+ * GPU-bound selections, so only this process ever creates CUDA contexts.
+ *
+ * Two kinds of thread.  The main thread (this file) is PostgreSQL's: it
+ * waits on its latch and on the lanes' wake pipe, takes the submitted job
+ * with the fewest keys (shortest first, aged: a job's size halves for
+ * every 100 ms it waits, gs_svc_next_job) whenever a device is free,
+ * checks the job's chunks and prepares the engine's input, hands it to
+ * that device's lane, publishes the answers the lanes hand back, and frees
+ * what abandoned jobs and dead backends left.  Lanes (service_lanes.c), one
+ * thread per device, only run the engine -- they never call PostgreSQL.
+ * Device backends:
+ *   cpu_test  the CPU engine on the keys in the pool, on
+ *             gpuselect.service_test_devices simulated devices (CI: the
+ *             whole protocol, several devices included, without a GPU)
+ *   on        the CUDA engine, one per device gpuselect.service_devices
+ *             names (service_cuda.c), opened once here
+ * A job whose device failed for good (a sticky error) fails; that device
+ * takes no more jobs (service_devices.c) and the service exits with code 1,
+ * so that the postmaster starts it again after bgw_restart_time, only when
+ * no device is left.  SIGTERM exits 1 too (a crash would take the whole
+ * server through crash recovery).
+ */
+#include "postgres.h"
+#include "base/pg_compat.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/procsignal.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "gs_engine.h"
+#include "service/service.h"
+#include "service/service_cuda.h"
+#include "service/service_lanes.h"
+
+/*
+ * What runs on each device (main thread only): the job slot, its memory
+ * (the engine's input, ranks and answer, read and written by the lane),
+ * freed only once the lane has handed the work back.
+ */
+typedef struct GsSvcRun
+{
+	int			job;			/* -1: the device runs nothing */
+	MemoryContext cxt;
+	gs_lane_work *work;
+	TimestampTz start;
+} GsSvcRun;
+
+static GsSvcRun svc_runs[GS_SVC_MAX_DEVICES];
+static gs_svc_cuda_dev *svc_cuda[GS_SVC_MAX_DEVICES];	/* on: each device's engine */
+static int	svc_pool_device = -1;	/* on: the device whose engine locked the pool */
+static int	svc_nlanes = 0;		/* lane threads started */
+
+/* job j runs on a device (a lane reads its chunks): not to be freed */
+static bool
+gs_svc_job_on_device(int j)
+{
+	for (int k = 0; k < GS_SVC_MAX_DEVICES; k++)
+		if (svc_runs[k].job == j)
+			return true;
+	return false;
+}
+
+/* where an abandoned/stale job gets its owner woken */
+static void
+gs_svc_wake(PGPROC *proc, int pid)
+{
+	if (proc != NULL && proc->pid == pid)
+		SetLatch(&proc->procLatch);
+}
+
+/* free a job's chunks and the slot; the caller moved it out of the owner's hands */
+static void
+gs_svc_release_job(int j)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+
+	gs_pool_free_list(job->head, j);
+	job->head = -1;
+	pg_atomic_write_u32(&job->state, GS_JOB_FREE);
+	gs_svc_wake(job->owner_proc, job->owner_pid);
+}
+
+/*
+ * Reap: jobs their owners abandoned, jobs of owners that are gone (proc
+ * number and pid no longer match: a proc slot is reused at once, the pair
+ * is not), job chunks owned by a FREE slot (an owner that died between
+ * taking chunks and recording them), and chunks held by the scans of
+ * backends that are gone (gs_pool_reap_held).  A job a lane runs is left
+ * alone: the lane notices the abandon (the engine's interrupt hook), and
+ * its chunks are freed once the lane has handed the job back.
+ */
+static TimestampTz last_orphan_scan = 0;
+
+static void
+gs_svc_reap(void)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	for (int j = 0; j < c->njobs; j++)
+	{
+		GsSvcJob   *job = &gs_svc_jobs[j];
+		uint32		s = pg_atomic_read_u32(&job->state);
+
+		if (s == GS_JOB_FREE || gs_svc_job_on_device(j))
+			continue;
+		if (s == GS_JOB_ABANDONED || s == GS_JOB_RUNNING || s == GS_JOB_WRITING)
+		{
+			/* RUNNING/WRITING here: left by an earlier incarnation of the service */
+			gs_svc_release_job(j);
+			continue;
+		}
+		if (job->owner_proc == NULL || job->owner_proc->pid != job->owner_pid)
+		{
+			uint32		expected = s;
+
+			/* the owner is gone: take the slot from it, then free */
+			if (pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_ABANDONED))
+				gs_svc_release_job(j);
+		}
+	}
+
+	/* orphan chunks: an exclusive scan, at most once a second */
+	if (!TimestampDifferenceExceeds(last_orphan_scan, GetCurrentTimestamp(), 1000))
+		return;
+	last_orphan_scan = GetCurrentTimestamp();
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < c->nchunks; i++)
+	{
+		int			j = gs_svc_chunks[i].job;
+
+		/* owners set OPEN before they take job chunks and free them before
+		 * FREE; held chunks have their own owner check below */
+		if (j >= 0 && !gs_svc_chunks[i].held &&
+			(j >= c->njobs || pg_atomic_read_u32(&gs_svc_jobs[j].state) == GS_JOB_FREE))
+		{
+			gs_svc_chunks[i].job = -1;
+			gs_svc_chunks[i].next = c->free_head;
+			c->free_head = i;
+			c->nfree++;
+			pg_atomic_fetch_sub_u64(&c->bytes_in_use, c->chunk_bytes);
+		}
+	}
+	LWLockRelease(c->lock);
+	/* chunks held by scans of backends that died without their cleanup */
+	if (gs_pool_reap_held() > 0)
+		ereport(DEBUG1, (errmsg("gpuselect GPU service: reclaimed key-pool chunks of a backend that is gone")));
+}
+
+/*
+ * Shortest job first, with aging: a job's size counts half for every
+ * GS_SVC_AGING_MS it has waited.  Pure shortest-first let a stream of small
+ * groups (a dashboard's panels) starve a large one for as long as the
+ * stream lasted; with the halving a job of n keys waits behind smaller ones
+ * at most GS_SVC_AGING_MS * log2(n / their size) -- 0.1 s for every
+ * doubling, 1.7 s for 100M keys behind 1k-key jobs -- while a small job
+ * still overtakes a large one that has only just arrived.
+ */
+#define GS_SVC_AGING_MS 100
+
+/*
+ * The submitted job with the smallest aged size that a free device can
+ * take now (-1: none).  Only a test hook's job, pinned to a device in
+ * rotation that is busy, waits for that device.
+ */
+static int
+gs_svc_next_job(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			best = -1;
+	uint64		best_n = PG_UINT64_MAX;
+
+	for (int j = 0; j < gs_svc_ctl->njobs; j++)
+	{
+		GsSvcJob   *job = &gs_svc_jobs[j];
+		int64		waited_ms;
+		uint64		aged;
+
+		if (pg_atomic_read_u32(&job->state) != GS_JOB_SUBMITTED)
+			continue;
+		if (gs_svc_device_ok(job->fail_device) && !gs_svc_device_free(job->fail_device))
+			continue;
+		waited_ms = (now - job->submit_time) / 1000;
+		aged = waited_ms <= 0 ? job->nkeys
+			: waited_ms / GS_SVC_AGING_MS >= 64 ? 0
+			: job->nkeys >> (waited_ms / GS_SVC_AGING_MS);
+		if (aged < best_n)
+		{
+			best = j;
+			best_n = aged;
+		}
+	}
+	return best;
+}
+
+/*
+ * The engine's interrupt hook, polled by a lane thread: stop when the
+ * service stops or the owner abandoned the job (its answer would be
+ * dropped anyway).  Thread-safe: it reads two atomics, nothing else.
+ */
+static int
+gs_svc_interrupt(void *arg)
+{
+	GsSvcJob   *job = (GsSvcJob *) arg;
+
+	return gs_lanes_stopping() ||
+		pg_atomic_read_u32(&job->state) == GS_JOB_ABANDONED;
+}
+
+static double
+gs_svc_ms_since(TimestampTz t)
+{
+	return (double) (GetCurrentTimestamp() - t) / 1000.0;
+}
+
+/*
+ * Read and check the request, build the engine's input over the job's
+ * chunks: io_chunks (ranks, answers), then key_chunks, each with its count
+ * in the descriptor; the held ones must be held by the job's owner.  False
+ * (with err set) on anything inconsistent: the owner wrote it, but the
+ * service checks every index, owner and count before it reads.
+ */
+static bool
+gs_svc_prepare(int j, GsSvcJob *job, gs_lane_work *w, gs_error *err)
+{
+	gs_input   *in = &w->in;
+	gs_segment *segs;
+	int		   *seg_chunk;
+	uint32	   *seg_gen;
+	uint64	   *ranks;
+	Size		cb = gs_svc_ctl->chunk_bytes;
+	uint32		kb = job->key_bytes;
+	uint64		nkeys = job->nkeys;
+	int			nranks = job->nranks;
+	uint64		per_chunk;
+	int			idx = job->head;
+	uint64		total = 0;
+
+	err->status = GS_ERR_INVALID;
+	if ((kb != 2 && kb != 4 && kb != 8) || nkeys == 0 || nranks <= 0 ||
+		job->io_chunks <= 0 || job->key_chunks <= 0 ||
+		job->io_chunks + job->key_chunks != job->nchunks ||
+		job->nchunks > gs_svc_ctl->nchunks)
+	{
+		snprintf(err->message, sizeof(err->message), "malformed request");
+		return false;
+	}
+	per_chunk = cb / kb;
+	if ((uint64) nranks * GS_SVC_IO_BYTES_PER_RANK > (uint64) job->io_chunks * cb)
+	{
+		snprintf(err->message, sizeof(err->message), "request does not match its chunks");
+		return false;
+	}
+	for (int i = 0; i < job->io_chunks; i++)
+	{
+		if (gs_pool_chunk(idx, j) == NULL || gs_svc_chunks[idx].held)
+		{
+			snprintf(err->message, sizeof(err->message), "bad chunk list");
+			return false;
+		}
+		idx = gs_svc_chunks[idx].next;
+	}
+
+	segs = palloc(sizeof(gs_segment) * job->key_chunks);
+	seg_chunk = palloc(sizeof(int) * job->key_chunks);
+	seg_gen = palloc(sizeof(uint32) * job->key_chunks);
+	for (int i = 0; i < job->key_chunks; i++)
+	{
+		char	   *mem = gs_pool_chunk(idx, j);
+		uint32		n;
+
+		if (mem == NULL ||
+			(gs_svc_chunks[idx].held && gs_svc_chunks[idx].holder_pid != job->owner_pid))
+		{
+			snprintf(err->message, sizeof(err->message), "bad chunk list");
+			return false;
+		}
+		n = gs_svc_chunks[idx].nkeys;
+		if (n == 0 || n > per_chunk || total + n > nkeys)
+		{
+			snprintf(err->message, sizeof(err->message), "request does not match its chunks");
+			return false;
+		}
+		segs[i].keys = mem;
+		segs[i].n = (size_t) n;
+		/* held chunks may have a prefetched copy (service_prefetch.c) */
+		seg_chunk[i] = gs_svc_chunks[idx].held ? idx : -1;
+		seg_gen[i] = pg_atomic_read_u32(&gs_svc_chunks[idx].gen);
+		total += n;
+		idx = gs_svc_chunks[idx].next;
+	}
+	if (total != nkeys)
+	{
+		snprintf(err->message, sizeof(err->message), "request does not match its chunks");
+		return false;
+	}
+	in->segs = segs;
+	in->nsegs = (size_t) job->key_chunks;
+	in->key_bytes = kb;
+	w->seg_chunk = seg_chunk;
+	w->seg_gen = seg_gen;
+
+	ranks = palloc(sizeof(uint64) * nranks);
+	w->ranks = ranks;
+	if (!gs_pool_copy(job->head, j, 0, ranks, sizeof(uint64) * nranks, false))
+	{
+		snprintf(err->message, sizeof(err->message), "bad chunk list");
+		return false;
+	}
+	for (int i = 0; i < nranks; i++)
+	{
+		if (ranks[i] >= nkeys)
+		{
+			snprintf(err->message, sizeof(err->message), "rank out of range");
+			return false;
+		}
+	}
+	err->status = GS_OK;
+	return true;
+}
+
+/*
+ * Publish job j's outcome: RUNNING -> WRITING, the answer (status OK) or
+ * the message, WRITING -> DONE | FAILED, wake the owner.  A job its owner
+ * abandoned meanwhile is freed instead.  Returns 1 (served), 0 (failed)
+ * or -1 (dropped).
+ */
+static int
+gs_svc_publish(int j, gs_status s, const char *message, void *answer, Size answer_bytes)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_RUNNING;
+	uint32		final = GS_JOB_DONE;
+
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_WRITING))
+	{
+		gs_svc_release_job(j);
+		return -1;
+	}
+	job->status = s;
+	if (s == GS_OK &&
+		!gs_pool_copy(job->head, j, sizeof(uint64) * job->nranks, answer, answer_bytes, true))
+	{
+		job->status = GS_ERR_INVALID;
+		message = "bad chunk list";
+	}
+	if (job->status != GS_OK)
+	{
+		final = GS_JOB_FAILED;
+		strlcpy(job->message, message && message[0] ? message : "the selection failed",
+				sizeof(job->message));
+		pg_atomic_fetch_add_u64(&gs_svc_ctl->failed, 1);
+	}
+	else
+		pg_atomic_fetch_add_u64(&gs_svc_ctl->served, 1);
+	pg_write_barrier();
+	expected = GS_JOB_WRITING;
+	if (pg_atomic_compare_exchange_u32(&job->state, &expected, final))
+		gs_svc_wake(job->owner_proc, job->owner_pid);
+	else
+	{
+		gs_svc_release_job(j);	/* abandoned while the answer was written */
+		return -1;
+	}
+	return final == GS_JOB_DONE ? 1 : 0;
+}
+
+/*
+ * A job whose device failed for good while running it: the job itself was
+ * fine (its keys are still in the pool, untouched by the engine), so while
+ * another device is in rotation it goes back to the queue (RUNNING ->
+ * SUBMITTED, a compare-and-swap like every other move) and runs there, in
+ * gpu mode too: losing one GPU of several fails no query.  The owner keeps
+ * waiting and sees only a later answer; its submit time stays, so the job
+ * keeps its place by age.  False: no device left, or the owner abandoned
+ * the job (then it is released here, as gs_svc_publish would).
+ */
+static bool
+gs_svc_requeue(int j)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_RUNNING;
+
+	if (gs_svc_devices_ok() == 0)
+		return false;
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
+		return false;			/* abandoned: gs_svc_publish releases it */
+	pg_atomic_fetch_add_u64(&gs_svc_ctl->requeued, 1);
+	SetLatch(MyLatch);			/* dispatch again on the next loop */
+	return true;
+}
+
+static Size
+gs_svc_answer_bytes(const GsSvcJob *job)
+{
+	return job->approx ? sizeof(gs_approx_pick) * job->nranks : sizeof(uint64) * job->nranks;
+}
+
+/*
+ * Start job j (SUBMITTED) on free device d: claim it, check its chunks
+ * and build the engine's input in a memory context of its own, and give
+ * it to d's lane.  A request that fails the checks is answered at once.
+ */
+static void
+gs_svc_start_job(int j, int d)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_SUBMITTED;
+	GsSvcRun   *run = &svc_runs[d];
+	gs_lane_work *w;
+	gs_error	err;
+	MemoryContext old;
+
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
+		return;					/* abandoned meanwhile */
+	run->start = GetCurrentTimestamp();
+	job->queue_ms = (double) (run->start - job->submit_time) / 1000.0;
+	job->copy_ms = 0;
+	job->bytes_copied = 0;
+
+	run->cxt = AllocSetContextCreate(TopMemoryContext, "gpuselect service job",
+									 ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(run->cxt);
+	memset(&err, 0, sizeof(err));
+	w = palloc0(sizeof(gs_lane_work));
+	if (!gs_svc_prepare(j, job, w, &err))
+	{
+		MemoryContextSwitchTo(old);
+		job->select_ms = gs_svc_ms_since(run->start);
+		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
+		MemoryContextDelete(run->cxt);
+		run->cxt = NULL;
+		return;
+	}
+	w->tag = j;
+	w->nranks = (size_t) job->nranks;
+	w->approx = job->approx;
+	w->answer = palloc(gs_svc_answer_bytes(job));
+	w->opt.interrupt = gs_svc_interrupt;
+	w->opt.interrupt_arg = job;
+	w->opt.seed = job->seed;
+	w->opt.approx_buckets = job->approx_buckets;
+	w->cpu_path = job->cpu_path;
+	w->delay_ms = job->delay_ms;
+	w->inject = GS_OK;
+	if (job->fail_device == d)
+	{
+		w->inject = GS_ERR_DEVICE;
+		w->inject_sticky = true;
+		snprintf(w->err.message, sizeof(w->err.message),
+				 "injected failure of device %d (gpuselect.test_service_fail_device)", d);
+	}
+	else if (job->fault == GS_SVC_FAULT_LAUNCH)
+		w->engine_fault = GS_SVC_CUDA_FAULT_LAUNCH;
+	else if (job->fault == GS_SVC_FAULT_OOM)
+		w->engine_fault = GS_SVC_CUDA_FAULT_OOM;
+	else if (job->fault != GS_SVC_FAULT_NONE)
+	{
+		w->inject = GS_ERR_DEVICE;
+		w->inject_sticky = (job->fault == GS_SVC_FAULT_STICKY);
+		snprintf(w->err.message, sizeof(w->err.message),
+				 "injected failure (gpuselect.test_service_fault)");
+	}
+	MemoryContextSwitchTo(old);
+
+	run->job = j;
+	run->work = w;
+	gs_svc_device_start(d, job->nkeys);
+	gs_lanes_submit(d, w);
+}
+
+/*
+ * A lane handed back work w: publish, count, and take the device out of
+ * rotation when it failed for good.  Then the job's memory goes.
+ */
+static void
+gs_svc_finish_job(gs_lane_work *w)
+{
+	int			d = w->lane;
+	GsSvcRun   *run = &svc_runs[d];
+	int			j = run->job;
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	int			outcome;
+
+	Assert(run->work == w && j == w->tag);
+	job->copy_ms = w->copy_ms;
+	job->bytes_copied = w->bytes_copied;
+	pg_atomic_fetch_add_u64(&gs_svc_ctl->prefetch_used_bytes, w->prefetch_used_bytes);
+	job->select_ms = gs_svc_ms_since(run->start) - w->copy_ms;
+	if (w->sticky)
+	{
+		gs_svc_device_fail(d, w->err.message[0] ? w->err.message : "a device error");
+		ereport(LOG,
+				(errmsg("gpuselect GPU service: device %d failed for good and is out of rotation (%d left): %s",
+						d, gs_svc_devices_ok(), w->err.message)));
+	}
+	if (w->sticky && gs_svc_requeue(j))
+		outcome = 0;			/* the device failed; the job runs again elsewhere */
+	else
+		outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
+								 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
+	gs_svc_device_end(d, outcome);
+	run->job = -1;
+	run->work = NULL;
+	MemoryContextDelete(run->cxt);
+	run->cxt = NULL;
+}
+
+/* give waiting jobs to free devices, shortest (aged) first */
+static void
+gs_svc_dispatch(void)
+{
+	for (;;)
+	{
+		int			j,
+					d;
+		bool		any_free = false;
+
+		for (int k = 0; k < gs_svc_ctl->ndevices && !any_free; k++)
+			any_free = gs_svc_device_free(k);
+		if (!any_free)
+			return;
+		j = gs_svc_next_job();
+		if (j < 0)
+			return;
+		/* the device that has the job's prefetched copies, if it is free */
+		d = gs_prefetch_device(j);
+		if (gs_svc_jobs[j].fail_device >= 0 || d < 0 || !gs_svc_device_free(d))
+			d = gs_svc_device_pick(gs_svc_jobs[j].fail_device);
+		if (d < 0)
+			return;				/* every device busy */
+		gs_svc_start_job(j, d);
+	}
+}
+
+/*
+ * Device memory for gpuselect_status(): what each CUDA lane last sampled
+ * (after each of its jobs, else once a second), per device and summed.
+ * cpu_test: no device, all 0.
+ */
+static void
+gs_svc_publish_memory(void)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	uint64		sum[4] = {0, 0, 0, 0};
+
+	for (int k = 0; k < c->ndevices && k < svc_nlanes; k++)
+	{
+		GsSvcDevice *d = &c->devices[k];
+		uint64_t	m[4];
+
+		gs_lanes_memory(k, &m[0], &m[1], &m[2], &m[3]);
+		pg_atomic_write_u64(&d->engine_bytes, m[0]);
+		pg_atomic_write_u64(&d->engine_peak, m[1]);
+		pg_atomic_write_u64(&d->used_bytes, m[2]);
+		pg_atomic_write_u64(&d->total_bytes, m[3]);
+		for (int i = 0; i < 4; i++)
+			sum[i] += m[i];
+	}
+	pg_atomic_write_u64(&c->device_bytes, sum[0]);
+	pg_atomic_write_u64(&c->device_peak, sum[1]);
+	pg_atomic_write_u64(&c->device_used, sum[2]);
+	pg_atomic_write_u64(&c->device_total, sum[3]);
+}
+
+/*
+ * Stop the lanes (a running engine call sees the stop through its
+ * interrupt hook), then close the engines of the lanes that ended -- the
+ * one that page-locked the pool last, and only when every lane ended.
+ * Returns the number of lanes still running.
+ */
+static int
+gs_svc_stop_lanes(void)
+{
+	int			left = gs_lanes_stop(2000);
+
+	for (int k = 0; k < GS_SVC_MAX_DEVICES; k++)
+	{
+		if (svc_cuda[k] == NULL || k == svc_pool_device || !gs_lanes_ended(k))
+			continue;
+		gs_svc_cuda_close(svc_cuda[k]);
+		svc_cuda[k] = NULL;
+	}
+	if (left == 0 && svc_pool_device >= 0 && svc_cuda[svc_pool_device] != NULL)
+	{
+		gs_svc_cuda_close(svc_cuda[svc_pool_device]);
+		svc_cuda[svc_pool_device] = NULL;
+	}
+	return left;
+}
+
+/*
+ * Exit callback: stop the lanes and publish what they handed back (a job
+ * the stop interrupted fails: auto falls back, gpu errors), then backends
+ * stop waiting for this incarnation at once.
+ */
+static void
+gs_svc_on_exit(int code, Datum arg)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	uint32		expected = GS_SVC_READY;
+	gs_lane_work *done;
+
+	(void) code;
+	(void) arg;
+	if (gs_svc_stop_lanes() > 0)
+		ereport(LOG, (errmsg("gpuselect GPU service: a lane did not stop within 2 s; exiting without it")));
+	done = gs_lanes_collect();
+	while (done != NULL)
+	{
+		gs_lane_work *next = done->next;
+
+		gs_svc_finish_job(done);
+		done = next;
+	}
+
+	if (!pg_atomic_compare_exchange_u32(&c->state, &expected, GS_SVC_DOWN))
+	{
+		expected = GS_SVC_STARTING;
+		(void) pg_atomic_compare_exchange_u32(&c->state, &expected, GS_SVC_DOWN);
+	}
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	if (c->svc_pid == MyProcPid)
+	{
+		c->svc_pid = 0;
+		c->svc_proc = NULL;
+	}
+	LWLockRelease(c->lock);
+	for (int j = 0; j < c->njobs; j++)
+	{
+		uint32		s = pg_atomic_read_u32(&gs_svc_jobs[j].state);
+
+		if (s == GS_JOB_SUBMITTED || s == GS_JOB_RUNNING || s == GS_JOB_WRITING)
+			gs_svc_wake(gs_svc_jobs[j].owner_proc, gs_svc_jobs[j].owner_pid);
+	}
+	/* no context, no device memory of ours */
+	pg_atomic_write_u64(&c->prefetch_resident, 0);
+	pg_atomic_write_u64(&c->device_bytes, 0);
+	pg_atomic_write_u64(&c->device_used, 0);
+	for (int k = 0; k < c->ndevices; k++)
+	{
+		pg_atomic_write_u64(&c->devices[k].engine_bytes, 0);
+		pg_atomic_write_u64(&c->devices[k].used_bytes, 0);
+	}
+}
+
+/*
+ * Last of all (after every shared memory exit callback, the PGPROC already
+ * released): a lane still inside a device call could make the C library's
+ * exit handlers (the CUDA runtime's teardown) wait for it; leave at once,
+ * with the exit code the postmaster expects from a service that restarts.
+ */
+static void
+gs_svc_on_proc_exit(int code, Datum arg)
+{
+	(void) arg;
+	for (int k = 0; k < svc_nlanes; k++)
+		if (!gs_lanes_ended(k))
+			_exit(code == 0 ? 0 : 1);
+}
+
+/* no usable device: say why, wait (CUDA caches a failed init per process), exit 1 */
+pg_noreturn static void
+gs_svc_unavailable(const char *why)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	strlcpy(c->reason, why, sizeof(c->reason));
+	LWLockRelease(c->lock);
+	pg_atomic_write_u32(&c->state, GS_SVC_UNAVAILABLE);
+	ereport(LOG, (errmsg("gpuselect GPU service: no usable device: %s", why)));
+	for (int i = 0; i < 600 && !ShutdownRequestPending; i++)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	proc_exit(1);
+}
+
+/*
+ * Open the devices (CUDA: one engine each, the pool page-locked through
+ * the first that opens; cpu_test: simulated ones) and start one lane per
+ * device.  A device that does not open or bind is listed as failed; none
+ * usable: unavailable.
+ */
+static void
+gs_svc_open_devices(int mode)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			ordinals[GS_SVC_MAX_DEVICES];
+	char		names[GS_SVC_MAX_DEVICES][96];
+	char		why[GS_SVC_MAX_DEVICES][128];
+	bool		ok[GS_SVC_MAX_DEVICES];
+	int			n,
+				count = GS_SVC_MAX_DEVICES;
+	char		device[128];
+	gs_error	err;
+	TimestampTz t0 = GetCurrentTimestamp();
+
+	memset(&err, 0, sizeof(err));
+	if (mode == GS_SERVICE_ON &&
+		gs_svc_cuda_device_count(&count, &err) != GS_OK)
+		gs_svc_unavailable(err.message[0] ? err.message : "no CUDA device");
+	n = gs_svc_devices_wanted(mode, ordinals, count, device, sizeof(device));
+	if (n <= 0)
+		gs_svc_unavailable(device);
+
+	for (int k = 0; k < n; k++)
+	{
+		ok[k] = true;
+		why[k][0] = '\0';
+		if (mode == GS_SERVICE_CPU_TEST)
+		{
+			snprintf(names[k], sizeof(names[k]), n == 1 ? "cpu_test (the CPU engine)"
+					 : "cpu_test device %d (the CPU engine)", k);
+			continue;
+		}
+		memset(&err, 0, sizeof(err));
+		if (gs_svc_cuda_open(ordinals[k], svc_pool_device < 0 ? gs_svc_pool : NULL,
+							 (size_t) c->nchunks * c->chunk_bytes, &svc_cuda[k],
+							 names[k], sizeof(names[k]), &err) != GS_OK)
+		{
+			ok[k] = false;
+			snprintf(names[k], sizeof(names[k]), "CUDA device %d", ordinals[k]);
+			snprintf(why[k], sizeof(why[k]), "did not open: %s",
+					 err.message[0] ? err.message : "the CUDA engine did not open");
+		}
+		else if (svc_pool_device < 0)
+			svc_pool_device = k;
+	}
+	if (mode == GS_SERVICE_ON && svc_pool_device < 0)
+		gs_svc_unavailable(why[0]);
+
+	/* one lane per device; the ones that did not open stay idle */
+	{
+		bool		lane_ok[GS_SVC_MAX_DEVICES];
+		char		lane_why[GS_SVC_MAX_DEVICES][128];
+
+		svc_nlanes = gs_lanes_start(n, mode == GS_SERVICE_ON ? svc_cuda : NULL, c->nchunks,
+									lane_ok, lane_why);
+		for (int k = 0; k < n; k++)
+		{
+			if (ok[k] && !lane_ok[k])
+			{
+				ok[k] = false;
+				strlcpy(why[k], lane_why[k], sizeof(why[k]));
+			}
+			gs_svc_device_set(k, ordinals[k], names[k], ok[k], why[k]);
+		}
+	}
+	if (gs_svc_devices_ok() == 0)
+		gs_svc_unavailable(why[0]);
+
+	if (n == 1)
+		strlcpy(device, names[0], sizeof(device));
+	else
+		snprintf(device, sizeof(device), "%d devices (%d usable): %s%s", n, gs_svc_devices_ok(),
+				 names[0], n > 1 ? ", ..." : "");
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	strlcpy(c->device, device, sizeof(c->device));
+	c->reason[0] = '\0';
+	LWLockRelease(c->lock);
+	ereport(LOG, (errmsg("gpuselect GPU service ready on %s (opened in %.1f ms)",
+						 device, gs_svc_ms_since(t0))));
+	for (int k = 0; k < n; k++)
+		if (!ok[k])
+			ereport(LOG, (errmsg("gpuselect GPU service: device %d (%s) is not used: %s",
+								 k, names[k], why[k])));
+}
+
+void
+gs_service_main(Datum arg)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			mode = gs_guc_service;
+	WaitEventSet *wait_set;
+
+	(void) arg;
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGUSR1, procsignal_sigusr1_handler);
+	BackgroundWorkerUnblockSignals();
+
+	if (c == NULL)
+		proc_exit(1);
+	for (int k = 0; k < GS_SVC_MAX_DEVICES; k++)
+		svc_runs[k].job = -1;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	c->svc_pid = MyProcPid;
+	c->svc_proc = MyProc;
+	c->up_since = GetCurrentTimestamp();
+	c->starts++;
+	c->ndevices = 0;
+	LWLockRelease(c->lock);
+	pg_atomic_fetch_add_u64(&c->epoch, 1);
+	pg_atomic_write_u32(&c->state, GS_SVC_STARTING);
+	on_proc_exit(gs_svc_on_proc_exit, (Datum) 0);
+	before_shmem_exit(gs_svc_on_exit, (Datum) 0);
+
+	/* what an earlier incarnation left (jobs it ran, chunks of the dead) */
+	gs_svc_reap();
+	gs_svc_open_devices(mode);
+	gs_svc_publish_memory();	/* the devices' sizes: the prefetch budget reads them */
+	gs_prefetch_start();
+
+	/* the latch, the lanes' wake pipe, postmaster death */
+	wait_set = gs_create_wait_set(3);
+	AddWaitEventToSet(wait_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(wait_set, WL_SOCKET_READABLE, gs_lanes_wake_fd(), NULL, NULL);
+	AddWaitEventToSet(wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	pg_atomic_write_u32(&c->state, GS_SVC_READY);
+
+	for (;;)
+	{
+		WaitEvent	ev;
+		gs_lane_work *done;
+
+		ResetLatch(MyLatch);
+		if (ShutdownRequestPending)
+			break;
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		CHECK_FOR_INTERRUPTS();
+		pg_atomic_write_u64(&c->heartbeat, (uint64) GetCurrentTimestamp());
+
+		done = gs_lanes_collect();
+		while (done != NULL)
+		{
+			gs_lane_work *next = done->next;
+
+			gs_svc_finish_job(done);
+			done = next;
+		}
+		if (gs_svc_devices_ok() == 0)
+		{
+			ereport(LOG, (errmsg("gpuselect GPU service: no device left; restarting the service")));
+			proc_exit(1);
+		}
+		gs_svc_reap();
+		gs_svc_dispatch();
+		gs_prefetch_round();
+		gs_svc_publish_memory();
+		(void) WaitEventSetWait(wait_set, 100, &ev, 1, PG_WAIT_EXTENSION);
+	}
+	/* SIGTERM (pg_terminate_backend, shutdown): exit 1 so that it restarts */
+	proc_exit(1);
+}

@@ -1,0 +1,111 @@
+/*
+ * datum_state.h — the value store of the types without an order-preserving
+ * integer key (numeric, text, interval, uuid, bytea, ...: every type with a
+ * btree ordering other than the eight of types.c's key path).
+ *
+ * Such a state is a GsState of kind GS_T_DATUM whose `datums` points to a
+ * GsDatumStore: copies of the group's non-NULL values packed one after the
+ * other (each at its type's alignment) in chunks that grow geometrically to
+ * GS_DATUM_CHUNK_MAX, all in the aggregate's memory context -- no palloc per
+ * row.  Varlena values are stored detoasted with a 4-byte header, the form
+ * every comparator reads without a copy.  Selection (datum_select.c) runs on
+ * an array of (abbreviated key, pointer) items built from the store.
+ */
+#ifndef GS_DATUM_STATE_H
+#define GS_DATUM_STATE_H
+
+#include "postgres.h"
+#include "fmgr.h"
+#include "utils/sortsupport.h"
+
+#include "state/state.h"
+
+#define GS_DATUM_CHUNK_MIN	((Size) 1024)
+#define GS_DATUM_CHUNK_MAX	((Size) 8 * 1024 * 1024)
+
+typedef struct GsDatumChunk
+{
+	char	   *data;			/* MAXALIGNed: offsets inside keep the type's alignment */
+	Size		used;
+	Size		cap;
+} GsDatumChunk;
+
+/* what a store's chunks hold */
+#define GS_DK_VALUES	0		/* the values themselves */
+#define GS_DK_NUMERIC	1		/* numeric values as int64 keys of one dscale (datum_numkey.c) */
+
+typedef struct GsDatumStore
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Oid			sortop;			/* the ordering operator: ORDER BY's (DESC, USING) or the type's < */
+	Oid			collation;		/* the sort collation (InvalidOid for non-collatable types) */
+	int			nchunks;
+	int			maxchunks;
+	GsDatumChunk *chunks;
+	Size		grow;			/* size of the last chunk grown */
+
+	/*
+	 * GS_DK_NUMERIC: the chunks hold uint64 keys (gs_key_from_int64 of
+	 * value * 10^dscale), every value of the group so far of this one
+	 * dscale; the first value that is not (another dscale, NaN, Infinity,
+	 * out of range) turns the store back into values (GS_DK_VALUES).
+	 */
+	uint8		keymode;
+	bool		keydesc;		/* sortop is numeric's ">" (ORDER BY x DESC) */
+	bool		keyshort;		/* every value came with a 1-byte varlena header */
+	int16		dscale;			/* -1 while the store is empty */
+} GsDatumStore;
+
+/* attach an empty store to a new GS_T_DATUM state (gs_state_create) */
+extern void gs_datum_store_init(GsState *st);
+/* the ordering the state's values are selected in */
+extern void gs_datum_set_order(GsState *st, Oid sortop, Oid collation);
+/* append one non-NULL value */
+extern void gs_datum_append(GsState *st, Datum d);
+/* add from's values to into (into's ordering is taken from from if unset) */
+extern void gs_datum_combine(GsState *into, const GsState *from);
+
+/* serialized form of a GS_T_DATUM state (magic "GSD1"); see datum_state.c */
+extern bool gs_datum_is_serialized(bytea *b);
+extern bytea *gs_datum_serialize(const GsState *st);
+extern GsState *gs_datum_deserialize(MemoryContext mcxt, bytea *b);
+
+/*
+ * The values at the given 0-based ranks of the state's ordering (any order,
+ * repeats allowed): out[i] points into the store (valid while the state is).
+ */
+extern void gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out);
+
+/* numeric keys (datum_numkey.c) */
+extern bool gs_numkey_eligible(Oid typid, Oid sortop, bool *descending);
+extern bool gs_numkey_from_datum(Datum d, int64 *key, int *dscale, bool *short_hdr);
+extern Datum gs_numkey_to_datum(int64 key, int dscale, bool short_hdr);
+
+/* text / varchar under "C": prefix keys (datum_textkey.c) */
+extern bool gs_textkey_eligible(const GsState *st, bool *descending);
+extern void gs_textkey_select(GsState *st, bool descending, const int64 *ranks, int nranks,
+							  Datum *out);
+
+/* final-function bodies (datum_final.c), as ranks.h's for the key path */
+extern Datum gs_datum_final_disc(GsState *st, float8 p);
+extern ArrayType *gs_datum_final_disc_multi(GsState *st, ArrayType *param, Oid elemtypid);
+extern Datum gs_datum_final_cont_interval(GsState *st, float8 p);
+extern ArrayType *gs_datum_final_cont_interval_multi(GsState *st, ArrayType *param);
+
+/* one value to select among (select/datum_select.h): its abbreviated key */
+typedef struct GsDatumItem
+{
+	Datum		key;			/* abbreviated key, or the value itself */
+	Datum		val;			/* the value (a pointer into the store unless by value) */
+} GsDatumItem;
+
+/*
+ * The values of one chunk (datum_state.c) into out[].val, at most room of
+ * them (more: ERROR, a corrupt store); out NULL: count only.
+ */
+extern int64 gs_datum_chunk_values(const GsDatumStore *s, const GsDatumChunk *c,
+								   GsDatumItem *out, int64 room);
+
+#endif							/* GS_DATUM_STATE_H */

@@ -1,0 +1,101 @@
+/*
+ * status.c — gpuselect_status(): one row per setting, counter and the last
+ * selection run, read from every layer (the settings, the GPU service, the
+ * states and their storage, the dispatcher, the finalize batch), so it
+ * sits at the top of src/ beside _PG_init, above all of them.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+
+#include "aggs/final_batch.h"
+#include "base/engine_call.h"
+#include "base/guc.h"
+#include "select/dispatch.h"
+#include "service/service.h"
+#include "state/arena.h"
+#include "state/shared_state.h"
+#include "state/spill.h"
+#include "state/state.h"
+
+typedef struct GsEmitArg
+{
+	Tuplestorestate *ts;
+	TupleDesc	td;
+} GsEmitArg;
+
+static void
+gs_emit(const char *name, const char *value, void *arg)
+{
+	GsEmitArg  *ea = (GsEmitArg *) arg;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	values[0] = CStringGetTextDatum(name);
+	if (value)
+		values[1] = CStringGetTextDatum(value);
+	else
+	{
+		values[1] = (Datum) 0;
+		nulls[1] = true;
+	}
+	tuplestore_putvalues(ea->ts, ea->td, values, nulls);
+}
+
+PG_FUNCTION_INFO_V1(gpuselect_status);
+
+Datum
+gpuselect_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GsEmitArg	ea;
+
+	InitMaterializedSRF(fcinfo, 0);
+	ea.ts = rsinfo->setResult;
+	ea.td = rsinfo->setDesc;
+
+	gs_emit("device", gs_device_name(gs_guc_device), &ea);
+	gs_emit("gpu_min_rows", psprintf("%d", gs_guc_gpu_min_rows), &ea);
+	gs_emit("approximate", gs_guc_approximate ? "on" : "off", &ea);
+	gs_emit("approx_buckets", psprintf("%d", gs_guc_approx_buckets), &ea);
+	gs_emit("seed", psprintf("%d", gs_guc_seed), &ea);
+	gs_emit("debug", gs_guc_debug ? "on" : "off", &ea);
+
+	gs_service_status(gs_emit, &ea);
+
+	gs_emit("gpu_runs", psprintf(INT64_FORMAT, gs_gpu_runs), &ea);
+	gs_emit("cpu_runs", psprintf(INT64_FORMAT, gs_cpu_runs), &ea);
+	gs_emit("states_created", psprintf(INT64_FORMAT, gs_states_created), &ea);
+	gs_emit("states_spilled", psprintf(INT64_FORMAT, gs_states_spilled), &ea);
+	gs_emit("work_mem_bytes", psprintf(UINT64_FORMAT, (uint64) gs_spill_limit_bytes()), &ea);
+	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);
+	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
+	gs_emit("states_in_arena", psprintf(INT64_FORMAT, gs_states_in_arena), &ea);
+	gs_emit("fraction_full_compares", psprintf(INT64_FORMAT, gs_fraction_full_compares), &ea);
+	gs_emit("final_batches", psprintf(INT64_FORMAT, gs_final_batches), &ea);
+	gs_emit("final_batch_groups", psprintf(INT64_FORMAT, gs_final_batch_groups), &ea);
+	gs_emit("final_batch_threads", psprintf(INT64_FORMAT, gs_final_batch_last_threads), &ea);
+	gs_emit("interrupts_absorbed", psprintf(INT64_FORMAT, gs_interrupts_absorbed), &ea);
+	gs_emit("selections_canceled", psprintf(INT64_FORMAT, gs_selections_canceled), &ea);
+	{
+		uint64		size,
+					used;
+
+		gs_arena_usage(&size, &used);
+		gs_emit("parallel_arena_bytes", psprintf(UINT64_FORMAT, size), &ea);
+		gs_emit("parallel_arena_used_bytes", psprintf(UINT64_FORMAT, used), &ea);
+	}
+	gs_emit("last_path", gs_have_last ? gs_last.path : NULL, &ea);
+	gs_emit("last_n", gs_have_last ? psprintf(INT64_FORMAT, gs_last.n) : NULL, &ea);
+	gs_emit("last_ranks", gs_have_last ? psprintf("%d", gs_last_nranks) : NULL, &ea);
+	gs_emit("last_approximate", gs_have_last ? (gs_last_approx ? "on" : "off") : NULL, &ea);
+	gs_emit("last_bytes_copied", gs_have_last ? psprintf(INT64_FORMAT, gs_last.bytes_copied) : NULL, &ea);
+	gs_emit("last_copy_ms", gs_have_last ? psprintf("%.3f", gs_last.copy_ms) : NULL, &ea);
+	gs_emit("last_select_ms", gs_have_last ? psprintf("%.3f", gs_last.select_ms) : NULL, &ea);
+	gs_emit("last_rank_bound", gs_have_last ? psprintf(INT64_FORMAT, gs_last.rank_bound) : NULL, &ea);
+
+	return (Datum) 0;
+}
