@@ -29,6 +29,8 @@ OBJS = \
 	src/datum_final.o \
 	src/datum_numkey.o \
 	src/datum_textkey.o \
+	src/datum_spill.o \
+	src/datum_spill_select.o \
 	src/spill.o \
 	src/service_shmem.o \
 	src/service_main.o \

@@ -26,6 +26,13 @@ extern void gs_multiselect(GsDatumItem *items, int64 n, const int64 *ranks, int 
 						   SortSupport ssup, bool abbrev);
 
 /*
+ * Abbreviated keys for items[0..n) (key from val), aborted as tuplesort
+ * aborts them; returns whether keys are abbreviated (else key = val and
+ * ssup compares values).
+ */
+extern bool gs_datum_abbreviate(GsDatumItem *items, int64 n, SortSupport ssup);
+
+/*
  * The values of one chunk (datum_state.c) into out[].val, at most room of
  * them (more: ERROR, a corrupt store); out NULL: count only.
  */

@@ -8,6 +8,7 @@
 
 #include "postgres.h"
 #include "pg_compat.h"
+#include "portability/instr_time.h"
 
 #include "state.h"
 
@@ -52,6 +53,14 @@ extern bool gs_dispatch_exact_only;
  */
 extern void gs_dispatch_cpu_exact(const gs_input *in, const uint64 *ranks, int nranks,
 								  uint64 *out_keys);
+
+/*
+ * Record a run for gpuselect_status()'s last_* rows (and the gpuselect.debug
+ * NOTICE): gs_dispatch_select's, and the comparison path's spilled
+ * selections (datum_spill.c), which run no engine.
+ */
+extern void gs_dispatch_note_run(const GsRunInfo *info, int nranks, bool approx);
+extern double gs_elapsed_ms(instr_time start);
 
 /*
  * A hashed aggregation's batch (final_batch.c): which states

@@ -25,9 +25,9 @@
  *                             select a hashed aggregation's groups
  *                             at once (final_batch.c)   (default -1:
  *                             max_parallel_workers_per_gather; 0: off)
- *   gpuselect.work_mem        a group's in-memory keys; beyond
+ *   gpuselect.work_mem        a group's in-memory keys or values; beyond
  *                             it they spill to temporary files (default 1GB;
- *                             -1: work_mem) -- spill.c
+ *                             -1: work_mem) -- spill.c, datum_spill.c
  *
  * SUSET (server-wide or long-lived memory):
  *
