@@ -18,6 +18,9 @@
  *      gs_multiselect selects the ranks renumbered among them; otherwise a
  *      pass writes them to a new, smaller temporary file, with a new sample
  *      of what it writes, and the next level starts at 1 on that file.
+ *      Those passes search the pivots only for the values strictly between
+ *      the pivots that bound the wanted buckets: two comparisons decide the
+ *      rest (one rank: nearly every value).
  * Every pivot is a value of the candidates, so a level keeps strictly fewer
  * values than it read (its equality buckets are never kept), and with P
  * pivots from a uniform sample a wanted bucket holds about 2n/P values: one

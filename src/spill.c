@@ -35,7 +35,8 @@
  * cancel the resource owner closes (and deletes) it: the reset callback
  * only forgets it while a transaction aborts, and where the resource owner
  * is released before the memory, a resource-release callback does the
- * same, so the file is closed exactly once.  temp_file_limit is enforced by fd.c, with the
+ * same, so the file is closed exactly once (GsTempFile, spill.h: the value
+ * spill's files, datum_spill.c, live by the same rules).  temp_file_limit is enforced by fd.c, with the
  * built-in's error.  Every pass checks for interrupts once per block read.
  */
 #include "postgres.h"
