@@ -26,11 +26,13 @@ OBJS = \
 	src/state/arena.o \
 	src/state/datum_state.o \
 	src/state/datum_numkey.o \
+	src/state/datum_spill.o \
 	src/state/spill.o \
 	src/state/service_scan.o \
 	src/select/dispatch.o \
 	src/select/datum_select.o \
 	src/select/datum_textkey.o \
+	src/select/datum_spill_select.o \
 	src/select/service_client.o \
 	src/aggs/fn_cache.o \
 	src/aggs/ranks.o \

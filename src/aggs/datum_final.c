@@ -30,45 +30,6 @@ PG_FUNCTION_INFO_V1(gs_pct_cont_interval_final);
 PG_FUNCTION_INFO_V1(gs_pct_cont_interval_multi_final);
 PG_FUNCTION_INFO_V1(gs_median_interval_final);
 
-/*
- * Abbreviated keys for all items, as tuplesort does it: the type's
- * abbrev_abort callback is asked at 10, 20, 40, ... items whether the keys
- * seen so far are distinct enough to pay; if not, the full comparator is
- * used for everything.  Returns whether keys are abbreviated.
- */
-static bool
-gs_datum_abbreviate(GsDatumItem *items, int64 n, SortSupport ssup)
-{
-	int64		next_check = 10;
-
-	if (ssup->abbrev_converter == NULL)
-	{
-		for (int64 i = 0; i < n; i++)
-			items[i].key = items[i].val;
-		return false;
-	}
-	for (int64 i = 0; i < n; i++)
-	{
-		items[i].key = ssup->abbrev_converter(items[i].val, ssup);
-		if (i + 1 >= next_check)
-		{
-			next_check *= 2;
-			if (ssup->abbrev_abort(i + 1, ssup))
-			{
-				ssup->comparator = ssup->abbrev_full_comparator;
-				ssup->abbrev_converter = NULL;
-				ssup->abbrev_full_comparator = NULL;
-				for (int64 j = 0; j < n; j++)
-					items[j].key = items[j].val;
-				return false;
-			}
-		}
-		if ((i & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
-	}
-	return true;
-}
-
 static int
 gs_int64_cmp(const void *a, const void *b)
 {
@@ -135,6 +96,12 @@ gs_datum_select(GsState *st, const int64 *ranks, int nranks, Datum *out)
 		return;
 	if (!OidIsValid(s->sortop))
 		elog(ERROR, "gpuselect: state without an ordering");
+	if (s->spill != NULL)
+	{
+		/* beyond gpuselect.work_mem: passes over its temporary file */
+		gs_datum_spill_select(st, ranks, nranks, out);
+		return;
+	}
 	if (s->keymode == GS_DK_NUMERIC)
 	{
 		gs_datum_select_numkeys(st, ranks, nranks, out);

@@ -114,7 +114,7 @@ gs_guc_define(void)
 	 * see README "Memory and spilling".
 	 */
 	DefineCustomIntVariable("gpuselect.work_mem",
-							"Largest in-memory key volume of one group; beyond it the group's keys go to temporary files.",
+							"Largest in-memory volume of one group's keys or values; beyond it they go to temporary files.",
 							"Per group, like a built-in percentile's sort memory. -1: use work_mem. "
 							"A spilled group is selected on the CPU in a few passes over its temporary file.",
 							&gs_guc_work_mem,

@@ -27,9 +27,9 @@
  *                             max_parallel_workers_per_gather; 0: off)
  *   gpuselect.max_finalize_threads  superuser cap of finalize_threads
  *                             (default 8)
- *   gpuselect.work_mem        a group's in-memory keys; beyond
+ *   gpuselect.work_mem        a group's in-memory keys or values; beyond
  *                             it they spill to temporary files (default 1GB;
- *                             -1: work_mem) -- spill.c
+ *                             -1: work_mem) -- spill.c, datum_spill.c
  *
  * SUSET (server-wide or long-lived memory):
  *

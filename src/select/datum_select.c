@@ -175,3 +175,42 @@ gs_multiselect(GsDatumItem *items, int64 n, const int64 *ranks, int nranks,
 		depth += 2;
 	gs_select_range(items, 0, n, ranks, nranks, depth + 4, &cx);
 }
+
+/*
+ * Abbreviated keys for all items, as tuplesort does it: the type's
+ * abbrev_abort callback is asked at 10, 20, 40, ... items whether the keys
+ * seen so far are distinct enough to pay; if not, the full comparator is
+ * used for everything.  Returns whether keys are abbreviated.
+ */
+bool
+gs_datum_abbreviate(GsDatumItem *items, int64 n, SortSupport ssup)
+{
+	int64		next_check = 10;
+
+	if (ssup->abbrev_converter == NULL)
+	{
+		for (int64 i = 0; i < n; i++)
+			items[i].key = items[i].val;
+		return false;
+	}
+	for (int64 i = 0; i < n; i++)
+	{
+		items[i].key = ssup->abbrev_converter(items[i].val, ssup);
+		if (i + 1 >= next_check)
+		{
+			next_check *= 2;
+			if (ssup->abbrev_abort(i + 1, ssup))
+			{
+				ssup->comparator = ssup->abbrev_full_comparator;
+				ssup->abbrev_converter = NULL;
+				ssup->abbrev_full_comparator = NULL;
+				for (int64 j = 0; j < n; j++)
+					items[j].key = items[j].val;
+				return false;
+			}
+		}
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}

@@ -19,4 +19,17 @@
 extern void gs_multiselect(GsDatumItem *items, int64 n, const int64 *ranks, int nranks,
 						   SortSupport ssup, bool abbrev);
 
+/*
+ * Abbreviated keys for items[0..n) (key from val), aborted as tuplesort
+ * aborts them; returns whether keys are abbreviated (else key = val and
+ * ssup compares values).
+ */
+extern bool gs_datum_abbreviate(GsDatumItem *items, int64 n, SortSupport ssup);
+
+/*
+ * gs_datum_select for a store spilled to its file (datum_spill_select.c):
+ * out[i] palloc'd in CurrentMemoryContext
+ */
+extern void gs_datum_spill_select(GsState *st, const int64 *ranks, int nranks, Datum *out);
+
 #endif							/* GS_DATUM_SELECT_H */

@@ -38,7 +38,7 @@ gs_dispatch_gpu_required(int sqlerrcode, const char *reason)
 	pg_unreachable();
 }
 
-static double
+double
 gs_elapsed_ms(instr_time start)
 {
 	instr_time	now;
@@ -232,19 +232,25 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 		pfree(picks);
 	}
 
+	if (in.segs != NULL)
+		pfree((void *) in.segs);
+	gs_dispatch_note_run(&info, nranks, approx);
+}
+
+void
+gs_dispatch_note_run(const GsRunInfo *info, int nranks, bool approx)
+{
 	gs_have_last = true;
-	gs_last = info;
-	strlcpy(gs_last_path, info.path, sizeof(gs_last_path));
+	gs_last = *info;
+	strlcpy(gs_last_path, info->path, sizeof(gs_last_path));
 	gs_last.path = gs_last_path;
 	gs_last_approx = approx;
 	gs_last_nranks = nranks;
-	if (in.segs != NULL)
-		pfree((void *) in.segs);
 
 	/* one line per final call: a NOTICE with gpuselect.debug, else DEBUG1 */
 	if (gs_guc_debug || message_level_is_interesting(DEBUG1))
 		ereport(gs_guc_debug ? NOTICE : DEBUG1,
 				(errmsg("gpuselect: path=%s n=" INT64_FORMAT " ranks=%d bytes_copied=" INT64_FORMAT " copy_ms=%.3f select_ms=%.3f%s",
-						gs_last_path, n, nranks, info.bytes_copied, info.copy_ms, info.select_ms,
-						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, info.rank_bound) : "")));
+						gs_last_path, info->n, nranks, info->bytes_copied, info->copy_ms, info->select_ms,
+						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, info->rank_bound) : "")));
 }

@@ -9,6 +9,7 @@
 
 #include "postgres.h"
 #include "base/pg_compat.h"
+#include "portability/instr_time.h"
 
 #include "base/engine_call.h"
 #include "state/state.h"
@@ -57,6 +58,14 @@ extern void gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks,
  * ignored for them.
  */
 extern bool gs_dispatch_exact_only;
+
+/*
+ * Record a run for gpuselect_status()'s last_* rows (and the gpuselect.debug
+ * NOTICE): gs_dispatch_select's, and the comparison path's spilled
+ * selections (select/datum_spill_select.c), which run no engine.
+ */
+extern void gs_dispatch_note_run(const GsRunInfo *info, int nranks, bool approx);
+extern double gs_elapsed_ms(instr_time start);
 
 /*
  * A hashed aggregation's batch (final_batch.c): which states

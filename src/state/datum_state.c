@@ -48,19 +48,8 @@ gs_datum_set_order(GsState *st, Oid sortop, Oid collation)
 	}
 }
 
-/* where a value of `size` bytes goes at offset off of a chunk */
-static inline Size
-gs_datum_align(const GsDatumStore *s, Size off)
-{
-	if (s->typbyval)
-		return MAXALIGN(off);
-	if (s->typlen == -2)
-		return off;
-	return att_align_nominal(off, s->typalign);
-}
-
 /* a new last chunk of cap bytes, empty */
-static GsDatumChunk *
+GsDatumChunk *
 gs_datum_new_chunk(GsState *st, Size cap)
 {
 	GsDatumStore *s = st->datums;
@@ -83,16 +72,26 @@ gs_datum_new_chunk(GsState *st, Size cap)
 	return c;
 }
 
-/* a new last chunk with room for `size` bytes (out of line: once per chunk) */
+/*
+ * A new last chunk with room for `size` bytes (out of line: once per chunk).
+ * Beyond gpuselect.work_mem the values go to a temporary file instead
+ * (datum_spill.c), and a spilled store's write buffer is flushed there.
+ * A store of numeric keys spills in gs_datum_append, never here: the
+ * caller writes a key at the address returned.
+ */
 static pg_noinline char *
 gs_datum_reserve_new(GsState *st, Size size)
 {
 	GsDatumStore *s = st->datums;
 	GsDatumChunk *c;
-	Size		cap = s->grow > 0 ? Min(s->grow * 2, GS_DATUM_CHUNK_MAX) : GS_DATUM_CHUNK_MIN;
+	Size		grow = s->grow > 0 ? Min(s->grow * 2, GS_DATUM_CHUNK_MAX) : GS_DATUM_CHUNK_MIN;
+	Size		cap = Max(grow, MAXALIGN(size));	/* a value larger than a chunk gets its own */
 
-	s->grow = cap;
-	cap = Max(cap, MAXALIGN(size));	/* a value larger than a chunk gets its own */
+	if (s->spill == NULL && s->keymode == GS_DK_VALUES && gs_datum_spill_wanted(st, cap))
+		gs_datum_spill_start(st);
+	if (s->spill != NULL)
+		return gs_datum_spill_reserve(st, size);
+	s->grow = grow;
 	c = gs_datum_new_chunk(st, cap);
 	c->used = size;
 	return c->data;
@@ -192,7 +191,7 @@ gs_datum_append_value(GsState *st, Datum d)
  * the key path, or keys combined into a store of values.  The rebuilt
  * numerics are made in a scratch context reset as it goes.
  */
-static void
+void
 gs_datum_append_keys_as_values(GsState *st, const GsDatumChunk *chunks, int nchunks,
 							   int dscale, bool short_hdr)
 {
@@ -262,13 +261,21 @@ gs_datum_append(GsState *st, Datum d)
 			{
 				*(uint64 *) (c->data + c->used) = gs_key_from_int64(v);
 				c->used += sizeof(uint64);
+				st->nrows++;
+				return;
 			}
-			else
+			/* a new chunk of keys, unless that passes gpuselect.work_mem */
+			if (!gs_datum_spill_wanted(st, s->grow > 0 ? Min(s->grow * 2, GS_DATUM_CHUNK_MAX) :
+									   GS_DATUM_CHUNK_MIN))
+			{
 				*(uint64 *) gs_datum_reserve(st, sizeof(uint64)) = gs_key_from_int64(v);
-			st->nrows++;
-			return;
+				st->nrows++;
+				return;
+			}
+			gs_datum_spill_start(st);	/* the keys go to the file as values */
 		}
-		gs_datum_keys_to_values(st);
+		else
+			gs_datum_keys_to_values(st);
 	}
 	gs_datum_append_value(st, d);
 }
@@ -332,6 +339,23 @@ gs_datum_add_chunk_copy(GsState *st, const char *data, Size bytes)
 	c->used = bytes;			/* full: appends go to a new chunk */
 }
 
+/*
+ * A chunk of packed values added to a store of values (combine): copied,
+ * or written to the temporary file when the store has spilled or the copy
+ * would take it past gpuselect.work_mem.  The caller counts the rows.
+ */
+void
+gs_datum_add_values_chunk(GsState *into, const char *data, Size used)
+{
+	Assert(into->datums->keymode == GS_DK_VALUES);
+	if (into->datums->spill == NULL && gs_datum_spill_wanted(into, used))
+		gs_datum_spill_start(into);
+	if (into->datums->spill != NULL)
+		gs_datum_spill_add_chunk(into, data, used);
+	else
+		gs_datum_add_chunk_copy(into, data, used);
+}
+
 void
 gs_datum_combine(GsState *into, const GsState *from)
 {
@@ -346,25 +370,42 @@ gs_datum_combine(GsState *into, const GsState *from)
 		elog(ERROR, "gpuselect: cannot combine states of different orderings");
 	if (from->nrows == 0)
 		return;
-	if (into->datums->keymode == GS_DK_NUMERIC && fs->keymode == GS_DK_NUMERIC &&
-		(into->datums->dscale == fs->dscale || into->nrows == 0))
-	{
-		/* keys of one dscale on both sides: the key chunks as they are */
-		into->datums->dscale = fs->dscale;
-		into->datums->keyshort &= fs->keyshort;
-	}
-	else
+	if (fs->spill != NULL)
 	{
 		if (into->datums->keymode == GS_DK_NUMERIC)
 			gs_datum_keys_to_values(into);
-		if (fs->keymode == GS_DK_NUMERIC)
-		{
-			gs_datum_append_keys_as_values(into, fs->chunks, fs->nchunks, fs->dscale, fs->keyshort);
-			return;				/* appending counted the rows */
-		}
+		gs_datum_spill_combine_from(into, from);	/* read back from its file */
+		return;
 	}
+	if (into->datums->keymode == GS_DK_NUMERIC && fs->keymode == GS_DK_NUMERIC &&
+		(into->datums->dscale == fs->dscale || into->nrows == 0))
+	{
+		Size		bytes = 0;
+
+		for (int i = 0; i < fs->nchunks; i++)
+			bytes += fs->chunks[i].used;
+		if (!gs_datum_spill_wanted(into, bytes))
+		{
+			/* keys of one dscale on both sides: the key chunks as they are */
+			into->datums->dscale = fs->dscale;
+			into->datums->keyshort &= fs->keyshort;
+			for (int i = 0; i < fs->nchunks; i++)
+				gs_datum_add_chunk_copy(into, fs->chunks[i].data, fs->chunks[i].used);
+			into->nrows += from->nrows;
+			return;
+		}
+		gs_datum_spill_start(into); /* beyond gpuselect.work_mem: values in a file */
+	}
+	if (into->datums->keymode == GS_DK_NUMERIC)
+		gs_datum_keys_to_values(into);
+	if (fs->keymode == GS_DK_NUMERIC)
+	{
+		gs_datum_append_keys_as_values(into, fs->chunks, fs->nchunks, fs->dscale, fs->keyshort);
+		return;					/* appending counted the rows (and spilled if need be) */
+	}
+	/* a worker's values may take into past gpuselect.work_mem: spilled before copying */
 	for (int i = 0; i < fs->nchunks; i++)
-		gs_datum_add_chunk_copy(into, fs->chunks[i].data, fs->chunks[i].used);
+		gs_datum_add_values_chunk(into, fs->chunks[i].data, fs->chunks[i].used);
 	into->nrows += from->nrows;
 }
 
@@ -422,6 +463,9 @@ gs_datum_serialize(const GsState *st)
 	bytea	   *b;
 	char	   *p;
 
+	/* only partial states are serialized, and they never spill */
+	if (s->spill != NULL)
+		elog(ERROR, "gpuselect: a spilled state cannot be serialized");
 	for (int i = 0; i < s->nchunks; i++)
 		total += sizeof(uint64) + MAXALIGN(s->chunks[i].used);
 	if (total > gs_serial_limit())

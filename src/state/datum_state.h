@@ -15,6 +15,7 @@
 #define GS_DATUM_STATE_H
 
 #include "postgres.h"
+#include "access/tupmacs.h"
 #include "fmgr.h"
 #include "utils/sortsupport.h"
 
@@ -56,7 +57,39 @@ typedef struct GsDatumStore
 	bool		keydesc;		/* sortop is numeric's ">" (ORDER BY x DESC) */
 	bool		keyshort;		/* every value came with a 1-byte varlena header */
 	int16		dscale;			/* -1 while the store is empty */
+
+	/*
+	 * Non-NULL: the store outgrew gpuselect.work_mem and its values went to
+	 * a temporary file (datum_spill.c); the chunks are then its write buffer
+	 * (chunks[0]) and at most one value too large for it, keymode is
+	 * GS_DK_VALUES for good.
+	 */
+	struct GsDatumSpill *spill;
 } GsDatumStore;
+
+/* where a value goes at offset off of a chunk: its type's alignment */
+static inline Size
+gs_datum_align(const GsDatumStore *s, Size off)
+{
+	if (s->typbyval)
+		return MAXALIGN(off);
+	if (s->typlen == -2)
+		return off;
+	return att_align_nominal(off, s->typalign);
+}
+
+/* the bytes a stored value takes in a chunk (val: as gs_datum_chunk_values gives it) */
+static inline Size
+gs_datum_stored_size(const GsDatumStore *s, Datum val)
+{
+	if (s->typbyval)
+		return sizeof(Datum);
+	if (s->typlen > 0)
+		return s->typlen;
+	if (s->typlen == -1)
+		return VARSIZE(DatumGetPointer(val));
+	return strlen(DatumGetPointer(val)) + 1;
+}
 
 /* attach an empty store to a new GS_T_DATUM state (gs_state_create) */
 extern void gs_datum_store_init(GsState *st);
@@ -67,7 +100,28 @@ extern void gs_datum_append(GsState *st, Datum d);
 /* add from's values to into (into's ordering is taken from from if unset) */
 extern void gs_datum_combine(GsState *into, const GsState *from);
 
-/* serialized form of a GS_T_DATUM state (magic "GSD1"); see datum_state.c */
+/*
+ * The value spill (datum_spill.c).  datum_state.c asks gs_datum_spill_wanted
+ * before it adds a chunk (or copies one in), gs_datum_spill_start writes
+ * every value held to a new temporary file, and a spilled store's appends
+ * go through gs_datum_spill_reserve (its write buffer, flushed to the file
+ * when full).  Partial states of parallel plans never spill.
+ */
+extern bool gs_datum_spill_wanted(const GsState *st, Size more_bytes);
+extern void gs_datum_spill_start(GsState *st);
+extern char *gs_datum_spill_reserve(GsState *st, Size size);
+/* a chunk of packed values into a store of values: copied, or to its file (combine) */
+extern void gs_datum_add_values_chunk(GsState *into, const char *data, Size used);
+/* append a chunk of values (used bytes, packed as a store packs them) to a spilled store */
+extern void gs_datum_spill_add_chunk(GsState *st, const char *data, Size used);
+/* into += from, where from is spilled: its file and buffer, read in passes */
+extern void gs_datum_spill_combine_from(GsState *into, const GsState *from);
+/* the store's helpers datum_spill.c shares */
+extern void gs_datum_append_keys_as_values(GsState *st, const GsDatumChunk *chunks, int nchunks,
+										   int dscale, bool short_hdr);
+extern GsDatumChunk *gs_datum_new_chunk(GsState *st, Size cap);
+
+/* serialized form of a GS_T_DATUM state (magic "GSD2"); see datum_state.c */
 extern bool gs_datum_is_serialized(bytea *b);
 extern bytea *gs_datum_serialize(const GsState *st);
 extern GsState *gs_datum_deserialize(MemoryContext mcxt, bytea *b);

@@ -35,7 +35,8 @@
  * cancel the resource owner closes (and deletes) it: the reset callback
  * only forgets it while a transaction aborts, and where the resource owner
  * is released before the memory, a resource-release callback does the
- * same, so the file is closed exactly once.  temp_file_limit is enforced by fd.c, with the
+ * same, so the file is closed exactly once (GsTempFile, spill.h: the value
+ * spill's files, datum_spill.c, live by the same rules).  temp_file_limit is enforced by fd.c, with the
  * built-in's error.  Every pass checks for interrupts once per block read.
  */
 #include "postgres.h"
@@ -59,18 +60,15 @@
 
 typedef struct GsSpill
 {
-	BufFile    *file;			/* NULL once closed (or left to its owner) */
+	GsTempFile	tf;				/* the file (tf.file) and its lifetime */
 	uint64		nfile;			/* keys in the file */
 	int			end_fileno;		/* where the next write goes */
 	off_t		end_off;
-	ResourceOwner owner;		/* the file's resource owner */
-	MemoryContextCallback cb;
-	dlist_node	node;			/* in gs_open_spills while file != NULL */
 } GsSpill;
 
 int64		gs_states_spilled = 0;
 
-static dlist_head gs_open_spills = DLIST_STATIC_INIT(gs_open_spills);
+static dlist_head gs_open_temp_files = DLIST_STATIC_INIT(gs_open_temp_files);
 static bool gs_release_callback_set = false;
 
 Size
@@ -95,10 +93,10 @@ gs_spill_wanted(const GsState *st, Size more_bytes)
 }
 
 static void
-gs_spill_forget(GsSpill *sp)
+gs_temp_file_forget(GsTempFile *tf)
 {
-	sp->file = NULL;
-	dlist_delete(&sp->node);
+	tf->file = NULL;
+	dlist_delete(&tf->node);
 }
 
 /*
@@ -109,15 +107,15 @@ gs_spill_forget(GsSpill *sp)
  * raise an ERROR inside the abort.
  */
 static void
-gs_spill_release(void *arg)
+gs_temp_file_release(void *arg)
 {
-	GsSpill    *sp = (GsSpill *) arg;
+	GsTempFile *tf = (GsTempFile *) arg;
 
-	if (sp->file != NULL)
+	if (tf->file != NULL)
 	{
-		BufFile    *f = sp->file;
+		BufFile    *f = tf->file;
 
-		gs_spill_forget(sp);
+		gs_temp_file_forget(tf);
 		if (IsTransactionState())
 			BufFileClose(f);
 	}
@@ -128,20 +126,65 @@ gs_spill_release(void *arg)
  * memory outlives that must not close the same file again.
  */
 static void
-gs_spill_resowner_release(ResourceReleasePhase phase, bool isCommit,
-						  bool isTopLevel, void *arg)
+gs_temp_file_resowner_release(ResourceReleasePhase phase, bool isCommit,
+							  bool isTopLevel, void *arg)
 {
 	dlist_mutable_iter it;
 
 	if (phase != RESOURCE_RELEASE_BEFORE_LOCKS || isCommit)
 		return;
-	dlist_foreach_modify(it, &gs_open_spills)
+	dlist_foreach_modify(it, &gs_open_temp_files)
 	{
-		GsSpill    *sp = dlist_container(GsSpill, node, it.cur);
+		GsTempFile *tf = dlist_container(GsTempFile, node, it.cur);
 
-		if (sp->owner == CurrentResourceOwner)
-			gs_spill_forget(sp);
+		if (tf->owner == CurrentResourceOwner)
+			gs_temp_file_forget(tf);
 	}
+}
+
+void
+gs_temp_file_open(GsTempFile *tf, MemoryContext mcxt)
+{
+	MemoryContext old;
+
+	if (!gs_release_callback_set)
+	{
+		RegisterResourceReleaseCallback(gs_temp_file_resowner_release, NULL);
+		gs_release_callback_set = true;
+	}
+	memset(tf, 0, sizeof(*tf));
+	old = MemoryContextSwitchTo(mcxt);
+	tf->file = BufFileCreateTemp(false);
+	MemoryContextSwitchTo(old);
+	tf->owner = CurrentResourceOwner;
+	dlist_push_head(&gs_open_temp_files, &tf->node);
+	tf->cb.func = gs_temp_file_release;
+	tf->cb.arg = tf;
+	MemoryContextRegisterResetCallback(mcxt, &tf->cb);
+}
+
+void
+gs_temp_file_close(GsTempFile *tf)
+{
+	gs_temp_file_release(tf);
+}
+
+void
+gs_temp_file_seek(GsTempFile *tf, int fileno, off_t off)
+{
+	if (BufFileSeek(tf->file, fileno, off, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("gpuselect: could not seek in a temporary file: %m")));
+}
+
+void
+gs_temp_file_read(GsTempFile *tf, void *buf, size_t bytes)
+{
+	if (BufFileRead(tf->file, buf, bytes) != bytes)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("gpuselect: could not read a temporary file: %m")));
 }
 
 static void
@@ -149,12 +192,9 @@ gs_spill_write(GsSpill *sp, const char *keys, uint64 n, int key_bytes)
 {
 	if (n == 0)
 		return;
-	if (BufFileSeek(sp->file, sp->end_fileno, sp->end_off, SEEK_SET) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("gpuselect: could not seek in a temporary file: %m")));
-	BufFileWrite(sp->file, (void *) keys, (size_t) n * key_bytes);
-	BufFileTell(sp->file, &sp->end_fileno, &sp->end_off);
+	gs_temp_file_seek(&sp->tf, sp->end_fileno, sp->end_off);
+	BufFileWrite(sp->tf.file, (void *) keys, (size_t) n * key_bytes);
+	BufFileTell(sp->tf.file, &sp->end_fileno, &sp->end_off);
 	sp->nfile += n;
 }
 
@@ -170,26 +210,12 @@ gs_spill_buffer_keys(const GsState *st)
 GsChunk *
 gs_spill_start(GsState *st)
 {
-	MemoryContext old;
 	GsSpill    *sp;
 	GsChunk    *c;
 
 	Assert(!st->partial && st->spill == NULL);
-	if (!gs_release_callback_set)
-	{
-		RegisterResourceReleaseCallback(gs_spill_resowner_release, NULL);
-		gs_release_callback_set = true;
-	}
-
 	sp = (GsSpill *) MemoryContextAllocZero(st->mcxt, sizeof(GsSpill));
-	old = MemoryContextSwitchTo(st->mcxt);
-	sp->file = BufFileCreateTemp(false);
-	MemoryContextSwitchTo(old);
-	sp->owner = CurrentResourceOwner;
-	dlist_push_head(&gs_open_spills, &sp->node);
-	sp->cb.func = gs_spill_release;
-	sp->cb.arg = sp;
-	MemoryContextRegisterResetCallback(st->mcxt, &sp->cb);
+	gs_temp_file_open(&sp->tf, st->mcxt);
 	st->spill = sp;
 	gs_states_spilled++;
 
@@ -312,20 +338,13 @@ spill_scan(SpillCx *cx, const SpillLevel *lv, SpillVisit visit, void *arg)
 	uint64		per = GS_SPILL_READ_BYTES / st->key_bytes;
 
 	cx->passes++;
-	if (BufFileSeek(sp->file, 0, 0, SEEK_SET) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("gpuselect: could not seek in a temporary file: %m")));
+	gs_temp_file_seek(&sp->tf, 0, 0);
 	while (left > 0)
 	{
 		uint64		n = Min(left, per);
-		size_t		want = (size_t) n * st->key_bytes;
 
 		spill_poll(cx);
-		if (BufFileRead(sp->file, cx->readbuf, want) != want)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("gpuselect: could not read a temporary file: %m")));
+		gs_temp_file_read(&sp->tf, cx->readbuf, (size_t) n * st->key_bytes);
 		visit(cx, lv, cx->readbuf, n, arg);
 		left -= n;
 	}
@@ -626,7 +645,7 @@ gs_spill_select(GsState *st, const uint64 *ranks, int nranks,
 	Size		limit = gs_spill_limit_bytes();
 	Size		buffer = (Size) st->chunks[0].cap * st->key_bytes;
 
-	Assert(st->spill != NULL && st->spill->file != NULL);
+	Assert(st->spill != NULL && st->spill->tf.file != NULL);
 	cx.st = st;
 	cx.kbits = st->key_bytes * 8;
 	/* candidates and the write buffer together within the limit */

@@ -12,7 +12,34 @@
 
 #include "postgres.h"
 
+#include "lib/ilist.h"
+#include "storage/buffile.h"
+#include "utils/resowner.h"
+
 #include "state/state.h"
+
+/*
+ * A temporary file (BufFile) that lives as long as a memory context: closed
+ * by a reset callback on that context when its memory goes (end of query,
+ * next sorted group), or earlier by gs_temp_file_close; on ERROR and cancel
+ * its resource owner closes and deletes it, and the callback only forgets
+ * it (spill.c's header says why).  The key spill and the value spill
+ * (datum_spill.c) both keep their files so.  The struct must be allocated
+ * in (or outlive) the memory context given to gs_temp_file_open.
+ */
+typedef struct GsTempFile
+{
+	BufFile    *file;			/* NULL once closed (or left to its owner) */
+	ResourceOwner owner;		/* the file's resource owner */
+	MemoryContextCallback cb;
+	dlist_node	node;			/* in spill.c's list of open files while file != NULL */
+} GsTempFile;
+
+extern void gs_temp_file_open(GsTempFile *tf, MemoryContext mcxt);
+extern void gs_temp_file_close(GsTempFile *tf);
+/* seek / read exactly, an ERROR on failure */
+extern void gs_temp_file_seek(GsTempFile *tf, int fileno, off_t off);
+extern void gs_temp_file_read(GsTempFile *tf, void *buf, size_t bytes);
 
 /* the limit in bytes: gpuselect.work_mem, or work_mem when it is -1 */
 extern Size gs_spill_limit_bytes(void);

@@ -94,4 +94,61 @@ cmp_ok($inmem - $base, '>', $keys_kb * 0.8, 'unspilled: the backend holds the ke
 cmp_ok($spilled_kb - $base, '<', 10 * 1024, 'spilled at 1MB: the backend stays within 10 MB of sum(x)');
 
 psql_value('DROP TABLE spill_t;');
+
+# ---- the comparison types (datum_spill.c): text values at the smallest
+# limit.  The same checks: the built-in's answer, spilled, no file left after
+# success, ERROR, a cancel in the middle of a pass (here while a level writes
+# its candidates to a second file), and bounded memory.
+my $vrows = $ENV{GS_SPILL_VALUE_ROWS} // 400000;
+psql_value(qq{
+DROP TABLE IF EXISTS spill_v;
+CREATE TABLE spill_v AS
+  SELECT CASE WHEN g % 991 = 0 THEN NULL ELSE md5(g::text) END AS t
+  FROM generate_series(1, $vrows) g;
+ANALYZE spill_v;
+});
+my $vspill = "$setup SET gpuselect.work_mem = '64kB';";
+$builtin = psql_value("SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY t) FROM spill_v;");
+$out = psql_value("$vspill SELECT gpu_quantiles(t, $fr) FROM spill_v; "
+	  . status_value('last_path') . '; ' . status_value('states_spilled') . ';');
+($answer, $path, $spilled) = split /\n/, $out;
+is($answer, $builtin, 'text: spilled gpu_quantiles equals percentile_disc');
+like($path, qr/^cpu \(values spilled, \d+ passes\)$/, "text: the group spilled ($path)");
+is($spilled, 1, 'text: one state spilled');
+is(psql_value($tmpfiles), 0, 'text: success: no temporary file left');
+
+($rc, $o) = psql("$vspill SELECT gpu_quantile(t, 0.5) FROM spill_v HAVING 1 / (count(*) - count(*)) = 1;",
+	on_error_stop => 0);
+like($o, qr/22012/, 'text: ERROR (division by zero) after a spilled selection') or diag($o);
+is(psql_value($tmpfiles), 0, 'text: ERROR: no temporary file left');
+
+# each record read (a 16 kB write buffer: ~450 values) is a poll; the first
+# pass counts, the second writes the wanted buckets to a second file
+my $records = int($vrows * 36 / 16384);
+my $at = int($records * 1.5);
+($rc, $o) = psql("$vspill SET gpuselect.test_cancel_at_poll = $at; "
+	  . "SELECT gpu_quantiles(t, $fr) FROM spill_v;", on_error_stop => 0);
+like($o, qr/57014/, "text: cancel mid-pass (poll $at): ERROR 57014") or diag($o);
+is(psql_value($tmpfiles), 0, 'text: cancel: no temporary file left');
+
+($rc, $o) = psql("$vspill SET statement_timeout = '200ms'; "
+	  . "SELECT gpu_quantile(t, 0.5) FROM spill_v, generate_series(1, 3);", on_error_stop => 0);
+like($o, qr/57014/, 'text: statement_timeout during the spill: ERROR 57014') or diag($o);
+is(psql_value($tmpfiles), 0, 'text: timeout: no temporary file left');
+
+# memory against count(t) and the same aggregate over 2000 rows (the
+# library's code and the comparators' caches): in memory the group holds its
+# values (36 bytes each) and, selecting, a 16-byte item per value; spilled at
+# 64kB it holds its write buffer, the sample (64 kB), a record's read buffer,
+# the pivots' counters and a gather or a second file's buffer and sample
+$base = peak_kb("$setup SELECT count(t) FROM spill_v; "
+	  . "SELECT gpu_quantile(t, 0.5) FROM (SELECT t FROM spill_v LIMIT 2000) s");
+$inmem = peak_kb("$setup SELECT gpu_quantile(t, 0.5) FROM spill_v");
+$spilled_kb = peak_kb("$vspill SELECT gpu_quantile(t, 0.5) FROM spill_v");
+my $values_kb = int($vrows * 36 / 1024);
+note("text peak RSS: count $base kB, in memory $inmem kB, spilled $spilled_kb kB; values $values_kb kB");
+cmp_ok($inmem - $base, '>', $values_kb, 'text unspilled: the backend holds the values');
+cmp_ok($spilled_kb - $base, '<', 2 * 1024, 'text spilled at 64kB: the backend stays within 2 MB of the baseline');
+
+psql_value('DROP TABLE spill_v;');
 done_testing();
