@@ -150,6 +150,7 @@ gs_svc_reap(void)
 			pg_atomic_fetch_sub_u64(&c->bytes_in_use, c->chunk_bytes);
 		}
 	}
+	gs_pool_wake_queue();
 	LWLockRelease(c->lock);
 	/* chunks held by scans of backends that died without their cleanup */
 	if (gs_pool_reap_held() > 0)
@@ -454,8 +455,30 @@ gs_svc_start_job(int j, int d)
 }
 
 /*
- * A lane handed back work w: publish, count, and take the device out of
- * rotation when it failed for good.  Then the job's memory goes.
+ * Job j (RUNNING) was stopped by this service's own stop (SIGTERM, no
+ * device left), not by its owner: back to SUBMITTED, chunks and request
+ * untouched, so that the next incarnation runs it again -- its owner waits
+ * across the restart (service_client.c) instead of failing with the
+ * engine's "canceled" of a cancel nobody sent (issue #29).  An owner that
+ * abandoned it meanwhile gets it freed.  -1 (no outcome to count).
+ */
+static int
+gs_svc_requeue(int j)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_RUNNING;
+
+	if (pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
+		gs_svc_wake(job->owner_proc, job->owner_pid);
+	else
+		gs_svc_release_job(j);
+	return -1;
+}
+
+/*
+ * A lane handed back work w: publish (or, stopped by our own stop,
+ * requeue), count, and take the device out of rotation when it failed for
+ * good.  Then the job's memory goes.
  */
 static void
 gs_svc_finish_job(gs_lane_work *w)
@@ -471,8 +494,11 @@ gs_svc_finish_job(gs_lane_work *w)
 	job->bytes_copied = w->bytes_copied;
 	pg_atomic_fetch_add_u64(&gs_svc_ctl->prefetch_used_bytes, w->prefetch_used_bytes);
 	job->select_ms = gs_svc_ms_since(run->start) - w->copy_ms;
-	outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
-							 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
+	if (w->status == GS_ERR_CANCELED && gs_lanes_stopping())
+		outcome = gs_svc_requeue(j);
+	else
+		outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
+								 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
 	gs_svc_device_end(d, outcome);
 	if (w->sticky)
 	{
@@ -572,8 +598,10 @@ gs_svc_stop_lanes(void)
 
 /*
  * Exit callback: stop the lanes and publish what they handed back (a job
- * the stop interrupted fails: auto falls back, gpu errors), then backends
- * stop waiting for this incarnation at once.
+ * the stop interrupted goes back to SUBMITTED for the next incarnation:
+ * gs_svc_requeue), then wake the owners of waiting jobs, which wait for
+ * the service to be back (up to gpuselect.service_timeout; auto: as long
+ * as the CPU would take) and then see their job run by it.
  */
 static void
 gs_svc_on_exit(int code, Datum arg)
