@@ -513,6 +513,7 @@ typedef struct GsSvcReq
 	int			nheld;
 	uint64		unpooled;
 	uint64		leased;
+	bool		submitted;		/* once: the key counters below were added */
 } GsSvcReq;
 
 static int
@@ -641,6 +642,14 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 						r->io_chunks, gs_svc_copy_chunks(r) + r->nheld);
 	epoch = pg_atomic_read_u64(&c->epoch);
 	job->epoch = epoch;
+	if (!r->submitted)
+	{
+		/* what the request hands the service (a retry after a restart: once) */
+		pg_atomic_fetch_add_u64(&c->scan_keys_in_place, r->n - r->unpooled);
+		pg_atomic_fetch_add_u64(&c->scan_keys_copied, r->unpooled);
+		pg_atomic_fetch_add_u64(&c->worker_keys_in_place, r->leased);
+		r->submitted = true;
+	}
 	/* the compare-and-swap is a full barrier: the request is visible first */
 	expected = GS_JOB_OPEN;
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
@@ -727,9 +736,6 @@ gs_service_select(GsState *st, gs_input *in, const uint64 *ranks, int nranks,
 	gs_svc_abandon(j);			/* DONE: frees the job's chunks (not the held ones) and the slot */
 	if (!ok)
 		return gs_svc_fail(info, "the key pool's chunk list is damaged");
-	pg_atomic_fetch_add_u64(&c->scan_keys_in_place, r.n - r.unpooled);
-	pg_atomic_fetch_add_u64(&c->scan_keys_copied, r.unpooled);
-	pg_atomic_fetch_add_u64(&c->worker_keys_in_place, r.leased);
 	info->path = "service";
 	return GS_GPU_DONE;
 }

@@ -42,6 +42,14 @@ my %want = map {
 	$_ => psql_value("SELECT percentile_disc($_) WITHIN GROUP (ORDER BY x)::text FROM gs_q")
 } @p;
 my $s0 = status();
+my $one = "SET gpuselect.device = 'gpu'; SET gpuselect.gpu_min_rows = 1000;
+SET max_parallel_workers_per_gather = 0;
+SELECT gpu_percentile_disc(0.5) WITHIN GROUP (ORDER BY x)::text FROM gs_q;";
+# one alone, for the log: the sessions below take turns, so each should take
+# about this long plus its wait
+my $t1 = time;
+psql_value($one);
+diag(sprintf('one session alone: %.1f s', time - $t1));
 
 my @bg;
 for my $p (@p)
