@@ -121,10 +121,12 @@ gs_dispatch_spilled(GsState *st, const uint64 *ranks, int nranks,
  * service uses the GPU: a backend never creates a CUDA context.  Without the
  * service (not preloaded, or gpuselect.service = off) auto stays on the CPU
  * and gpuselect_status() says why; gpu is an ERROR, as is any failure the
- * service reports in gpu mode.
+ * service reports in gpu mode.  The service may move the group's keys out of
+ * pool chunks into the state's memory before it waits for the pool: in's
+ * segments are rebuilt then, and the CPU fallback reads them.
  */
 static GsGpuOutcome
-gs_dispatch_try_gpu(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
+gs_dispatch_try_gpu(GsState *st, gs_input *in, const uint64 *ranks, int nranks,
 					uint64 *out_keys, gs_approx_pick *picks, GsRunInfo *info)
 {
 	GsGpuOutcome outcome = GS_GPU_NOT_USED;

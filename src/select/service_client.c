@@ -20,6 +20,16 @@
  * nothing there can raise an ERROR); a FATAL or normal exit abandons it
  * in an on_shmem_exit callback.  The service frees an abandoned job's
  * chunks once it no longer reads them.
+ *
+ * Two waits are not the service's work on the job (issue #29), and both
+ * are bounded by gpuselect.service_timeout (auto: by the CPU's time for
+ * the group, GsSvcClock):
+ *   - the pool's queue: a backend never waits for chunks while it holds
+ *     any (gs_svc_take_chunks gives its held chunks back first), and waits
+ *     for all of its job's chunks at once, first come first served;
+ *   - a restart: a job the restart caught is run by the next incarnation,
+ *     or submitted again once it is READY (gs_svc_wait, gs_service_select);
+ *     only past the deadline does the request fail, saying so.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -144,50 +154,166 @@ gs_svc_link_held(int j, const GsState *st, int tail, int nheld)
 }
 
 /*
- * Sleep until job j is DONE or FAILED.  Returns NULL then, else why it
- * was given up (the job is abandoned then).  A cancel or ERROR from
- * CHECK_FOR_INTERRUPTS abandons it and is re-thrown.
+ * One request's clocks.  deadline: gpuselect.service_timeout from the
+ * final call, for the whole request (the pool's queue, a restart, the
+ * service's answer).  patience: how long it waits for what is not the
+ * service's work on it -- the pool's queue and a restarting service.  In
+ * gpu mode that is the deadline.  In auto it is also bounded by the CPU's
+ * time for the group: the backend has every key in its own memory (or in
+ * chunks it holds), so its CPU engine could answer at once, and waiting is
+ * a bet that the GPU frees up soon.  Without a measurement of how long the
+ * wait will be, the break-even rule (ski rental) bounds the loss: wait at
+ * most as long as the CPU would take, then select on the CPU, so a wait
+ * that does not pay off at most doubles the CPU's time, while one that
+ * does gives the group the GPU (issue #29: falling back at once let
+ * nobody get the GPU under contention).  The CPU's time is estimated from
+ * the group's size at GS_SVC_CPU_NS_PER_KEY: the CPU engine's 3-8 ns per
+ * value measured for gpuselect.gpu_min_rows (guc.c), at its fast end, so
+ * auto errs towards the CPU.
  */
-static const char *
-gs_svc_wait(int j, uint64 epoch)
+#define GS_SVC_CPU_NS_PER_KEY 5
+
+typedef struct GsSvcClock
+{
+	TimestampTz deadline;
+	TimestampTz patience;
+} GsSvcClock;
+
+static void
+gs_svc_clock_start(GsSvcClock *clk, uint64 nkeys)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	clk->deadline = TimestampTzPlusMilliseconds(now, gs_guc_service_timeout);
+	clk->patience = clk->deadline;
+	if (gs_guc_device != GS_DEVICE_GPU)
+	{
+		uint64		us = nkeys * GS_SVC_CPU_NS_PER_KEY / 1000;
+
+		if (now + (TimestampTz) us < clk->patience)
+			clk->patience = now + (TimestampTz) us;
+	}
+}
+
+static bool
+gs_svc_past(TimestampTz t)
+{
+	return GetCurrentTimestamp() >= t;
+}
+
+/* poll/sleep step of the waits below (a SetLatch ends it early) */
+static void
+gs_svc_nap(TimestampTz until, long max_ms)
+{
+	long		left = (long) ((until - GetCurrentTimestamp()) / 1000);
+
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 Max(1L, Min(left, max_ms)), PG_WAIT_EXTENSION);
+}
+
+/*
+ * The service READY, waiting while it is starting or restarting (down) up
+ * to `until`; false when it is not (then *state says what it is).  Holds
+ * nothing while it waits.
+ */
+static bool
+gs_svc_wait_ready(TimestampTz until, uint32 *state)
+{
+	for (;;)
+	{
+		*state = pg_atomic_read_u32(&gs_svc_ctl->state);
+		if (*state == GS_SVC_READY)
+			return true;
+		/* off, or no device (it tries again in a minute): no use waiting */
+		if (*state != GS_SVC_STARTING && *state != GS_SVC_DOWN)
+			return false;
+		if (gs_svc_past(until))
+			return false;
+		gs_svc_nap(until, 20L);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* outcomes of one attempt (gs_svc_attempt) and of a wait */
+typedef enum GsSvcEnd
+{
+	GS_SVC_ANSWERED,			/* the job is DONE or FAILED: read it */
+	GS_SVC_GIVEN_UP,			/* why says why; nothing left to clean */
+	GS_SVC_RESTARTED			/* a restart dropped the job: submit it again */
+} GsSvcEnd;
+
+/*
+ * Sleep until job j is DONE or FAILED (ANSWERED).  A service restart
+ * (its state not READY, or a new epoch) does not end the wait: the dying
+ * service hands the job it was running back as SUBMITTED (service_main.c,
+ * gs_svc_requeue), one that was waiting stays so, and once the service is
+ * READY again (it reaps what the old one left before that) the job is
+ * either still there, run by the new one, or gone (RESTARTED: the caller
+ * submits it again).  Gives up (the job abandoned, why set) at the
+ * deadline, or for a restart at clk's patience.  A cancel or ERROR from
+ * CHECK_FOR_INTERRUPTS abandons the job and is re-thrown.
+ */
+static GsSvcEnd
+gs_svc_wait(int j, uint64 epoch, const GsSvcClock *clk, bool *restarted, const char **why)
 {
 	GsSvcJob   *job = &gs_svc_jobs[j];
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   gs_guc_service_timeout);
-	const char *volatile why = NULL;
+	volatile GsSvcEnd end = GS_SVC_ANSWERED;
+	volatile uint64 my_epoch = epoch;
 
+	*why = NULL;
 	PG_TRY();
 	{
 		for (;;)
 		{
-			uint32		s;
-			long		left;
+			uint32		s,
+						svc;
+			bool		live;
 
 			/* reset before checking, so a SetLatch after the check wakes us */
 			ResetLatch(MyLatch);
 			s = pg_atomic_read_u32(&job->state);
 			if (s == GS_JOB_DONE || s == GS_JOB_FAILED)
 				break;
-			if (s != GS_JOB_SUBMITTED && s != GS_JOB_RUNNING && s != GS_JOB_WRITING)
+			live = (s == GS_JOB_SUBMITTED || s == GS_JOB_RUNNING || s == GS_JOB_WRITING);
+			svc = pg_atomic_read_u32(&gs_svc_ctl->state);
+			if (svc != GS_SVC_READY || pg_atomic_read_u64(&gs_svc_ctl->epoch) != my_epoch)
 			{
-				why = "the request was dropped";
+				*restarted = true;
+				if (svc == GS_SVC_READY)
+				{
+					/* the new incarnation: its start reaped the old one's leftovers */
+					my_epoch = pg_atomic_read_u64(&gs_svc_ctl->epoch);
+					if (!live)
+					{
+						end = GS_SVC_RESTARTED;
+						break;
+					}
+					continue;
+				}
+				if (gs_svc_past(clk->patience))
+				{
+					*why = gs_guc_device == GS_DEVICE_GPU
+						? "the service restarted and was not ready again within gpuselect.service_timeout"
+						: "the service restarted and was not ready again within the CPU's time for this group";
+					end = GS_SVC_GIVEN_UP;
+					break;
+				}
+			}
+			else if (!live)
+			{
+				*why = "the request was dropped";
+				end = GS_SVC_GIVEN_UP;
 				break;
 			}
-			if (pg_atomic_read_u32(&gs_svc_ctl->state) != GS_SVC_READY ||
-				pg_atomic_read_u64(&gs_svc_ctl->epoch) != epoch)
+			if (gs_svc_past(clk->deadline))
 			{
-				why = "the service stopped";
-				break;
-			}
-			left = (long) ((deadline - GetCurrentTimestamp()) / 1000);
-			if (left <= 0)
-			{
-				why = "timed out (gpuselect.service_timeout)";
+				*why = "timed out (gpuselect.service_timeout)";
 				pg_atomic_fetch_add_u64(&gs_svc_ctl->timed_out, 1);
+				end = GS_SVC_GIVEN_UP;
 				break;
 			}
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 Min(left, 100L), PG_WAIT_EXTENSION);
+			gs_svc_nap(clk->deadline, 100L);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
@@ -199,77 +325,39 @@ gs_svc_wait(int j, uint64 epoch)
 	}
 	PG_END_TRY();
 
-	if (why != NULL)
+	if (end != GS_SVC_ANSWERED)
 		gs_svc_abandon(j);
-	return why;
+	return end;
 }
 
-/* a job of ours the service has not freed yet (abandoned earlier): wait a little */
+/*
+ * This backend's job slot FREE: a job of ours abandoned earlier waits for
+ * the service to free it (a restarting service does that when it is back),
+ * a leftover we still own is freed here.  Up to `until`.
+ */
 static bool
-gs_svc_slot_free(int j)
+gs_svc_slot_free(int j, TimestampTz until)
 {
 	GsSvcJob   *job = &gs_svc_jobs[j];
 
-	for (int i = 0; i < 100; i++)
+	for (;;)
 	{
 		uint32		s = pg_atomic_read_u32(&job->state);
 
 		if (s == GS_JOB_FREE)
 			return true;
 		if (job->owner_pid == MyProcPid && s != GS_JOB_ABANDONED)
+		{
 			gs_svc_abandon(j);	/* a leftover of ours: free it */
-		else
-		{
-			gs_svc_wake_service();
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 10L, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
+			continue;
 		}
+		if (gs_svc_past(until))
+			return false;
+		gs_svc_wake_service();
+		gs_svc_nap(until, 10L);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
 	}
-	return pg_atomic_read_u32(&job->state) == GS_JOB_FREE;
-}
-
-/*
- * Chunks for job j (held OPEN).  The pool full with other sessions' keys:
- * auto falls back to the CPU at once (its engine is right here), gpu waits
- * for chunks to come back, up to gpuselect.service_timeout, polling
- * (nobody signals a freed chunk yet) -- unless the chunks missing are held
- * by this backend's own scans (other groups of the same query), which
- * only go back after this call.  A cancel while waiting frees the slot
- * and is re-thrown.  -1: none.
- */
-static int
-gs_svc_take_chunks(int j, int n)
-{
-	int			head = gs_pool_alloc(n, j);
-	TimestampTz deadline;
-
-	if (head >= 0 || gs_guc_device != GS_DEVICE_GPU)
-		return head;
-	/* what is missing is held by this backend's own scans: nobody gives it back */
-	if (gs_svc_ctl->nchunks - gs_service_scan_held_chunks() < n)
-		return -1;
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), gs_guc_service_timeout);
-	PG_TRY();
-	{
-		while (head < 0 && GetCurrentTimestamp() < deadline &&
-			   pg_atomic_read_u32(&gs_svc_ctl->state) == GS_SVC_READY)
-		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 5L, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-			head = gs_pool_alloc(n, j);
-		}
-	}
-	PG_CATCH();
-	{
-		gs_svc_abandon(j);		/* OPEN, no chunks: back to FREE */
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	return head;
 }
 
 /* the state's held chunks, the keys outside them, and the keys in held
@@ -319,91 +407,225 @@ gs_svc_describe_job(GsSvcJob *job, unsigned key_bytes, uint64 n, int nranks, boo
 	job->message[0] = '\0';
 }
 
-GsGpuOutcome
-gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
-				  uint64 *out_keys, gs_approx_pick *picks, GsRunInfo *info)
+/* one request's shape and where its keys are */
+typedef struct GsSvcReq
 {
-	GsSvcControl *c = gs_svc_ctl;
-	GsSvcJob   *job;
-	int			j;
-	uint64		n = gs_input_count(in);
-	Size		cb = c->chunk_bytes;
-	uint64		per_chunk = cb / in->key_bytes;
-	int64		io_chunks = (int64) (((uint64) nranks * GS_SVC_IO_BYTES_PER_RANK + cb - 1) / cb);
+	GsState    *st;
+	gs_input   *in;
+	const uint64 *ranks;
+	int			nranks;
+	bool		approx;
+	uint64		n;
+	uint64		per_chunk;		/* keys per pool chunk */
+	int			io_chunks;
+	/* gs_svc_count_chunks */
 	int			nheld;
 	uint64		unpooled;
 	uint64		leased;
-	int64		copy_chunks;
-	uint64		epoch;
+	bool		submitted;		/* once: the key counters below were added */
+} GsSvcReq;
+
+static int
+gs_svc_copy_chunks(const GsSvcReq *r)
+{
+	return (int) ((r->unpooled + r->per_chunk - 1) / r->per_chunk);
+}
+
+/*
+ * Chunks for job j (held OPEN): at once when the pool has them and nobody
+ * waits for it; else this backend first gives back every chunk it holds
+ * (gs_service_scan_unload_all: the keys move into its states' memory, and
+ * in's segments follow), then waits, holding none, in the pool's queue
+ * for all the chunks of the job at once, up to clk's patience.  A cancel
+ * while waiting leaves the queue, frees the slot and is re-thrown.
+ * Returns the first chunk, -1 when the wait ran out.
+ */
+static int
+gs_svc_take_chunks(int j, GsSvcReq *r, const GsSvcClock *clk)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			need = r->io_chunks + gs_svc_copy_chunks(r);
+	volatile int head = -1;
+
+	if (need + r->nheld <= c->nchunks)
+	{
+		head = gs_pool_alloc(need, j);
+		if (head >= 0)
+			return head;
+	}
+	/* auto with no patience left (a small group): the CPU, without the copy */
+	if (need + r->nheld <= c->nchunks && gs_svc_past(clk->patience))
+		return -1;
+	PG_TRY();
+	{
+		/* an out-of-memory ERROR here frees the slot too */
+		if (gs_service_scan_unload_all() > 0)
+		{
+			pfree((void *) r->in->segs);
+			gs_state_input(r->st, r->in);
+			gs_svc_count_chunks(r->st, &r->nheld, &r->unpooled, &r->leased);
+		}
+		gs_pool_queue_join(j, r->io_chunks + gs_svc_copy_chunks(r));
+		for (;;)
+		{
+			ResetLatch(MyLatch);
+			head = gs_pool_queue_take(j);
+			if (head >= 0 || gs_svc_past(clk->patience))
+				break;
+			gs_svc_nap(clk->patience, 50L);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		gs_pool_queue_leave(j);
+		gs_svc_abandon(j);		/* OPEN, no chunks: back to FREE */
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	gs_pool_queue_leave(j);		/* when it ran out */
+	return head;
+}
+
+/*
+ * One submission: the slot, its chunks, the request, the wait.  ANSWERED:
+ * the job is DONE or FAILED and still ours; RESTARTED: a service restart
+ * dropped it (the slot is being freed); GIVEN_UP: why says why.
+ */
+static GsSvcEnd
+gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char **why)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			j = gs_svc_my_slot();
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		state;
 	uint32		expected;
-	const char *why;
+	uint64		epoch;
 	int			tail;
 	bool		ok;
 
-	if (pg_atomic_read_u32(&c->state) != GS_SVC_READY)
-		return gs_svc_fail(info, psprintf("the service is %s",
-										  gs_svc_state_name(pg_atomic_read_u32(&c->state))));
-	j = gs_svc_my_slot();
-	if (j < 0)
-		return gs_svc_fail(info, "this process has no job slot");
-	gs_svc_register_exit();
-	if (!gs_svc_slot_free(j))
-		return gs_svc_fail(info, "this process's job slot is still busy");
-	if ((int64) ((n + per_chunk - 1) / per_chunk) + io_chunks > c->nchunks)
+	if (!gs_svc_wait_ready(clk->patience, &state))
 	{
-		pg_atomic_fetch_add_u64(&c->pool_exhausted, 1);
-		return gs_svc_fail(info, "the group is larger than the key pool");
+		*why = *restarted ? (gs_guc_device == GS_DEVICE_GPU
+							 ? "the service restarted and was not ready again within gpuselect.service_timeout"
+							 : "the service restarted and was not ready again within the CPU's time for this group")
+			: psprintf("the service is %s", gs_svc_state_name(state));
+		return GS_SVC_GIVEN_UP;
 	}
-	gs_svc_count_chunks(st, &nheld, &unpooled, &leased);
-	copy_chunks = (int64) ((unpooled + per_chunk - 1) / per_chunk);
-	if (copy_chunks + nheld + io_chunks > c->nchunks)
-		return gs_svc_fail(info, "the group is larger than the key pool");
+	if (!gs_svc_slot_free(j, clk->deadline))
+	{
+		*why = "this process's job slot is still busy";
+		return GS_SVC_GIVEN_UP;
+	}
 
 	/* take the slot (FREE -> OPEN), then chunks for it */
-	job = &gs_svc_jobs[j];
 	job->owner_proc = MyProc;
 	job->owner_pid = MyProcPid;
 	job->head = -1;
 	expected = GS_JOB_FREE;
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_OPEN))
-		return gs_svc_fail(info, "this process's job slot is still busy");
-	job->head = gs_svc_take_chunks(j, (int) (io_chunks + copy_chunks));
+	{
+		*why = "this process's job slot is still busy";
+		return GS_SVC_GIVEN_UP;
+	}
+	job->head = gs_svc_take_chunks(j, r, clk);
 	if (job->head < 0)
 	{
 		pg_atomic_write_u32(&job->state, GS_JOB_FREE);
 		pg_atomic_fetch_add_u64(&c->pool_exhausted, 1);
-		return gs_svc_fail(info, "the key pool is exhausted");
+		*why = "the key pool is exhausted";
+		return GS_SVC_GIVEN_UP;
 	}
 	/* ranks into the io area; palloc'd keys copied; held chunks in place */
-	ok = gs_pool_copy(job->head, j, 0, (void *) ranks, sizeof(uint64) * nranks, true);
-	tail = ok ? gs_svc_copy_keys(j, st, (int) io_chunks, (int) copy_chunks) : -1;
-	ok = tail >= 0 && gs_svc_link_held(j, st, tail, nheld);
+	ok = gs_pool_copy(job->head, j, 0, (void *) r->ranks, sizeof(uint64) * r->nranks, true);
+	tail = ok ? gs_svc_copy_keys(j, r->st, r->io_chunks, gs_svc_copy_chunks(r)) : -1;
+	ok = tail >= 0 && gs_svc_link_held(j, r->st, tail, r->nheld);
 	if (!ok)
 	{
 		gs_svc_abandon(j);
-		return gs_svc_fail(info, "the key pool's chunk list is damaged");
+		*why = "the key pool's chunk list is damaged";
+		return GS_SVC_GIVEN_UP;
 	}
 
-	gs_svc_describe_job(job, in->key_bytes, n, nranks, picks != NULL,
-						(int) io_chunks, (int) copy_chunks + nheld);
+	gs_svc_describe_job(job, r->in->key_bytes, r->n, r->nranks, r->approx,
+						r->io_chunks, gs_svc_copy_chunks(r) + r->nheld);
 	epoch = pg_atomic_read_u64(&c->epoch);
 	job->epoch = epoch;
-	pg_atomic_fetch_add_u64(&c->scan_keys_in_place, n - unpooled);
-	pg_atomic_fetch_add_u64(&c->scan_keys_copied, unpooled);
-	pg_atomic_fetch_add_u64(&c->worker_keys_in_place, leased);
+	if (!r->submitted)
+	{
+		/* what the request hands the service (a retry after a restart: once) */
+		pg_atomic_fetch_add_u64(&c->scan_keys_in_place, r->n - r->unpooled);
+		pg_atomic_fetch_add_u64(&c->scan_keys_copied, r->unpooled);
+		pg_atomic_fetch_add_u64(&c->worker_keys_in_place, r->leased);
+		r->submitted = true;
+	}
 	/* the compare-and-swap is a full barrier: the request is visible first */
 	expected = GS_JOB_OPEN;
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
 	{
 		gs_svc_abandon(j);
-		return gs_svc_fail(info, "the request was dropped");
+		*why = "the request was dropped";
+		return GS_SVC_GIVEN_UP;
 	}
 	gs_svc_wake_service();
+	return gs_svc_wait(j, epoch, clk, restarted, why);
+}
 
-	why = gs_svc_wait(j, epoch);
-	if (why != NULL)
+GsGpuOutcome
+gs_service_select(GsState *st, gs_input *in, const uint64 *ranks, int nranks,
+				  uint64 *out_keys, gs_approx_pick *picks, GsRunInfo *info)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	GsSvcJob   *job;
+	GsSvcReq	r;
+	GsSvcClock	clk;
+	GsSvcEnd	end;
+	int			j;
+	Size		cb = c->chunk_bytes;
+	bool		restarted = false;
+	bool		counted = false;
+	const char *why = NULL;
+	bool		ok;
+
+	memset(&r, 0, sizeof(r));
+	r.st = st;
+	r.in = in;
+	r.ranks = ranks;
+	r.nranks = nranks;
+	r.approx = picks != NULL;
+	r.n = gs_input_count(in);
+	r.per_chunk = cb / in->key_bytes;
+	r.io_chunks = (int) (((uint64) nranks * GS_SVC_IO_BYTES_PER_RANK + cb - 1) / cb);
+
+	j = gs_svc_my_slot();
+	if (j < 0)
+		return gs_svc_fail(info, "this process has no job slot");
+	gs_svc_register_exit();
+	/* one that cannot fit even alone never will: at once (gpu: 55000) */
+	if ((r.n + r.per_chunk - 1) / r.per_chunk + (uint64) r.io_chunks > (uint64) c->nchunks)
+	{
+		pg_atomic_fetch_add_u64(&c->pool_exhausted, 1);
+		return gs_svc_fail(info, "the group is larger than the key pool");
+	}
+	gs_svc_count_chunks(st, &r.nheld, &r.unpooled, &r.leased);
+	gs_svc_clock_start(&clk, r.n);
+
+	/* a restart that drops the job: submitted again while time is left */
+	for (;;)
+	{
+		end = gs_svc_attempt(&r, &clk, &restarted, &why);
+		if (restarted && !counted)
+		{
+			pg_atomic_fetch_add_u64(&c->restart_waits, 1);
+			counted = true;
+		}
+		if (end != GS_SVC_RESTARTED)
+			break;
+	}
+	if (end == GS_SVC_GIVEN_UP)
 		return gs_svc_fail(info, why);
 
+	job = &gs_svc_jobs[j];
 	pg_read_barrier();
 	if (pg_atomic_read_u32(&job->state) == GS_JOB_FAILED)
 	{

@@ -12,8 +12,10 @@
 
 /* the client (service_client.c): run a selection through the service.
  * Returns GS_GPU_NOT_USED (with the reason in info->path) when the
- * service could not answer in auto mode; ERROR in gpu mode. */
-extern GsGpuOutcome gs_service_select(GsState *st, const gs_input *in, const uint64 *ranks, int nranks,
+ * service could not answer in auto mode; ERROR in gpu mode.  in's
+ * segments are rebuilt when the keys of st's pool chunks move into the
+ * backend's memory (before a wait for the pool). */
+extern GsGpuOutcome gs_service_select(GsState *st, gs_input *in, const uint64 *ranks, int nranks,
 										uint64 *out_keys, gs_approx_pick *picks,
 										GsRunInfo *info);
 

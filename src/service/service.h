@@ -32,7 +32,10 @@
  * -> RUNNING -> WRITING -> DONE | FAILED (service; SetLatch owner) -> FREE
  * (owner, after reading the answer and freeing the chunks).  The owner may
  * move SUBMITTED, RUNNING or WRITING -> ABANDONED (cancel, timeout, exit);
- * the service then frees the chunks and sets FREE.  Every transition the
+ * the service then frees the chunks and sets FREE.  A service that stops
+ * moves a job its own stop interrupted RUNNING -> SUBMITTED, for the next
+ * incarnation (whose start frees what is left RUNNING, WRITING or
+ * ABANDONED before it is READY).  Every transition the
  * two sides race on is a compare-and-swap, so a stale actor never writes
  * into a slot the other side has moved on.
  *
@@ -41,6 +44,9 @@
  * knows a GsState: the backend's functions on states are declared in
  * their own layers (state/service_scan.h: the scan and leases;
  * select/service_client.h: a selection on the service).
+ *
+ * A job slot's owner never waits for pool chunks while it holds any: it
+ * gives them back and queues (wait_ticket below, service_shmem.c).
  */
 #ifndef GS_SERVICE_H
 #define GS_SERVICE_H
@@ -149,6 +155,15 @@ typedef struct GsSvcJob
 	 */
 	pg_atomic_uint32 nleased;
 	uint64		lease_gen;
+
+	/*
+	 * The pool's queue (service_shmem.c, pool lock): a backend that found
+	 * too few free chunks for its job waits here, holding none, for all
+	 * wait_need of them at once; the smallest ticket is served first.
+	 * 0: not waiting.
+	 */
+	uint64		wait_ticket;
+	int			wait_need;
 } GsSvcJob;
 
 typedef struct GsSvcChunk
@@ -221,6 +236,8 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 canceled;
 	pg_atomic_uint64 timed_out;
 	pg_atomic_uint64 pool_exhausted;
+	pg_atomic_uint64 pool_waits;	/* requests that queued for pool chunks */
+	pg_atomic_uint64 restart_waits; /* requests a service restart caught, retried */
 	pg_atomic_uint64 bytes_in_use;	/* job and held chunks */
 	pg_atomic_uint64 scan_bytes;	/* held chunks */
 	pg_atomic_uint64 scan_short;	/* pool chunks a scan wanted and did not get */
@@ -251,6 +268,8 @@ typedef struct GsSvcControl
 	Size		chunk_bytes;
 	int			free_head;
 	int			nfree;
+	uint64		next_ticket;	/* the pool's queue (GsSvcJob.wait_ticket) */
+	int			nwaiting;		/* job slots in it now */
 
 	int			ndevices;		/* entries of devices[] in use (this incarnation) */
 	GsSvcDevice devices[GS_SVC_MAX_DEVICES];
@@ -281,9 +300,19 @@ extern void gs_service_preload_init(void);
 extern bool gs_service_in_use(void);
 
 /* pool (service_shmem.c): all-or-nothing allocation of n chunks for job
- * slot `job`; -1 when the pool has fewer free.  Freeing checks every
- * index and owner and never raises an ERROR. */
+ * slot `job`; -1 when the pool has fewer free or a backend waits in the
+ * pool's queue (first come, first served).  Freeing checks every index
+ * and owner and never raises an ERROR. */
 extern int	gs_pool_alloc(int n, int job);
+/* the pool's queue: join it for n chunks (the caller holds no chunk);
+ * take them all once first in line and free (-1: not yet); leave it
+ * (taken, timeout, cancel, exit: never raises an ERROR) */
+extern void gs_pool_queue_join(int job, int n);
+extern int	gs_pool_queue_take(int job);
+extern void gs_pool_queue_leave(int job);
+/* chunks went back to the free list outside the functions here (the
+ * reaper's orphan scan): wake the first in the queue (pool lock held) */
+extern void gs_pool_wake_queue(void);
 extern void gs_pool_free_list(int head, int job);
 /* one held chunk for this backend's scan under job slot `job` (its
  * scan owner becomes this process); -1 when the pool is down to its

@@ -150,6 +150,7 @@ gs_svc_reap(void)
 			pg_atomic_fetch_sub_u64(&c->bytes_in_use, c->chunk_bytes);
 		}
 	}
+	gs_pool_wake_queue();
 	LWLockRelease(c->lock);
 	/* chunks held by scans of backends that died without their cleanup */
 	if (gs_pool_reap_held() > 0)
@@ -374,31 +375,6 @@ gs_svc_publish(int j, gs_status s, const char *message, void *answer, Size answe
 	return final == GS_JOB_DONE ? 1 : 0;
 }
 
-/*
- * A job whose device failed for good while running it: the job itself was
- * fine (its keys are still in the pool, untouched by the engine), so while
- * another device is in rotation it goes back to the queue (RUNNING ->
- * SUBMITTED, a compare-and-swap like every other move) and runs there, in
- * gpu mode too: losing one GPU of several fails no query.  The owner keeps
- * waiting and sees only a later answer; its submit time stays, so the job
- * keeps its place by age.  False: no device left, or the owner abandoned
- * the job (then it is released here, as gs_svc_publish would).
- */
-static bool
-gs_svc_requeue(int j)
-{
-	GsSvcJob   *job = &gs_svc_jobs[j];
-	uint32		expected = GS_JOB_RUNNING;
-
-	if (gs_svc_devices_ok() == 0)
-		return false;
-	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
-		return false;			/* abandoned: gs_svc_publish releases it */
-	pg_atomic_fetch_add_u64(&gs_svc_ctl->requeued, 1);
-	SetLatch(MyLatch);			/* dispatch again on the next loop */
-	return true;
-}
-
 static Size
 gs_svc_answer_bytes(const GsSvcJob *job)
 {
@@ -479,8 +455,37 @@ gs_svc_start_job(int j, int d)
 }
 
 /*
- * A lane handed back work w: publish, count, and take the device out of
- * rotation when it failed for good.  Then the job's memory goes.
+ * Job j (RUNNING) goes back to SUBMITTED, chunks and request untouched, when
+ * the job was fine but could not finish where it ran:
+ *  - this service's own stop (SIGTERM, no device left) interrupted it: the
+ *    next incarnation runs it, and its owner waits across the restart
+ *    (service_client.c) instead of failing with the engine's "canceled" of
+ *    a cancel nobody sent (issue #29);
+ *  - its device failed for good while another is in rotation: that one
+ *    runs it, so losing one GPU of several fails no query, in gpu mode too
+ *    (issue #35).  Its submit time stays, so it keeps its place by age.
+ * An owner that abandoned it meanwhile gets it freed instead.
+ */
+static void
+gs_svc_requeue(int j)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_RUNNING;
+
+	if (pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
+	{
+		pg_atomic_fetch_add_u64(&gs_svc_ctl->requeued, 1);
+		gs_svc_wake(job->owner_proc, job->owner_pid);
+		SetLatch(MyLatch);		/* dispatch again on the next loop */
+	}
+	else
+		gs_svc_release_job(j);
+}
+
+/*
+ * A lane handed back work w: take the device out of rotation when it failed
+ * for good, then publish the answer or requeue the job (gs_svc_requeue),
+ * and count.  Then the job's memory goes.
  */
 static void
 gs_svc_finish_job(gs_lane_work *w)
@@ -503,8 +508,16 @@ gs_svc_finish_job(gs_lane_work *w)
 				(errmsg("gpuselect GPU service: device %d failed for good and is out of rotation (%d left): %s",
 						d, gs_svc_devices_ok(), w->err.message)));
 	}
-	if (w->sticky && gs_svc_requeue(j))
-		outcome = 0;			/* the device failed; the job runs again elsewhere */
+	if (w->status == GS_ERR_CANCELED && gs_lanes_stopping())
+	{
+		gs_svc_requeue(j);		/* our own stop: the next incarnation runs it */
+		outcome = -1;
+	}
+	else if (w->sticky && gs_svc_devices_ok() > 0)
+	{
+		gs_svc_requeue(j);		/* its device failed: another one runs it */
+		outcome = 0;
+	}
 	else
 		outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
 								 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
@@ -600,8 +613,10 @@ gs_svc_stop_lanes(void)
 
 /*
  * Exit callback: stop the lanes and publish what they handed back (a job
- * the stop interrupted fails: auto falls back, gpu errors), then backends
- * stop waiting for this incarnation at once.
+ * the stop interrupted goes back to SUBMITTED for the next incarnation:
+ * gs_svc_requeue), then wake the owners of waiting jobs, which wait for
+ * the service to be back (up to gpuselect.service_timeout; auto: as long
+ * as the CPU would take) and then see their job run by it.
  */
 static void
 gs_svc_on_exit(int code, Datum arg)

@@ -191,6 +191,8 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->canceled, 0);
 		pg_atomic_init_u64(&c->timed_out, 0);
 		pg_atomic_init_u64(&c->pool_exhausted, 0);
+		pg_atomic_init_u64(&c->pool_waits, 0);
+		pg_atomic_init_u64(&c->restart_waits, 0);
 		pg_atomic_init_u64(&c->bytes_in_use, 0);
 		pg_atomic_init_u64(&c->scan_bytes, 0);
 		pg_atomic_init_u64(&c->scan_short, 0);
@@ -342,6 +344,8 @@ gs_service_off_reason(void)
 
 /* ---------------- the key pool ---------------- */
 
+static int	gs_pool_alloc_locked(int n, int job);
+
 int
 gs_pool_alloc(int n, int job)
 {
@@ -351,6 +355,131 @@ gs_pool_alloc(int n, int job)
 	if (n <= 0)
 		return -1;
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	/* first come, first served: nobody passes a waiter */
+	if (c->nwaiting == 0)
+		head = gs_pool_alloc_locked(n, job);
+	LWLockRelease(c->lock);
+	return head;
+}
+
+/*
+ * The pool's queue.  A backend whose job finds too few free chunks gives
+ * back every chunk it holds (service_client.c, gs_service_scan_unload_all)
+ * and then waits here for all the chunks of its job at once, so no
+ * backend ever waits while it holds chunks another waiter needs (the
+ * hold-and-wait of issue #29: three scans each holding a third of the
+ * pool, each final call waiting for the others' chunks).  Tickets serve
+ * the waiters in arrival order: only the first in line may take chunks,
+ * and while anyone waits, gs_pool_alloc and the scans' chunks (held and
+ * leased) take none either, so a large job is not starved by small ones
+ * and every holder's chunks end up back in the pool: each holder is a
+ * running scan (its final call then joins the queue or gets its chunks), a
+ * running job, or a state of a query that is not running (a cursor; a
+ * waiter's own are unloaded first).  A waiter polls too (50 ms), so a
+ * wake-up lost to a race costs a little time, never the wait.
+ */
+
+/* the first live waiter (the pool lock held exclusively): its slot, -1 if
+ * none; a waiter whose backend is gone without its exit cleanup is dropped */
+static int
+gs_pool_queue_first(void)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			first = -1;
+	uint64		best = PG_UINT64_MAX;
+
+	if (c->nwaiting <= 0)
+		return -1;
+	for (int j = 0; j < c->njobs; j++)
+	{
+		GsSvcJob   *job = &gs_svc_jobs[j];
+
+		if (job->wait_ticket == 0)
+			continue;
+		if (job->owner_proc == NULL || job->owner_proc->pid != job->owner_pid)
+		{
+			job->wait_ticket = 0;
+			c->nwaiting--;
+			continue;
+		}
+		if (job->wait_ticket < best)
+		{
+			best = job->wait_ticket;
+			first = j;
+		}
+	}
+	return first;
+}
+
+void
+gs_pool_wake_queue(void)
+{
+	int			first = gs_pool_queue_first();
+
+	if (first >= 0)
+		SetLatch(&gs_svc_jobs[first].owner_proc->procLatch);
+}
+
+void
+gs_pool_queue_join(int job, int n)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	if (gs_svc_jobs[job].wait_ticket == 0)
+	{
+		gs_svc_jobs[job].wait_ticket = ++c->next_ticket;
+		gs_svc_jobs[job].wait_need = n;
+		c->nwaiting++;
+	}
+	LWLockRelease(c->lock);
+	pg_atomic_fetch_add_u64(&c->pool_waits, 1);
+}
+
+int
+gs_pool_queue_take(int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	GsSvcJob   *me = &gs_svc_jobs[job];
+	int			head = -1;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	if (me->wait_ticket != 0 && gs_pool_queue_first() == job && c->nfree >= me->wait_need)
+	{
+		me->wait_ticket = 0;
+		c->nwaiting--;
+		head = gs_pool_alloc_locked(me->wait_need, job);
+		/* the next in line may fit in what is left */
+		gs_pool_wake_queue();
+	}
+	LWLockRelease(c->lock);
+	return head;
+}
+
+void
+gs_pool_queue_leave(int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	if (c == NULL || job < 0 || job >= c->njobs)
+		return;
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	if (gs_svc_jobs[job].wait_ticket != 0)
+	{
+		gs_svc_jobs[job].wait_ticket = 0;
+		c->nwaiting--;
+		gs_pool_wake_queue();
+	}
+	LWLockRelease(c->lock);
+}
+
+/* n chunks for job (the pool lock held), -1 when fewer are free */
+static int
+gs_pool_alloc_locked(int n, int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			head = -1;
+
 	if (c->nfree >= n)
 	{
 		int			prev = -1;
@@ -376,7 +505,6 @@ gs_pool_alloc(int n, int job)
 		c->nfree -= n;
 		pg_atomic_fetch_add_u64(&c->bytes_in_use, (uint64) n * c->chunk_bytes);
 	}
-	LWLockRelease(c->lock);
 	return head;
 }
 
@@ -496,6 +624,7 @@ gs_pool_free_list(int head, int job)
 		n++;
 		idx = next;
 	}
+	gs_pool_wake_queue();
 	LWLockRelease(c->lock);
 }
 
@@ -547,7 +676,8 @@ gs_pool_take_held(int job)
 	int			idx = -1;
 
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
-	if (c->nfree > gs_pool_scan_reserve())
+	/* none while a final call waits in the queue: the scan goes on in palloc */
+	if (c->nfree > gs_pool_scan_reserve() && c->nwaiting == 0)
 	{
 		idx = gs_pool_take_one(job, MyProcPid);
 		/* this process is the slot's scan owner: the reaper checks it */
@@ -594,7 +724,7 @@ gs_pool_take_lease(int job, PGPROC *leader, uint64 *gen)
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
 	pid = leader->pid;
 	if (pid != 0 && owner->scan_proc == leader && owner->scan_pid == pid &&
-		c->nfree > gs_pool_scan_reserve())
+		c->nfree > gs_pool_scan_reserve() && c->nwaiting == 0)
 	{
 		idx = gs_pool_take_one(job, pid);
 		gs_svc_chunks[idx].leased = true;
@@ -661,6 +791,8 @@ gs_pool_free_leases(int job)
 			n++;
 		}
 	gs_svc_jobs[job].lease_gen++;
+	if (n > 0)
+		gs_pool_wake_queue();
 	LWLockRelease(c->lock);
 	if (n > 0)
 		pg_atomic_fetch_add_u64(&c->leases_swept, (uint64) n);
@@ -678,6 +810,7 @@ gs_pool_free_held(const int *idx, int n, int job)
 	for (int i = 0; i < n; i++)
 		if (gs_pool_held_by(idx[i], job, MyProcPid))
 			gs_pool_put(idx[i]);
+	gs_pool_wake_queue();
 	LWLockRelease(c->lock);
 }
 
@@ -690,6 +823,7 @@ gs_pool_free_all_held(int job, int pid)
 	for (int i = 0; i < c->nchunks; i++)
 		if (gs_pool_held_by(i, job, pid))
 			gs_pool_put(i);
+	gs_pool_wake_queue();
 	LWLockRelease(c->lock);
 }
 
@@ -751,6 +885,8 @@ gs_pool_reap_held(void)
 			n++;
 		}
 	}
+	if (n > 0)
+		gs_pool_wake_queue();
 	LWLockRelease(c->lock);
 	return n;
 }
@@ -829,7 +965,8 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	int			pid,
 				starts,
 				queue = 0,
-				busy = 0;
+				busy = 0,
+				waiting;
 	TimestampTz up_since,
 				beat;
 	char		device[128],
@@ -853,6 +990,7 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	up_since = c->up_since;
 	strlcpy(device, c->device, sizeof(device));
 	strlcpy(reason, c->reason, sizeof(reason));
+	waiting = c->nwaiting;
 	LWLockRelease(c->lock);
 	state = pg_atomic_read_u32(&c->state);
 	beat = (TimestampTz) pg_atomic_read_u64(&c->heartbeat);
@@ -886,6 +1024,9 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("service_canceled", pg_atomic_read_u64(&c->canceled));
 	EMIT_U64("service_timed_out", pg_atomic_read_u64(&c->timed_out));
 	EMIT_U64("service_pool_exhausted", pg_atomic_read_u64(&c->pool_exhausted));
+	EMIT_U64("service_pool_waits", pg_atomic_read_u64(&c->pool_waits));
+	emit("key_pool_waiting", psprintf("%d", waiting), arg);
+	EMIT_U64("service_restart_waits", pg_atomic_read_u64(&c->restart_waits));
 	EMIT_U64("key_pool_bytes", (uint64) c->nchunks * c->chunk_bytes);
 	EMIT_U64("key_pool_chunk_bytes", c->chunk_bytes);
 	EMIT_U64("key_pool_used_bytes", pg_atomic_read_u64(&c->bytes_in_use));

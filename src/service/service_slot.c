@@ -82,8 +82,9 @@ gs_svc_abandon(int j)
 	}
 }
 
-/* exit (FATAL, terminate, normal): the job, then every chunk our scans
- * still hold (states' reset callbacks normally freed them already) */
+/* exit (FATAL, terminate, normal): our place in the pool's queue, the job,
+ * then every chunk our scans still hold (states' reset callbacks normally
+ * freed them already) */
 static void
 gs_svc_client_exit(int code, Datum arg)
 {
@@ -93,6 +94,7 @@ gs_svc_client_exit(int code, Datum arg)
 	(void) arg;
 	if (j < 0)
 		return;
+	gs_pool_queue_leave(j);
 	gs_svc_abandon(j);
 	gs_pool_free_all_held(j, MyProcPid);
 }

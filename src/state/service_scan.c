@@ -69,6 +69,7 @@
 
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "lib/ilist.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
@@ -92,7 +93,12 @@ typedef struct GsSvcScan
 	GsState    *st;
 	MemoryContextCallback cb;
 	int			slot;			/* this backend's job slot when the first chunk came */
+	dlist_node	node;			/* in gs_svc_scans */
 } GsSvcScan;
+
+/* every state of this backend that may hold pool chunks (their memory
+ * contexts' reset callbacks take them out): gs_service_scan_unload_all */
+static dlist_head gs_svc_scans = DLIST_STATIC_INIT(gs_svc_scans);
 
 /* the state's memory goes: its pool chunks with it */
 static void
@@ -100,6 +106,7 @@ gs_svc_scan_reset(void *arg)
 {
 	GsSvcScan  *sc = (GsSvcScan *) arg;
 
+	dlist_delete(&sc->node);
 	if (sc->st->svc == sc)
 	{
 		gs_service_scan_release(sc->st);
@@ -122,6 +129,7 @@ gs_svc_scan_attach(GsState *st, int slot)
 	sc->cb.func = gs_svc_scan_reset;
 	sc->cb.arg = sc;
 	MemoryContextRegisterResetCallback(st->mcxt, &sc->cb);
+	dlist_push_tail(&gs_svc_scans, &sc->node);
 	st->svc = sc;
 }
 
@@ -184,6 +192,56 @@ gs_service_scan_release(GsState *st)
 		}
 	}
 	gs_pool_free_held(batch, nb, st->svc->slot);
+}
+
+/*
+ * Before this backend waits for pool chunks (service_client.c): it must
+ * hold none while it waits, or two backends each holding part of the pool
+ * wait for each other (issue #29).  Every state that holds chunks -- the
+ * group being finalized, the other groups and aggregates of the query, a
+ * cursor's -- gets its keys copied into its own memory context, chunk by
+ * chunk (each chunk is switched over and given back before the next, so an
+ * out-of-memory ERROR midway leaves every chunk either pooled or copied),
+ * and the chunk goes back to the pool.  The copies are full chunks: later
+ * appends start a new one (which is palloc'd while anyone waits for the
+ * pool, gs_pool_take_held).  Leases not adopted yet stay: they are still
+ * the partial states' (see the README's limits).  Returns the number of
+ * chunks given back.
+ */
+int
+gs_service_scan_unload_all(void)
+{
+	dlist_iter	it;
+	int			n = 0;
+
+	dlist_foreach(it, &gs_svc_scans)
+	{
+		GsSvcScan  *sc = dlist_container(GsSvcScan, node, it.cur);
+		GsState    *st = sc->st;
+
+		if (st->svc != sc)
+			continue;
+		for (int i = 0; i < st->nchunks; i++)
+		{
+			GsChunk    *k = &st->chunks[i];
+			Size		bytes = (Size) k->n * st->key_bytes;
+			int			idx = k->pool_ref - 1;
+			char	   *copy;
+
+			if (k->pool_ref == 0)
+				continue;
+			copy = MemoryContextAllocHuge(st->mcxt, Max(bytes, st->key_bytes));
+			memcpy(copy, k->data, bytes);
+			k->data = copy;
+			k->cap = k->n;
+			k->pool_ref = 0;
+			k->leased = false;
+			gs_pool_free_held(&idx, 1, sc->slot);
+			gs_svc_scan_held--;
+			n++;
+		}
+	}
+	return n;
 }
 
 /* ---------------- leases (see the header comment) ---------------- */

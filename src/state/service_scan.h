@@ -17,6 +17,10 @@
 extern char *gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref);
 extern void gs_service_scan_release(GsState *st);
 extern int	gs_service_scan_held_chunks(void);
+/* before a wait for pool chunks: every state of this backend that holds
+ * pool chunks gets its keys copied into its own memory and the chunks go
+ * back; the number of chunks given back */
+extern int	gs_service_scan_unload_all(void);
 /* partial states (service_scan.c): a leased chunk for st's next keys (NULL:
  * arena or palloc), the leader's preparation at the start of a parallel
  * query, a deserialized chunk adopted by the combined state `into` */
