@@ -19,6 +19,8 @@ OBJS = \
 	src/ranks.o \
 	src/ordered_set.o \
 	src/plain_aggs.o \
+	src/moving_aggs.o \
+	src/ostree.o \
 	src/planner.o \
 	src/planner_aggs.o \
 	src/planner_groups.o \
