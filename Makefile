@@ -112,6 +112,13 @@ test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c test/unit/unit.
 	$(CC) $(UNIT_CFLAGS) -Isrc -pthread -o $@ $< src/service_lanes.c src/service_cuda_none.c \
 		$(GS_CPU_ENGINE_SRCS) -lm
 
+# the order-statistic tree of the window aggregates: PostgreSQL's allocator
+# replaced by malloc (test/unit/pgshim); also with 8-entry nodes (deep trees)
+test/unit/test_ostree.bin: test/unit/test_ostree.c test/unit/unit.h src/ostree.c src/ostree.h
+	$(CC) $(UNIT_CFLAGS) -Itest/unit/pgshim -Isrc -o $@ $< src/ostree.c
+test/unit/test_ostree_fan8.bin: test/unit/test_ostree.c test/unit/unit.h src/ostree.c src/ostree.h
+	$(CC) $(UNIT_CFLAGS) -DGS_OSTREE_FAN=8 -Itest/unit/pgshim -Isrc -o $@ $< src/ostree.c
+
 .PHONY: unit
-unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c))
+unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c)) test/unit/test_ostree_fan8.bin
 	@set -e; for t in $^; do echo "== $$t"; ./$$t; done

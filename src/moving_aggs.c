@@ -18,7 +18,7 @@
  *   - append: the plain aggregates' state (GsState: keys appended, the
  *     final selects with the engine), so that frames PostgreSQL rebuilds
  *     for every row (EXCLUDE, frames that jump) cost what they did before;
- *   - tree: an order-statistic treap of the frame's keys (ostree.h), taken
+ *   - tree: a counted B+-tree of the frame's keys (ostree.h), taken
  *     at the first inverse call, at the second final call on one state (a
  *     frame that grows row by row), or when the append phase would reach
  *     half of gpuselect.work_mem (it never spills).  Add, remove and read a
@@ -142,7 +142,7 @@ gs_moving_to_tree(GsMoving *ms)
 
 	Assert(ms->tree == NULL && ms->kind != GS_T_DATUM && st->spill == NULL);
 	t = (GsOsTree *) MemoryContextAlloc(ms->mcxt, sizeof(GsOsTree));
-	gs_ostree_init(t, ms->mcxt, (uint32) Min(st->nrows * 2, (int64) 1 << 20));
+	gs_ostree_init(t, ms->mcxt);
 	for (int i = 0; i < st->nchunks; i++)
 	{
 		const GsChunk *c = &st->chunks[i];

@@ -1,15 +1,5 @@
 /*
- * ostree.c — the order-statistic treap of ostree.h (why a treap: there).
- *
- * Insert: walk down from the root while the nodes on the path have a higher
- * priority than the new node, counting the key in each; if the key is found
- * on the way, its count goes up and that is all.  Otherwise the subtree met
- * there is split around the key (a search below it may still find the key:
- * then only counts change) and becomes the new node's children.
- * Delete: the path to the key loses one from each size; a key whose count
- * drops to zero is replaced by the merge of its two subtrees.
- * Recursion depth is the treap's depth: O(log n) expected, ~2.5 log2 n at
- * the 99.99th percentile for the sizes a frame has.
+ * ostree.c — the counted B+-tree of ostree.h (why this structure: there).
  */
 #include "postgres.h"
 
@@ -17,224 +7,258 @@
 
 #include "ostree.h"
 
-#define N(t, i)		((t)->nodes[(i)])
+#define FAN GS_OSTREE_FAN
 
-void
-gs_ostree_init(GsOsTree *t, MemoryContext mcxt, uint32 initial_nodes)
+static GsOsNode *
+gs_ostree_new(GsOsTree *t, bool leaf)
 {
-	t->mcxt = mcxt;
-	t->cap = Max(initial_nodes, 16) + 1;
-	t->nodes = (GsOsNode *) MemoryContextAllocHuge(mcxt, sizeof(GsOsNode) * t->cap);
-	memset(&t->nodes[0], 0, sizeof(GsOsNode));
-	t->used = 1;
-	t->free_list = 0;
-	t->root = 0;
-	t->rng = 0x9E3779B9u;
+	GsOsNode  *nd = (GsOsNode *) MemoryContextAlloc(t->mcxt, sizeof(GsOsNode));
+
+	nd->n = 0;
+	nd->leaf = leaf;
+	return nd;
 }
 
-static uint32
-gs_ostree_new_node(GsOsTree *t, uint64 key)
+void
+gs_ostree_init(GsOsTree *t, MemoryContext mcxt)
 {
-	uint32		i;
-	uint32		x;
+	t->mcxt = mcxt;
+	t->count = 0;
+	t->root = gs_ostree_new(t, true);
+}
 
-	if (t->free_list != 0)
-	{
-		i = t->free_list;
-		t->free_list = N(t, i).left;
-	}
-	else
-	{
-		if (t->used == t->cap)
-		{
-			uint64		newcap = (uint64) t->cap * 2;
+/* the child of an internal node whose range holds key: the last one whose
+ * lower bound is <= key (child 0 has none) */
+static inline int
+gs_ostree_route(const GsOsNode *nd, uint64 key)
+{
+	int			lo = 1,
+				hi = nd->n;		/* first i >= 1 with keys[i] > key, minus one */
 
-			/* indices are 32-bit and sizes count in uint32 (ostree.h) */
-			if (newcap > PG_UINT32_MAX / 2)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("gpuselect: a window frame holds too many distinct values")));
-			t->nodes = (GsOsNode *) repalloc_huge(t->nodes, sizeof(GsOsNode) * newcap);
-			t->cap = (uint32) newcap;
-		}
-		i = t->used++;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (nd->keys[mid] <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	x = t->rng;					/* xorshift32 */
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	t->rng = x;
-	N(t, i).key = key;
-	N(t, i).left = N(t, i).right = 0;
-	N(t, i).count = N(t, i).size = 1;
-	N(t, i).prio = x;
-	return i;
+	return lo - 1;
+}
+
+/* first leaf position with keys[i] >= key */
+static inline int
+gs_ostree_leaf_pos(const GsOsNode *nd, uint64 key)
+{
+	int			lo = 0,
+				hi = nd->n;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (nd->keys[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint64
+gs_ostree_total(const GsOsNode *nd)
+{
+	uint64		s = 0;
+
+	for (int i = 0; i < nd->n; i++)
+		s += nd->cnt[i];
+	return s;
+}
+
+/* make room at position i of nd (n < FAN) */
+static inline void
+gs_ostree_open(GsOsNode *nd, int i)
+{
+	int			m = nd->n - i;
+
+	memmove(&nd->keys[i + 1], &nd->keys[i], sizeof(uint64) * m);
+	memmove(&nd->cnt[i + 1], &nd->cnt[i], sizeof(uint64) * m);
+	if (!nd->leaf)
+		memmove(&nd->child[i + 1], &nd->child[i], sizeof(GsOsNode *) * m);
+	nd->n++;
 }
 
 static inline void
-gs_ostree_fix(GsOsTree *t, uint32 i)
+gs_ostree_close(GsOsNode *nd, int i)
 {
-	N(t, i).size = N(t, N(t, i).left).size + N(t, N(t, i).right).size + N(t, i).count;
+	int			m = nd->n - i - 1;
+
+	memmove(&nd->keys[i], &nd->keys[i + 1], sizeof(uint64) * m);
+	memmove(&nd->cnt[i], &nd->cnt[i + 1], sizeof(uint64) * m);
+	if (!nd->leaf)
+		memmove(&nd->child[i], &nd->child[i + 1], sizeof(GsOsNode *) * m);
+	nd->n--;
 }
 
-/* is key in the subtree at i?  (no change) */
-static bool
-gs_ostree_holds(const GsOsTree *t, uint32 i, uint64 key)
-{
-	while (i != 0)
-	{
-		if (key == N(t, i).key)
-			return true;
-		i = key < N(t, i).key ? N(t, i).left : N(t, i).right;
-	}
-	return false;
-}
-
-/* one more copy of a key the subtree at i holds: counts along its path */
+/* split the full child i of p (p not full): its upper half becomes child i + 1 */
 static void
-gs_ostree_count_up(GsOsTree *t, uint32 i, uint64 key)
+gs_ostree_split_child(GsOsTree *t, GsOsNode *p, int i)
 {
-	for (;;)
-	{
-		N(t, i).size++;
-		if (key == N(t, i).key)
-		{
-			N(t, i).count++;
-			return;
-		}
-		i = key < N(t, i).key ? N(t, i).left : N(t, i).right;
-	}
-}
+	GsOsNode  *a = p->child[i];
+	GsOsNode  *b = gs_ostree_new(t, a->leaf);
+	int			half = a->n / 2;
 
-/* split the subtree at i (which does not hold key) into keys < key, > key */
-static void
-gs_ostree_split(GsOsTree *t, uint32 i, uint64 key, uint32 *lo, uint32 *hi)
-{
-	if (i == 0)
-	{
-		*lo = *hi = 0;
-		return;
-	}
-	if (N(t, i).key < key)
-	{
-		uint32		r;
-
-		gs_ostree_split(t, N(t, i).right, key, &r, hi);
-		N(t, i).right = r;
-		*lo = i;
-	}
-	else
-	{
-		uint32		l;
-
-		gs_ostree_split(t, N(t, i).left, key, lo, &l);
-		N(t, i).left = l;
-		*hi = i;
-	}
-	gs_ostree_fix(t, i);
+	b->n = a->n - half;
+	memcpy(b->keys, &a->keys[half], sizeof(uint64) * b->n);
+	memcpy(b->cnt, &a->cnt[half], sizeof(uint64) * b->n);
+	if (!a->leaf)
+		memcpy(b->child, &a->child[half], sizeof(GsOsNode *) * b->n);
+	a->n = half;
+	gs_ostree_open(p, i + 1);
+	p->keys[i + 1] = b->keys[0];	/* internal b: its first child's bound */
+	p->child[i + 1] = b;
+	p->cnt[i] = gs_ostree_total(a);
+	p->cnt[i + 1] = gs_ostree_total(b);
 }
 
 void
 gs_ostree_insert(GsOsTree *t, uint64 key)
 {
-	uint32		nw;
-	uint32		prio;
-	uint32		lo,
-				hi;
-	uint32	   *link = &t->root;
+	GsOsNode  *nd;
 
-	if (unlikely(gs_ostree_count(t) >= PG_UINT32_MAX - 1))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("gpuselect: a window frame holds too many values")));
-	if (gs_ostree_holds(t, t->root, key))
+	/* split full nodes on the way down: a split never has to go back up */
+	if (t->root->n == FAN)
 	{
-		gs_ostree_count_up(t, t->root, key);
-		return;
-	}
-	/* a new node: allocating may move the array, so before taking links */
-	nw = gs_ostree_new_node(t, key);
-	prio = N(t, nw).prio;
-	link = &t->root;
-	while (*link != 0 && N(t, *link).prio >= prio)
-	{
-		uint32		i = *link;
+		GsOsNode  *r = gs_ostree_new(t, false);
 
-		N(t, i).size++;
-		link = key < N(t, i).key ? &N(t, i).left : &N(t, i).right;
+		r->n = 1;
+		r->child[0] = t->root;
+		r->cnt[0] = t->count;
+		r->keys[0] = 0;
+		t->root = r;
+		gs_ostree_split_child(t, r, 0);
 	}
-	gs_ostree_split(t, *link, key, &lo, &hi);
-	N(t, nw).left = lo;
-	N(t, nw).right = hi;
-	gs_ostree_fix(t, nw);
-	*link = nw;
+	nd = t->root;
+	while (!nd->leaf)
+	{
+		int			i = gs_ostree_route(nd, key);
+
+		if (nd->child[i]->n == FAN)
+		{
+			gs_ostree_split_child(t, nd, i);
+			if (key >= nd->keys[i + 1])
+				i++;
+		}
+		nd->cnt[i]++;
+		nd = nd->child[i];
+	}
+	{
+		int			i = gs_ostree_leaf_pos(nd, key);
+
+		if (i < nd->n && nd->keys[i] == key)
+			nd->cnt[i]++;
+		else
+		{
+			gs_ostree_open(nd, i);
+			nd->keys[i] = key;
+			nd->cnt[i] = 1;
+		}
+	}
+	t->count++;
 }
 
-/* the two subtrees a (all keys smaller) and b joined */
-static uint32
-gs_ostree_merge(GsOsTree *t, uint32 a, uint32 b)
+/*
+ * Child i of p lost entries: an empty child goes; a small one joins a
+ * neighbour when both fit in half a node, so nodes stay at least a quarter
+ * full on average and memory follows the keys held.
+ */
+static void
+gs_ostree_shrink(GsOsNode *p, int i)
 {
-	if (a == 0)
-		return b;
-	if (b == 0)
-		return a;
-	if (N(t, a).prio >= N(t, b).prio)
+	GsOsNode  *a,
+			   *b;
+	int			j;
+
+	if (p->child[i]->n == 0)
 	{
-		N(t, a).right = gs_ostree_merge(t, N(t, a).right, b);
-		gs_ostree_fix(t, a);
-		return a;
+		pfree(p->child[i]);
+		gs_ostree_close(p, i);
+		return;
 	}
-	N(t, b).left = gs_ostree_merge(t, a, N(t, b).left);
-	gs_ostree_fix(t, b);
-	return b;
+	if (p->child[i]->n >= FAN / 4 || p->n < 2)
+		return;
+	j = i + 1 < p->n ? i : i - 1;	/* merge children j and j + 1 */
+	a = p->child[j];
+	b = p->child[j + 1];
+	if (a->n + b->n > FAN / 2)
+		return;
+	if (!b->leaf)
+		b->keys[0] = p->keys[j + 1];
+	memcpy(&a->keys[a->n], b->keys, sizeof(uint64) * b->n);
+	memcpy(&a->cnt[a->n], b->cnt, sizeof(uint64) * b->n);
+	if (!b->leaf)
+		memcpy(&a->child[a->n], b->child, sizeof(GsOsNode *) * b->n);
+	a->n += b->n;
+	p->cnt[j] += p->cnt[j + 1];
+	pfree(b);
+	gs_ostree_close(p, j + 1);
+}
+
+/* remove one copy of key under nd; false (nothing changed) when not held */
+static bool
+gs_ostree_delete_below(GsOsNode *nd, uint64 key)
+{
+	int			i;
+
+	if (nd->leaf)
+	{
+		i = gs_ostree_leaf_pos(nd, key);
+		if (i == nd->n || nd->keys[i] != key)
+			return false;
+		if (--nd->cnt[i] == 0)
+			gs_ostree_close(nd, i);
+		return true;
+	}
+	i = gs_ostree_route(nd, key);
+	if (!gs_ostree_delete_below(nd->child[i], key))
+		return false;
+	nd->cnt[i]--;
+	gs_ostree_shrink(nd, i);
+	return true;
 }
 
 bool
 gs_ostree_delete(GsOsTree *t, uint64 key)
 {
-	uint32	   *link = &t->root;
-
-	if (!gs_ostree_holds(t, t->root, key))
+	if (!gs_ostree_delete_below(t->root, key))
 		return false;
-	for (;;)
+	t->count--;
+	/* a root with one child hands over to it */
+	while (!t->root->leaf && t->root->n == 1)
 	{
-		uint32		i = *link;
+		GsOsNode  *r = t->root;
 
-		N(t, i).size--;
-		if (key != N(t, i).key)
-		{
-			link = key < N(t, i).key ? &N(t, i).left : &N(t, i).right;
-			continue;
-		}
-		if (--N(t, i).count == 0)
-		{
-			*link = gs_ostree_merge(t, N(t, i).left, N(t, i).right);
-			N(t, i).left = t->free_list;
-			t->free_list = i;
-		}
-		return true;
+		t->root = r->child[0];
+		pfree(r);
 	}
+	return true;
 }
 
+/* ranks by counts: subtract each child's count until k falls inside one */
 uint64
 gs_ostree_select(const GsOsTree *t, uint64 k)
 {
-	uint32		i = t->root;
+	const GsOsNode *nd = t->root;
 
-	Assert(k < gs_ostree_count(t));
 	for (;;)
 	{
-		uint32		l = N(t, i).left;
-		uint64		ls = N(t, l).size;
+		int			i = 0;
 
-		if (k < ls)
-			i = l;
-		else if (k < ls + N(t, i).count)
-			return N(t, i).key;
-		else
-		{
-			k -= ls + N(t, i).count;
-			i = N(t, i).right;
-		}
+		while (k >= nd->cnt[i])
+			k -= nd->cnt[i++];
+		if (nd->leaf)
+			return nd->keys[i];
+		nd = nd->child[i];
 	}
 }
