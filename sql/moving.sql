@@ -58,7 +58,7 @@ SELECT id,
             WHEN id % 7 = 0 THEN interval '1 day'
             WHEN id % 11 = 0 THEN interval '24 hours'
             ELSE (random() * 48)::int * interval '1 hour' END AS iv
-FROM generate_series(1, 900) id;
+FROM generate_series(1, 600) id;
 
 CREATE TABLE gs_mv_frames (name text, spec text);
 INSERT INTO gs_mv_frames VALUES
