@@ -154,15 +154,19 @@ FROM (SELECT grp, gpu_quantile(f8, 0.95) OVER w AS q1, gpu_quantile(f8, grp / 4.
              gpu_quantile(f8, NULL) OVER w AS qn, gpu_quantiles(f8, NULL) OVER w AS qsn
       FROM gs_mv WINDOW w AS (PARTITION BY grp ORDER BY id ROWS BETWEEN 6 PRECEDING AND 1 FOLLOWING)) s;
 
--- a frame beyond the append phase's share of gpuselect.work_mem (64kB:
--- 1024 keys) goes to the tree while PostgreSQL adds it
+-- a frame beyond gpuselect.work_mem (64kB: 8192 keys of 8 bytes) goes to
+-- the tree while PostgreSQL adds it, before the append phase would spill;
+-- the reference for every 250th row
+CREATE TABLE gs_mv_big AS
+SELECT g, CASE WHEN g % 13 = 0 THEN NULL ELSE ((g * 7919) % 4001) / 4.0 END::float8 AS x
+FROM generate_series(1, 9000) g;
 SET gpuselect.work_mem = 64;
 SELECT count(*) AS rows,
-       count(*) FILTER (WHERE q IS DISTINCT FROM (SELECT percentile_disc(0.7) WITHIN GROUP (ORDER BY v) FROM unnest(fr) v)
-                        OR m IS DISTINCT FROM (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY v) FROM unnest(fr) v)) AS mismatches
-FROM (SELECT gpu_quantile(x, 0.7) OVER w AS q, gpu_median(x) OVER w AS m, array_agg(x) OVER w AS fr
-      FROM (SELECT g, (g * 7919) % 1201 AS x FROM generate_series(1, 1500) g) s
-      WINDOW w AS (ORDER BY g ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)) s;
+       count(*) FILTER (WHERE q IS DISTINCT FROM (SELECT percentile_disc(0.7) WITHIN GROUP (ORDER BY x) FROM gs_mv_big b WHERE b.g >= o.g)
+                        OR m IS DISTINCT FROM (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM gs_mv_big b WHERE b.g >= o.g)) AS mismatches
+FROM (SELECT g, gpu_quantile(x, 0.7) OVER w AS q, gpu_median(x) OVER w AS m
+      FROM gs_mv_big WINDOW w AS (ORDER BY g ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)) o
+WHERE g % 250 = 1;
 RESET gpuselect.work_mem;
 
 -- fractions: checked as the plain aggregates check them
@@ -180,4 +184,4 @@ FROM generate_series(1, 3) x;
 SELECT grp, gpu_quantile(f8, 0.3) IS NOT DISTINCT FROM percentile_disc(0.3) WITHIN GROUP (ORDER BY f8) AS ok
 FROM gs_mv GROUP BY grp ORDER BY grp;
 
-DROP TABLE gs_mv, gs_mv_frames, gs_mv_cols, gs_mv_rn;
+DROP TABLE gs_mv, gs_mv_frames, gs_mv_cols, gs_mv_rn, gs_mv_big;

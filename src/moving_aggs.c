@@ -20,9 +20,9 @@
  *     for every row (EXCLUDE, frames that jump) cost what they did before;
  *   - tree: a counted B+-tree of the frame's keys (ostree.h), taken
  *     at the first inverse call, at the second final call on one state (a
- *     frame that grows row by row), or when the append phase would reach
- *     half of gpuselect.work_mem (it never spills).  Add, remove and read a
- *     rank are O(log w) from then on.
+ *     frame that grows row by row), or before the append phase would
+ *     spill (gpuselect.work_mem).  Add, remove and read a rank are O(log w)
+ *     from then on.
  * Types without integer keys (numeric, text, interval, uuid, ...: GS_T_DATUM)
  * stay in the append phase: their inverse answers NULL and PostgreSQL
  * re-aggregates each frame, with the same answers and cost as before.
@@ -68,7 +68,6 @@ typedef struct GsMoving
 	GsTypeKind	kind;
 	int64		nframe;			/* rows in the state, NULL x included */
 	GsState    *plain;			/* append phase (always, for GS_T_DATUM) */
-	int64		append_max;		/* values the append phase may hold */
 	int			nfinals;		/* final calls in the append phase */
 	GsOsTree   *tree;			/* tree phase: the frame's keys */
 	/* the fraction of every row in the state (nframe > 0) */
@@ -117,7 +116,6 @@ gs_moving_start(FunctionCallInfo fcinfo, const char *aggname)
 	MemoryContext aggcontext;
 	GsFnCache  *c;
 	GsMoving   *ms;
-	Size		limit;
 
 	if (AggCheckCallContext(fcinfo, &aggcontext) != AGG_CONTEXT_WINDOW)
 		elog(ERROR, "%s's moving-aggregate functions called outside a window", aggname);
@@ -126,11 +124,43 @@ gs_moving_start(FunctionCallInfo fcinfo, const char *aggname)
 	ms->mcxt = aggcontext;
 	ms->plain = gs_state_create_for(aggcontext, c);
 	ms->kind = (GsTypeKind) ms->plain->kind;
-	/* chunks grow by doubling: half the limit in keys never spills */
-	limit = gs_spill_limit_bytes();
-	ms->append_max = ms->plain->key_bytes > 0 ?
-		Max((int64) (limit / 4 / ms->plain->key_bytes), 1024) : PG_INT64_MAX;
 	return ms;
+}
+
+/*
+ * Would the next key make the append phase's state spill (spill.c)?  Only
+ * at a chunk boundary: gs_state_grow's test, for at least the chunk it
+ * would add.  The tree is taken before, so the phase never spills.
+ */
+static inline bool
+gs_moving_append_would_spill(const GsState *st)
+{
+	const GsChunk *c = st->nchunks > 0 ? &st->chunks[st->nchunks - 1] : NULL;
+
+	if (c != NULL && c->n < c->cap)
+		return false;
+	return gs_spill_wanted(st, (Size) Max(st->grow_cap * 2, GS_CHUNK_MIN_KEYS) * st->key_bytes);
+}
+
+/*
+ * The append phase's keys, once in the tree: their memory goes back unless
+ * a chunk is held elsewhere (the GPU service's key pool, an arena, a
+ * context of its own), in which case all stay until the aggregate's context
+ * is reset.  The state is not read again.
+ */
+static void
+gs_moving_drop_keys(GsState *st)
+{
+	for (int i = 0; i < st->nchunks; i++)
+	{
+		const GsChunk *c = &st->chunks[i];
+
+		if (c->arena || c->pool_ref != 0 || c->owned != NULL || c->handover != NULL)
+			return;
+	}
+	for (int i = 0; i < st->nchunks; i++)
+		pfree(st->chunks[i].data);
+	st->nchunks = 0;
 }
 
 /* the append phase's keys into a new tree */
@@ -140,7 +170,9 @@ gs_moving_to_tree(GsMoving *ms)
 	GsState    *st = ms->plain;
 	GsOsTree   *t;
 
-	Assert(ms->tree == NULL && ms->kind != GS_T_DATUM && st->spill == NULL);
+	Assert(ms->tree == NULL && ms->kind != GS_T_DATUM);
+	if (st->spill != NULL)		/* gs_moving_add takes the tree before */
+		elog(ERROR, "gpuselect: a window aggregate's keys spilled");
 	t = (GsOsTree *) MemoryContextAlloc(ms->mcxt, sizeof(GsOsTree));
 	gs_ostree_init(t, ms->mcxt);
 	for (int i = 0; i < st->nchunks; i++)
@@ -164,15 +196,14 @@ gs_moving_to_tree(GsMoving *ms)
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
-	/* the plain state stays in the context (it may hold service chunks,
-	 * released with it); its keys are not read again */
+	gs_moving_drop_keys(st);
 	ms->tree = t;
 }
 
 static void
 gs_moving_add(GsMoving *ms, Datum d)
 {
-	if (ms->tree == NULL && ms->kind != GS_T_DATUM && ms->plain->nrows >= ms->append_max)
+	if (ms->tree == NULL && ms->kind != GS_T_DATUM && gs_moving_append_would_spill(ms->plain))
 		gs_moving_to_tree(ms);
 	if (ms->tree != NULL)
 		gs_ostree_insert(ms->tree, gs_moving_key(ms->kind, d));
