@@ -27,6 +27,10 @@
  * stay in the append phase: their inverse answers NULL and PostgreSQL
  * re-aggregates each frame, with the same answers and cost as before.
  *
+ * The tree is read on the CPU and exactly, whatever gpuselect.device and
+ * gpuselect.approximate say: its reads cost O(log w), no engine run could
+ * be cheaper.  The append phase's finals go through the engine as before.
+ *
  * Answers: the same rank rules and interpolation as the plain final
  * functions (ranks.c: gs_disc_rank, gs_cont_rows, gs_cont_from_keys,
  * gs_disc_multi_by), on the same keys: equal bit for bit.
