@@ -204,15 +204,20 @@ gs_moving_to_tree(GsMoving *ms)
 	ms->tree = t;
 }
 
-static void
+/* per row: inlined, so the append phase costs what the plain transition does */
+static pg_attribute_always_inline void
 gs_moving_add(GsMoving *ms, Datum d)
 {
-	if (ms->tree == NULL && ms->kind != GS_T_DATUM && gs_moving_append_would_spill(ms->plain))
+	if (likely(ms->tree == NULL))
+	{
+		if (ms->kind == GS_T_DATUM || !gs_moving_append_would_spill(ms->plain))
+		{
+			gs_append_datum(ms->plain, ms->kind, d);
+			return;
+		}
 		gs_moving_to_tree(ms);
-	if (ms->tree != NULL)
-		gs_ostree_insert(ms->tree, gs_moving_key(ms->kind, d));
-	else
-		gs_append_datum(ms->plain, ms->kind, d);
+	}
+	gs_ostree_insert(ms->tree, gs_moving_key(ms->kind, d));
 }
 
 /*
