@@ -29,6 +29,7 @@ OBJS = \
 	src/state/datum_spill.o \
 	src/state/spill.o \
 	src/state/service_scan.o \
+	src/state/ostree.o \
 	src/select/dispatch.o \
 	src/select/datum_select.o \
 	src/select/datum_textkey.o \
@@ -38,6 +39,7 @@ OBJS = \
 	src/aggs/ranks.o \
 	src/aggs/ordered_set.o \
 	src/aggs/plain_aggs.o \
+	src/aggs/moving_aggs.o \
 	src/aggs/final_batch.o \
 	src/aggs/datum_final.o \
 	src/planner/planner.o \
@@ -116,6 +118,13 @@ test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c test/unit/unit.
 	$(CC) $(UNIT_CFLAGS) -Isrc -pthread -o $@ $< src/service/service_lanes.c src/service/service_cuda_none.c \
 		$(GS_CPU_ENGINE_SRCS) -lm
 
+# the order-statistic tree of the window aggregates: PostgreSQL's allocator
+# replaced by malloc (test/unit/pgshim); also with 8-entry nodes (deep trees)
+test/unit/test_ostree.bin: test/unit/test_ostree.c test/unit/unit.h src/state/ostree.c src/state/ostree.h
+	$(CC) $(UNIT_CFLAGS) -Itest/unit/pgshim -Isrc -o $@ $< src/state/ostree.c
+test/unit/test_ostree_fan8.bin: test/unit/test_ostree.c test/unit/unit.h src/state/ostree.c src/state/ostree.h
+	$(CC) $(UNIT_CFLAGS) -DGS_OSTREE_FAN=8 -Itest/unit/pgshim -Isrc -o $@ $< src/state/ostree.c
+
 .PHONY: unit
-unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c))
+unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c)) test/unit/test_ostree_fan8.bin
 	@set -e; for t in $^; do echo "== $$t"; ./$$t; done

@@ -79,8 +79,6 @@ gs_final_cont(GsState *st, float8 p)
 	GsContRows	cr;
 	uint64		ranks[2];
 	uint64		keys[2];
-	float8		lo,
-				hi;
 
 	if (st->kind == GS_T_DATUM)
 		ereport(ERROR,
@@ -89,11 +87,17 @@ gs_final_cont(GsState *st, float8 p)
 						format_type_be(st->typid))));
 	gs_cont_engine_ranks(st, p, &cr, ranks);
 	gs_dispatch_select(st, ranks, cr.first == cr.second ? 1 : 2, keys);
-	lo = gs_key_to_float8((GsTypeKind) st->kind, keys[0]);
-	if (cr.first == cr.second)
+	return gs_cont_from_keys((GsTypeKind) st->kind, &cr, keys);
+}
+
+float8
+gs_cont_from_keys(GsTypeKind kind, const GsContRows *cr, const uint64 keys[2])
+{
+	float8		lo = gs_key_to_float8(kind, keys[0]);
+
+	if (cr->second == cr->first)
 		return lo;
-	hi = gs_key_to_float8((GsTypeKind) st->kind, keys[1]);
-	return gs_lerp(lo, hi, cr.proportion);
+	return gs_lerp(lo, gs_key_to_float8(kind, keys[1]), cr->proportion);
 }
 
 /* Deconstruct a fraction array and validate every non-NULL element, in
@@ -110,8 +114,25 @@ gs_fraction_array(ArrayType *param, Datum **fr, bool **frnull)
 	return np;
 }
 
+/* gs_final_disc_multi's selector: the state's engine (dispatch.c) */
+static void
+gs_select_state(void *arg, const uint64 *ranks, int nranks, uint64 *keys)
+{
+	gs_dispatch_select((GsState *) arg, ranks, nranks, keys);
+}
+
 ArrayType *
 gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
+{
+	if (st->kind == GS_T_DATUM)
+		return gs_datum_final_disc_multi(st, param, t->elemtypid);
+	return gs_disc_multi_by(param, t, (GsTypeKind) st->kind, st->nrows, st->descending,
+							gs_select_state, st);
+}
+
+ArrayType *
+gs_disc_multi_by(ArrayType *param, const GsTypeInfo *t, GsTypeKind kind, int64 n,
+				 bool descending, GsSelectKeysFn select, void *arg)
 {
 	Datum	   *fr;
 	bool	   *frnull;
@@ -123,8 +144,6 @@ gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 	bool	   *resnull;
 	ArrayType  *out;
 
-	if (st->kind == GS_T_DATUM)
-		return gs_datum_final_disc_multi(st, param, t->elemtypid);
 	np = gs_fraction_array(param, &fr, &frnull);
 	if (np == 0)
 		return construct_empty_array(t->elemtypid);
@@ -133,15 +152,15 @@ gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t)
 	keys = (uint64 *) palloc(sizeof(uint64) * np);
 	for (int i = 0; i < np; i++)
 		if (!frnull[i])
-			ranks[nranks++] = gs_disc_engine_rank(st, DatumGetFloat8(fr[i]));
-	gs_dispatch_select(st, ranks, nranks, keys);
+			ranks[nranks++] = gs_engine_rank(gs_disc_rank(DatumGetFloat8(fr[i]), n), n, descending);
+	select(arg, ranks, nranks, keys);
 
 	res = (Datum *) palloc(sizeof(Datum) * np);
 	resnull = (bool *) palloc(sizeof(bool) * np);
 	for (int i = 0, j = 0; i < np; i++)
 	{
 		resnull[i] = frnull[i];
-		res[i] = frnull[i] ? (Datum) 0 : gs_key_to_datum((GsTypeKind) st->kind, keys[j++]);
+		res[i] = frnull[i] ? (Datum) 0 : gs_key_to_datum(kind, keys[j++]);
 	}
 	out = construct_md_array(res, resnull, ARR_NDIM(param), ARR_DIMS(param), ARR_LBOUND(param),
 							 t->elemtypid, t->typlen, t->typbyval, t->typalign);
@@ -191,23 +210,13 @@ gs_final_cont_multi(GsState *st, ArrayType *param)
 	resnull = (bool *) palloc(sizeof(bool) * np);
 	for (int i = 0, j = 0; i < np; i++)
 	{
-		float8		lo,
-					hi;
-
 		resnull[i] = frnull[i];
 		if (frnull[i])
 		{
 			res[i] = (Datum) 0;
 			continue;
 		}
-		lo = gs_key_to_float8((GsTypeKind) st->kind, keys[j]);
-		if (cr[i].second > cr[i].first)
-		{
-			hi = gs_key_to_float8((GsTypeKind) st->kind, keys[j + 1]);
-			res[i] = Float8GetDatum(gs_lerp(lo, hi, cr[i].proportion));
-		}
-		else
-			res[i] = Float8GetDatum(lo);
+		res[i] = Float8GetDatum(gs_cont_from_keys((GsTypeKind) st->kind, &cr[i], &keys[j]));
 		j += 2;
 	}
 	out = construct_md_array(res, resnull, ARR_NDIM(param), ARR_DIMS(param), ARR_LBOUND(param),

@@ -102,3 +102,17 @@ extern float8 gs_final_cont(GsState *st, float8 p);
  */
 extern ArrayType *gs_final_disc_multi(GsState *st, ArrayType *param, const GsTypeInfo *t);
 extern ArrayType *gs_final_cont_multi(GsState *st, ArrayType *param);
+
+/*
+ * The arithmetic of those bodies, for values held elsewhere (the window
+ * aggregates' order-statistic trees, moving_aggs.c), so that both give the
+ * same answers bit for bit.  gs_cont_from_keys: percentile_cont's value from
+ * the keys at cr's rows (keys[1] read only when cr->second > cr->first).
+ * gs_disc_multi_by: percentile_disc(float8[]) over n values (n > 0) whose
+ * keys select() returns for engine ranks (ascending; descending: the
+ * aggregate's ORDER BY x DESC).
+ */
+extern float8 gs_cont_from_keys(GsTypeKind kind, const GsContRows *cr, const uint64 keys[2]);
+typedef void (*GsSelectKeysFn) (void *arg, const uint64 *ranks, int nranks, uint64 *keys);
+extern ArrayType *gs_disc_multi_by(ArrayType *param, const GsTypeInfo *t, GsTypeKind kind,
+								   int64 n, bool descending, GsSelectKeysFn select, void *arg);

@@ -53,11 +53,11 @@
 #include "utils/sortsupport.h"
 #include "utils/tuplesort.h"
 
+#include "base/guc.h"
 #include "select/datum_select.h"
+#include "select/dispatch.h"
 #include "state/datum_spill.h"
 #include "state/datum_state.h"
-#include "select/dispatch.h"
-#include "base/guc.h"
 #include "state/spill.h"
 
 #define GS_DSPILL_SAMPLES_PER_RANK	8	/* fewer sampled values per wanted rank: sort */

@@ -37,9 +37,9 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "base/guc.h"
 #include "state/datum_spill.h"
 #include "state/datum_state.h"
-#include "base/guc.h"
 #include "state/spill.h"
 
 #define GS_DSPILL_SAMPLE_MAX		1023

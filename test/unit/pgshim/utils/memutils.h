@@ -1,0 +1,1 @@
+/* pgshim: see ../postgres.h */
