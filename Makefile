@@ -16,6 +16,7 @@ OBJS = \
 	src/state_serial.o \
 	src/shared_state.o \
 	src/arena.o \
+	src/shm_budget.o \
 	src/ranks.o \
 	src/ordered_set.o \
 	src/plain_aggs.o \

@@ -19,6 +19,7 @@
 #include "guc.h"
 #include "planner.h"
 #include "service.h"
+#include "shm_budget.h"
 
 GS_PG_MODULE_MAGIC;
 
@@ -31,7 +32,10 @@ _PG_init(void)
 	gs_service_define_gucs();
 	/* the GPU service: shared memory and its worker exist only when preloaded */
 	if (process_shared_preload_libraries_in_progress)
+	{
 		gs_service_preload_init();
+		gs_shm_budget_preload_init();	/* the budget's counter (shm_budget.c) */
+	}
 	MarkGUCPrefixReserved("gpuselect");
 	gs_arena_install_hook();
 	gs_planner_install_hook();
