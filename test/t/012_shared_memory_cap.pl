@@ -24,7 +24,7 @@ use File::Temp qw(tempdir);
 my $nsessions = $ENV{GS_CAP_SESSIONS} // 20;
 my $cap_mb = 48;
 my $h = GsTest::service_cluster_start("gpuselect.max_shared_memory = '${cap_mb}MB'",
-	'max_worker_processes = 16', 'max_parallel_workers = 16');
+	'max_worker_processes = 16', 'max_parallel_workers = 16', 'max_connections = ' . ($nsessions + 30));
 my $dsm_type = psql_value('SHOW dynamic_shared_memory_type;');
 my $pm_pid = do { open(my $f, '<', "$h->{dir}/data/postmaster.pid") or die "$!"; my $l = <$f>; chomp $l; $l };
 
@@ -164,7 +164,7 @@ SKIP:
 	my $s = GsTest::psql_bg($par . $gpu . "BEGIN;\n" . $gpu
 		  . "\\o $dir/pid\nSELECT pg_backend_pid();\n\\o\n"
 		  . "\\! touch $dir/held\n"
-		  . "\\! for i in \$(seq 600); do [ -e $dir/never ] && break; sleep 0.1; done\n",
+		  . "\\! for i in \$(seq 600); do [ -e $dir/release ] && break; sleep 0.1; done\n",
 		on_error_stop => 0);
 	ok(GsTest::wait_for(sub { -e "$dir/held" }, 120), 'a transaction holds an arena');
 	my $pid = do { open(my $f, '<', "$dir/pid") or die "$!"; local $/; my $p = <$f>; $p =~ s/\s+//g; $p };
@@ -178,6 +178,9 @@ SKIP:
 	cmp_ok(total({ map { $_ => $before{$_} } grep { exists $before{$_} } keys %vict }), '>=', 4 << 20,
 		'the victim maps its arena');
 	kill 'KILL', $pid;
+	# psql waits in its shell command: let it go (its next command fails)
+	open(my $rel, '>', "$dir/release") or die "$!";
+	close $rel;
 	GsTest::psql_wait($s);
 	# the postmaster has restarted the server once a new session works
 	my $back = GsTest::wait_for(sub { my ($rc) = psql('SELECT 1'); $rc == 0 && status()->{shared_memory_bytes} == 0 }, 60);
