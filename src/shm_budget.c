@@ -70,6 +70,8 @@ typedef struct GsShmBudget
 
 static GsShmBudget *budget = NULL;
 static bool budget_unavailable = false;	/* this process could not find it */
+/* set in the postmaster at preload, inherited by every child it forks */
+static bool budget_preloaded = false;
 
 #ifndef GS_HAVE_DSM_REGISTRY
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -86,6 +88,7 @@ gs_shm_budget_request(void)
 void
 gs_shm_budget_preload_init(void)
 {
+	budget_preloaded = true;
 #ifndef GS_HAVE_DSM_REGISTRY
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = gs_shm_budget_request;
@@ -225,6 +228,7 @@ gs_shm_budget_usage(uint64 *in_use, uint64 *limit, uint64 *refused, const char *
 #ifdef GS_HAVE_DSM_REGISTRY
 	*where = b ? "dsm registry" : "none";
 #else
-	*where = b ? "main shared memory" : "none: no room in the main shared memory segment (tuple queue only)";
+	*where = !b ? "none: no room in the main shared memory segment (tuple queue only)" :
+		budget_preloaded ? "main shared memory" : "main shared memory, spare space";
 #endif
 }

@@ -58,9 +58,13 @@ sub status
 }
 
 # /dev/shm files the cluster's backends map, less the postmaster's (the DSM
-# control segment): name => bytes
+# control segment): name => bytes.  With $ours, only those of more than 1 MB,
+# as ours are (an arena: 4 MB and a page at least; a shared state: 1 MB and a
+# header): PostgreSQL keeps a 192 kB segment of its own per session that ran
+# a parallel query (the session's record typmod registry, session.c).
 sub mapped_segments
 {
+	my ($ours) = @_;
 	my %seg;
 	my %pm;
 	my @pids = split /\n/, psql_value('SELECT pid FROM pg_stat_activity');
@@ -76,6 +80,7 @@ sub mapped_segments
 		close $m;
 	}
 	delete $seg{$_} for keys %pm;
+	if ($ours) { $seg{$_} <= 1 << 20 and delete $seg{$_} for keys %seg; }
 	return \%seg;
 }
 sub total { my ($s) = @_; my $t = 0; $t += $_ for values %$s; return $t; }
@@ -104,11 +109,11 @@ my $all_done = GsTest::wait_for(sub {
 }, 240);
 ok($all_done, "$nsessions sessions ran their queries");
 my $st = status();
-my $seg = mapped_segments();
+my $seg = mapped_segments(1);
 is($st->{max_shared_memory_bytes}, $cap, 'status: the cap');
 cmp_ok($peak, '<=', $cap, "the server-wide counter stayed within the cap while they ran (peak $peak)");
 is($st->{shared_memory_bytes}, 0, "$nsessions idle sessions: none of the budget in use");
-cmp_ok(total($seg), '<=', $cap, "$nsessions idle sessions map " . total($seg) . " bytes of /dev/shm segments, within the cap")
+cmp_ok(total($seg), '<=', $cap, "$nsessions idle sessions map " . total($seg) . " bytes of /dev/shm segments of our sizes, within the cap")
   if $dsm_type eq 'posix';
 open(my $go, '>', "$dir/go") or die "$!";
 close $go;
@@ -189,5 +194,24 @@ SKIP:
 	  or diag("left: @left");
 }
 
+GsTest::service_cluster_stop($h);
+
+# (d) preloaded (no GPU service, no key pool): the counter is in the main
+# shared memory before PostgreSQL 17, in the DSM registry from 17 on
+$h = GsTest::service_cluster_start("shared_preload_libraries = 'gpuselect'", 'gpuselect.service = off',
+	'gpuselect.key_pool_size = 0', "gpuselect.max_shared_memory = '${cap_mb}MB'");
+psql_value(q{CREATE EXTENSION gpuselect;
+CREATE TABLE gs_cap AS SELECT (random() * 2e6 - 1e6)::float8 AS x FROM generate_series(1, 450000) g;
+ANALYZE gs_cap;});
+$want = psql_value("SELECT concat_ws(' | ', percentile_disc($fr) WITHIN GROUP (ORDER BY x),"
+	  . " percentile_disc(0.3) WITHIN GROUP (ORDER BY x)) FROM gs_cap;");
+$out = psql_value($par . $gpu . $gpu . $status_sql);
+@ans = grep { /\|/ } split /\n/, $out;
+is_deeply(\@ans, [ $want, $want ], 'preloaded: equal to the built-ins');
+cmp_ok(st_lines($out)->[0]{states_in_arena}, '>=', 2, 'preloaded: an arena');
+$st = status();
+is($st->{shared_memory_budget}, (psql_value('SHOW server_version_num') >= 170000 ? 'dsm registry' : 'main shared memory'),
+	"preloaded: the counter in the $st->{shared_memory_budget}");
+is($st->{shared_memory_bytes}, 0, 'preloaded: none in use afterwards');
 GsTest::service_cluster_stop($h);
 done_testing();
