@@ -144,7 +144,7 @@ my @ans = grep { /\|/ } split /\n/, $out;
 is_deeply(\@ans, [ $want, $want ], 'one session alone: equal to the built-ins');
 cmp_ok($sts->[0]{states_in_arena}, '>=', 2, 'the second transaction used an arena');
 ok($sts->[0]{parallel_arena_last_bytes} > 0 && $sts->[0]{parallel_arena_last_bytes} <= 32 << 20,
-	"sized to need: $sts->[0]{parallel_arena_last_bytes} bytes for ~7 MB of keys, not 256 MB");
+	"sized to need: $sts->[0]{parallel_arena_last_bytes} bytes for 6 partial states (a 4 MB chunk each), not 256 MB");
 
 # (b) past the cap: a cap of one arena chunk, then none
 for my $c ('4MB', '0')
