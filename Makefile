@@ -24,6 +24,7 @@ OBJS = \
 	src/state/state_serial.o \
 	src/state/shared_state.o \
 	src/state/arena.o \
+	src/state/shm_budget.o \
 	src/state/datum_state.o \
 	src/state/datum_numkey.o \
 	src/state/datum_spill.o \

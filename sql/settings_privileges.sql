@@ -25,6 +25,8 @@ SET gpuselect.test_fail_shared_attach = on;
 SET gpuselect.test_cancel_at_poll = 1;
 SET gpuselect.test_terminate_at_poll = 1;
 SET gpuselect.parallel_arena = '1:1';
+-- server-wide (postgresql.conf or ALTER SYSTEM): no session changes it
+SET gpuselect.max_shared_memory = '64GB';
 -- nothing changed
 SHOW gpuselect.parallel_arena_size;
 SHOW gpuselect.shared_partial_states;

@@ -15,10 +15,11 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "state/arena.h"
 #include "base/guc.h"
 #include "planner/planner.h"
 #include "service/service.h"
+#include "state/arena.h"
+#include "state/shm_budget.h"
 
 GS_PG_MODULE_MAGIC;
 
@@ -31,7 +32,10 @@ _PG_init(void)
 	gs_service_define_gucs();
 	/* the GPU service: shared memory and its worker exist only when preloaded */
 	if (process_shared_preload_libraries_in_progress)
+	{
 		gs_service_preload_init();
+		gs_shm_budget_preload_init();	/* the budget's counter (shm_budget.c) */
+	}
 	MarkGUCPrefixReserved("gpuselect");
 	gs_arena_install_hook();
 	gs_planner_install_hook();

@@ -18,6 +18,7 @@
 #include "service/service.h"
 #include "state/arena.h"
 #include "state/shared_state.h"
+#include "state/shm_budget.h"
 #include "state/spill.h"
 #include "state/state.h"
 
@@ -82,11 +83,25 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("selections_canceled", psprintf(INT64_FORMAT, gs_selections_canceled), &ea);
 	{
 		uint64		size,
-					used;
+					used,
+					prev_size,
+					prev_used,
+					in_use,
+					limit,
+					refused;
+		const char *where;
 
-		gs_arena_usage(&size, &used);
+		gs_arena_usage(&size, &used, &prev_size, &prev_used);
 		gs_emit("parallel_arena_bytes", psprintf(UINT64_FORMAT, size), &ea);
 		gs_emit("parallel_arena_used_bytes", psprintf(UINT64_FORMAT, used), &ea);
+		gs_emit("parallel_arena_last_bytes", psprintf(UINT64_FORMAT, prev_size), &ea);
+		gs_emit("parallel_arena_last_used_bytes", psprintf(UINT64_FORMAT, prev_used), &ea);
+		/* server-wide: every session's arenas and shared states (shm_budget.c) */
+		gs_shm_budget_usage(&in_use, &limit, &refused, &where);
+		gs_emit("shared_memory_bytes", psprintf(UINT64_FORMAT, in_use), &ea);
+		gs_emit("max_shared_memory_bytes", psprintf(UINT64_FORMAT, limit), &ea);
+		gs_emit("shared_memory_refused", psprintf(UINT64_FORMAT, refused), &ea);
+		gs_emit("shared_memory_budget", where, &ea);
 	}
 	gs_emit("last_path", gs_have_last ? gs_last.path : NULL, &ea);
 	gs_emit("last_n", gs_have_last ? psprintf(INT64_FORMAT, gs_last.n) : NULL, &ea);

@@ -449,12 +449,22 @@ gs_deserialize(PG_FUNCTION_ARGS)
 	st = gs_state_deserialize(CurrentMemoryContext, PG_GETARG_BYTEA_P(0));
 
 	/*
-	 * Keys came the slow way: later parallel queries get an arena.  A plain
-	 * aggregate's large state would take chunks of it, a GROUP BY's states
-	 * slices (arena.h).
+	 * Keys came the slow way: later transactions' parallel queries get an
+	 * arena sized for them.  A plain aggregate's large state would take
+	 * chunks of it, a GROUP BY's states slices (arena.h).
 	 */
-	if (gs_state_keys_outside_arena(st) * st->key_bytes >=
-		(gs_agg_is_plain(fcinfo) ? GS_SHARED_STATE_MIN_BYTES : GS_ARENA_SLICE_MIN_BYTES))
-		gs_arena_note_large_state();
+	{
+		uint64		slow = gs_state_keys_outside_arena(st) * st->key_bytes;
+
+		/*
+		 * A plain aggregate's state from 256 kB on would take whole chunks
+		 * (gs_state_grow), a GROUP BY's states share them as slices.
+		 */
+		if (gs_agg_is_plain(fcinfo) && slow >= GS_ARENA_START_BYTES)
+			gs_arena_note_slow_bytes((Size) TYPEALIGN64(GS_ARENA_CHUNK_BYTES, slow),
+									 slow >= GS_SHARED_STATE_MIN_BYTES);
+		else if (!gs_agg_is_plain(fcinfo) && slow >= GS_ARENA_SLICE_MIN_BYTES)
+			gs_arena_note_slow_slice((Size) slow);
+	}
 	PG_RETURN_POINTER(st);
 }

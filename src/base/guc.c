@@ -26,6 +26,7 @@ int			gs_guc_test_max_serial_bytes = 0;
 bool		gs_guc_shared_partial_states = true;
 bool		gs_guc_test_fail_shared_attach = false;
 int			gs_guc_parallel_arena_size = 256;
+int			gs_guc_max_shared_memory = -1;
 char	   *gs_guc_parallel_arena = NULL;
 int			gs_guc_test_cancel_at_poll = 0;
 int			gs_guc_test_terminate_at_poll = 0;
@@ -261,22 +262,40 @@ gs_guc_define(void)
 							 NULL, NULL, NULL);
 
 	/*
-	 * Superuser only (or GRANT SET ON PARAMETER): a backend keeps an arena of
-	 * this size in /dev/shm until it exits; as a user setting, any role could
-	 * pin gigabytes of shared memory from an idle session.
+	 * Superuser only (or GRANT SET ON PARAMETER): how much of the server-wide
+	 * budget (gpuselect.max_shared_memory) one transaction's arena may take.
 	 */
 	DefineCustomIntVariable("gpuselect.parallel_arena_size",
-							"Shared memory a backend keeps for its parallel workers' keys.",
+							"Largest key arena a transaction's parallel aggregates may take in shared memory.",
 							"Parallel workers (and the leader) of plain aggregates without GROUP BY write their "
-							"values there during the scan, so the leader neither copies nor maps them per query; "
+							"values there during the scan, so the leader neither copies nor maps them per state; "
 							"partial states of a GROUP BY are copied there when they are passed to the leader, "
 							"not through the tuple queue. "
-							"Created, once per backend, at the first parallel query after one that passed a large "
-							"partial state; its size is fixed then. 0: no arena.",
+							"Created at a parallel query of gpuselect aggregates once this session has passed "
+							"partial states the slow way, sized to what its last such transaction needed (at most "
+							"this), and given back at the end of the transaction. 0: no arena.",
 							&gs_guc_parallel_arena_size,
 							256,
 							0, INT_MAX / 2,
 							PGC_SUSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	/*
+	 * Server-wide (SIGHUP: postgresql.conf or ALTER SYSTEM): the total of
+	 * every session's segments for partial states (shm_budget.c), so that no
+	 * number of sessions of any role can fill /dev/shm.
+	 */
+	DefineCustomIntVariable("gpuselect.max_shared_memory",
+							"Dynamic shared memory all sessions together may hold for parallel partial states.",
+							"Key arenas and per-state segments of every session, server-wide; past it partial "
+							"states take the tuple queue (slower, the same answers). "
+							"-1: a quarter of /dev/shm (an eighth of RAM where segments are not in /dev/shm). "
+							"0: no such segments.",
+							&gs_guc_max_shared_memory,
+							-1,
+							-1, INT_MAX / 2,
+							PGC_SIGHUP,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 

@@ -35,8 +35,14 @@
  *
  *   gpuselect.shared_partial_states  large parallel partial states
  *                             through shared memory            (default on)
- *   gpuselect.parallel_arena_size  shared memory a leader keeps for
- *                             its workers' keys (arena.c)      (default 256MB)
+ *   gpuselect.parallel_arena_size  largest key arena of a transaction's
+ *                             parallel aggregates (arena.c)    (default 256MB)
+ *
+ * SIGHUP (server-wide):
+ *
+ *   gpuselect.max_shared_memory  dynamic shared memory of all sessions'
+ *                             partial states (shm_budget.c)    (default -1:
+ *                             a quarter of /dev/shm)
  *
  * Test hooks (superuser only, not in postgresql.conf.sample):
  *
@@ -86,6 +92,7 @@ extern int	gs_guc_test_max_serial_bytes;
 extern bool gs_guc_shared_partial_states;
 extern bool gs_guc_test_fail_shared_attach;
 extern int	gs_guc_parallel_arena_size;	/* MB */
+extern int	gs_guc_max_shared_memory;	/* MB; -1: a quarter of /dev/shm */
 extern char *gs_guc_parallel_arena;
 extern int	gs_guc_test_cancel_at_poll;
 extern int	gs_guc_test_terminate_at_poll;

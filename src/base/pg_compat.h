@@ -22,6 +22,10 @@
  *   - GS_PROCESSED_GROUP_CLAUSE (16): the planner's GROUP BY with redundant
  *     keys removed is root->processed_groupClause; before 16 the planner
  *     used parse->groupClause itself.
+ *   - GS_HAVE_DSM_REGISTRY (17): GetNamedDSMSegment (storage/dsm_registry.h)
+ *     gives a library that is not preloaded a named, server-wide piece of
+ *     shared memory; before 17 shm_budget.c takes its few bytes from the main
+ *     segment with ShmemInitStruct instead.
  *   - gs_create_wait_set (17): CreateWaitEventSet takes a ResourceOwner (NULL:
  *     not tracked); a MemoryContext before.  In 18 it is declared in
  *     storage/waiteventset.h, which storage/latch.h includes.
@@ -86,6 +90,12 @@ typedef BackendId ProcNumber;
 #define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->processed_groupClause)
 #else
 #define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->parse->groupClause)
+#endif
+
+/* ---- 17: the DSM registry (named shared memory without preloading) ---- */
+#if PG_VERSION_NUM >= 170000
+#include "storage/dsm_registry.h"
+#define GS_HAVE_DSM_REGISTRY 1
 #endif
 
 /* ---- 17: CreateWaitEventSet(ResourceOwner, n) ---- */

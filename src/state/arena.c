@@ -14,25 +14,35 @@
  * copied into slices of an arena chunk when serialized (gs_arena_slice), so
  * that the leader holds references to them, not copies in its hash table.
  *
- * Lifetime and safety:
- *   - The leader creates the arena at the start of a parallel query, once it
- *     has seen a large partial state (or a grouped one of a slice's size)
- *     arrive the slow way: the first such parallel aggregate of a backend
- *     goes without it.  The segment is
- *     created with its full size (gpuselect.parallel_arena_size) and stays
- *     mapped until the backend exits, which removes it.
+ * Lifetime and safety (issue 29: an arena kept for a backend's life, 256 MB
+ * each, let idle sessions of any role fill /dev/shm):
+ *   - The leader creates an arena at the start of a parallel query whose
+ *     plan serializes gpuselect partial states (an Agg node of ours that
+ *     serializes), once this backend has seen partial states arrive the
+ *     slow way (copied into a segment or through the tuple queue): the first
+ *     such query of a backend goes without it.  Its size is what the last
+ *     transaction with such states needed (keys in its arena plus keys that
+ *     came the slow way), in whole chunks, at most
+ *     gpuselect.parallel_arena_size, and reserved first from the server-wide
+ *     budget (gpuselect.max_shared_memory, shm_budget.c): a smaller arena, or
+ *     none, when the budget is short.
+ *   - It is destroyed at the end of the leader's transaction (xact callback,
+ *     commit, abort or prepare: the transaction's workers have exited and its
+ *     states are gone), and its reservation given back from the leader's
+ *     on_dsm_detach callback, which also runs when the backend exits.  An
+ *     idle session holds none.  The segment is never pinned: PostgreSQL's
+ *     DSM cleanup destroys it after a crash.
  *   - Workers learn its handle from a hidden GUC, gpuselect.parallel_arena,
  *     which the leader sets before the workers start (ExecutorStart hook;
  *     workers receive the leader's settings).  A worker uses the arena only
  *     if its header names the worker's own leader.
- *   - Chunks are handed out by an atomic bump offset.  The leader resets it,
- *     and bumps the arena's generation, at the end of each of its
- *     transactions, when no worker of it is left and no state that refers to
- *     the arena is alive.  References carry the generation, and the leader
- *     checks handle, generation and bounds before reading: a stale or foreign
+ *   - Chunks are handed out by an atomic bump offset.  References carry the
+ *     arena's serial number (this backend's arenas so far), and the leader
+ *     checks handle, serial and bounds before reading: a stale or foreign
  *     reference is an ERROR, never a wrong answer.
  *   - A full arena only means slower: the state's further chunks are
- *     palloc'd and travel as before.
+ *     palloc'd and travel as before, and the next transaction's arena is
+ *     sized for them.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -40,15 +50,19 @@
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "executor/executor.h"
+#include "executor/nodeAgg.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "utils/guc.h"
 
-#include "state/arena.h"
 #include "base/guc.h"
 #include "service/service.h"
+#include "state/arena.h"
 #include "state/service_scan.h"
 #include "state/shared_state.h"
+#include "state/shm_budget.h"
 
 #define GS_ARENA_MAGIC			0x41525347	/* "GSRA" */
 /* keys start a page into the segment: chunks are page aligned for DMA */
@@ -59,8 +73,9 @@ typedef struct GsArenaHeader
 	uint32		magic;
 	ProcNumber	leader;			/* the backend that created it */
 	uint64		size;			/* bytes of the key area */
-	pg_atomic_uint64 used;		/* bytes handed out in this generation */
-	pg_atomic_uint64 generation;	/* the leader's transactions so far */
+	pg_atomic_uint64 used;		/* bytes handed out */
+	pg_atomic_uint64 generation;	/* serial: the leader's arenas so far */
+	uint64		reserved;		/* of the server-wide budget (shm_budget.c) */
 } GsArenaHeader;
 
 StaticAssertDecl(sizeof(GsArenaHeader) <= GS_ARENA_KEYS_OFFSET, "arena header must fit before the keys");
@@ -70,24 +85,59 @@ int64		gs_states_in_arena = 0;
 
 /*
  * This process's mapping of the arena: its own (leader) or its leader's
- * (worker).  The mapping is pinned, so no dsm_segment pointer needs keeping.
+ * (worker).  The mapping is pinned (no resource owner): the leader detaches
+ * it at its transaction end, a worker when it exits.
  */
+static dsm_segment *arena_seg = NULL;
 static GsArenaHeader *arena_hdr = NULL;
 static char *arena_keys = NULL;
 static dsm_handle arena_handle = 0;
 static bool worker_tried = false;	/* worker: looked for the arena already */
-static bool arena_wanted = false;	/* leader: a large state came the slow way */
 static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/* leader: arenas created so far (their serial numbers) */
+static uint64 arena_serial = 0;
+/* leader: arena bytes this transaction's partial states would have taken */
+static uint64 slow_bytes = 0;
+static bool slow_large = false;	/* one of them was large: an arena is wanted */
+static bool slow_slices = false;	/* some were GROUP BY states (slices) */
+/* leader: what the last transaction with partial states needed (0: none yet) */
+static uint64 arena_need = 0;
+/* leader: the last arena's size and use, for gpuselect_status() */
+static uint64 last_size = 0;
+static uint64 last_used = 0;
 
 /* this process's chunk for slices (gs_arena_slice), of arena generation slab_gen */
 static char *slab = NULL;
 static Size slab_used = 0;
 static uint64 slab_gen = 0;
 
+/*
+ * Leader: its arena is being unmapped (transaction end, or exit), and so
+ * destroyed: its workers have gone.  Gives the reservation back.  Never an
+ * ERROR: runs inside dsm_detach.
+ */
+static void
+gs_arena_unmapped(dsm_segment *seg, Datum arg)
+{
+	GsArenaHeader *hdr = (GsArenaHeader *) dsm_segment_address(seg);
+
+	last_size = hdr->size;
+	last_used = pg_atomic_read_u64(&hdr->used);
+	gs_shm_budget_release((Size) hdr->reserved);
+	arena_seg = NULL;
+	arena_hdr = NULL;
+	arena_keys = NULL;
+	arena_handle = 0;
+	slab = NULL;
+}
+
 static void
 gs_arena_xact_callback(XactEvent event, void *arg)
 {
-	if (arena_hdr == NULL || IsParallelWorker())
+	uint64		need;
+
+	if (IsParallelWorker())
 		return;
 	switch (event)
 	{
@@ -95,45 +145,116 @@ gs_arena_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 			/* the transaction's workers are gone, and its states with them */
-			if (pg_atomic_read_u64(&arena_hdr->used) > 0)
-			{
-				pg_atomic_write_u64(&arena_hdr->used, 0);
-				pg_atomic_fetch_add_u64(&arena_hdr->generation, 1);
-			}
+			need = slow_bytes + (arena_hdr ? pg_atomic_read_u64(&arena_hdr->used) : 0);
+			/* slices: each process also leaves its last chunk part empty */
+			if (slow_slices)
+				need += (uint64) (max_parallel_workers_per_gather + 1) * GS_ARENA_CHUNK_BYTES;
+			if (need > 0 && (slow_large || arena_hdr != NULL))
+				arena_need = need;
+			slow_bytes = 0;
+			slow_large = false;
+			slow_slices = false;
+			slab = NULL;
+			if (arena_seg != NULL)
+				dsm_detach(arena_seg);	/* gs_arena_unmapped forgets it */
 			break;
 		default:
 			break;
 	}
 }
 
-/* leader: create the arena if it is wanted, and publish its handle */
+/* the C function behind our aggregates' serialfunc (plain_aggs.c) */
+extern Datum gs_serialize(PG_FUNCTION_ARGS);
+
+/* an Agg node that serializes gpuselect partial states, anywhere below */
+static bool
+gs_arena_serializes_ours(PlanState *ps, void *context)
+{
+	if (ps == NULL)
+		return false;
+	if (IsA(ps, AggState))
+	{
+		AggState   *agg = (AggState *) ps;
+
+		if (DO_AGGSPLIT_SERIALIZE(agg->aggsplit))
+			for (int i = 0; i < agg->numtrans; i++)
+				if (OidIsValid(agg->pertrans[i].serialfn_oid) &&
+					agg->pertrans[i].serialfn.fn_addr == gs_serialize)
+					return true;
+	}
+	return planstate_tree_walker(ps, gs_arena_serializes_ours, context);
+}
+
+/* leader: create this transaction's arena, sized to need, within the budget */
 static void
-gs_arena_prepare(void)
+gs_arena_create(void)
+{
+	Size		ceiling = ((Size) gs_guc_parallel_arena_size << 20) / GS_ARENA_CHUNK_BYTES * GS_ARENA_CHUNK_BYTES;
+	Size		want,
+				granted,
+				size;
+	dsm_segment *volatile seg = NULL;
+	volatile bool owned = false;
+	GsArenaHeader *hdr;
+
+	if (ceiling == 0 || arena_need == 0)
+		return;
+	want = Min(ceiling, (Size) TYPEALIGN64(GS_ARENA_CHUNK_BYTES, arena_need));
+	/* a segment that does not fit /dev/shm would be an ERROR: skip it */
+	if (!gs_dsm_room_for(want + ((Size) 64 << 20)))
+		return;
+	granted = gs_shm_budget_reserve(GS_ARENA_KEYS_OFFSET + GS_ARENA_CHUNK_BYTES,
+									GS_ARENA_KEYS_OFFSET + want);
+	if (granted == 0)
+		return;
+	size = (granted - GS_ARENA_KEYS_OFFSET) / GS_ARENA_CHUNK_BYTES * GS_ARENA_CHUNK_BYTES;
+
+	/* until gs_arena_unmapped owns the reservation, an ERROR gives it back */
+	PG_TRY();
+	{
+		seg = dsm_create(GS_ARENA_KEYS_OFFSET + size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+		if (seg != NULL)
+		{
+			hdr = (GsArenaHeader *) dsm_segment_address(seg);
+			hdr->reserved = granted;
+			hdr->size = size;
+			on_dsm_detach(seg, gs_arena_unmapped, (Datum) 0);
+			owned = true;
+		}
+	}
+	PG_CATCH();
+	{
+		if (!owned)
+			gs_shm_budget_release(granted);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (seg == NULL)
+	{
+		gs_shm_budget_release(granted);
+		return;
+	}
+	dsm_pin_mapping(seg);		/* until the transaction ends */
+	hdr = (GsArenaHeader *) dsm_segment_address(seg);
+	hdr->magic = GS_ARENA_MAGIC;
+	hdr->leader = MyProcNumber;
+	pg_atomic_init_u64(&hdr->used, 0);
+	pg_atomic_init_u64(&hdr->generation, ++arena_serial);
+	arena_seg = seg;
+	arena_hdr = hdr;
+	arena_keys = (char *) hdr + GS_ARENA_KEYS_OFFSET;
+	arena_handle = dsm_segment_handle(seg);
+}
+
+/* leader: the arena for this parallel query, if it wants one; publish its handle */
+static void
+gs_arena_prepare(QueryDesc *queryDesc)
 {
 	char		want[16] = "";
 
-	if (arena_hdr == NULL && gs_guc_parallel_arena_size > 0)
-	{
-		Size		size = (Size) gs_guc_parallel_arena_size << 20;
-		dsm_segment *seg;
-
-		/* a segment that does not fit /dev/shm would be an ERROR: skip it */
-		if (!gs_dsm_room_for(size + ((Size) 64 << 20)))
-			return;
-		seg = dsm_create(GS_ARENA_KEYS_OFFSET + size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
-		if (seg == NULL)
-			return;
-		dsm_pin_mapping(seg);	/* for the backend's life */
-		arena_hdr = (GsArenaHeader *) dsm_segment_address(seg);
-		arena_hdr->magic = GS_ARENA_MAGIC;
-		arena_hdr->leader = MyProcNumber;
-		arena_hdr->size = size;
-		pg_atomic_init_u64(&arena_hdr->used, 0);
-		pg_atomic_init_u64(&arena_hdr->generation, 0);
-		arena_keys = (char *) arena_hdr + GS_ARENA_KEYS_OFFSET;
-		arena_handle = dsm_segment_handle(seg);
-		RegisterXactCallback(gs_arena_xact_callback, NULL);
-	}
+	if (arena_hdr == NULL && arena_need > 0 && gs_guc_shared_partial_states &&
+		gs_guc_parallel_arena_size > 0 && gs_arena_serializes_ours(queryDesc->planstate, NULL))
+		gs_arena_create();
 	if (arena_hdr != NULL && gs_guc_parallel_arena_size > 0)
 		snprintf(want, sizeof(want), "%u", (unsigned) arena_handle);
 	/* the setting is transactional: an abort may have undone it */
@@ -155,8 +276,7 @@ gs_arena_executor_start(QueryDesc *queryDesc, int eflags)
 	{
 		/* with the GPU service, workers lease key-pool chunks for this backend */
 		gs_service_lease_prepare();
-		if (arena_wanted)
-			gs_arena_prepare();
+		gs_arena_prepare(queryDesc);
 	}
 }
 
@@ -165,13 +285,26 @@ gs_arena_install_hook(void)
 {
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = gs_arena_executor_start;
+	RegisterXactCallback(gs_arena_xact_callback, NULL);
 }
 
 void
-gs_arena_note_large_state(void)
+gs_arena_note_slow_bytes(Size bytes, bool wants_arena)
 {
-	if (!IsParallelWorker())
-		arena_wanted = true;
+	if (IsParallelWorker())
+		return;
+	slow_bytes += bytes;
+	slow_large |= wants_arena;
+}
+
+void
+gs_arena_note_slow_slice(Size bytes)
+{
+	if (IsParallelWorker())
+		return;
+	/* a slice leaves at most a quarter of a chunk unused (gs_arena_slice) */
+	slow_bytes += bytes + bytes / 3;
+	slow_large = slow_slices = true;
 }
 
 /* worker: map the leader's arena, once; false if there is none to use */
@@ -203,6 +336,7 @@ gs_arena_attach(void)
 		return false;
 	}
 	dsm_pin_mapping(seg);		/* until the worker exits */
+	arena_seg = seg;
 	arena_hdr = hdr;
 	arena_keys = (char *) hdr + GS_ARENA_KEYS_OFFSET;
 	arena_handle = (dsm_handle) h;
@@ -240,8 +374,8 @@ gs_arena_alloc(void)
  * Slices are bump-allocated from one chunk per process; the rest of a chunk
  * too short for the next slice is left unused (at most a quarter of it,
  * GS_ARENA_SLICE_MAX_BYTES).  The leader's chunk is forgotten once its
- * transaction ends (the generation moves on and the chunk is handed out
- * again); a worker's lives as long as the worker, inside one transaction.
+ * transaction ends (its arena goes); a worker's lives as long as the worker,
+ * inside one transaction.
  */
 char *
 gs_arena_slice(Size bytes)
@@ -253,7 +387,7 @@ gs_arena_slice(Size bytes)
 	if (bytes == 0 || bytes > GS_ARENA_SLICE_MAX_BYTES || !gs_guc_shared_partial_states)
 		return NULL;
 	if (slab != NULL &&
-		(slab_gen != pg_atomic_read_u64(&arena_hdr->generation) ||
+		(arena_hdr == NULL || slab_gen != pg_atomic_read_u64(&arena_hdr->generation) ||
 		 GS_ARENA_CHUNK_BYTES - slab_used < bytes))
 		slab = NULL;
 	if (slab == NULL)
@@ -294,10 +428,12 @@ gs_arena_resolve(const GsArenaRef *ref, Size bytes)
 }
 
 void
-gs_arena_usage(uint64 *size, uint64 *used)
+gs_arena_usage(uint64 *size, uint64 *used, uint64 *prev_size, uint64 *prev_used)
 {
 	bool		mine = arena_hdr != NULL && !IsParallelWorker();
 
 	*size = mine ? arena_hdr->size : 0;
 	*used = mine ? pg_atomic_read_u64(&arena_hdr->used) : 0;
+	*prev_size = last_size;
+	*prev_used = last_used;
 }

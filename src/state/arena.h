@@ -1,11 +1,12 @@
 /*
  * arena.h — the leader's key arena for parallel aggregates: one dynamic
- * shared memory segment per leader backend, kept for the backend's life,
- * into which parallel workers (and the leader's own partial aggregation)
- * write their keys during the scan.  A partial state then serializes as a
- * list of (offset, count) references: no copy in the worker, none in the
- * leader, no segment to create, map and unmap per query.  See
- * arena.c for the lifetime rules.
+ * shared memory segment per leader transaction, sized to what the session's
+ * last such transaction needed and within the server-wide budget
+ * (shm_budget.h), into which parallel workers (and the leader's own partial
+ * aggregation) write their keys during the scan.  A partial state then
+ * serializes as a list of (offset, count) references: no copy in the worker,
+ * none in the leader, no segment per worker state.  See arena.c for the
+ * lifetime rules.
  */
 #ifndef GS_ARENA_H
 #define GS_ARENA_H
@@ -26,11 +27,16 @@ extern int64 gs_states_in_arena;
 extern void gs_arena_install_hook(void);
 
 /*
- * Leader: a large partial state (or a grouped one of a slice's size) reached
- * the finalize step the slow way (copied into a segment or the tuple queue);
- * parallel queries from now on get an arena (gpuselect.parallel_arena_size).
+ * Leader: a partial state reached the finalize step the slow way (copied
+ * into a segment or the tuple queue) and would have taken this many bytes
+ * of arena.  Once a large one (wants_arena: a plain aggregate's of 1 MB, a
+ * grouped one of a slice's size) has, the next transactions' parallel
+ * queries of gpuselect aggregates get an arena sized for all of them (at
+ * most gpuselect.parallel_arena_size).
  */
-extern void gs_arena_note_large_state(void);
+extern void gs_arena_note_slow_bytes(Size bytes, bool wants_arena);
+/* the same for a GROUP BY's state of a slice's size (bytes of keys) */
+extern void gs_arena_note_slow_slice(Size bytes);
 
 /*
  * Worker, or the leader's own partial aggregation: GS_ARENA_CHUNK_BYTES of
@@ -59,7 +65,7 @@ typedef struct GsArenaRef
 {
 	dsm_handle	handle;			/* the leader's arena */
 	uint32		pad;
-	uint64		generation;		/* of the arena's current transaction */
+	uint64		generation;		/* the arena's serial number (its leader's arenas so far) */
 	uint64		offset;			/* of the chunk in the arena's key area */
 } GsArenaRef;
 
@@ -67,12 +73,15 @@ extern void gs_arena_ref(const char *chunk, GsArenaRef *ref);
 
 /*
  * Leader: the keys of a reference, checked against this backend's arena
- * (handle, generation, bounds, within one chunk); ERROR if it does not
+ * (handle, serial number, bounds, within one chunk); ERROR if it does not
  * belong to them.
  */
 extern char *gs_arena_resolve(const GsArenaRef *ref, Size bytes);
 
-/* gpuselect_status: arena size (0: none) and bytes handed out */
-extern void gs_arena_usage(uint64 *size, uint64 *used);
+/*
+ * gpuselect_status: this transaction's arena (size, 0: none; bytes handed
+ * out) and the last one this backend gave back
+ */
+extern void gs_arena_usage(uint64 *size, uint64 *used, uint64 *prev_size, uint64 *prev_used);
 
 #endif							/* GS_ARENA_H */

@@ -22,6 +22,12 @@
  *   - If the leader fails or is cancelled first, it terminates its workers
  *     (the sleep is interruptible), every mapping goes, and the segment with
  *     the last one.
+ * The segment's bytes are reserved from the server-wide budget
+ * (gpuselect.max_shared_memory, shm_budget.c) before it is created; past it
+ * the state takes the tuple queue.  A count of mappings in the header (the
+ * worker's, then the leader's) says which detach destroys the segment: that
+ * process's on_dsm_detach callback gives the reservation back, on success,
+ * ERROR, cancel and exit alike.
  * This needs the leader to deserialize every partial tuple a worker sends,
  * or the worker would wait for ever: true for a plain aggregate (no GROUP BY:
  * the finalize step reads all its input before it returns anything), not for
@@ -42,6 +48,7 @@
 
 #include "base/guc.h"
 #include "state/shared_state.h"
+#include "state/shm_budget.h"
 
 #define GS_SHARED_MAGIC		0x4d535347	/* "GSSM" */
 /* keys start a cache line into the segment */
@@ -53,6 +60,8 @@ typedef struct GsSharedHeader
 	pg_atomic_uint32 attached;	/* set by the leader once it has mapped the segment */
 	ConditionVariable cv;		/* the worker sleeps on it until then */
 	uint64		key_bytes;
+	pg_atomic_uint32 mappings;	/* processes that map it and will give back */
+	uint64		reserved;		/* of the server-wide budget (shm_budget.c) */
 } GsSharedHeader;
 
 StaticAssertDecl(sizeof(GsSharedHeader) <= GS_SHARED_KEYS_OFFSET,
@@ -143,11 +152,26 @@ gs_shared_state_wanted(Size key_bytes)
 		gs_dsm_room_for(key_bytes * 4 + ((Size) 64 << 20));
 }
 
+/*
+ * A process's mapping goes (on_dsm_detach): the last one gives the
+ * segment's reservation back, as the segment goes with it.  Never an ERROR.
+ */
+static void
+gs_shared_unmapped(dsm_segment *seg, Datum arg)
+{
+	GsSharedHeader *h = gs_shared_header(seg);
+
+	if (pg_atomic_sub_fetch_u32(&h->mappings, 1) == 0)
+		gs_shm_budget_release((Size) h->reserved);
+}
+
 char *
 gs_shared_state_create(Size key_bytes, dsm_handle *handle)
 {
-	dsm_segment *seg;
+	dsm_segment *volatile seg = NULL;
+	volatile bool owned = false;
 	GsSharedHeader *h;
+	Size		reserved;
 
 	if (!xact_callback_registered)
 	{
@@ -165,9 +189,34 @@ gs_shared_state_create(Size key_bytes, dsm_handle *handle)
 		maxpending = newmax;
 	}
 
-	seg = dsm_create(GS_SHARED_KEYS_OFFSET + key_bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	reserved = GS_SHARED_KEYS_OFFSET + key_bytes;
+	if (gs_shm_budget_reserve(reserved, reserved) == 0)
+		return NULL;			/* past gpuselect.max_shared_memory: the queue */
+	/* until gs_shared_unmapped owns the reservation, an ERROR gives it back */
+	PG_TRY();
+	{
+		seg = dsm_create(reserved, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+		if (seg != NULL)
+		{
+			h = gs_shared_header(seg);
+			pg_atomic_init_u32(&h->mappings, 1);
+			h->reserved = reserved;
+			on_dsm_detach(seg, gs_shared_unmapped, (Datum) 0);
+			owned = true;
+		}
+	}
+	PG_CATCH();
+	{
+		if (!owned)
+			gs_shm_budget_release(reserved);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (seg == NULL)
+	{
+		gs_shm_budget_release(reserved);
 		return NULL;
+	}
 	/* unmapped by gs_shared_release_pending, not by the resource owner */
 	dsm_pin_mapping(seg);
 	pending[npending++] = seg;
@@ -223,6 +272,16 @@ gs_shared_state_attach(dsm_handle handle, Size key_bytes, MemoryContext owner)
 	if (dsm_segment_map_length(seg) < GS_SHARED_KEYS_OFFSET + key_bytes ||
 		h->magic != GS_SHARED_MAGIC || h->key_bytes != key_bytes)
 		elog(ERROR, "gpuselect: a parallel worker's shared partial state is corrupt");
+
+	/*
+	 * One more mapping to give the reservation back (the worker's holds on
+	 * until `attached`): the counter found and the callback registered
+	 * first, so an ERROR in either counts none.
+	 */
+	if (!gs_shm_budget_attach())
+		elog(ERROR, "gpuselect: no shared memory budget for a worker's shared partial state");
+	on_dsm_detach(seg, gs_shared_unmapped, (Datum) 0);
+	pg_atomic_fetch_add_u32(&h->mappings, 1);
 
 	/* the worker may go now */
 	pg_atomic_write_u32(&h->attached, 1);

@@ -1,11 +1,12 @@
 # The leader's key arena (src/state/arena.c): from the second large parallel plain
 # aggregate of a backend on, workers and the leader write their keys into
-# one shared memory segment the leader keeps, and partial states travel as
-# references into it.  Answers equal the built-ins on the first (no arena)
-# and later (arena) queries, with and without leader participation, within
-# and across transactions, when the arena is too small for everything, after
-# an ERROR in the leader; grouped plans pass their states in slices of it.  The arena is one
-# segment per backend, whatever the number of queries.
+# one shared memory segment the leader creates for the transaction, sized to
+# what the last one needed, and partial states travel as references into
+# it.  Answers equal the built-ins on the first (no arena) and later (arena)
+# queries, with and without leader participation, within and across
+# transactions, when the arena is too small for everything, after an ERROR
+# in the leader; grouped plans pass their states in slices of it.  No arena
+# is held between transactions (issue 29; 012_shared_memory_cap.pl).
 use strict;
 use warnings;
 use FindBin;
@@ -22,7 +23,8 @@ create_parallel_table('gs_ar');
 my $par = force_parallel(2) . "SET gpuselect.device = 'cpu'; SET gpuselect.gpu_min_rows = 0;\n"
   . "SET statement_timeout = '120s';\n";
 my $status = q{SELECT 'st:' || string_agg(name || '=' || coalesce(value, ''), ',' ORDER BY name) FROM gpuselect_status()
-  WHERE name IN ('states_in_arena', 'states_shared', 'parallel_arena_bytes', 'parallel_arena_used_bytes');};
+  WHERE name IN ('states_in_arena', 'states_shared', 'parallel_arena_bytes', 'parallel_arena_used_bytes',
+                 'parallel_arena_last_bytes', 'parallel_arena_last_used_bytes');};
 
 # ($statuses, $other_lines) of one psql run's output
 sub split_out
@@ -47,22 +49,28 @@ my $want = psql_value("SET max_parallel_workers_per_gather = 0; $builtin;");
 my ($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
 	  . $status . $gpu . $status . $gpu . $status . $gpu . $status));
 is_deeply($rest, [ $want, $want, $want ], 'three parallel queries: equal to the built-ins');
-is($st->[1]{parallel_arena_bytes}, 0, 'first query: no arena yet');
+is($st->[1]{parallel_arena_last_bytes}, 0, 'first query: no arena yet');
 cmp_ok($st->[1]{states_shared} - $st->[0]{states_shared}, '>=', 3, 'first query: worker states through segments');
-is($st->[2]{parallel_arena_bytes}, 64 << 20, 'second query: an arena of gpuselect.parallel_arena_size');
+# 12 states (x twice, i4, i2 from 3 participants) of one 4 MB chunk each
+my $arena = $st->[2]{parallel_arena_last_bytes};
+ok($arena >= 8 << 20 && $arena <= 64 << 20,
+	"second query: an arena sized to the first one's states ($arena bytes), within parallel_arena_size");
+is($st->[2]{parallel_arena_bytes}, 0, 'and given back at the end of its transaction');
 # x twice, i4 and i2 from each of 3 participants, if every one got rows
 cmp_ok($st->[2]{states_in_arena} - $st->[1]{states_in_arena}, '>=', 8, 'second query: states in the arena');
 is($st->[2]{states_shared} - $st->[1]{states_shared}, 0, 'second query: no segment per worker state');
 cmp_ok($st->[3]{states_in_arena} - $st->[2]{states_in_arena}, '>=', 8, 'third query: the arena again');
-is($st->[3]{parallel_arena_used_bytes}, 0, 'the arena is empty between transactions');
+is($st->[3]{parallel_arena_bytes}, 0, 'no arena between transactions');
 
 # within one transaction the arena is reclaimed only at its end
 ($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '64MB';\n"
 	  . $gpu . $gpu . "BEGIN;\n" . $gpu . $status . $gpu . $status . "COMMIT;\n" . $status));
 is_deeply($rest, [ ($want) x 4 ], 'two queries in one transaction: equal to the built-ins');
-cmp_ok($st->[1]{parallel_arena_used_bytes}, '>', $st->[0]{parallel_arena_used_bytes},
-	'the second query of a transaction takes more arena');
-is($st->[2]{parallel_arena_used_bytes}, 0, 'reclaimed at commit');
+# one arena per transaction, sized for one query: the second takes what is left
+cmp_ok($st->[0]{parallel_arena_used_bytes}, '>', 0, 'a transaction holds its arena');
+cmp_ok($st->[1]{parallel_arena_used_bytes}, '>=', $st->[0]{parallel_arena_used_bytes},
+	'the second query of a transaction shares it');
+is($st->[2]{parallel_arena_bytes}, 0, 'given back at commit');
 
 # without leader participation; and an arena too small for everything
 ($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '8MB';\n"
@@ -74,7 +82,7 @@ cmp_ok($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, '>=', 2, 'some sta
 ($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = 0;\n"
 	  . $gpu . $gpu . $status));
 is_deeply($rest, [ ($want) x 2 ], 'parallel_arena_size = 0: equal to the built-ins');
-is($st->[0]{parallel_arena_bytes}, 0, 'parallel_arena_size = 0: no arena');
+is($st->[0]{parallel_arena_last_bytes}, 0, 'parallel_arena_size = 0: no arena');
 
 # grouped plans: a participant's state of a group (600-900 kB here) is copied
 # into a slice of the arena when it is serialized (arena.h)
@@ -94,7 +102,7 @@ cmp_ok($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, '>=', 4, 'GROUP BY
 	  . $status . "$grouped;\n" . $status . "$grouped;\n" . $status));
 is_deeply([ join("\n", @{$rest}[0 .. 3]), join("\n", @{$rest}[4 .. 7]) ], [ $want_grouped, $want_grouped ],
 	'GROUP BY only, twice: equal to the built-ins');
-is($st->[1]{parallel_arena_bytes}, 0, 'first GROUP BY query: no arena yet');
+is($st->[1]{parallel_arena_last_bytes}, 0, 'first GROUP BY query: no arena yet');
 is($st->[1]{states_in_arena} - $st->[0]{states_in_arena}, 0, 'first GROUP BY query: no slices');
 cmp_ok($st->[2]{states_in_arena} - $st->[1]{states_in_arena}, '>=', 4, 'second GROUP BY query: slices');
 ($st, $rest) = split_out(psql_value($par . "SET gpuselect.parallel_arena_size = '4MB';\n"
@@ -174,11 +182,11 @@ is(scalar(@errs), 3, 'the hook failed the queries that used the arena and a segm
 ($st, $rest) = split_out($out);
 my @answers = grep { /\|/ } @$rest;
 is($answers[-1], $want, 'after ERRORs and a cancel: equal to the built-ins');
-is($st->[-1]{parallel_arena_used_bytes}, 0, 'the arena is empty again');
+is($st->[-1]{parallel_arena_bytes}, 0, 'no arena held after the transaction');
 SKIP:
 {
 	skip "dynamic_shared_memory_type is $dsm_type, not posix", 1 unless $dsm_type eq 'posix';
-	# the session above has ended: its arena (and any segment) is gone
+	# the session above has ended: any segment is gone
 	cmp_ok(settled_segments($before), '<=', $before, 'no shared memory segments left behind');
 }
 
