@@ -392,10 +392,12 @@ deb_stage() {
 
 	# the package's autopkgtest, run from another clean copy: pg_regress
 	# against the installed files on a pg_virtualenv cluster (as root its
-	# server runs as postgres, so the copy is readable to all)
+	# server runs as postgres, so the copy is readable to all).  The cluster
+	# takes the environment's locale: C.UTF-8, as the other stages' clusters
+	# are C with UTF8 (an unset LANG would make it SQL_ASCII)
 	gs_copy_tree "$ROOT" "$d/check"
 	chmod -R a+rX "$d"
-	(cd "$d/check" && debian/tests/installcheck) >"$WORK/deb-installcheck.log" 2>&1
+	(cd "$d/check" && LC_ALL=C.UTF-8 debian/tests/installcheck) >"$WORK/deb-installcheck.log" 2>&1
 	local rrc=$? rp rf
 	cat "$WORK/deb-installcheck.log"
 	rp=$(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$WORK/deb-installcheck.log")
