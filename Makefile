@@ -129,3 +129,23 @@ test/unit/test_ostree_fan8.bin: test/unit/test_ostree.c test/unit/unit.h src/sta
 .PHONY: unit
 unit: $(patsubst test/unit/%.c,test/unit/%.bin,$(wildcard test/unit/test_*.c)) test/unit/test_ostree_fan8.bin
 	@set -e; for t in $^; do echo "== $$t"; ./$$t; done
+
+# ---- PGXN source distribution: make dist -> dist/gpuselect-<version>.zip ----
+# The version is META.json's (test/check_meta.pl checks it against
+# CHANGELOG.md and debian/changelog first).  Packed with git archive from
+# HEAD, so only committed files go in; left out are what builds and tests of
+# the extension never read: test/bench (benchmarks and their recorded
+# results, a quarter of the tree), test/gpu (the harness for GPU hosts) and
+# .ci (this repository's CI entry point).
+GS_DIST_EXCLUDE = ':(exclude)test/bench' ':(exclude)test/gpu' ':(exclude).ci'
+
+.PHONY: dist
+dist:
+	perl $(srcdir)/test/check_meta.pl $(srcdir)
+	@test -z "$$(git -C $(srcdir) status --porcelain --untracked-files=no)" || \
+		echo "make dist: uncommitted changes are not in the archive (it packs HEAD)"
+	@v=$$(perl -MJSON::PP -e 'local $$/; print decode_json(<>)->{version}' $(srcdir)/META.json) && \
+	mkdir -p dist && \
+	git -C $(srcdir) archive --format=zip --prefix=gpuselect-$$v/ HEAD -- . $(GS_DIST_EXCLUDE) \
+		>dist/gpuselect-$$v.zip && \
+	echo "dist/gpuselect-$$v.zip"

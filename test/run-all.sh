@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test/run-all.sh — THE test command for gpuselect.
 #
-# 0. checks the include layering of src/ (test/check_layers.pl: src/LAYERS);
+# 0. checks the include layering of src/ (test/check_layers.pl: src/LAYERS)
+#    and the PGXN metadata META.json (test/check_meta.pl);
 # 1. copies the source tree to a scratch directory (the checkout is never
 #    built in, so concurrent in-tree builds are not disturbed);
 # 2. for every PostgreSQL version (see below): builds the CPU-only variant
@@ -13,7 +14,15 @@
 #    relocated copy of that server; no system directory is written, no sudo),
 #    starts a throw-away cluster, runs pg_regress (make installcheck) and the
 #    TAP tests (prove test/t/*.pl);
-# 5. prints a summary: a line per stage, one per PostgreSQL version and, as
+# 5. builds the Debian package postgresql-15-gpuselect (debian/, the CPU-only
+#    build, by pg_buildext) from a clean copy of the tree, installs it into
+#    Debian's PostgreSQL 15, runs the pg_regress suites against the installed
+#    files (debian/tests/installcheck, the package's autopkgtest: a
+#    throw-away cluster of pg_virtualenv) and removes the package again;
+#    only as root (or with sudo), where the Debian tools are and the run
+#    includes Debian's PostgreSQL 15 and the cpu variant (.ci/run installs
+#    the tools; under CI=true missing tools fail the stage);
+# 6. prints a summary: a line per stage, one per PostgreSQL version and, as
 #    its last line, "N passed, M failed".
 #
 # PostgreSQL versions, the first of these that is set:
@@ -35,7 +44,9 @@
 #                           the others are still built and installed
 #   GS_SKIP_TAP=1           skip the TAP tests
 #   GS_TAP_TESTS="007 008"  only the TAP scripts whose names start so (default: all)
-#   GS_REGRESS_TESTS="final_batch"  only these pg_regress suites (default: all)
+#   GS_REGRESS_TESTS="final_batch"  only these pg_regress suites (default: all;
+#                           the Debian package's installcheck runs them all)
+#   GS_SKIP_DEB=1           skip the Debian package stage
 #   GS_KEEP=1               keep the scratch directory (printed at the end)
 #   GS_JOBS=N               make -j (default: nproc)
 set -u -o pipefail
@@ -55,6 +66,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/gs-test.XXXXXX")
 chmod 755 "$WORK"
 cleanup() {
 	gs_cluster_stop
+	deb_remove >/dev/null 2>&1
 	if [ "${GS_KEEP:-0}" = 1 ]; then
 		echo "scratch directory kept: $WORK" >&2
 	else
@@ -136,6 +148,12 @@ if perl "$ROOT/test/check_layers.pl" "$ROOT/src"; then
 	record "layers" 1 0
 else
 	record "layers" 0 1
+fi
+section "META.json: PGXN metadata (test/check_meta.pl)"
+if perl "$ROOT/test/check_meta.pl" "$ROOT"; then
+	record "META.json" 1 0
+else
+	record "META.json" 0 1
 fi
 
 # ---------------- builds ----------------
@@ -298,6 +316,118 @@ for m in "${PG_LIST[@]}"; do
 	done
 done
 CUR_PG=
+
+# ---------------- the Debian package, installed and tested ----------------
+DEB_PKG=postgresql-15-gpuselect
+DEB_SUDO=
+DEB_INSTALLED=
+
+# remove the package this run installed (also from cleanup on a signal)
+deb_remove() {
+	[ -n "${DEB_INSTALLED:-}" ] || return 0
+	$DEB_SUDO env DEBIAN_FRONTEND=noninteractive apt-get remove --purge -y -qq "$DEB_PKG" || return 1
+	DEB_INSTALLED=
+}
+
+# why the package stage cannot run here (nothing when it can); DEB_SUDO is
+# set beforehand
+deb_stage_blocker() {
+	local t
+	for t in dpkg-buildpackage dh pg_buildext pg_virtualenv apt-get; do
+		command -v "$t" >/dev/null 2>&1 || { echo "no $t"; return; }
+	done
+	[ -f /usr/share/perl5/Debian/Debhelper/Sequence/pgxs_loop.pm ] ||
+		{ echo "no postgresql-server-dev-all (debhelper's pgxs_loop)"; return; }
+	if [ "$(id -u)" != 0 ] && [ -z "$DEB_SUDO" ]; then
+		echo "not root and no sudo (apt-get installs the package)"
+		return
+	fi
+	if dpkg-query -W -f='${Status}' "$DEB_PKG" 2>/dev/null | grep -q 'ok installed' ||
+		[ -e /usr/share/postgresql/15/extension/gpuselect.control ]; then
+		echo "a gpuselect is installed in the system PostgreSQL 15 already (this stage would replace, then remove it)"
+	fi
+}
+
+deb_stage() {
+	local d=$WORK/deb deb blocker start=$SECONDS
+	[ "$(id -u)" != 0 ] && sudo -n true 2>/dev/null && DEB_SUDO=sudo
+	blocker=$(deb_stage_blocker)
+	if [ -n "$blocker" ]; then
+		echo "skipped: $blocker"
+		if [ "${CI:-}" = true ]; then
+			record "deb package" 0 1
+		else
+			SUMMARY+=("$(printf '%-30s skipped: %s' "deb package" "$blocker")")
+		fi
+		return
+	fi
+
+	# build, from a clean copy; -Pnocheck: the suites run on the installed
+	# package below, not twice
+	gs_copy_tree "$ROOT" "$d/gpuselect"
+	if (cd "$d/gpuselect" && DEB_BUILD_OPTIONS="nocheck parallel=$JOBS" \
+		dpkg-buildpackage -us -uc -b -Pnocheck) >"$WORK/deb-build.log" 2>&1 &&
+		deb=$(compgen -G "$d/${DEB_PKG}_*.deb"); then
+		echo "built $(basename "$deb") in $((SECONDS - start)) s"
+		record "deb build" 1 0
+	else
+		tail -60 "$WORK/deb-build.log"
+		record "deb build" 0 1
+		return
+	fi
+
+	# install (apt-get resolves its dependencies: postgresql-15 and its JIT)
+	DEB_INSTALLED=1
+	if $DEB_SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"$deb" >"$WORK/deb-install.log" 2>&1 &&
+		[ -f /usr/share/postgresql/15/extension/gpuselect.control ] &&
+		[ -f /usr/lib/postgresql/15/lib/gpuselect.so ]; then
+		record "deb install" 1 0
+	else
+		cat "$WORK/deb-install.log"
+		record "deb install" 0 1
+		deb_remove
+		return
+	fi
+
+	# the package's autopkgtest, run from another clean copy: pg_regress
+	# against the installed files on a pg_virtualenv cluster (as root its
+	# server runs as postgres, so the copy is readable to all).  The cluster
+	# takes the environment's locale: C.UTF-8, as the other stages' clusters
+	# are C with UTF8 (an unset LANG would make it SQL_ASCII)
+	gs_copy_tree "$ROOT" "$d/check"
+	chmod -R a+rX "$d"
+	(cd "$d/check" && LC_ALL=C.UTF-8 debian/tests/installcheck) >"$WORK/deb-installcheck.log" 2>&1
+	local rrc=$? rp rf
+	cat "$WORK/deb-installcheck.log"
+	rp=$(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$WORK/deb-installcheck.log")
+	rf=$(grep -cE '\.\.\. FAILED|\.\.\. failed|^not ok [0-9]+ ' "$WORK/deb-installcheck.log")
+	if [ "$rrc" != 0 ] && [ "$rf" = 0 ]; then rf=1; fi
+	[ "$rp" = 0 ] && [ "$rf" = 0 ] && rf=1   # no suite ran
+	record "deb installcheck" "$rp" "$rf"
+
+	# remove it again: later runs and other stages see no system install
+	if deb_remove >"$WORK/deb-remove.log" 2>&1 &&
+		[ ! -e /usr/share/postgresql/15/extension/gpuselect.control ] &&
+		[ ! -e /usr/lib/postgresql/15/lib/gpuselect.so ]; then
+		record "deb remove" 1 0
+	else
+		cat "$WORK/deb-remove.log"
+		record "deb remove" 0 1
+	fi
+	echo "deb stage: $((SECONDS - start)) s"
+}
+
+if [ "${GS_SKIP_DEB:-0}" = 1 ]; then
+	:
+elif [ "${PG_OF[15]:-}" != /usr/lib/postgresql/15/bin/pg_config ] || [[ " $GS_VARIANTS " != *" cpu "* ]]; then
+	echo "(Debian package stage not run: it needs Debian's PostgreSQL 15 and the cpu variant in the run)"
+else
+	section "deb: $DEB_PKG built by pg_buildext, installed, installcheck, removed"
+	CUR_PG=pg15
+	deb_stage
+	CUR_PG=
+fi
 
 section "summary"
 printf '%s\n' "${SUMMARY[@]}"
