@@ -163,63 +163,6 @@ RETURNS internal
 AS 'MODULE_PATHNAME', 'gs_deserialize'
 LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 
--- Moving-aggregate support (src/moving_aggs.c): in a window whose frame
--- head moves, PostgreSQL adds the rows entering the frame, removes those
--- leaving it (the inverse functions) and reads the result after each row,
--- instead of aggregating every frame anew: O(log w) per row for a frame of w
--- rows.  Used only by WindowAgg; grouped and plain queries use the functions
--- above.  The inverse answers NULL for types without integer keys (numeric,
--- text, interval, ...), and PostgreSQL then re-aggregates the frame.
-CREATE FUNCTION gs_moving_median_trans(internal, anyelement)
-RETURNS internal
-AS 'MODULE_PATHNAME', 'gs_moving_median_trans'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_median_inv(internal, anyelement)
-RETURNS internal
-AS 'MODULE_PATHNAME', 'gs_moving_median_inv'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_median_final(internal, float8)
-RETURNS float8
-AS 'MODULE_PATHNAME', 'gs_moving_median_final'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_median_interval_final(internal, interval)
-RETURNS interval
-AS 'MODULE_PATHNAME', 'gs_moving_median_interval_final'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_quantile_trans(internal, anyelement, float8)
-RETURNS internal
-AS 'MODULE_PATHNAME', 'gs_moving_quantile_trans'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_quantile_inv(internal, anyelement, float8)
-RETURNS internal
-AS 'MODULE_PATHNAME', 'gs_moving_quantile_inv'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_quantile_final(internal, anyelement, float8)
-RETURNS anyelement
-AS 'MODULE_PATHNAME', 'gs_moving_quantile_final'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_quantiles_trans(internal, anyelement, float8[])
-RETURNS internal
-AS 'MODULE_PATHNAME', 'gs_moving_quantiles_trans'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_quantiles_inv(internal, anyelement, float8[])
-RETURNS internal
-AS 'MODULE_PATHNAME', 'gs_moving_quantiles_inv'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
-CREATE FUNCTION gs_moving_quantiles_final(internal, anyelement, float8[])
-RETURNS anyarray
-AS 'MODULE_PATHNAME', 'gs_moving_quantiles_final'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
-
 -- gpu_median: float8 and interval, as percentile_cont(0.5)
 CREATE AGGREGATE gpu_median(float8) (
 	SFUNC = gs_median_trans,
@@ -229,12 +172,7 @@ CREATE AGGREGATE gpu_median(float8) (
 	COMBINEFUNC = gs_combine,
 	SERIALFUNC = gs_serialize,
 	DESERIALFUNC = gs_deserialize,
-	PARALLEL = SAFE,
-	MSFUNC = gs_moving_median_trans,
-	MINVFUNC = gs_moving_median_inv,
-	MSTYPE = internal,
-	MFINALFUNC = gs_moving_median_final,
-	MFINALFUNC_EXTRA
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE gpu_median(interval) (
@@ -245,12 +183,7 @@ CREATE AGGREGATE gpu_median(interval) (
 	COMBINEFUNC = gs_combine,
 	SERIALFUNC = gs_serialize,
 	DESERIALFUNC = gs_deserialize,
-	PARALLEL = SAFE,
-	MSFUNC = gs_moving_median_trans,
-	MINVFUNC = gs_moving_median_inv,
-	MSTYPE = internal,
-	MFINALFUNC = gs_moving_median_interval_final,
-	MFINALFUNC_EXTRA
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE gpu_quantile(anyelement, float8) (
@@ -261,12 +194,7 @@ CREATE AGGREGATE gpu_quantile(anyelement, float8) (
 	COMBINEFUNC = gs_combine,
 	SERIALFUNC = gs_serialize,
 	DESERIALFUNC = gs_deserialize,
-	PARALLEL = SAFE,
-	MSFUNC = gs_moving_quantile_trans,
-	MINVFUNC = gs_moving_quantile_inv,
-	MSTYPE = internal,
-	MFINALFUNC = gs_moving_quantile_final,
-	MFINALFUNC_EXTRA
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE gpu_quantiles(anyelement, float8[]) (
@@ -277,12 +205,7 @@ CREATE AGGREGATE gpu_quantiles(anyelement, float8[]) (
 	COMBINEFUNC = gs_combine,
 	SERIALFUNC = gs_serialize,
 	DESERIALFUNC = gs_deserialize,
-	PARALLEL = SAFE,
-	MSFUNC = gs_moving_quantiles_trans,
-	MINVFUNC = gs_moving_quantiles_inv,
-	MSTYPE = internal,
-	MFINALFUNC = gs_moving_quantiles_final,
-	MFINALFUNC_EXTRA
+	PARALLEL = SAFE
 );
 
 COMMENT ON AGGREGATE gpu_median(float8) IS
@@ -307,7 +230,7 @@ COMMENT ON FUNCTION gpuselect_status() IS
 'gpuselect settings, GPU availability, GPU/CPU run counts and the last selection run of this backend';
 
 -- ---------------------------------------------------------------------
--- Planner targets (src/planner/planner.c, src/planner/planner_aggs.c).  The planner hook
+-- Planner targets (src/planner.c, src/planner_aggs.c).  The planner hook
 -- replaces gpu_percentile_disc/cont(p) WITHIN GROUP (ORDER BY x [DESC])
 -- -- and, with gpuselect.accelerate_builtins, the built-in percentile_disc
 -- and percentile_cont -- by these plain aggregates when the fraction is the

@@ -6,7 +6,8 @@
 # what PGXN rejects an upload for: the required keys and their shapes, semver
 # versions, a known license and release status; and what would make the
 # distribution lie: files it names that are not in the tree, a version other
-# than that of CHANGELOG.md's first entry and of debian/changelog.
+# than that of CHANGELOG.md's first entry, of debian/changelog and of
+# gpuselect.control (whose install script must exist).
 # Prints one line per problem; exit status 0 when there is none.
 use strict;
 use warnings;
@@ -85,6 +86,12 @@ if (defined $release) {
 	my ($first) = defined $cl ? $cl =~ /^## (\d+\.\d+(?:\.\d+)?)/m : ();
 	problem("CHANGELOG.md's first entry (", $first // 'none', ") is not version $release")
 		unless defined $first && ($first eq $release || $first eq $meta->{version});
+	my $control = slurp("$root/gpuselect.control");
+	my ($ctl) = defined $control ? $control =~ /^default_version\s*=\s*'([^']+)'/m : ();
+	problem("gpuselect.control's default_version (", $ctl // 'none', ") is not $release")
+		unless defined $ctl && ($ctl eq $release || $ctl eq $meta->{version});
+	problem("extension/gpuselect--$release.sql, the release's install script, is missing")
+		unless -f "$root/extension/gpuselect--$release.sql";
 	my $dch = slurp("$root/debian/changelog");
 	if (defined $dch) {
 		my ($deb) = $dch =~ /^\S+ \(([^)-]+)/;

@@ -1,0 +1,100 @@
+/* gpuselect 0.1 -> 0.2: moving-aggregate support for gpu_median,
+ * gpu_quantile and gpu_quantiles (rolling percentiles as window functions) */
+
+\echo Use "ALTER EXTENSION gpuselect UPDATE TO '0.2'" to load this file. \quit
+
+-- Moving-aggregate support (src/aggs/moving_aggs.c): in a window whose frame
+-- head moves, PostgreSQL adds the rows entering the frame, removes those
+-- leaving it (the inverse functions) and reads the result after each row,
+-- instead of aggregating every frame anew: O(log w) per row for a frame of w
+-- rows.  Used only by WindowAgg; grouped and plain queries use the functions
+-- above.  The inverse answers NULL for types without integer keys (numeric,
+-- text, interval, ...), and PostgreSQL then re-aggregates the frame.
+CREATE FUNCTION gs_moving_median_trans(internal, anyelement)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_moving_median_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_median_inv(internal, anyelement)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_moving_median_inv'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_median_final(internal, float8)
+RETURNS float8
+AS 'MODULE_PATHNAME', 'gs_moving_median_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_median_interval_final(internal, interval)
+RETURNS interval
+AS 'MODULE_PATHNAME', 'gs_moving_median_interval_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_quantile_trans(internal, anyelement, float8)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_moving_quantile_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_quantile_inv(internal, anyelement, float8)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_moving_quantile_inv'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_quantile_final(internal, anyelement, float8)
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'gs_moving_quantile_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_quantiles_trans(internal, anyelement, float8[])
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_moving_quantiles_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_quantiles_inv(internal, anyelement, float8[])
+RETURNS internal
+AS 'MODULE_PATHNAME', 'gs_moving_quantiles_inv'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_moving_quantiles_final(internal, anyelement, float8[])
+RETURNS anyarray
+AS 'MODULE_PATHNAME', 'gs_moving_quantiles_final'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+-- The aggregates gain their moving-aggregate functions.  ALTER AGGREGATE
+-- cannot set them, and DROP + CREATE AGGREGATE would fail on (or, with
+-- CASCADE, drop) every view that uses the aggregates, so the upgrade writes
+-- the same pg_aggregate columns CREATE AGGREGATE writes for MSFUNC /
+-- MINVFUNC / MSTYPE / MFINALFUNC / MFINALFUNC_EXTRA, and the dependencies
+-- it records on those functions.  The extension is untrusted: only a
+-- superuser runs this script.  test/t/013_upgrade.pl checks that the
+-- result equals a fresh 0.2 install, catalog row for catalog row.
+UPDATE pg_catalog.pg_aggregate a
+SET aggmtransfn = m.mtrans,
+	aggminvtransfn = m.minv,
+	aggmfinalfn = m.mfinal,
+	aggmtranstype = 'internal'::pg_catalog.regtype,
+	aggmfinalextra = true,
+	aggmfinalmodify = 'r'
+FROM (VALUES
+	('gpu_median(float8)'::pg_catalog.regprocedure, 'gs_moving_median_trans(internal, anyelement)'::pg_catalog.regprocedure,
+	 'gs_moving_median_inv(internal, anyelement)'::pg_catalog.regprocedure, 'gs_moving_median_final(internal, float8)'::pg_catalog.regprocedure),
+	('gpu_median(interval)', 'gs_moving_median_trans(internal, anyelement)',
+	 'gs_moving_median_inv(internal, anyelement)', 'gs_moving_median_interval_final(internal, interval)'),
+	('gpu_quantile(anyelement, float8)', 'gs_moving_quantile_trans(internal, anyelement, float8)',
+	 'gs_moving_quantile_inv(internal, anyelement, float8)', 'gs_moving_quantile_final(internal, anyelement, float8)'),
+	('gpu_quantiles(anyelement, float8[])', 'gs_moving_quantiles_trans(internal, anyelement, float8[])',
+	 'gs_moving_quantiles_inv(internal, anyelement, float8[])', 'gs_moving_quantiles_final(internal, anyelement, float8[])')
+) AS m(agg, mtrans, minv, mfinal)
+WHERE a.aggfnoid = m.agg;
+
+INSERT INTO pg_catalog.pg_depend (classid, objid, objsubid, refclassid, refobjid, refobjsubid, deptype)
+SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass, a.aggfnoid, 0,
+	   'pg_catalog.pg_proc'::pg_catalog.regclass, f.fn, 0, 'n'
+FROM pg_catalog.pg_aggregate a,
+	 LATERAL (VALUES (a.aggmtransfn), (a.aggminvtransfn), (a.aggmfinalfn)) AS f(fn)
+WHERE a.aggfnoid IN ('gpu_median(float8)'::pg_catalog.regprocedure, 'gpu_median(interval)'::pg_catalog.regprocedure,
+					 'gpu_quantile(anyelement, float8)'::pg_catalog.regprocedure,
+					 'gpu_quantiles(anyelement, float8[])'::pg_catalog.regprocedure)
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+				  WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = a.aggfnoid
+					AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.refobjid = f.fn);
