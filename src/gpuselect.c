@@ -29,6 +29,7 @@ void
 _PG_init(void)
 {
 	gs_guc_define();
+	gs_guc_note_load(process_shared_preload_libraries_in_progress);
 	gs_service_define_gucs();
 	/* the GPU service: shared memory and its worker exist only when preloaded */
 	if (process_shared_preload_libraries_in_progress)

@@ -5,6 +5,7 @@
  * sits at the top of src/ beside _PG_init, above all of them.
  */
 #include "postgres.h"
+#include "base/pg_compat.h"
 
 #include "fmgr.h"
 #include "funcapi.h"
@@ -58,6 +59,10 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	ea.ts = rsinfo->setResult;
 	ea.td = rsinfo->setDesc;
 
+	/* what an operator asks first: which build, loaded how, rewriting or not */
+	gs_emit("version", GS_EXTVERSION, &ea);
+	gs_emit("library_loaded_by", gs_loaded_by, &ea);
+	gs_emit("accelerate_builtins", gs_guc_accelerate_builtins ? "on" : "off", &ea);
 	gs_emit("device", gs_device_name(gs_guc_device), &ea);
 	gs_emit("gpu_min_rows", psprintf("%d", gs_guc_gpu_min_rows), &ea);
 	gs_emit("approximate", gs_guc_approximate ? "on" : "off", &ea);

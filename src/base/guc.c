@@ -5,6 +5,8 @@
 
 #include <limits.h>
 
+#include "access/parallel.h"
+#include "access/xact.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
@@ -71,6 +73,33 @@ gs_device_name(int device)
 			return "cpu";
 	}
 	return "?";
+}
+
+const char *gs_loaded_by = "a statement";
+
+/*
+ * The planner hook exists only once the library is loaded.  A session that
+ * sets gpuselect.accelerate_builtins (or inherits it from ALTER DATABASE /
+ * ROLE / postgresql.conf) but never preloads the library plans the
+ * built-ins as PostgreSQL does until some gpuselect function loads it --
+ * and a dashboard that calls only the built-ins never does.  Nothing of
+ * ours runs in such a session; the first moment we can speak is this load,
+ * so say it here, once per session, where it matters.
+ */
+void
+gs_guc_note_load(bool shared_preload)
+{
+	if (shared_preload)
+		gs_loaded_by = "shared_preload_libraries";
+	else if (!IsTransactionState())
+		gs_loaded_by = "session_preload_libraries";	/* before any statement */
+	else if (gs_guc_accelerate_builtins && !IsParallelWorker())
+		ereport(WARNING,
+				(errmsg("gpuselect.accelerate_builtins is on, but gpuselect was loaded only now, by this statement"),
+				 errdetail("The statements this session planned before it used the built-in percentile_disc and percentile_cont; "
+						   "a session that calls only the built-ins never loads gpuselect."),
+				 errhint("Preload it so that the setting works from a session's first query: "
+						 "ALTER DATABASE ... SET session_preload_libraries = 'gpuselect', or shared_preload_libraries.")));
 }
 
 void

@@ -83,6 +83,16 @@ extern int	gs_guc_approx_buckets;
 extern int	gs_guc_seed;
 extern bool gs_guc_debug;
 extern bool gs_guc_accelerate_builtins;
+
+/*
+ * How this backend loaded the library ("shared_preload_libraries",
+ * "session_preload_libraries" or "a statement"), for gpuselect_status();
+ * and, loaded by a statement while gpuselect.accelerate_builtins is on, a
+ * WARNING: the statements planned before had no planner hook to rewrite
+ * them (gs_guc_note_load, called once by _PG_init).
+ */
+extern const char *gs_loaded_by;
+extern void gs_guc_note_load(bool shared_preload);
 extern bool gs_guc_estimate_time_buckets;
 extern bool gs_guc_huge_pages;
 extern int	gs_guc_finalize_threads;	/* -1: max_parallel_workers_per_gather */
