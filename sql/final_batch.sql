@@ -8,6 +8,10 @@ SET extra_float_digits = 0;
 SET client_min_messages = warning;
 SET gpuselect.device = 'cpu';	-- batches take CPU groups only
 SET jit = off;
+-- the library now, not inside fb_answers below: loaded by a statement while
+-- accelerate_builtins is on, it would warn that earlier statements were
+-- not rewritten (sql/preload.sql tests that)
+LOAD 'gpuselect';
 \set VERBOSITY sqlstate
 
 SELECT setseed(0.25);
