@@ -78,16 +78,6 @@
 #include "state/service_scan.h"
 #include "state/state.h"
 
-/* pool chunks this backend's scans hold now (service_client.c: a wait for
- * chunks that only our own scans could give back is not worth waiting) */
-static int	gs_svc_scan_held = 0;
-
-int
-gs_service_scan_held_chunks(void)
-{
-	return gs_svc_scan_held;
-}
-
 typedef struct GsSvcScan
 {
 	GsState    *st;
@@ -155,7 +145,6 @@ gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref)
 		pg_atomic_fetch_add_u64(&c->scan_short, 1);
 		return NULL;
 	}
-	gs_svc_scan_held++;
 	*cap = c->chunk_bytes / st->key_bytes;
 	*pool_ref = idx + 1;
 	return gs_svc_pool + (Size) idx * c->chunk_bytes;
@@ -181,7 +170,6 @@ gs_service_scan_release(GsState *st)
 		if (k->pool_ref == 0)
 			continue;
 		batch[nb++] = k->pool_ref - 1;
-		gs_svc_scan_held--;
 		k->pool_ref = 0;
 		k->data = NULL;
 		k->n = k->cap = 0;
@@ -237,7 +225,6 @@ gs_service_scan_unload_all(void)
 			k->pool_ref = 0;
 			k->leased = false;
 			gs_pool_free_held(&idx, 1, sc->slot);
-			gs_svc_scan_held--;
 			n++;
 		}
 	}
@@ -370,7 +357,6 @@ gs_service_adopt_lease(GsState *into, int pool_ref, uint64 gen)
 	gs_svc_scan_attach(into, j);	/* before: an ERROR leaves the lease as it was */
 	if (!gs_pool_adopt_lease(pool_ref - 1, j, gen))
 		return false;
-	gs_svc_scan_held++;
 	/* nobody writes an adopted chunk: it may be copied ahead of the job */
 	gs_pool_seal(pool_ref - 1);
 	return true;

@@ -16,7 +16,6 @@
  * (NULL: palloc instead), and st's pool chunks back (reset callback, spill) */
 extern char *gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref);
 extern void gs_service_scan_release(GsState *st);
-extern int	gs_service_scan_held_chunks(void);
 /* before a wait for pool chunks: every state of this backend that holds
  * pool chunks gets its keys copied into its own memory and the chunks go
  * back; the number of chunks given back */
