@@ -71,7 +71,7 @@ EXPLAIN (COSTS OFF) SELECT gpu_quantiles(x, '{0.5,0.9,0.99}') FROM bs;
 EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs WHERE x > 100 GROUP BY n;
 EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), gpu_quantile(x, 0.9) FROM bs GROUP BY 1;
 -- what the scan does not take keeps the executor's plan
-EXPLAIN (COSTS OFF) SELECT gpu_median(x), count(*) FROM bs;
+EXPLAIN (COSTS OFF) SELECT gpu_median(x), count(x) FROM bs;
 EXPLAIN (COSTS OFF) SELECT n, id % 2, gpu_median(x) FROM bs GROUP BY 1, 2;
 SET gpuselect.bulk_scan = off;
 EXPLAIN (COSTS OFF) SELECT gpu_quantiles(x, '{0.5,0.9,0.99}') FROM bs;
@@ -80,6 +80,10 @@ RESET gpuselect.bulk_scan;
 CREATE TABLE checks (q text);
 INSERT INTO checks VALUES
  ($$SELECT gpu_median(x) FROM bs$$),
+ ($$SELECT count(*), gpu_median(x), count(*) FROM bs$$),
+ ($$SELECT n, count(*), gpu_quantile(x, 0.5) FROM bs GROUP BY n$$),
+ ($$SELECT count(*), gpu_quantile(x, 0.5) FROM bs WHERE id < 0$$),
+ ($$SELECT date_trunc('hour', ts), count(*), gpu_median(x) FROM bs WHERE x > 10 GROUP BY 1$$),
  ($$SELECT gpu_quantiles(x, '{0,0.1,0.5,0.9,1}'), gpu_quantile(id, 0.3), gpu_quantile(late, 0.5), gpu_quantile(ts, 0.7) FROM bs$$),
  ($$SELECT n, gpu_median(x), gpu_quantile(x, 0.9) FROM bs WHERE x > 100 GROUP BY n$$),
  ($$SELECT late, gpu_quantile(x, 0.25) FROM bs WHERE late <> 42 AND id < 3000 GROUP BY late$$),

@@ -55,7 +55,7 @@
 typedef struct GsBulkKeyed
 {
 	Datum		key;
-	GsState   **states;
+	GsBulkGroup *group;
 	struct GsBulkKeyed *next;
 } GsBulkKeyed;
 
@@ -207,7 +207,7 @@ gs_bulk_new_keyed(GsBulkGroups *g, Datum key, bool isnull)
 
 	k->key = isnull ? (Datum) 0 : datumCopy(key, g->typbyval, g->typlen);
 	MemoryContextSwitchTo(old);
-	k->states = g->new_group(g->arg);
+	k->group = g->new_group(g->arg);
 	return k;
 }
 
@@ -423,7 +423,7 @@ gs_bulk_range_miss(GsBulkGroups *g, int64 x, ExprContext *econtext)
 	return k;
 }
 
-GsState **
+GsBulkGroup *
 gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 {
 	TupleDesc	desc = g->heap_slot->tts_tupleDescriptor;
@@ -440,33 +440,33 @@ gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 			if (g->have_range && x >= g->lo && x < g->hi)
 			{
 				g->cached_rows++;
-				return g->cached->states;
+				return g->cached->group;
 			}
-			return gs_bulk_range_miss(g, x, econtext)->states;
+			return gs_bulk_range_miss(g, x, econtext)->group;
 		}
 	}
 	ExecStoreHeapTuple(tup, g->heap_slot, false);
 	econtext->ecxt_scantuple = g->heap_slot;
 	d = ExecEvalExprSwitchContext(g->expr, econtext, &isnull);
 	if (isnull)
-		return gs_bulk_find(g, d, true)->states;
+		return gs_bulk_find(g, d, true)->group;
 	if (g->last != NULL && gs_bulk_key_equal(g, g->last->key, d))
-		return g->last->states;
+		return g->last->group;
 	g->last = gs_bulk_find(g, d, false);	/* never the NULL group */
-	return g->last->states;
+	return g->last->group;
 }
 
 /* ---- output ---------------------------------------------------------- */
 
 bool
-gs_bulk_groups_next(GsBulkGroups *g, GsState ***states, Datum *key, bool *isnull)
+gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull)
 {
 	GsBulkEntry *e;
 
 	if (g->null_group != NULL && !g->null_done)
 	{
 		g->null_done = true;
-		*states = g->null_group->states;
+		*group = g->null_group->group;
 		*key = (Datum) 0;
 		*isnull = true;
 		return true;
@@ -485,7 +485,7 @@ gs_bulk_groups_next(GsBulkGroups *g, GsState ***states, Datum *key, bool *isnull
 			return false;
 		g->iter_chain = e->first;
 	}
-	*states = g->iter_chain->states;
+	*group = g->iter_chain->group;
 	*key = g->iter_chain->key;
 	*isnull = false;
 	g->iter_chain = g->iter_chain->next;

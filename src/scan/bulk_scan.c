@@ -87,7 +87,7 @@ typedef struct GsBulkScanState
 	int			flags;			/* GS_BULK_PARTIAL, GS_BULK_GROUPED */
 	int			naggs;
 	GsBulkAgg  *aggs;
-	List	   *columns;		/* per scan-tuple column: -1 group, k aggregate k */
+	List	   *columns;		/* per output column: GS_BULK_COLUMN_*, or k: aggregate k */
 	int			noutput;		/* leading scan-tuple columns that are output */
 
 	ExprState  *qual;			/* NULL: none */
@@ -101,7 +101,7 @@ typedef struct GsBulkScanState
 	ParallelTableScanDesc pscan;	/* parallel: the shared block allocation */
 	bool		scanned;
 
-	GsState   **single;			/* no GROUP BY: the one group, once a row came */
+	GsBulkGroup *single;		/* no GROUP BY: the one group, once a row came */
 	bool		single_done;
 
 	/* EXPLAIN ANALYZE, summed over rescans */
@@ -123,7 +123,7 @@ static void gs_bulk_init_dsm(CustomScanState *node, ParallelContext *pcxt, void 
 static void gs_bulk_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void gs_bulk_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
 static void gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es);
-static GsState **gs_bulk_new_group(void *arg);
+static GsBulkGroup *gs_bulk_new_group(void *arg);
 
 const CustomScanMethods gs_bulk_scan_methods = {
 	.CustomName = GS_BULK_SCAN_NAME,
@@ -309,20 +309,22 @@ gs_bulk_new_state(GsBulkScanState *bs, GsBulkAgg *a)
 	return st;
 }
 
-static GsState **
+static GsBulkGroup *
 gs_bulk_new_group(void *arg)
 {
 	GsBulkScanState *bs = (GsBulkScanState *) arg;
-	GsState   **states = (GsState **) MemoryContextAlloc(bs->statecxt,
-														 sizeof(GsState *) * bs->naggs);
+	GsBulkGroup *group = (GsBulkGroup *) MemoryContextAlloc(bs->statecxt,
+															offsetof(GsBulkGroup, states) +
+															sizeof(GsState *) * bs->naggs);
 
+	group->rows = 0;
 	for (int i = 0; i < bs->naggs; i++)
-		states[i] = gs_bulk_new_state(bs, &bs->aggs[i]);
-	return states;
+		group->states[i] = gs_bulk_new_state(bs, &bs->aggs[i]);
+	return group;
 }
 
-/* the states of the group the current row belongs to */
-static inline GsState **
+/* the group the current row belongs to */
+static inline GsBulkGroup *
 gs_bulk_group_of(GsBulkScanState *bs, HeapTuple tup, ExprContext *econtext)
 {
 	if (bs->groups != NULL)
@@ -358,12 +360,13 @@ gs_bulk_qual(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *ec
 static inline void
 gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
 {
-	GsState   **states;
+	GsBulkGroup *group;
 
 	if (bs->qual != NULL && !gs_bulk_qual(bs, tup, desc, econtext))
 		return;
 	bs->rows++;
-	states = gs_bulk_group_of(bs, tup, econtext);
+	group = gs_bulk_group_of(bs, tup, econtext);
+	group->rows++;
 	for (int i = 0; i < bs->naggs; i++)
 	{
 		bool		isnull;
@@ -371,7 +374,7 @@ gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *eco
 
 		if (!isnull)
 		{
-			gs_append_datum(states[i], bs->aggs[i].tkind, d);
+			gs_append_datum(group->states[i], bs->aggs[i].tkind, d);
 			bs->keys++;
 		}
 	}
@@ -451,16 +454,16 @@ gs_bulk_state_datum(GsBulkScanState *bs, GsState *st)
 
 /* the next group to emit: its states, value and NULL-ness; false at the end */
 static bool
-gs_bulk_next_group(GsBulkScanState *bs, GsState ***states, Datum *key, bool *keynull)
+gs_bulk_next_group(GsBulkScanState *bs, GsBulkGroup **group, Datum *key, bool *keynull)
 {
 	if (bs->groups != NULL)
-		return gs_bulk_groups_next(bs->groups, states, key, keynull);
+		return gs_bulk_groups_next(bs->groups, group, key, keynull);
 	*key = (Datum) 0;
 	*keynull = false;
 	if (bs->single == NULL || bs->single_done)
 		return false;
 	bs->single_done = true;
-	*states = bs->single;
+	*group = bs->single;
 	return true;
 }
 
@@ -470,7 +473,7 @@ gs_bulk_next(ScanState *ss)
 	GsBulkScanState *bs = (GsBulkScanState *) ss;
 	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
 	MemoryContext old;
-	GsState   **states;
+	GsBulkGroup *group;
 	Datum		key;
 	bool		keynull;
 	ListCell   *lc;
@@ -482,7 +485,7 @@ gs_bulk_next(ScanState *ss)
 		bs->scanned = true;
 	}
 	ExecClearTuple(slot);
-	if (!gs_bulk_next_group(bs, &states, &key, &keynull))
+	if (!gs_bulk_next_group(bs, &group, &key, &keynull))
 		return slot;
 	/* serialized states live until the next row (ExecScan resets this) */
 	old = MemoryContextSwitchTo(ss->ps.ps_ExprContext->ecxt_per_tuple_memory);
@@ -491,8 +494,17 @@ gs_bulk_next(ScanState *ss)
 	{
 		int			role = lfirst_int(lc);
 
-		slot->tts_values[col] = role < 0 ? key : gs_bulk_state_datum(bs, states[role]);
-		slot->tts_isnull[col] = role < 0 ? keynull : false;
+		if (role == GS_BULK_COLUMN_GROUP)
+		{
+			slot->tts_values[col] = key;
+			slot->tts_isnull[col] = keynull;
+		}
+		else
+		{
+			slot->tts_values[col] = role == GS_BULK_COLUMN_COUNT ? Int64GetDatum(group->rows) :
+				gs_bulk_state_datum(bs, group->states[role]);
+			slot->tts_isnull[col] = false;
+		}
 		col++;
 	}
 	MemoryContextSwitchTo(old);
@@ -596,7 +608,7 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	foreach(lc, bs->columns)
 	{
-		if (lfirst_int(lc) < 0)
+		if (lfirst_int(lc) == GS_BULK_COLUMN_GROUP)
 		{
 			TargetEntry *tle = list_nth_node(TargetEntry, cs->custom_scan_tlist, col);
 
