@@ -49,6 +49,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "scan/bulk_fetch.h"
 #include "scan/bulk_groups.h"
 
 /* groups of one hash value (one group for bitwise types) */
@@ -103,6 +104,7 @@ struct GsBulkGroups
 	TupleTableSlot *heap_slot;	/* the expression over a row */
 	TupleTableSlot *probe_slot; /* ... over one column value (ranges) */
 	AttrNumber	mono_attno;
+	GsBulkColumn mono_column;
 	Oid			mono_typid;
 	int			zones;
 	GsBulkNewGroup new_group;
@@ -161,6 +163,7 @@ gs_bulk_groups_create(MemoryContext mcxt, EState *estate, Expr *expr, AttrNumber
 	if (mono_attno > 0)
 	{
 		g->mono_typid = TupleDescAttr(reldesc, mono_attno - 1)->atttypid;
+		gs_bulk_column_init(&g->mono_column, reldesc, mono_attno);
 		g->probe_slot = ExecInitExtraTupleSlot(estate, reldesc, &TTSOpsVirtual);
 	}
 	g->new_group = new_group;
@@ -432,7 +435,7 @@ gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 
 	if (g->mono_attno > 0)
 	{
-		d = heap_getattr(tup, g->mono_attno, desc, &isnull);
+		d = gs_bulk_fetch(&g->mono_column, tup, desc, &isnull);
 		if (!isnull)
 		{
 			int64		x = gs_bulk_point(g->mono_typid, d);
@@ -490,4 +493,34 @@ gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnu
 	*isnull = false;
 	g->iter_chain = g->iter_chain->next;
 	return true;
+}
+
+/* ---- columns (bulk_fetch.h) ------------------------------------------ */
+
+/*
+ * The column's offset in a tuple without NULLs: every column before it
+ * fixed-width (dropped ones too: an old tuple still holds their bytes, a
+ * new one has them NULL and takes heap_getattr), each at its alignment,
+ * as heap_getattr's own cached offsets are computed.
+ */
+void
+gs_bulk_column_init(GsBulkColumn *c, TupleDesc desc, AttrNumber attno)
+{
+	int			off = 0;
+
+	c->attno = attno;
+	c->byval = TupleDescAttr(desc, attno - 1)->attbyval;
+	c->len = TupleDescAttr(desc, attno - 1)->attlen;
+	c->offset = -1;
+	for (int j = 0; j < attno; j++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, j);
+
+		if (att->attlen <= 0)
+			return;
+		off = att_align_nominal(off, att->attalign);
+		if (j == attno - 1)
+			c->offset = off;
+		off += att->attlen;
+	}
 }

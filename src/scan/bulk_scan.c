@@ -17,16 +17,16 @@
  * list itself, with the page still pinned (as heapgettup_pagemode does
  * between calls), and then marks the page done (rs_cindex), so the next
  * heap_getnext moves to the next page.  Per row there is no slot, no
- * function call and no copy: heap_getattr reads the aggregated column at
- * its cached offset (past NULLs through the bitmap; a column added later
- * from attmissingval), and its key goes into the group's state
+ * function call and no copy: the aggregated column is read at its fixed
+ * offset where the tuple allows (bulk_fetch.h), through heap_getattr
+ * otherwise (NULLs, a column added later: attmissingval), and its key goes into the group's state
  * (gs_append_datum), i.e. into key-pool chunks the GPU service copies to
  * the device while the scan goes on, when the group will run there.
  *
  * The quals are the executor's own ExprState, over a scan tuple holding
  * just the columns they read (planner file: why).  Which group a row is in
  * is bulk_groups.c's (mostly without evaluating the GROUP BY expression).
- * A query with neither reads only heap_getattr.
+ * A query with neither reads only the aggregated columns.
  *
  * Output.  One row per group: the group value and, per aggregate, its
  * state as the bytea a Finalize Aggregate deserializes.
@@ -63,6 +63,7 @@
 #include "aggs/fn_cache.h"
 #include "aggs/ranks.h"
 #include "base/types.h"
+#include "scan/bulk_fetch.h"
 #include "scan/bulk_groups.h"
 #include "scan/bulk_scan.h"
 #include "state/state.h"
@@ -72,6 +73,7 @@ typedef struct GsBulkAgg
 {
 	GsBulkAggKind kind;
 	AttrNumber	attno;			/* the aggregated column */
+	GsBulkColumn column;		/* ... and how to read it */
 	Oid			typid;
 	GsTypeKind	tkind;
 	bool		descending;		/* the rewrite's ORDER BY x DESC */
@@ -179,6 +181,7 @@ gs_bulk_begin_aggs(GsBulkScanState *bs, List *aggs, List *fractions)
 		a->kind = (GsBulkAggKind) intVal(linitial(agg));
 		a->attno = (AttrNumber) intVal(lsecond(agg));
 		a->descending = intVal(lthird(agg)) != 0;
+		gs_bulk_column_init(&a->column, desc, a->attno);
 		if (a->attno < 1 || a->attno > desc->natts)
 			elog(ERROR, "gpuselect: bulk scan column %d out of range", a->attno);
 		a->typid = TupleDescAttr(desc, a->attno - 1)->atttypid;
@@ -324,7 +327,7 @@ gs_bulk_new_group(void *arg)
 }
 
 /* the group the current row belongs to */
-static inline GsBulkGroup *
+static pg_attribute_always_inline GsBulkGroup *
 gs_bulk_group_of(GsBulkScanState *bs, HeapTuple tup, ExprContext *econtext)
 {
 	if (bs->groups != NULL)
@@ -357,7 +360,8 @@ gs_bulk_qual(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *ec
 	return ExecQual(bs->qual, econtext);
 }
 
-static inline void
+/* one visible tuple: the hot loop's body, inlined into the page loop */
+static pg_attribute_always_inline void
 gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
 {
 	GsBulkGroup *group;
@@ -370,7 +374,7 @@ gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *eco
 	for (int i = 0; i < bs->naggs; i++)
 	{
 		bool		isnull;
-		Datum		d = heap_getattr(tup, bs->aggs[i].attno, desc, &isnull);
+		Datum		d = gs_bulk_fetch(&bs->aggs[i].column, tup, desc, &isnull);
 
 		if (!isnull)
 		{
@@ -381,12 +385,13 @@ gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *eco
 }
 
 /*
- * The rest of the page heap_getnext has just returned the first visible
- * tuple of, and mark the page done.  Page mode listed its visible tuples
- * under the buffer's share lock; the pin heap_getnext keeps holds them.
+ * The page heap_getnext has just returned the first visible tuple of, that
+ * tuple included, and mark the page done.  Page mode listed its visible
+ * tuples under the buffer's share lock; the pin heap_getnext keeps holds
+ * them.
  */
 static void
-gs_bulk_rest_of_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *econtext)
+gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *econtext)
 {
 	Page		page = BufferGetPage(hs->rs_cbuf);
 	HeapTupleData tup;
@@ -396,7 +401,7 @@ gs_bulk_rest_of_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprC
 	if (PageIsAllVisible(page))
 		bs->pages_all_visible++;
 	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
-	for (int i = (int) hs->rs_cindex + 1; i < ntuples; i++)
+	for (int i = (int) hs->rs_cindex; i < ntuples; i++)
 	{
 		OffsetNumber off = hs->rs_vistuples[i];
 		ItemId		lp = PageGetItemId(page, off);
@@ -404,9 +409,9 @@ gs_bulk_rest_of_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprC
 		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 		tup.t_len = ItemIdGetLength(lp);
 		ItemPointerSet(&tup.t_self, hs->rs_cblock, off);
-		bs->tuples++;
 		gs_bulk_row(bs, &tup, desc, econtext);
 	}
+	bs->tuples += ntuples - (int) hs->rs_cindex;
 	hs->rs_cindex = ntuples - 1;
 }
 
@@ -429,11 +434,14 @@ gs_bulk_scan_run(GsBulkScanState *bs)
 	{
 		HeapScanDesc hs = (HeapScanDesc) bs->scan;
 
-		bs->tuples++;
-		gs_bulk_row(bs, tup, desc, econtext);
 		/* without page mode (no MVCC snapshot) heap_getnext goes row by row */
 		if (hs->rs_base.rs_flags & SO_ALLOW_PAGEMODE)
-			gs_bulk_rest_of_page(bs, hs, desc, econtext);
+			gs_bulk_page(bs, hs, desc, econtext);
+		else
+		{
+			bs->tuples++;
+			gs_bulk_row(bs, tup, desc, econtext);
+		}
 		ResetExprContext(econtext);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -20,3 +20,14 @@ echo "bulk_scan_bench.sh sizes ${GS_BULK_SIZES:-default} dashboard ${GS_BULK_DAS
 GS_BULK_OUT="$OUTD/bulk-scan-bench.md" test/bench/bulk_scan_bench.sh 2>"$OUTD/bulk-scan-bench.err"
 echo "bench exit $?"
 tail -5 "$OUTD/bulk-scan-bench.err"
+# where the time goes: the scan's own time against the whole query's
+for n in ${GS_BULK_SIZES:-10000000 100000000}; do
+	for dev in gpu cpu; do
+		for w in 0 8; do
+			psql -X -q -At -c "LOAD 'gpuselect'" -c "SET gpuselect.device = $dev" -c "SET gpuselect.gpu_min_rows = 0" \
+				-c "SET max_parallel_workers_per_gather = $w" -c "SELECT gpu_median(x) FROM bulk_f8_$n" \
+				-c "EXPLAIN (ANALYZE, COSTS OFF) SELECT gpu_quantiles(x, '{0.5,0.9,0.99}') FROM bulk_f8_$n" 2>&1 |
+				grep -E "Scan Time|Execution Time" | tr -s ' ' | paste -sd' ' | sed "s/^/$n rows, $dev, $w workers (leader's scan):/"
+		done
+	done
+done
