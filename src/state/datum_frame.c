@@ -38,7 +38,7 @@ gs_dframe_create(MemoryContext mcxt, Oid typid, Oid sortop, Oid collation)
 	get_typlenbyval(typid, &f->typlen, &f->typbyval);
 	if (!f->typbyval)
 		f->values = GenerationContextCreate(mcxt, "gpuselect window frame values",
-											0, 8 * 1024, 1024 * 1024);
+											0, 8 * 1024, 64 * 1024);
 	f->ssup.ssup_cxt = mcxt;
 	f->ssup.ssup_collation = collation;
 	f->ssup.ssup_nulls_first = false;
