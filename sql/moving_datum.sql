@@ -111,6 +111,16 @@ JOIN LATERAL (
   FROM gs_md b WHERE b.id BETWEEN o.id - w + 1 AND o.id) r ON true
 GROUP BY w ORDER BY w;
 
+-- numeric of one scale: the append phase keeps int64 keys (datum_numkey.c),
+-- the tree rebuilds the values from them; the leaving rows' bytes must match
+CREATE TABLE gs_md_scale AS
+SELECT id, CASE WHEN id % 17 = 0 THEN NULL ELSE round((random() * 100)::numeric, 2) END AS n
+FROM generate_series(1, 600) id;
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE q IS DISTINCT FROM (SELECT percentile_disc(0.3) WITHIN GROUP (ORDER BY v) FROM unnest(fr) v)) AS mismatches
+FROM (SELECT gpu_quantile(n, 0.3) OVER w AS q, array_agg(n) OVER w AS fr
+      FROM gs_md_scale WINDOW w AS (ORDER BY id ROWS BETWEEN 40 PRECEDING AND 3 FOLLOWING)) s;
+
 -- a frame past gpuselect.work_mem (64kB) while PostgreSQL adds it: the
 -- append phase's store does not spill, the tree is taken; every 100th row
 CREATE TABLE gs_md_big AS
@@ -155,4 +165,4 @@ SELECT max(value) FILTER (WHERE name = 'moving_peak_values') AS peak_values,
        max(value::int8) FILTER (WHERE name = 'moving_peak_bytes') BETWEEN 1500 * 1024 AND 8 * 1024 * 1024 AS text_w3000_1_5_to_8MB
 FROM gpuselect_status();
 
-DROP TABLE gs_md, gs_md_frames, gs_md_sorted, gs_md_big, gs_md_mem;
+DROP TABLE gs_md, gs_md_frames, gs_md_sorted, gs_md_scale, gs_md_big, gs_md_mem;
