@@ -57,13 +57,13 @@ SELECT %1$L AS frame, count(*) AS rows,
 FROM (SELECT %5$s FROM gs_md WINDOW w AS (PARTITION BY grp ORDER BY %6$s %7$s)) s$q$,
   f.name,
   string_agg(format($m$q_%1$s IS DISTINCT FROM (SELECT percentile_disc(0.4) WITHIN GROUP (ORDER BY v) FROM unnest(fr_%1$s) v)
-    OR qs_%1$s IS DISTINCT FROM (SELECT percentile_disc('{0, 0.25, NULL, 0.5, 0.9, 1}'::float8[]) WITHIN GROUP (ORDER BY v) FROM unnest(fr_%1$s) v)$m$, c), ' OR ')
+    OR qs_%1$s IS DISTINCT FROM (SELECT percentile_disc('{0, 0.25, NULL, 0.5, 0.9, 1}'::float8[]) WITHIN GROUP (ORDER BY v) FROM unnest(fr_%1$s) v)$m$, c), ' OR ' ORDER BY c)
     || ' OR m_iv IS DISTINCT FROM (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY v) FROM unnest(fr_iv) v)',
   f.small,
   string_agg(format($m$q_%1$s::text IS DISTINCT FROM (SELECT percentile_disc(0.4) WITHIN GROUP (ORDER BY v) FROM unnest(fr_%1$s) v)::text
-    OR qs_%1$s::text IS DISTINCT FROM (SELECT percentile_disc('{0, 0.25, NULL, 0.5, 0.9, 1}'::float8[]) WITHIN GROUP (ORDER BY v) FROM unnest(fr_%1$s) v)::text$m$, c), ' OR ')
+    OR qs_%1$s::text IS DISTINCT FROM (SELECT percentile_disc('{0, 0.25, NULL, 0.5, 0.9, 1}'::float8[]) WITHIN GROUP (ORDER BY v) FROM unnest(fr_%1$s) v)::text$m$, c), ' OR ' ORDER BY c)
     || ' OR m_iv::text IS DISTINCT FROM (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY v) FROM unnest(fr_iv) v)::text',
-  string_agg(format($c$gpu_quantile(%1$I, 0.4) OVER w AS q_%1$s, gpu_quantiles(%1$I, '{0, 0.25, NULL, 0.5, 0.9, 1}') OVER w AS qs_%1$s, array_agg(%1$I) OVER w AS fr_%1$s$c$, c), ', ')
+  string_agg(format($c$gpu_quantile(%1$I, 0.4) OVER w AS q_%1$s, gpu_quantiles(%1$I, '{0, 0.25, NULL, 0.5, 0.9, 1}') OVER w AS qs_%1$s, array_agg(%1$I) OVER w AS fr_%1$s$c$, c), ', ' ORDER BY c)
     || ', gpu_median(iv) OVER w AS m_iv',
   CASE WHEN f.spec LIKE 'RANGE%' THEN 'k' ELSE 'k, id' END,
   f.spec)

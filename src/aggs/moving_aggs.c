@@ -28,7 +28,10 @@
  * the type's comparator under the call's collation, equal ones by arrival:
  * which of equal values of other bytes is answered, datum_frame.h).  Their
  * append phase's store never spills (in_memory); the tree is taken before
- * it holds more than gpuselect.work_mem.
+ * it holds more than gpuselect.work_mem.  The append phase's finals are
+ * the plain aggregates' (datum_select.c): among equal values of other
+ * bytes they pick as the plain aggregates do (arrival order for frames of
+ * at most 16 values, which it insertion-sorts).
  *
  * The tree is read on the CPU and exactly, whatever gpuselect.device and
  * gpuselect.approximate say: its reads cost O(log w), no engine run could
