@@ -20,9 +20,12 @@ static int
 gs_dframe_cmp(uint64 a, uint64 b, void *arg)
 {
 	GsDatumFrame *f = (GsDatumFrame *) arg;
-	int			c = ApplySortComparator(f->ring[a & f->mask], false,
-										f->ring[b & f->mask], false, &f->ssup);
+	const GsDFrameSlot *x = &f->ring[a & f->mask];
+	const GsDFrameSlot *y = &f->ring[b & f->mask];
+	int			c = ApplySortComparator(x->key, false, y->key, false, &f->ssup);
 
+	if (c == 0 && f->abbrev)
+		c = ApplySortAbbrevFullComparator(x->val, false, y->val, false, &f->ssup);
 	if (c != 0)
 		return c;
 	return a < b ? -1 : a > b ? 1 : 0;
@@ -42,11 +45,14 @@ gs_dframe_create(MemoryContext mcxt, Oid typid, Oid sortop, Oid collation)
 	f->ssup.ssup_cxt = mcxt;
 	f->ssup.ssup_collation = collation;
 	f->ssup.ssup_nulls_first = false;
-	f->ssup.abbreviate = false;
+	f->ssup.abbreviate = true;
 	old = MemoryContextSwitchTo(mcxt);
 	PrepareSortSupportFromOrderingOp(sortop, &f->ssup);
 	MemoryContextSwitchTo(old);
-	f->ring = (Datum *) MemoryContextAlloc(mcxt, sizeof(Datum) * GS_DFRAME_RING_MIN);
+	/* never aborted: a frame's keys are made one at a time, and a poor key
+	 * costs one integer compare before the full one */
+	f->abbrev = f->ssup.abbrev_converter != NULL;
+	f->ring = (GsDFrameSlot *) MemoryContextAlloc(mcxt, sizeof(GsDFrameSlot) * GS_DFRAME_RING_MIN);
 	f->mask = GS_DFRAME_RING_MIN - 1;
 	gs_ostree_init(&f->tree, mcxt);
 	gs_ostree_set_compare(&f->tree, gs_dframe_cmp, f);
@@ -58,7 +64,7 @@ static void
 gs_dframe_grow(GsDatumFrame *f)
 {
 	uint64		size = (f->mask + 1) * 2;
-	Datum	   *ring = (Datum *) MemoryContextAllocHuge(f->mcxt, sizeof(Datum) * size);
+	GsDFrameSlot *ring = (GsDFrameSlot *) MemoryContextAllocHuge(f->mcxt, sizeof(GsDFrameSlot) * size);
 
 	for (uint64 h = f->oldest; h < f->next; h++)
 		ring[h & (size - 1)] = f->ring[h & f->mask];
@@ -100,9 +106,13 @@ gs_dframe_copy(const GsDatumFrame *f, Datum d)
 void
 gs_dframe_add(GsDatumFrame *f, Datum d)
 {
+	GsDFrameSlot *slot;
+
 	if (f->next - f->oldest > f->mask)
 		gs_dframe_grow(f);
-	f->ring[f->next & f->mask] = gs_dframe_copy(f, d);
+	slot = &f->ring[f->next & f->mask];
+	slot->val = gs_dframe_copy(f, d);
+	slot->key = f->abbrev ? f->ssup.abbrev_converter(slot->val, &f->ssup) : slot->val;
 	gs_ostree_insert(&f->tree, f->next);
 	f->next++;
 }
@@ -138,7 +148,7 @@ gs_dframe_remove_oldest(GsDatumFrame *f, Datum d)
 
 	if (h == f->next)
 		elog(ERROR, "gpuselect: a row left an empty window frame");
-	a = f->ring[h & f->mask];
+	a = f->ring[h & f->mask].val;
 	/* rows leave in the order they came (datum_frame.h): the oldest is this row */
 	if (!gs_dframe_same_bytes(f, a, d) || !gs_ostree_delete(&f->tree, h))
 		elog(ERROR, "gpuselect: a row leaving the window frame was not its oldest");
@@ -191,5 +201,5 @@ gs_dframe_add_state(GsDatumFrame *f, const GsState *st)
 Datum
 gs_dframe_at(const GsDatumFrame *f, uint64 k)
 {
-	return f->ring[gs_ostree_select(&f->tree, k) & f->mask];
+	return f->ring[gs_ostree_select(&f->tree, k) & f->mask].val;
 }

@@ -12,7 +12,10 @@
  * Datums indexed by handle holds them.  The order statistics are
  * state/ostree.c's counted B+-tree over handles, ordered by the type's sort
  * support (ordering operator and collation: the same comparator the
- * built-ins' sort and select/datum_select.c use), then by arrival.
+ * built-ins' sort and select/datum_select.c use), then by arrival.  Each
+ * value's abbreviated key (numeric, text, uuid, ...) is made once as it
+ * enters, so most of the tree's comparisons compare two integers, and only
+ * their ties call the type's full comparator, as in tuplesort.
  *
  * Equal values of other bytes (numeric 1.0 / 1.00, interval '1 day' /
  * '24 hours', strings equal under a nondeterministic collation) are thus
@@ -38,14 +41,22 @@
 #include "state/ostree.h"
 #include "state/state.h"
 
+/* one value of the frame: a handle's ring slot */
+typedef struct GsDFrameSlot
+{
+	Datum		val;			/* the value (a copy in the values context unless by value) */
+	Datum		key;			/* its abbreviated key (ssup's), or val */
+} GsDFrameSlot;
+
 typedef struct GsDatumFrame
 {
 	MemoryContext mcxt;			/* the frame, its ring and tree nodes */
 	MemoryContext values;		/* value copies (by-reference types) */
 	int16		typlen;
 	bool		typbyval;
-	SortSupportData ssup;		/* the ordering, no abbreviated keys */
-	Datum	   *ring;			/* the value of handle h: ring[h & mask] */
+	SortSupportData ssup;		/* the ordering (abbreviated keys where the type has them) */
+	bool		abbrev;			/* keys are abbreviated: ties of keys compare the values */
+	GsDFrameSlot *ring;			/* the value of handle h: ring[h & mask] */
 	uint64		mask;			/* ring size - 1 (a power of two) */
 	uint64		oldest;			/* handles held: [oldest, next) */
 	uint64		next;
