@@ -31,6 +31,7 @@ OBJS = \
 	src/state/spill.o \
 	src/state/service_scan.o \
 	src/state/ostree.o \
+	src/state/datum_frame.o \
 	src/select/dispatch.o \
 	src/select/datum_select.o \
 	src/select/datum_textkey.o \

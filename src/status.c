@@ -13,6 +13,7 @@
 #include "utils/tuplestore.h"
 
 #include "aggs/final_batch.h"
+#include "aggs/moving_aggs.h"
 #include "base/engine_call.h"
 #include "base/guc.h"
 #include "select/dispatch.h"
@@ -84,6 +85,8 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("final_batches", psprintf(INT64_FORMAT, gs_final_batches), &ea);
 	gs_emit("final_batch_groups", psprintf(INT64_FORMAT, gs_final_batch_groups), &ea);
 	gs_emit("final_batch_threads", psprintf(INT64_FORMAT, gs_final_batch_last_threads), &ea);
+	gs_emit("moving_peak_values", psprintf(INT64_FORMAT, gs_moving_peak_values), &ea);
+	gs_emit("moving_peak_bytes", psprintf(INT64_FORMAT, gs_moving_peak_bytes), &ea);
 	gs_emit("interrupts_absorbed", psprintf(INT64_FORMAT, gs_interrupts_absorbed), &ea);
 	gs_emit("selections_canceled", psprintf(INT64_FORMAT, gs_selections_canceled), &ea);
 	{

@@ -193,7 +193,7 @@ gs_datum_final_disc_multi(GsState *st, ArrayType *param, Oid elemtypid)
 /* ---------------- percentile_cont over interval ---------------- */
 
 /* lo + pct * (hi - lo) with the interval functions, as percentile_cont's interval_lerp */
-static Datum
+Datum
 gs_interval_lerp(Datum lo, Datum hi, float8 pct)
 {
 	Datum		diff = DirectFunctionCall2(interval_mi, hi, lo);

@@ -24,8 +24,14 @@
  *     spill (gpuselect.work_mem).  Add, remove and read a rank are O(log w)
  *     from then on.
  * Types without integer keys (numeric, text, interval, uuid, ...: GS_T_DATUM)
- * stay in the append phase: their inverse answers NULL and PostgreSQL
- * re-aggregates each frame, with the same answers and cost as before.
+ * take the same phases; their tree is state/datum_frame.c's (the values by
+ * the type's comparator under the call's collation, equal ones by arrival:
+ * which of equal values of other bytes is answered, datum_frame.h).  Their
+ * append phase's store never spills (in_memory); the tree is taken before
+ * it holds more than gpuselect.work_mem.  The append phase's finals are
+ * the plain aggregates' (datum_select.c): among equal values of other
+ * bytes they pick as the plain aggregates do (arrival order for frames of
+ * at most 16 values, which it insertion-sorts).
  *
  * The tree is read on the CPU and exactly, whatever gpuselect.device and
  * gpuselect.approximate say: its reads cost O(log w), no engine run could
@@ -47,11 +53,15 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/array.h"
+#include "utils/datum.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "aggs/fn_cache.h"
+#include "aggs/moving_aggs.h"
 #include "aggs/ranks.h"
 #include "base/types.h"
+#include "state/datum_frame.h"
 #include "state/ostree.h"
 #include "state/spill.h"
 #include "state/state.h"
@@ -75,6 +85,8 @@ typedef struct GsMoving
 	GsState    *plain;			/* append phase (always, for GS_T_DATUM) */
 	int			nfinals;		/* final calls in the append phase */
 	GsOsTree   *tree;			/* tree phase: the frame's keys */
+	GsDatumFrame *dframe;		/* tree phase of GS_T_DATUM: the frame's values */
+	int			seen_chunks;	/* GS_T_DATUM append phase: store chunks last checked */
 	/* the fraction of every row in the state (nframe > 0) */
 	bool		fraction_null;
 	float8		fraction;		/* gpu_quantile */
@@ -107,11 +119,35 @@ gs_moving_key(GsTypeKind kind, Datum d)
 	return 0;					/* keep compiler quiet */
 }
 
+/* gpuselect_status(): the most values and memory one moving state held at a final call */
+int64		gs_moving_peak_values = 0;
+int64		gs_moving_peak_bytes = 0;
+
 /* values in the state */
 static inline int64
 gs_moving_nvalues(const GsMoving *ms)
 {
-	return ms->tree != NULL ? (int64) gs_ostree_count(ms->tree) : ms->plain->nrows;
+	if (ms->tree != NULL)
+		return (int64) gs_ostree_count(ms->tree);
+	if (ms->dframe != NULL)
+		return (int64) gs_dframe_count(ms->dframe);
+	return ms->plain->nrows;
+}
+
+static inline bool
+gs_moving_in_tree(const GsMoving *ms)
+{
+	return ms->tree != NULL || ms->dframe != NULL;
+}
+
+/* a final call: the status peaks (the state's window context and its children) */
+static void
+gs_moving_note_peak(const GsMoving *ms, int64 n)
+{
+	int64		bytes = (int64) MemoryContextMemAllocated(ms->mcxt, true);
+
+	gs_moving_peak_values = Max(gs_moving_peak_values, n);
+	gs_moving_peak_bytes = Max(gs_moving_peak_bytes, bytes);
 }
 
 /* first row after a (re)start: the state, in the aggregate's window context */
@@ -129,6 +165,8 @@ gs_moving_start(FunctionCallInfo fcinfo, const char *aggname)
 	ms->mcxt = aggcontext;
 	ms->plain = gs_state_create_for(aggcontext, c);
 	ms->kind = (GsTypeKind) ms->plain->kind;
+	if (ms->kind == GS_T_DATUM)
+		ms->plain->datums->in_memory = true;
 	return ms;
 }
 
@@ -168,6 +206,36 @@ gs_moving_drop_keys(GsState *st)
 	st->nchunks = 0;
 }
 
+/* the append phase's values into a new frame of values (GS_T_DATUM) */
+static void
+gs_moving_to_dframe(GsMoving *ms)
+{
+	GsState    *st = ms->plain;
+	GsDatumStore *s = st->datums;
+
+	Assert(ms->dframe == NULL);
+	ms->dframe = gs_dframe_create(ms->mcxt, st->typid, s->sortop, s->collation);
+	gs_dframe_add_state(ms->dframe, st);
+	for (int i = 0; i < s->nchunks; i++)
+		pfree(s->chunks[i].data);
+	s->nchunks = 0;
+	st->nrows = 0;
+}
+
+/* a GS_T_DATUM append phase grew a chunk: past gpuselect.work_mem, the tree */
+static pg_noinline void
+gs_moving_datum_grew(GsMoving *ms)
+{
+	const GsDatumStore *s = ms->plain->datums;
+	Size		held = 0;
+
+	ms->seen_chunks = s->nchunks;
+	for (int i = 0; i < s->nchunks; i++)
+		held += s->chunks[i].cap;
+	if (held > gs_spill_limit_bytes())
+		gs_moving_to_dframe(ms);
+}
+
 /* the append phase's keys into a new tree */
 static void
 gs_moving_to_tree(GsMoving *ms)
@@ -175,7 +243,12 @@ gs_moving_to_tree(GsMoving *ms)
 	GsState    *st = ms->plain;
 	GsOsTree   *t;
 
-	Assert(ms->tree == NULL && ms->kind != GS_T_DATUM);
+	if (ms->kind == GS_T_DATUM)
+	{
+		gs_moving_to_dframe(ms);
+		return;
+	}
+	Assert(ms->tree == NULL);
 	if (st->spill != NULL)		/* gs_moving_add takes the tree before */
 		elog(ERROR, "gpuselect: a window aggregate's keys spilled");
 	t = (GsOsTree *) MemoryContextAlloc(ms->mcxt, sizeof(GsOsTree));
@@ -209,9 +282,21 @@ gs_moving_to_tree(GsMoving *ms)
 static pg_attribute_always_inline void
 gs_moving_add(GsMoving *ms, Datum d)
 {
+	if (ms->kind == GS_T_DATUM)
+	{
+		if (ms->dframe != NULL)
+			gs_dframe_add(ms->dframe, d);
+		else
+		{
+			gs_datum_append(ms->plain, d);
+			if (unlikely(ms->plain->datums->nchunks != ms->seen_chunks))
+				gs_moving_datum_grew(ms);
+		}
+		return;
+	}
 	if (likely(ms->tree == NULL))
 	{
-		if (ms->kind == GS_T_DATUM || !gs_moving_append_would_spill(ms->plain))
+		if (!gs_moving_append_would_spill(ms->plain))
 		{
 			gs_append_datum(ms->plain, ms->kind, d);
 			return;
@@ -222,20 +307,19 @@ gs_moving_add(GsMoving *ms, Datum d)
 }
 
 /*
- * The inverse transition's common part: false when the row cannot be taken
- * out (a GS_T_DATUM state): then the caller returns NULL and PostgreSQL
- * re-aggregates the frame.
+ * The inverse transition's common part: true, the row is taken out (an
+ * inverse returning NULL would make PostgreSQL re-aggregate the frame).
  */
 static bool
 gs_moving_remove(FunctionCallInfo fcinfo, GsMoving *ms)
 {
-	if (ms->kind == GS_T_DATUM)
-		return false;
 	if (!PG_ARGISNULL(1))
 	{
-		if (ms->tree == NULL)
+		if (!gs_moving_in_tree(ms))
 			gs_moving_to_tree(ms);
-		if (!gs_ostree_delete(ms->tree, gs_moving_key(ms->kind, PG_GETARG_DATUM(1))))
+		if (ms->kind == GS_T_DATUM)
+			gs_dframe_remove_oldest(ms->dframe, PG_GETARG_DATUM(1));
+		else if (!gs_ostree_delete(ms->tree, gs_moving_key(ms->kind, PG_GETARG_DATUM(1))))
 			elog(ERROR, "gpuselect: a row leaving the window frame was not in it");
 	}
 	if (ms->nframe <= 0)
@@ -244,13 +328,23 @@ gs_moving_remove(FunctionCallInfo fcinfo, GsMoving *ms)
 	return true;
 }
 
-/* a final call in the append phase: the second one on a state takes the tree */
+/* a final call (n values): the second one on a state in the append phase takes the tree */
 static bool
-gs_moving_final_uses_tree(GsMoving *ms)
+gs_moving_final_uses_tree(GsMoving *ms, int64 n)
 {
-	if (ms->tree == NULL && ms->kind != GS_T_DATUM && ++ms->nfinals >= 2)
+	if (!gs_moving_in_tree(ms) && ++ms->nfinals >= 2)
 		gs_moving_to_tree(ms);
-	return ms->tree != NULL;
+	gs_moving_note_peak(ms, n);
+	return gs_moving_in_tree(ms);
+}
+
+/* the value of 0-based rank k of a GS_T_DATUM tree, copied for the caller */
+static Datum
+gs_moving_dframe_value(const GsMoving *ms, int64 k)
+{
+	const GsDatumFrame *f = ms->dframe;
+
+	return datumCopy(gs_dframe_at(f, (uint64) k), f->typbyval, f->typlen);
 }
 
 /* ---------------- gpu_median(float8), gpu_median(interval) ---------------- */
@@ -295,7 +389,7 @@ gs_moving_median_final(PG_FUNCTION_ARGS)
 	n = gs_moving_nvalues(ms);
 	if (n == 0)
 		PG_RETURN_NULL();
-	if (!gs_moving_final_uses_tree(ms))
+	if (!gs_moving_final_uses_tree(ms, n))
 		PG_RETURN_FLOAT8(gs_final_cont(ms->plain, 0.5));
 	gs_cont_rows(0.5, n, &cr);
 	keys[0] = gs_ostree_select(ms->tree, (uint64) cr.first);
@@ -308,14 +402,25 @@ Datum
 gs_moving_median_interval_final(PG_FUNCTION_ARGS)
 {
 	GsMoving   *ms;
+	GsContRows	cr;
+	Datum		lo;
+	int64		n;
 
 	gs_fn_cache(fcinfo, 1, "gpu_median", false, false);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	ms = (GsMoving *) PG_GETARG_POINTER(0);
-	if (ms->plain->nrows == 0)	/* interval: always the append phase */
+	n = gs_moving_nvalues(ms);
+	if (n == 0)
 		PG_RETURN_NULL();
-	PG_RETURN_DATUM(gs_datum_final_cont_interval(ms->plain, 0.5));
+	if (!gs_moving_final_uses_tree(ms, n))
+		PG_RETURN_DATUM(gs_datum_final_cont_interval(ms->plain, 0.5));
+	gs_cont_rows(0.5, n, &cr);
+	lo = gs_dframe_at(ms->dframe, (uint64) cr.first);
+	if (cr.second == cr.first)
+		PG_RETURN_DATUM(datumCopy(lo, false, sizeof(Interval)));
+	PG_RETURN_DATUM(gs_interval_lerp(lo, gs_dframe_at(ms->dframe, (uint64) cr.second),
+									 cr.proportion));
 }
 
 /* ---------------- gpu_quantile(x, p) ---------------- */
@@ -374,8 +479,10 @@ gs_moving_quantile_final(PG_FUNCTION_ARGS)
 	n = gs_moving_nvalues(ms);
 	if (n == 0)
 		PG_RETURN_NULL();
-	if (!gs_moving_final_uses_tree(ms))
+	if (!gs_moving_final_uses_tree(ms, n))
 		PG_RETURN_DATUM(gs_final_disc(ms->plain, ms->fraction));
+	if (ms->kind == GS_T_DATUM)
+		PG_RETURN_DATUM(gs_moving_dframe_value(ms, gs_disc_rank(ms->fraction, n)));
 	key = gs_ostree_select(ms->tree, (uint64) gs_disc_rank(ms->fraction, n));
 	PG_RETURN_DATUM(gs_key_to_datum(ms->kind, key));
 }
@@ -432,6 +539,26 @@ gs_moving_select_tree(void *arg, const uint64 *ranks, int nranks, uint64 *keys)
 		keys[i] = gs_ostree_select((const GsOsTree *) arg, ranks[i]);
 }
 
+/* percentile_disc(float8[]) over a GS_T_DATUM tree of n > 0 values */
+static ArrayType *
+gs_moving_dframe_multi(const GsMoving *ms, ArrayType *param, const GsTypeInfo *t, int64 n)
+{
+	Datum	   *fr;
+	bool	   *frnull;
+	int			np = gs_fraction_array(param, &fr, &frnull);
+	Datum	   *res;
+
+	if (np == 0)
+		return construct_empty_array(t->elemtypid);
+	res = (Datum *) palloc(sizeof(Datum) * np);
+	for (int i = 0; i < np; i++)
+		res[i] = frnull[i] ? (Datum) 0 :
+			gs_dframe_at(ms->dframe, (uint64) gs_disc_rank(DatumGetFloat8(fr[i]), n));
+	/* construct_md_array copies the values */
+	return construct_md_array(res, frnull, ARR_NDIM(param), ARR_DIMS(param), ARR_LBOUND(param),
+							  t->elemtypid, t->typlen, t->typbyval, t->typalign);
+}
+
 /* gs_moving_quantiles_final(internal, anyelement, float8[]) returns anyarray */
 Datum
 gs_moving_quantiles_final(PG_FUNCTION_ARGS)
@@ -446,8 +573,10 @@ gs_moving_quantiles_final(PG_FUNCTION_ARGS)
 	n = gs_moving_nvalues(ms);
 	if (n == 0 || ms->fraction_null || ms->fractions == NULL)
 		PG_RETURN_NULL();
-	if (!gs_moving_final_uses_tree(ms))
+	if (!gs_moving_final_uses_tree(ms, n))
 		PG_RETURN_ARRAYTYPE_P(gs_final_disc_multi(ms->plain, ms->fractions, &c->type));
+	if (ms->kind == GS_T_DATUM)
+		PG_RETURN_ARRAYTYPE_P(gs_moving_dframe_multi(ms, ms->fractions, &c->type, n));
 	PG_RETURN_ARRAYTYPE_P(gs_disc_multi_by(ms->fractions, &c->type, ms->kind, n, false,
 										   gs_moving_select_tree, ms->tree));
 }

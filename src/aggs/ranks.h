@@ -60,6 +60,10 @@ gs_lerp(float8 lo, float8 hi, float8 pct)
 	return lo + (pct * (hi - lo));
 }
 
+/* percentile_cont's interval_lerp: lo + pct * (hi - lo) with the interval
+ * functions (datum_final.c) */
+extern Datum gs_interval_lerp(Datum lo, Datum hi, float8 pct);
+
 /* a rank in the aggregate's order -> the engine's (ascending) rank */
 static inline uint64
 gs_engine_rank(int64 r, int64 n, bool descending)

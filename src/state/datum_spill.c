@@ -252,7 +252,7 @@ gs_datum_spill_wanted(const GsState *st, Size more_bytes)
 	const GsDatumStore *s = st->datums;
 	Size		held = more_bytes;
 
-	if (st->partial || s->spill != NULL)
+	if (st->partial || s->spill != NULL || s->in_memory)
 		return false;
 	for (int i = 0; i < s->nchunks; i++)
 		held += s->chunks[i].cap;

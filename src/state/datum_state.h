@@ -65,6 +65,9 @@ typedef struct GsDatumStore
 	 * GS_DK_VALUES for good.
 	 */
 	struct GsDatumSpill *spill;
+	/* never spills: a moving window aggregate's frame (aggs/moving_aggs.c),
+	 * which takes its tree before the store passes gpuselect.work_mem */
+	bool		in_memory;
 } GsDatumStore;
 
 /* where a value goes at offset off of a chunk: its type's alignment */

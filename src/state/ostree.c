@@ -24,13 +24,32 @@ gs_ostree_init(GsOsTree *t, MemoryContext mcxt)
 {
 	t->mcxt = mcxt;
 	t->count = 0;
+	t->cmp = NULL;
+	t->cmp_arg = NULL;
 	t->root = gs_ostree_new(t, true);
+}
+
+void
+gs_ostree_set_compare(GsOsTree *t, GsOsCompare cmp, void *arg)
+{
+	t->cmp = cmp;
+	t->cmp_arg = arg;
+}
+
+/* a orders before b (integers, or handles by the comparator: a branch the
+ * key path always predicts) */
+static inline bool
+gs_ostree_lt(const GsOsTree *t, uint64 a, uint64 b)
+{
+	if (likely(t->cmp == NULL))
+		return a < b;
+	return t->cmp(a, b, t->cmp_arg) < 0;
 }
 
 /* the child of an internal node whose range holds key: the last one whose
  * lower bound is <= key (child 0 has none) */
 static inline int
-gs_ostree_route(const GsOsNode *nd, uint64 key)
+gs_ostree_route(const GsOsTree *t, const GsOsNode *nd, uint64 key)
 {
 	int			lo = 1,
 				hi = nd->n;		/* first i >= 1 with keys[i] > key, minus one */
@@ -39,7 +58,7 @@ gs_ostree_route(const GsOsNode *nd, uint64 key)
 	{
 		int			mid = (lo + hi) / 2;
 
-		if (nd->keys[mid] <= key)
+		if (!gs_ostree_lt(t, key, nd->keys[mid]))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -49,7 +68,7 @@ gs_ostree_route(const GsOsNode *nd, uint64 key)
 
 /* first leaf position with keys[i] >= key */
 static inline int
-gs_ostree_leaf_pos(const GsOsNode *nd, uint64 key)
+gs_ostree_leaf_pos(const GsOsTree *t, const GsOsNode *nd, uint64 key)
 {
 	int			lo = 0,
 				hi = nd->n;
@@ -58,7 +77,7 @@ gs_ostree_leaf_pos(const GsOsNode *nd, uint64 key)
 	{
 		int			mid = (lo + hi) / 2;
 
-		if (nd->keys[mid] < key)
+		if (gs_ostree_lt(t, nd->keys[mid], key))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -142,19 +161,19 @@ gs_ostree_insert(GsOsTree *t, uint64 key)
 	nd = t->root;
 	while (!nd->leaf)
 	{
-		int			i = gs_ostree_route(nd, key);
+		int			i = gs_ostree_route(t, nd, key);
 
 		if (nd->child[i]->n == FAN)
 		{
 			gs_ostree_split_child(t, nd, i);
-			if (key >= nd->keys[i + 1])
+			if (!gs_ostree_lt(t, key, nd->keys[i + 1]))
 				i++;
 		}
 		nd->cnt[i]++;
 		nd = nd->child[i];
 	}
 	{
-		int			i = gs_ostree_leaf_pos(nd, key);
+		int			i = gs_ostree_leaf_pos(t, nd, key);
 
 		if (i < nd->n && nd->keys[i] == key)
 			nd->cnt[i]++;
@@ -205,25 +224,37 @@ gs_ostree_shrink(GsOsNode *p, int i)
 	gs_ostree_close(p, j + 1);
 }
 
+/* the smallest key under nd (not empty) */
+static uint64
+gs_ostree_first(const GsOsNode *nd)
+{
+	while (!nd->leaf)
+		nd = nd->child[0];
+	return nd->keys[0];
+}
+
 /* remove one copy of key under nd; false (nothing changed) when not held */
 static bool
-gs_ostree_delete_below(GsOsNode *nd, uint64 key)
+gs_ostree_delete_below(const GsOsTree *t, GsOsNode *nd, uint64 key)
 {
 	int			i;
 
 	if (nd->leaf)
 	{
-		i = gs_ostree_leaf_pos(nd, key);
+		i = gs_ostree_leaf_pos(t, nd, key);
 		if (i == nd->n || nd->keys[i] != key)
 			return false;
 		if (--nd->cnt[i] == 0)
 			gs_ostree_close(nd, i);
 		return true;
 	}
-	i = gs_ostree_route(nd, key);
-	if (!gs_ostree_delete_below(nd->child[i], key))
+	i = gs_ostree_route(t, nd, key);
+	if (!gs_ostree_delete_below(t, nd->child[i], key))
 		return false;
 	nd->cnt[i]--;
+	/* a handle gone from the tree must not stay a bound: the child's new first key */
+	if (t->cmp != NULL && i > 0 && nd->keys[i] == key && nd->cnt[i] > 0)
+		nd->keys[i] = gs_ostree_first(nd->child[i]);
 	gs_ostree_shrink(nd, i);
 	return true;
 }
@@ -231,7 +262,7 @@ gs_ostree_delete_below(GsOsNode *nd, uint64 key)
 bool
 gs_ostree_delete(GsOsTree *t, uint64 key)
 {
-	if (!gs_ostree_delete_below(t->root, key))
+	if (!gs_ostree_delete_below(t, t->root, key))
 		return false;
 	t->count--;
 	/* a root with one child hands over to it */

@@ -29,6 +29,14 @@
  * delete frees a node that becomes empty and merges a node below a quarter
  * full with its neighbour when both fit in half a node, so memory follows
  * the keys held (the frame), not the number ever inserted.
+ *
+ * Comparison types (numeric, text, interval, ...) have no order-preserving
+ * key; for them (state/datum_frame.c) a key is a handle -- the row's arrival
+ * number in the frame -- and a comparator orders handles by the values they
+ * name, then by arrival.  All keys are then distinct, and a handle that
+ * left the frame may name another value later, so a delete also replaces
+ * the deleted handle wherever it is an internal node's bound (the bound of
+ * child i is always on the path to it, so only that path is touched).
  */
 #ifndef GS_OSTREE_H
 #define GS_OSTREE_H
@@ -53,14 +61,21 @@ typedef struct GsOsNode
 	struct GsOsNode *child[GS_OSTREE_FAN];	/* internal only */
 } GsOsNode;
 
+/* <0, 0, >0 as key a orders before, with or after key b */
+typedef int (*GsOsCompare) (uint64 a, uint64 b, void *arg);
+
 typedef struct GsOsTree
 {
 	MemoryContext mcxt;			/* where the nodes live */
 	GsOsNode   *root;			/* a leaf while the tree is small */
 	uint64		count;			/* keys held, copies included */
+	GsOsCompare cmp;			/* NULL: keys compare as integers */
+	void	   *cmp_arg;
 } GsOsTree;
 
 extern void gs_ostree_init(GsOsTree *t, MemoryContext mcxt);
+/* keys are handles ordered by cmp (gs_ostree_init first); cmp(a, b) == 0 only for a == b */
+extern void gs_ostree_set_compare(GsOsTree *t, GsOsCompare cmp, void *arg);
 extern void gs_ostree_insert(GsOsTree *t, uint64 key);
 /* remove one copy of key; false (and nothing changed) when it is not held */
 extern bool gs_ostree_delete(GsOsTree *t, uint64 key);

@@ -7,7 +7,11 @@
  * from wide and from tiny ranges: many copies), sliding windows, deletes of
  * keys not held; after each step the rank reads and the tree's invariants
  * (order, bounds, counts, no empty node below the root) are checked, and
- * emptying the tree leaves one node allocated.
+ * emptying the tree leaves one node allocated.  Then keys as handles with a
+ * comparator (the comparison types' frames, state/datum_frame.c): values
+ * with many ties, ordered by value then arrival, a frame sliding first in
+ * first out and random deletes; every internal bound must name a handle
+ * still held (a gone handle may name another value later).
  * Ends with "test_ostree: N passed, M failed".
  */
 #include <stdio.h>
@@ -107,6 +111,125 @@ draw(uint64 range)
 	return range == 0 ? rnd() : rnd() % range;
 }
 
+/* ---- handles ordered by a comparator ---- */
+
+#define NHANDLES 40000
+static uint64 hval[NHANDLES];	/* the value a handle names */
+static bool hlive[NHANDLES];
+
+static int
+handle_cmp(uint64 a, uint64 b, void *arg)
+{
+	(void) arg;
+	if (hval[a] != hval[b])
+		return hval[a] < hval[b] ? -1 : 1;
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+static void
+href_insert(uint64 h)
+{
+	long		i = nref;
+
+	while (i > 0 && handle_cmp(ref[i - 1], h, NULL) > 0)
+	{
+		ref[i] = ref[i - 1];
+		i--;
+	}
+	ref[i] = h;
+	nref++;
+	hlive[h] = true;
+}
+
+static void
+href_delete(uint64 h)
+{
+	for (long i = 0; i < nref; i++)
+		if (ref[i] == h)
+		{
+			memmove(&ref[i], &ref[i + 1], sizeof(uint64) * (nref - i - 1));
+			nref--;
+			hlive[h] = false;
+			return;
+		}
+}
+
+static void
+check_bounds(const GsOsNode *nd)
+{
+	if (nd->leaf)
+		return;
+	for (int i = 0; i < nd->n; i++)
+	{
+		CHECK(i == 0 || hlive[nd->keys[i]], "bound names a gone handle");
+		check_bounds(nd->child[i]);
+	}
+}
+
+static void
+check_handles(const GsOsTree *t)
+{
+	CHECK(gs_ostree_count(t) == (uint64) nref, "handle count");
+	check_bounds(t->root);
+	for (long i = 0; i < nref; i++)
+		if (gs_ostree_select(t, (uint64) i) != ref[i])
+		{
+			CHECK(false, "handle rank %ld", i);
+			break;
+		}
+}
+
+static void
+test_handles(uint64 range)
+{
+	GsOsTree	t;
+	uint64		next = 0,
+				oldest = 0;
+	char		ctx[64];
+
+	snprintf(ctx, sizeof(ctx), "fan %d, handles, range %lu", GS_OSTREE_FAN, (unsigned long) range);
+	unit_context = ctx;
+	nref = 0;
+	memset(hlive, 0, sizeof(hlive));
+	gs_ostree_init(&t, NULL);
+	gs_ostree_set_compare(&t, handle_cmp, NULL);
+	/* a frame of up to 700 sliding first in first out, sometimes a random delete */
+	while (next < NHANDLES)
+	{
+		hval[next] = draw(range);
+		gs_ostree_insert(&t, next);
+		href_insert(next);
+		next++;
+		while (nref > 700 || (nref > 0 && rnd() % 3 == 0))
+		{
+			while (!hlive[oldest])
+				oldest++;
+			CHECK(gs_ostree_delete(&t, oldest), "delete of the oldest handle");
+			href_delete(oldest);
+		}
+		if (nref > 5 && rnd() % 50 == 0)
+		{
+			uint64		h = ref[rnd() % nref];
+
+			CHECK(gs_ostree_delete(&t, h), "delete of a held handle");
+			href_delete(h);
+		}
+		if (next % 211 == 0)
+			check_handles(&t);
+	}
+	while (nref > 0)
+	{
+		uint64		h = ref[rnd() % nref];
+
+		CHECK(gs_ostree_delete(&t, h), "delete while emptying");
+		href_delete(h);
+		if (nref % 37 == 0)
+			check_handles(&t);
+	}
+	CHECK(shim_live_allocs == 1, "%ld nodes left in an empty tree", shim_live_allocs);
+	pfree(t.root);
+}
+
 int
 main(void)
 {
@@ -183,5 +306,8 @@ main(void)
 		pfree(t.root);
 		CHECK(shim_live_allocs == 0, "%ld allocations left", shim_live_allocs);
 	}
+	test_handles(0);
+	test_handles(5);
+	test_handles(300);
 	return unit_summary(GS_OSTREE_FAN == 8 ? "test_ostree (fan 8)" : "test_ostree");
 }

@@ -19,6 +19,9 @@ typedef int64_t int64;
 typedef size_t Size;
 typedef void *MemoryContext;
 
+#define likely(x)	__builtin_expect((x) != 0, 1)
+#define unlikely(x)	__builtin_expect((x) != 0, 0)
+
 extern long shim_live_allocs;
 
 static inline void *
