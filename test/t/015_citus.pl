@@ -123,7 +123,7 @@ for my $t (qw(dist ref))
 # the built-ins' own syntax under gpuselect.accelerate_builtins
 for my $q (@pairs[0, 10 .. 17])
 {
-	push @pairs, ["SET gpuselect.accelerate_builtins = on;\n$q->[1]", $q->[1]];
+	push @pairs, ["SET gpuselect.accelerate_builtins = on; $q->[1]", $q->[1]];
 }
 
 for my $p (@pairs)
