@@ -98,3 +98,103 @@ WHERE a.aggfnoid IN ('gpu_median(float8)'::pg_catalog.regprocedure, 'gpu_median(
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
 				  WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = a.aggfnoid
 					AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.refobjid = f.fn);
+
+-- ---------------------------------------------------------------------
+-- Typed twins for Citus (src/planner/planner.c, docs/citus.md).  Citus runs
+-- an aggregate with a combine function on every shard through its own
+-- worker_partial_agg and combines the states on the coordinator through
+-- coord_combine_agg; both refuse an aggregate whose declared argument or
+-- result types are polymorphic ("could not confirm type correctness").
+-- On a query that reads a Citus table the planner hook therefore swaps
+-- gpu_quantile(s) and its own planner targets for these twins: the same
+-- transition, combine, serialize and final functions (the final functions
+-- below only declare a concrete result type), declared for one type each.
+-- A type without a twin gets the *_gather forms of gpu_quantile(s), which
+-- have no combine function: Citus then sends the rows, and the coordinator
+-- aggregates them.  Nobody is meant to call them by hand.
+-- ---------------------------------------------------------------------
+
+DO $twins$
+DECLARE
+	t text;
+	variant text;
+	kind text;
+	cont_kind text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['int2', 'int4', 'int8', 'float4', 'float8', 'date',
+							 'timestamp', 'timestamptz', 'numeric', 'interval'] LOOP
+		EXECUTE format($f$
+			CREATE FUNCTION gs_quantile_final(internal, %1$s, float8) RETURNS %1$s
+			AS 'MODULE_PATHNAME', 'gs_quantile_final'
+			LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE$f$, t);
+		EXECUTE format($f$
+			CREATE FUNCTION gs_quantiles_final(internal, %1$s, float8[]) RETURNS %1$s[]
+			AS 'MODULE_PATHNAME', 'gs_quantiles_final'
+			LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE$f$, t);
+		EXECUTE format($f$
+			CREATE FUNCTION gs_planner_disc_final(internal, %1$s, float8) RETURNS %1$s
+			AS 'MODULE_PATHNAME', 'gs_planner_disc_final'
+			LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE$f$, t);
+		EXECUTE format($f$
+			CREATE FUNCTION gs_planner_disc_multi_final(internal, %1$s, float8[]) RETURNS %1$s[]
+			AS 'MODULE_PATHNAME', 'gs_planner_disc_multi_final'
+			LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE$f$, t);
+		EXECUTE format($f$
+			CREATE AGGREGATE gs_planner_quantile_typed(%1$s, float8) (
+				SFUNC = gs_quantile_trans, STYPE = internal,
+				FINALFUNC = gs_quantile_final, FINALFUNC_EXTRA,
+				COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
+				DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$, t);
+		EXECUTE format($f$
+			CREATE AGGREGATE gs_planner_quantiles_typed(%1$s, float8[]) (
+				SFUNC = gs_quantiles_trans, STYPE = internal,
+				FINALFUNC = gs_quantiles_final, FINALFUNC_EXTRA,
+				COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
+				DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$, t);
+		-- percentile_cont interpolates float8 (and interval: the concrete
+		-- gs_planner_*cont*(interval, ...) above serve as they are)
+		FOREACH variant IN ARRAY ARRAY['', 'builtin_'] LOOP
+			FOREACH kind IN ARRAY CASE WHEN t = 'float8'
+					THEN ARRAY['disc', 'disc_desc', 'cont', 'cont_desc']
+					ELSE ARRAY['disc', 'disc_desc'] END LOOP
+				cont_kind := split_part(kind, '_', 1);
+				EXECUTE format($f$
+					CREATE AGGREGATE %I(%s, float8) (
+						SFUNC = %I, STYPE = internal,
+						FINALFUNC = %I, FINALFUNC_EXTRA,
+						COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
+						DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$,
+					'gs_planner_' || variant || kind || '_typed', t,
+					'gs_planner_trans' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END,
+					'gs_planner_' || cont_kind || '_final');
+				EXECUTE format($f$
+					CREATE AGGREGATE %I(%s, float8[]) (
+						SFUNC = %I, STYPE = internal,
+						FINALFUNC = %I, FINALFUNC_EXTRA,
+						COMBINEFUNC = gs_combine, SERIALFUNC = gs_serialize,
+						DESERIALFUNC = gs_deserialize, PARALLEL = SAFE)$f$,
+					'gs_planner_' || variant || kind || '_typed', t,
+					'gs_planner_trans_multi' || CASE WHEN kind LIKE '%_desc' THEN '_desc' ELSE '' END,
+					'gs_planner_' || cont_kind || '_multi_final');
+			END LOOP;
+		END LOOP;
+	END LOOP;
+END
+$twins$;
+
+-- any other type: no combine function, so Citus gathers the rows
+CREATE AGGREGATE gs_planner_quantile_gather(anyelement, float8) (
+	SFUNC = gs_quantile_trans,
+	STYPE = internal,
+	FINALFUNC = gs_quantile_final,
+	FINALFUNC_EXTRA,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE gs_planner_quantiles_gather(anyelement, float8[]) (
+	SFUNC = gs_quantiles_trans,
+	STYPE = internal,
+	FINALFUNC = gs_quantiles_final,
+	FINALFUNC_EXTRA,
+	PARALLEL = SAFE
+);

@@ -47,6 +47,11 @@
 #   GS_REGRESS_TESTS="final_batch"  only these pg_regress suites (default: all;
 #                           the Debian package's installcheck runs them all)
 #   GS_SKIP_DEB=1           skip the Debian package stage
+#   GS_CITUS_PG=17          the one PostgreSQL major whose cpu variant gets
+#                           Citus (test/citus-build.sh: built once, cached)
+#                           for the Citus TAP test (test/t/015_citus.pl,
+#                           skipped elsewhere); "" = none.  Without Citus's
+#                           sources the stage is skipped, not failed
 #   GS_KEEP=1               keep the scratch directory (printed at the end)
 #   GS_JOBS=N               make -j (default: nproc)
 set -u -o pipefail
@@ -54,6 +59,7 @@ set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/test/lib/pgenv.sh"
 . "$ROOT/test/pg-binaries.sh"
+. "$ROOT/test/citus-build.sh"
 
 JOBS=${GS_JOBS:-$(nproc 2>/dev/null || echo 2)}
 NVCC=$(command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true)
@@ -239,6 +245,24 @@ gs_tap_scripts() {
 	done
 }
 
+# Citus (test/citus-build.sh) into the private tree TREE, for the Citus TAP
+# test; skipped (not failed) without Citus's sources
+citus_install() {
+	local tree=$1 stage start=$SECONDS
+	section "pg$m: Citus for the Citus TAP test (test/citus-build.sh)"
+	if [ -z "$(gs_citus_source)" ]; then
+		echo "skipped: no Citus sources (GS_CITUS_SRC, or ../shared/deps/citus-*.tar.gz)"
+		SUMMARY+=("$(printf '%-30s skipped: no Citus sources' "pg$m citus")")
+		return
+	fi
+	if stage=$(gs_citus_build "$GS_PG_CONFIG") && cp -a "$stage/." "$tree/" && chmod -R a+rX "$tree"; then
+		echo "Citus ready in $((SECONDS - start)) s ($stage)"
+		record "pg$m citus" 1 0
+	else
+		record "pg$m citus" 0 1
+	fi
+}
+
 # ---------------- install + server tests per version and variant ----------------
 for m in "${PG_LIST[@]}"; do
 	CUR_PG=pg$m
@@ -256,6 +280,9 @@ for m in "${PG_LIST[@]}"; do
 		else
 			record "pg$m install $v" 0 1
 			continue
+		fi
+		if [ "$m" = "${GS_CITUS_PG-17}" ] && [ "$v" = cpu ] && [ "${GS_SKIP_TAP:-0}" != 1 ]; then
+			citus_install "$tree"
 		fi
 		case " $server_variants " in
 		*" $v "*) ;;

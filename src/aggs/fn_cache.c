@@ -79,7 +79,9 @@ gs_fn_cache(FunctionCallInfo fcinfo, int argno, const char *aggname,
 		if (aggname == NULL)
 		{
 			Aggref	   *aggref = AggGetAggref(fcinfo);
-			char	   *fname = aggref ? get_func_name(aggref->aggfnoid) : NULL;
+			Oid			wrapped = gs_wrapped_agg_oid(fcinfo);
+			char	   *fname = OidIsValid(wrapped) ? get_func_name(wrapped) :
+				aggref ? get_func_name(aggref->aggfnoid) : NULL;
 
 			aggname = fname ? fname : "gpuselect";
 		}

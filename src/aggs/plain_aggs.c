@@ -68,14 +68,10 @@ PG_FUNCTION_INFO_V1(gs_deserialize);
 static bool
 gs_agg_arg_is_stable(FunctionCallInfo fcinfo, int argno)
 {
-	Aggref	   *aggref = AggGetAggref(fcinfo);
-	TargetEntry *tle;
-	Node	   *expr;
+	Node	   *expr = (Node *) gs_agg_arg_expr(fcinfo, argno);
 
-	if (aggref == NULL || list_length(aggref->args) <= argno)
+	if (expr == NULL)
 		return false;
-	tle = list_nth_node(TargetEntry, aggref->args, argno);
-	expr = (Node *) tle->expr;
 	if (IsA(expr, Const))
 		return true;
 	return !contain_var_clause(expr) && !contain_subplans(expr) &&
@@ -212,6 +208,7 @@ gs_agg_is_partial(FunctionCallInfo fcinfo)
 	return aggref != NULL && DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
 }
 
+
 /*
  * Is this a plain aggregate (no GROUP BY)?  Its finalizing step reads every
  * partial state before it returns anything, which lets a worker's state wait
@@ -223,6 +220,22 @@ gs_agg_is_plain(FunctionCallInfo fcinfo)
 {
 	return fcinfo->context != NULL && IsA(fcinfo->context, AggState) &&
 		((AggState *) fcinfo->context)->aggstrategy == AGG_PLAIN;
+}
+
+/*
+ * Run by Citus's worker_partial_agg on a shard (types.c): the state is
+ * serialized for another server, so it is partial, but its keys may go
+ * neither into this backend's arena nor into key-pool chunks leased to a
+ * leader -- the inline serial form only.
+ */
+static void
+gs_agg_set_partial(FunctionCallInfo fcinfo, GsState *st)
+{
+	bool		wrapped = OidIsValid(gs_wrapped_agg_oid(fcinfo));
+
+	st->partial = wrapped || gs_agg_is_partial(fcinfo);
+	st->arena_ok = st->partial && !wrapped && gs_agg_is_plain(fcinfo);
+	st->lease_ok = st->partial && !wrapped;
 }
 
 /* first call of a group: per-query cache + a new state in the aggregate context */
@@ -244,9 +257,9 @@ gs_plain_start(FunctionCallInfo fcinfo, const char *aggname, bool numeric_only,
 			c->arg_stable = gs_agg_arg_is_stable(fcinfo, 1);
 	}
 	st = gs_state_create_for(aggcontext, c);
-	st->partial = gs_agg_is_partial(fcinfo);
-	st->arena_ok = st->partial && gs_agg_is_plain(fcinfo);
-	st->lease_ok = st->partial;
+	/* in the state: a wrapper's later calls have no fn_extra (types.c) */
+	st->fraction_stable = c->arg_stable;
+	gs_agg_set_partial(fcinfo, st);
 	if (!st->partial)
 		gs_final_batch_note(fcinfo, aggcontext, st);
 	return st;
@@ -287,7 +300,7 @@ gs_quantile_trans(PG_FUNCTION_ARGS)
 	else
 	{
 		st = (GsState *) PG_GETARG_POINTER(0);
-		if (!((GsFnCache *) fcinfo->flinfo->fn_extra)->arg_stable)
+		if (!st->fraction_stable)
 		{
 			if (PG_ARGISNULL(2) != st->fraction_null ||
 				(!st->fraction_null && PG_GETARG_FLOAT8(2) != st->fraction))
@@ -330,7 +343,7 @@ gs_quantiles_trans(PG_FUNCTION_ARGS)
 	else
 	{
 		st = (GsState *) PG_GETARG_POINTER(0);
-		if (!((GsFnCache *) fcinfo->flinfo->fn_extra)->arg_stable)
+		if (!st->fraction_stable)
 		{
 			if (PG_ARGISNULL(2) != st->fraction_null ||
 				(!st->fraction_null && !gs_fraction_row_same(st, PG_GETARG_DATUM(2))))
@@ -483,7 +496,9 @@ gs_deserialize(PG_FUNCTION_ARGS)
 		 * A plain aggregate's state from 256 kB on would take whole chunks
 		 * (gs_state_grow), a GROUP BY's states share them as slices.
 		 */
-		if (gs_agg_is_plain(fcinfo) && slow >= GS_ARENA_START_BYTES)
+		if (OidIsValid(gs_wrapped_agg_oid(fcinfo)))
+			;					/* from another server (Citus): no arena helps */
+		else if (gs_agg_is_plain(fcinfo) && slow >= GS_ARENA_START_BYTES)
 			gs_arena_note_slow_bytes((Size) TYPEALIGN64(GS_ARENA_CHUNK_BYTES, slow),
 									 slow >= GS_SHARED_STATE_MIN_BYTES);
 		else if (!gs_agg_is_plain(fcinfo) && slow >= GS_ARENA_SLICE_MIN_BYTES)

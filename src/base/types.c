@@ -3,6 +3,8 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/primnodes.h"
@@ -13,6 +15,7 @@
 #include "utils/date.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
@@ -81,12 +84,102 @@ gs_type_kind_from_oid(Oid typid, GsTypeKind *kind, uint8 *key_bytes, bool *numer
 	return true;
 }
 
+/*
+ * Citus runs an aggregate that has a combine function across nodes through
+ * aggregates of its own (citus's aggregate_utils.c): worker_partial_agg(agg,
+ * x) or worker_partial_agg(agg, ROW(x, p)) on every shard, which calls our
+ * transition function and serializes the state; coord_combine_agg(agg,
+ * state, NULL::result) on the coordinator, which deserializes, combines
+ * and calls our final function.  Each call goes through a fresh FmgrInfo:
+ * no expression (PostgreSQL's Agg node always sets one for the support
+ * functions it calls) and no fn_extra kept from one row to the next.
+ * AggGetAggref gives the wrapper's Aggref, whose first argument is a
+ * constant naming the aggregate it runs.  Citus checks that the
+ * aggregate's declared argument types are the actual ones, so only
+ * aggregates with concrete argument types get this far (the planner's
+ * typed twins, planner.c); their declared types are the call's.
+ */
+Oid
+gs_wrapped_agg_oid(FunctionCallInfo fcinfo)
+{
+	Aggref	   *aggref;
+	Const	   *k;
+	HeapTuple	tup;
+	Form_pg_aggregate agg;
+	Oid			aggoid,
+				fn;
+	bool		ours;
+
+	if (fcinfo->flinfo == NULL || fcinfo->flinfo->fn_expr != NULL)
+		return InvalidOid;
+	aggref = AggGetAggref(fcinfo);
+	if (aggref == NULL || aggref->args == NIL)
+		return InvalidOid;
+	k = (Const *) linitial_node(TargetEntry, aggref->args)->expr;
+	if (!IsA(k, Const) || k->constisnull ||
+		(k->consttype != OIDOID && k->consttype != REGPROCEDUREOID))
+		return InvalidOid;
+	aggoid = DatumGetObjectId(k->constvalue);
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggoid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	/* the function running must be one of that aggregate's */
+	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	fn = fcinfo->flinfo->fn_oid;
+	ours = fn == agg->aggtransfn || fn == agg->aggfinalfn || fn == agg->aggcombinefn ||
+		fn == agg->aggserialfn || fn == agg->aggdeserialfn;
+	ReleaseSysCache(tup);
+	return ours ? aggoid : InvalidOid;
+}
+
+Expr *
+gs_agg_arg_expr(FunctionCallInfo fcinfo, int argno)
+{
+	Aggref	   *aggref = AggGetAggref(fcinfo);
+	Expr	   *e;
+
+	if (aggref == NULL)
+		return NULL;
+	if (!OidIsValid(gs_wrapped_agg_oid(fcinfo)))
+		return list_length(aggref->args) > argno ?
+			list_nth_node(TargetEntry, aggref->args, argno)->expr : NULL;
+	/* worker_partial_agg(agg, x) or (agg, ROW(x, p, ...)); the coordinator's
+	 * coord_combine_agg(agg, state, NULL) has no argument of ours */
+	if (list_length(aggref->args) != 2)
+		return NULL;
+	e = lsecond_node(TargetEntry, aggref->args)->expr;
+	if (IsA(e, RowExpr))
+		return list_length(((RowExpr *) e)->args) > argno ?
+			(Expr *) list_nth(((RowExpr *) e)->args, argno) : NULL;
+	return argno == 0 ? e : NULL;
+}
+
+/* the wrapped aggregate's declared type of its argument argno - 1 (argno
+ * counts the support function's state argument), or InvalidOid */
+static Oid
+gs_wrapped_argtype(FunctionCallInfo fcinfo, int argno)
+{
+	Oid			aggoid = gs_wrapped_agg_oid(fcinfo);
+	Oid		   *argtypes;
+	int			nargs;
+
+	if (!OidIsValid(aggoid) || argno < 1)
+		return InvalidOid;
+	get_func_signature(aggoid, &argtypes, &nargs);
+	if (argno - 1 >= nargs || IsPolymorphicType(argtypes[argno - 1]))
+		return InvalidOid;
+	return argtypes[argno - 1];
+}
+
 void
 gs_type_resolve(FunctionCallInfo fcinfo, int argno, const char *aggname,
 				bool numeric_only, GsTypeInfo *out)
 {
 	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
 	Oid			base;
+
+	if (!OidIsValid(argtype))
+		argtype = gs_wrapped_argtype(fcinfo, argno);
 
 	if (!OidIsValid(argtype))
 		ereport(ERROR,

@@ -8,6 +8,7 @@
 
 #include "postgres.h"
 #include "fmgr.h"
+#include "nodes/primnodes.h"
 
 #include "gs_keys.h"
 
@@ -52,7 +53,22 @@ typedef struct GsTypeInfo
 extern bool gs_type_kind_from_oid(Oid typid, GsTypeKind *kind, uint8 *key_bytes, bool *numeric);
 
 /*
- * The type of argument `argno` of the current call, checked: unsupported
+ * The gpuselect aggregate a generic wrapper aggregate runs this support
+ * function for (Citus's worker_partial_agg / coord_combine_agg), or
+ * InvalidOid when PostgreSQL's Agg node calls it itself (types.c says how
+ * it is recognised).
+ */
+extern Oid	gs_wrapped_agg_oid(FunctionCallInfo fcinfo);
+
+/*
+ * The aggregate's argument expression argno (0-based) as this call's
+ * Aggref -- or, wrapped, the wrapper's -- carries it; NULL when not known.
+ */
+extern Expr *gs_agg_arg_expr(FunctionCallInfo fcinfo, int argno);
+
+/*
+ * The type of argument `argno` of the current call (wrapped: the wrapped
+ * aggregate's declared type), checked: unsupported
  * types (or non-numeric ones when numeric_only) raise ERROR naming `aggname`,
  * the type and the supported list.
  */

@@ -41,6 +41,10 @@
  * may drop the group, it might not be, so those calls are not rewritten.
  * The float8[] forms return NULL for no rows before they look at the array,
  * so they never need the wrapper.
+ *
+ * On a query that reads a Citus table, the targets and gpu_quantile(s)
+ * become typed twins, which Citus can run on its shards (gs_twin_plain and
+ * the comment above it; docs/citus.md).
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -55,6 +59,7 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -81,6 +86,10 @@ typedef struct GsRewriteCtx
 	Oid			ext_oid;		/* InvalidOid: not installed in this database */
 	Oid			ext_nsp;
 	Query	   *query;			/* the query level being rewritten */
+	bool		citus;			/* the query reads a Citus table: typed twins */
+	bool		plain_looked_up;
+	Oid			quantile_oid;	/* gpu_quantile(anyelement, float8) */
+	Oid			quantiles_oid;	/* gpu_quantiles(anyelement, float8[]) */
 } GsRewriteCtx;
 
 /* what an ordered-set Aggref is, as far as the rewrite cares */
@@ -306,6 +315,124 @@ gs_extension_func(GsRewriteCtx *ctx, const char *name, Oid arg0, Oid arg1)
 }
 
 /*
+ * Citus.  On a query that reads a distributed or reference table, Citus
+ * runs an aggregate with a combine function through its own
+ * worker_partial_agg / coord_combine_agg, which refuse polymorphic argument
+ * and result types (types.c says how our functions then run).  So on such a
+ * query the rewrite targets, and gpu_quantile(s) themselves, become their
+ * typed twins (the extension script's "Typed twins for Citus"): the same
+ * aggregate declared for the value's type.  A type without a twin keeps the
+ * ordered-set form, which Citus answers by sending the rows to the
+ * coordinator, or for gpu_quantile(s) takes their *_gather forms, which have
+ * no combine function and so are gathered the same way.  The twins are
+ * looked up by name and exact argument types, as Citus deparses them for
+ * the workers.
+ */
+static bool
+gs_relids_walker(Node *node, List **relids)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, gs_relids_walker, relids,
+								 QTW_EXAMINE_RTES_BEFORE);
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION)
+			*relids = list_append_unique_oid(*relids, rte->relid);
+		return false;
+	}
+	return expression_tree_walker(node, gs_relids_walker, relids);
+}
+
+/* does the query read a table in Citus's pg_dist_partition (distributed,
+ * reference or Citus-local)?  Shards, which the workers' queries read, are not */
+static bool
+gs_reads_citus_table(Query *parse)
+{
+	Oid			dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+	List	   *relids = NIL;
+	AttrNumber	att;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found = false;
+
+	if (!OidIsValid(dist))
+		return false;
+	(void) gs_relids_walker((Node *) parse, &relids);
+	att = get_attnum(dist, "logicalrelid");
+	if (relids == NIL || att == InvalidAttrNumber)
+		return false;
+	/* one row per Citus table: a scan, no index needed */
+	rel = table_open(dist, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (!found && (tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, att, RelationGetDescr(rel), &isnull);
+
+		found = !isnull && list_member_oid(relids, DatumGetObjectId(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+static Oid gs_extension_func(GsRewriteCtx *ctx, const char *name, Oid arg0, Oid arg1);
+
+/* gpu_quantile(s) on a Citus query: its typed twin, else its _gather form */
+static Node *
+gs_twin_plain(Aggref *a, GsRewriteCtx *ctx)
+{
+	bool		multi;
+	Node	   *x;
+	Node	   *frac;
+	Oid			target;
+
+	if (a->agglevelsup != 0 || list_length(a->args) != 2 || a->aggorder != NIL ||
+		a->aggdistinct != NIL || a->aggfnoid < FirstNormalObjectId)
+		return NULL;
+	gs_lookup_extension(ctx);
+	if (!OidIsValid(ctx->ext_oid))
+		return NULL;
+	if (!ctx->plain_looked_up)
+	{
+		ctx->plain_looked_up = true;
+		ctx->quantile_oid = gs_extension_func(ctx, "gpu_quantile", ANYELEMENTOID, FLOAT8OID);
+		ctx->quantiles_oid = gs_extension_func(ctx, "gpu_quantiles", ANYELEMENTOID, FLOAT8ARRAYOID);
+	}
+	if (a->aggfnoid == ctx->quantile_oid)
+		multi = false;
+	else if (a->aggfnoid == ctx->quantiles_oid)
+		multi = true;
+	else
+		return NULL;
+	x = (Node *) linitial_node(TargetEntry, a->args)->expr;
+	frac = eval_const_expressions(NULL, (Node *) copyObject(lsecond_node(TargetEntry, a->args)->expr));
+	target = gs_extension_func(ctx, multi ? "gs_planner_quantiles_typed" : "gs_planner_quantile_typed",
+							   exprType(x), multi ? FLOAT8ARRAYOID : FLOAT8OID);
+	/*
+	 * an invalid constant fraction: gathered, so that the final function
+	 * still sees it when no row does (gs_check_constant_fraction)
+	 */
+	if (!multi && IsA(frac, Const) && !((Const *) frac)->constisnull &&
+		!(DatumGetFloat8(((Const *) frac)->constvalue) >= 0.0 &&
+		  DatumGetFloat8(((Const *) frac)->constvalue) <= 1.0))
+		target = InvalidOid;
+	if (!OidIsValid(target))
+		target = gs_extension_func(ctx, multi ? "gs_planner_quantiles_gather" : "gs_planner_quantile_gather",
+								   ANYELEMENTOID, multi ? FLOAT8ARRAYOID : FLOAT8OID);
+	if (!OidIsValid(target))
+		return NULL;
+	a = copyObject(a);
+	a->aggfnoid = target;
+	return (Node *) a;
+}
+
+/*
  * The rewritten form of ordered-set Aggref a, or NULL to keep it.
  * whole_entry: a is the whole expression of a target-list entry.
  */
@@ -322,6 +449,8 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	Oid			target_oid;
 	Aggref	   *na;
 
+	if (a->aggkind == AGGKIND_NORMAL && ctx->citus)
+		return gs_twin_plain(a, ctx);
 	if (a->aggkind != AGGKIND_ORDERED_SET || a->agglevelsup != 0 ||
 		list_length(a->aggdirectargs) != 1 || list_length(a->args) != 1 ||
 		list_length(a->aggorder) != 1 || a->aggdistinct != NIL ||
@@ -365,10 +494,13 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 		}
 	}
 
-	snprintf(target, sizeof(target), "gs_planner_%s%s%s",
-			 c.builtin ? "builtin_" : "", c.cont ? "cont" : "disc", desc ? "_desc" : "");
+	/* a Citus query: the typed twin (interval's cont overloads are typed) */
+	snprintf(target, sizeof(target), "gs_planner_%s%s%s%s",
+			 c.builtin ? "builtin_" : "", c.cont ? "cont" : "disc", desc ? "_desc" : "",
+			 ctx->citus && !c.interval ? "_typed" : "");
 	/* cont over interval has overloads of its own (they return interval) */
-	target_oid = gs_extension_func(ctx, target, c.interval ? INTERVALOID : ANYELEMENTOID,
+	target_oid = gs_extension_func(ctx, target, c.interval ? INTERVALOID :
+								   ctx->citus ? exprType(x) : ANYELEMENTOID,
 								   c.multi ? FLOAT8ARRAYOID : FLOAT8OID);
 	if (!OidIsValid(target_oid))
 		return NULL;
@@ -469,6 +601,10 @@ gs_candidate_walker(Node *node, void *context)
 	{
 		Aggref	   *a = (Aggref *) node;
 
+		/* a plain aggregate of an extension: gpu_quantile(s) on Citus */
+		if (a->aggkind == AGGKIND_NORMAL && a->aggfnoid >= FirstNormalObjectId &&
+			list_length(a->args) == 2)
+			return true;
 		if (a->aggkind == AGGKIND_ORDERED_SET &&
 			(a->aggfnoid >= FirstNormalObjectId ||
 			 (gs_guc_accelerate_builtins &&
@@ -494,6 +630,7 @@ gs_planner(Query *parse, const char *query_string, int cursorOptions,
 		memset(&ctx, 0, sizeof(ctx));
 		/* the caller's tree stays as parsed (a cached plan may re-plan it) */
 		parse = copyObject(parse);
+		ctx.citus = gs_reads_citus_table(parse);
 		(void) gs_rewrite_walker((Node *) parse, &ctx);
 	}
 	if (gs_prev_planner_hook)

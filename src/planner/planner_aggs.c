@@ -62,17 +62,20 @@ gs_planner_flags(FunctionCallInfo fcinfo)
 	static Oid	last_oid = InvalidOid;
 	static int	last_flags = 0;
 	Aggref	   *aggref = AggGetAggref(fcinfo);
+	Oid			aggoid = gs_wrapped_agg_oid(fcinfo);	/* run by Citus (types.c) */
 	char	   *name;
 
 	if (aggref == NULL)
 		elog(ERROR, "gpuselect planner aggregate called in non-aggregate context");
-	if (aggref->aggfnoid == last_oid)
+	if (!OidIsValid(aggoid))
+		aggoid = aggref->aggfnoid;
+	if (aggoid == last_oid)
 		return last_flags;
-	name = get_func_name(aggref->aggfnoid);
+	name = get_func_name(aggoid);
 	if (name == NULL || strncmp(name, "gs_planner_", 11) != 0)
-		elog(ERROR, "gpuselect: %u is not a planner aggregate", aggref->aggfnoid);
+		elog(ERROR, "gpuselect: %u is not a planner aggregate", aggoid);
 	last_flags = strncmp(name, "gs_planner_builtin_", 19) == 0 ? GS_PLANNER_EXACT : 0;
-	last_oid = aggref->aggfnoid;
+	last_oid = aggoid;
 	return last_flags;
 }
 
@@ -90,6 +93,7 @@ gs_planner_start(FunctionCallInfo fcinfo, bool descending)
 	Aggref	   *aggref = AggGetAggref(fcinfo);
 	GsFnCache  *c;
 	GsState    *st;
+	bool		wrapped;
 
 	if (!AggCheckCallContext(fcinfo, &aggcontext) || aggref == NULL)
 		elog(ERROR, "gpuselect planner aggregate called in non-aggregate context");
@@ -102,11 +106,17 @@ gs_planner_start(FunctionCallInfo fcinfo, bool descending)
 			c->sortop = lookup_type_cache(c->type.typid, TYPECACHE_GT_OPR)->gt_opr;
 	}
 	st = gs_state_create_for(aggcontext, c);
-	/* as plain_aggs.c: partial states are serialized, never selected on */
-	st->partial = DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
-	st->arena_ok = st->partial && fcinfo->context != NULL && IsA(fcinfo->context, AggState) &&
+	/*
+	 * as plain_aggs.c: partial states are serialized, never selected on; a
+	 * state Citus's worker_partial_agg serializes for another server
+	 * (types.c) keeps its keys inline
+	 */
+	wrapped = OidIsValid(gs_wrapped_agg_oid(fcinfo));
+	st->partial = wrapped || DO_AGGSPLIT_SERIALIZE(aggref->aggsplit);
+	st->arena_ok = st->partial && !wrapped && fcinfo->context != NULL &&
+		IsA(fcinfo->context, AggState) &&
 		((AggState *) fcinfo->context)->aggstrategy == AGG_PLAIN;
-	st->lease_ok = st->partial;
+	st->lease_ok = st->partial && !wrapped;
 	st->have_fraction = true;
 	st->fraction_null = PG_ARGISNULL(2);
 	if (!st->partial)

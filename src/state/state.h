@@ -81,6 +81,7 @@ typedef struct GsState
 	/* plain aggregates: the fraction argument, fixed by the first row */
 	bool		have_fraction;
 	bool		fraction_null;
+	bool		fraction_stable;	/* fixed for the whole scan: never compared per row */
 	float8		fraction;		/* gpu_quantile */
 	ArrayType  *fractions;		/* gpu_quantiles (copy in mcxt) */
 	/* gpu_quantiles: stored (TOAST) values known equal to fractions (plain_aggs.c) */
