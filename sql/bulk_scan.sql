@@ -93,6 +93,7 @@ INSERT INTO checks VALUES
  ($$SELECT n, gpu_median(x), gpu_quantile(x, 0.9) FROM bs WHERE x > 100 GROUP BY n$$),
  ($$SELECT late, gpu_quantile(x, 0.25) FROM bs WHERE late <> 42 AND id < 3000 GROUP BY late$$),
  ($$SELECT n, gpu_median(x) FROM bs WHERE n > 2 AND x < 500 GROUP BY n HAVING gpu_median(x) > 10$$),
+ ($$SELECT n + 1, gpu_median(x) FROM bs GROUP BY n HAVING n > 1 AND count(*) > 5$$),
  ($$SELECT gpu_quantile(x, 0.5) FROM bs WHERE id < 0$$),
  ($$SELECT n, gpu_quantile(x, 0.5) FROM bs WHERE id < 0 GROUP BY n$$),
  ($$SELECT gpu_median(x) FROM bs WHERE x IS NULL$$),

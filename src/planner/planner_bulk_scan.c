@@ -187,8 +187,9 @@ gs_bulk_partial_target(PlannerInfo *root, PathTarget *final, Node *having, List 
 		rest = lappend(rest, having);
 	items = pull_var_clause((Node *) rest, PVC_INCLUDE_AGGREGATES |
 							PVC_RECURSE_WINDOWFUNCS | PVC_INCLUDE_PLACEHOLDERS);
+	/* a Var outside the aggregates must be a GROUP BY column (HAVING g > 1) */
 	foreach(lc, items)
-		if (!IsA(lfirst(lc), Aggref))
+		if (!IsA(lfirst(lc), Aggref) && !list_member(t->exprs, lfirst(lc)))
 			return NULL;
 	add_new_columns_to_pathtarget(t, items);
 	foreach(lc, t->exprs)
