@@ -419,6 +419,8 @@ gs_state_resolve_pool_refs(GsState *st, const char *p, const GsSerialPoolHead *p
 	st->lease_gen = ph->gen;
 }
 
+int64		gs_partial_state_max_bytes = 0;
+
 GsState *
 gs_state_deserialize(MemoryContext mcxt, bytea *b)
 {
@@ -432,6 +434,7 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 	uint64		rest;
 	GsState    *st;
 
+	gs_partial_state_max_bytes = Max(gs_partial_state_max_bytes, (int64) VARSIZE(b));
 	if (gs_datum_is_serialized(b))
 		return gs_datum_deserialize(mcxt, b);	/* values, not keys: datum_state.c */
 	if (len < sizeof(hdr))
