@@ -61,6 +61,20 @@ is($answer, $bm, 'interval: parallel spilled gpu_median equals percentile_cont')
 cmp_ok($read eq 'none' ? -1 : $read, '>=', 2, "interval: the leader read the partial states from files ($read)");
 is(psql_value($tmpfiles), 0, 'numeric, interval: success: no temporary file left');
 
+# partial states each under the limit (~25 kB of values each, if the
+# blocks are shared out evenly), together over it: they travel in memory and
+# the leader's combined state spills as they come in
+my $bs = psql_value("SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY t) FROM pspill WHERE g <= 2000;");
+psql_value("CREATE TABLE pspill_small AS SELECT t FROM pspill WHERE g <= 2000; ANALYZE pspill_small;");
+$out = psql_value("$spill SELECT gpu_quantiles(t, $fr) FROM pspill_small; $files_read; "
+	  . "SELECT value FROM gpuselect_status() WHERE name = 'states_spilled';");
+my ($sread, $sspilled);
+($answer, $sread, $sspilled) = split /\n/, $out;
+is($answer, $bs, 'small partial states: gpu_quantiles equals percentile_disc');
+note("small partial states: $sread through a file");
+cmp_ok($sspilled, '>=', 1, 'small partial states: the combined state spilled');
+psql_value('DROP TABLE pspill_small;');
+
 # the built-in syntax rewritten (accelerate_builtins), in parallel too
 $out = psql_value("$spill SET gpuselect.accelerate_builtins = on; "
 	  . "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY t) FROM pspill;");
