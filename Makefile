@@ -23,6 +23,7 @@ OBJS = \
 	src/state/state.o \
 	src/state/state_serial.o \
 	src/state/shared_state.o \
+	src/state/shared_fileset.o \
 	src/state/arena.o \
 	src/state/shm_budget.o \
 	src/state/datum_state.o \

@@ -179,8 +179,10 @@ SELECT value::int8 - :spilled_before AS rewritten_spilled FROM gpuselect_status(
 SELECT pg_temp.plan_has('SELECT percentile_disc(0.37) WITHIN GROUP (ORDER BY t) FROM spv', 'gs_planner_builtin_disc')
        AS rewritten;
 
--- parallel: workers' partial states do not spill; the leader's combined
--- state spills as their values come in (numeric(10,2): keys, turned into values)
+-- parallel: the leader's combined state spills as the values come in
+-- (numeric(10,2): keys, turned into values); the partial states that pass
+-- the limit (workers' and, if it scanned enough, the leader's own) spill into
+-- files the leader reads (test/t/015 checks those)
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
@@ -193,7 +195,7 @@ SELECT percentile_disc(0.37) WITHIN GROUP (ORDER BY t)::text = :'b_t' AS par_t,
        percentile_cont(0.37) WITHIN GROUP (ORDER BY iv)::text = :'b_iv' AS par_iv,
        percentile_disc(0.37) WITHIN GROUP (ORDER BY n2)::text = :'b_n2' AS par_n2
 FROM spv;
-SELECT value::int8 - :spilled_before AS par_spilled FROM gpuselect_status() WHERE name = 'states_spilled';
+SELECT value::int8 - :spilled_before >= 4 AS par_spilled FROM gpuselect_status() WHERE name = 'states_spilled';
 RESET max_parallel_workers_per_gather;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;

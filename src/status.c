@@ -19,6 +19,7 @@
 #include "select/dispatch.h"
 #include "service/service.h"
 #include "state/arena.h"
+#include "state/shared_fileset.h"
 #include "state/shared_state.h"
 #include "state/shm_budget.h"
 #include "state/spill.h"
@@ -80,6 +81,8 @@ gpuselect_status(PG_FUNCTION_ARGS)
 	gs_emit("work_mem_bytes", psprintf(UINT64_FORMAT, (uint64) gs_spill_limit_bytes()), &ea);
 	gs_emit("states_taken_over", psprintf(INT64_FORMAT, gs_states_taken_over), &ea);
 	gs_emit("states_shared", psprintf(INT64_FORMAT, gs_states_shared), &ea);
+	gs_emit("states_shared_files", psprintf(INT64_FORMAT, gs_states_shared_files), &ea);
+	gs_emit("partial_state_max_bytes", psprintf(INT64_FORMAT, gs_partial_state_max_bytes), &ea);
 	gs_emit("states_in_arena", psprintf(INT64_FORMAT, gs_states_in_arena), &ea);
 	gs_emit("fraction_full_compares", psprintf(INT64_FORMAT, gs_fraction_full_compares), &ea);
 	gs_emit("final_batches", psprintf(INT64_FORMAT, gs_final_batches), &ea);

@@ -40,7 +40,9 @@
  * get_agg_clause_costs, examine_variable, DecodeUnits); DefineCustom*Variable and MarkGUCPrefixReserved,
  * dsm_create/attach/pin_mapping/find_mapping and DSM_CREATE_NULL_IF_MAXSEGMENTS,
  * AllocSetContextCreate, RegisterXactCallback, the aggregate support API
- * (AggCheckCallContext, AggGetAggref), ConditionVariable and wait events.
+ * (AggCheckCallContext, AggGetAggref), ConditionVariable and wait events,
+ * SharedFileSetInit/Attach and the FileSet BufFile calls (BufFileCreateFileSet,
+ * BufFileOpenFileSet, BufFileExportFileSet: 15 already has the FileSet API).
  * 16 builds extensions with -fvisibility=hidden: PG_FUNCTION_INFO_V1 and
  * fmgr.h's _PG_init declaration export what the server looks up.
  */

@@ -25,9 +25,15 @@
  * sample (fixed seed, at most 1023 values, and at most a quarter of the
  * limit -- 64 kB to 256 kB -- of copies: a sample over its bytes drops a
  * random half), which gives the first level its pivots without a pass.
- * Partial states of parallel workers never spill (they are serialized to
- * the leader); the leader's combined state spills as a worker's chunks
- * would take it past the limit, before they are copied.
+ * Partial states.  A plain aggregate's partial state (a parallel worker's,
+ * or the leader's own share) spills too, into the one file of a file set
+ * the leader can open (shared_fileset.c); serializing it completes the file
+ * and sends only its set's handle, and the leader's state deserialized from
+ * it reads the file as a spilled store's, so combining it copies it in
+ * passes of one record, into a combined state that spills on its own past
+ * the limit (as it does for a worker's chunks, before they are copied).
+ * A GROUP BY's partial states stay in memory: its leader may stop reading
+ * partial states early, and a worker cannot wait for it (shared_fileset.c).
  *
  * The selection over the file: datum_spill_select.c.
  */
@@ -40,6 +46,7 @@
 #include "base/guc.h"
 #include "state/datum_spill.h"
 #include "state/datum_state.h"
+#include "state/shared_fileset.h"
 #include "state/spill.h"
 
 #define GS_DSPILL_SAMPLE_MAX		1023
@@ -158,6 +165,17 @@ gs_dfile_open(GsDFile *f, MemoryContext mcxt)
 }
 
 void
+gs_dfile_open_shared(GsDFile *f, MemoryContext mcxt, GsSharedFileSet *fs)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	BufFile    *file = gs_shared_fileset_create_file(fs);
+
+	MemoryContextSwitchTo(old);
+	memset(f, 0, sizeof(*f));
+	gs_temp_file_adopt(&f->tf, mcxt, file);
+}
+
+void
 gs_dfile_write(GsDFile *f, const char *data, Size used, int64 nvals)
 {
 	GsDRecord	h;
@@ -252,7 +270,9 @@ gs_datum_spill_wanted(const GsState *st, Size more_bytes)
 	const GsDatumStore *s = st->datums;
 	Size		held = more_bytes;
 
-	if (st->partial || s->spill != NULL || s->in_memory)
+	/* a partial state only where its leader reads every one (arena_ok: no GROUP
+	 * BY); a moving frame's store never (in_memory) */
+	if ((st->partial && !st->arena_ok) || s->spill != NULL || s->in_memory)
 		return false;
 	for (int i = 0; i < s->nchunks; i++)
 		held += s->chunks[i].cap;
@@ -294,9 +314,16 @@ gs_datum_spill_start(GsState *st)
 	bool		keys = s->keymode == GS_DK_NUMERIC;
 	GsDatumSpill *sp;
 
-	Assert(!st->partial && s->spill == NULL);
+	Assert(s->spill == NULL);
 	sp = (GsDatumSpill *) MemoryContextAllocZero(st->mcxt, sizeof(GsDatumSpill));
-	gs_dfile_open(&sp->file, st->mcxt);
+	if (st->partial)
+	{
+		/* the set first: its mapping must outlive the file (callbacks run last first) */
+		sp->shared = gs_shared_fileset_create(st->mcxt);
+		gs_dfile_open_shared(&sp->file, st->mcxt, sp->shared);
+	}
+	else
+		gs_dfile_open(&sp->file, st->mcxt);
 	gs_dsample_init(&sp->sample, st->mcxt);
 	s->spill = sp;
 	gs_states_spilled++;
@@ -362,8 +389,9 @@ gs_datum_spill_reserve(GsState *st, Size size)
 
 /*
  * into += from where from spilled: its records read back one at a time.
- * PostgreSQL combines deserialized partial states, which never spill; this
- * keeps the combine correct for any state it may be given.
+ * from is a partial state deserialized from a file reference (a worker's,
+ * or the leader's own share): its file is the one that state wrote.  into
+ * spills on its own once the copies would pass the limit.
  */
 void
 gs_datum_spill_combine_from(GsState *into, const GsState *from)
@@ -388,4 +416,50 @@ gs_datum_spill_combine_from(GsState *into, const GsState *from)
 	for (int i = 0; i < fs->nchunks; i++)
 		gs_datum_add_values_chunk(into, fs->chunks[i].data, fs->chunks[i].used);
 	into->nrows += from->nrows;
+}
+
+/* ---------------- partial states in a file set (datum_state.c's serial form) ---------------- */
+
+void
+gs_datum_spill_export(GsState *st, dsm_handle *handle, int64 *nrecords)
+{
+	GsDatumSpill *sp = st->datums->spill;
+
+	if (sp == NULL || sp->shared == NULL)
+		elog(ERROR, "gpuselect: a state spilled to a private file cannot be serialized");
+	if (!sp->exported)
+	{
+		/* the write buffer (and a value too large for it) go last */
+		gs_dspill_flush(st);
+		BufFileExportFileSet(sp->file.tf.file);
+		gs_temp_file_close(&sp->file.tf);
+		sp->exported = true;
+	}
+	*handle = gs_shared_fileset_handle(sp->shared);
+	*nrecords = sp->file.nrecords;
+}
+
+void
+gs_datum_spill_open_shared(GsState *st, dsm_handle handle, int64 nrecords, int64 nvals)
+{
+	GsDatumStore *s = st->datums;
+	GsDatumSpill *sp;
+	MemoryContext old;
+	BufFile    *file;
+
+	if (nrecords < 0 || nvals < nrecords)
+		elog(ERROR, "gpuselect: serialized state has a bad header");
+	sp = (GsDatumSpill *) MemoryContextAllocZero(st->mcxt, sizeof(GsDatumSpill));
+	sp->shared = gs_shared_fileset_attach(handle, st->mcxt);
+	old = MemoryContextSwitchTo(st->mcxt);
+	file = gs_shared_fileset_open_file(sp->shared);
+	MemoryContextSwitchTo(old);
+	gs_temp_file_adopt(&sp->file.tf, st->mcxt, file);
+	sp->file.nrecords = nrecords;
+	sp->file.nvals = nvals;
+	sp->exported = true;		/* read only */
+	gs_dsample_init(&sp->sample, st->mcxt);
+	s->keymode = GS_DK_VALUES;
+	s->spill = sp;
+	st->nrows = nvals;
 }

@@ -49,11 +49,18 @@ typedef struct GsDRecord
 	uint64		nvals;
 } GsDRecord;
 
-/* a spilled store's file and sample (GsDatumStore.spill) */
+/*
+ * a spilled store's file and sample (GsDatumStore.spill).  A partial state's
+ * file is in a file set the leader can open (shared_fileset.c): written by
+ * the state that spilled until it is serialized (exported: read-only,
+ * closed), read by the state deserialized from it.
+ */
 typedef struct GsDatumSpill
 {
 	GsDFile		file;
 	GsDSample	sample;
+	struct GsSharedFileSet *shared; /* the file's set, or NULL: a private file */
+	bool		exported;		/* serialized: the file is complete and closed */
 } GsDatumSpill;
 
 /* the limit's shares: a write buffer (a quarter of it, 8 kB to 1 MB) */
@@ -65,6 +72,8 @@ extern void gs_dsample_add(GsDSample *sm, const GsDatumStore *s, Datum val, Size
 
 /* a new file (GsTempFile: lives as long as mcxt), a record appended to it */
 extern void gs_dfile_open(GsDFile *f, MemoryContext mcxt);
+/* the same, but the file of a new file set (a partial state's) */
+extern void gs_dfile_open_shared(GsDFile *f, MemoryContext mcxt, struct GsSharedFileSet *fs);
 extern void gs_dfile_write(GsDFile *f, const char *data, Size used, int64 nvals);
 
 /*

@@ -418,6 +418,10 @@ gs_datum_combine(GsState *into, const GsState *from)
  *   fraction array       array_bytes, zero-padded to MAXALIGN
  *   nchunks times        uint64 used, then `used` bytes of a chunk, padded to
  *                        MAXALIGN (offsets in a chunk keep their alignment)
+ *   or, for a spilled partial state (GS_DSF_SHARED_FILE, nchunks 0):
+ *   GsDatumSerialFile    the handle of the file set holding its values
+ *                        (shared_fileset.c) and the file's records; the
+ *                        leader reads them from there (datum_spill.c)
  *
  * Host-endian and unversioned like the key states: both ends are one build.
  */
@@ -425,6 +429,13 @@ gs_datum_combine(GsState *into, const GsState *from)
 #define GS_DSF_HAVE_FRACTION	0x01
 #define GS_DSF_FRACTION_NULL	0x02
 #define GS_DSF_HAVE_ARRAY		0x04
+#define GS_DSF_SHARED_FILE		0x08
+
+typedef struct GsDatumSerialFile
+{
+	dsm_handle	handle;
+	int64		nrecords;
+} GsDatumSerialFile;
 
 typedef struct GsDatumSerialHeader
 {
@@ -463,11 +474,17 @@ gs_datum_serialize(const GsState *st)
 	bytea	   *b;
 	char	   *p;
 
-	/* only partial states are serialized, and they never spill */
+	GsDatumSerialFile ref;
+
+	/* a partial state that spilled: its file completed, only its name travels */
 	if (s->spill != NULL)
-		elog(ERROR, "gpuselect: a spilled state cannot be serialized");
-	for (int i = 0; i < s->nchunks; i++)
-		total += sizeof(uint64) + MAXALIGN(s->chunks[i].used);
+	{
+		gs_datum_spill_export((GsState *) st, &ref.handle, &ref.nrecords);
+		total += MAXALIGN(sizeof(ref));
+	}
+	else
+		for (int i = 0; i < s->nchunks; i++)
+			total += sizeof(uint64) + MAXALIGN(s->chunks[i].used);
 	if (total > gs_serial_limit())
 		gs_serial_too_large(st->nrows, total, gs_serial_limit());
 
@@ -478,11 +495,12 @@ gs_datum_serialize(const GsState *st)
 	hdr.collation = s->collation;
 	hdr.flags = (st->have_fraction ? GS_DSF_HAVE_FRACTION : 0) |
 		(st->fraction_null ? GS_DSF_FRACTION_NULL : 0) |
-		(st->fractions ? GS_DSF_HAVE_ARRAY : 0);
+		(st->fractions ? GS_DSF_HAVE_ARRAY : 0) |
+		(s->spill != NULL ? GS_DSF_SHARED_FILE : 0);
 	hdr.array_bytes = array_bytes;
 	hdr.fraction = st->fraction;
 	hdr.nrows = st->nrows;
-	hdr.nchunks = s->nchunks;
+	hdr.nchunks = s->spill != NULL ? 0 : s->nchunks;
 	hdr.keymode = s->keymode;
 	hdr.keyshort = s->keyshort;
 	hdr.dscale = s->dscale;
@@ -495,6 +513,11 @@ gs_datum_serialize(const GsState *st)
 	if (array_bytes)
 		memcpy(p, st->fractions, array_bytes);
 	p += MAXALIGN(array_bytes);
+	if (s->spill != NULL)
+	{
+		memcpy(p, &ref, sizeof(ref));
+		return b;
+	}
 	for (int i = 0; i < s->nchunks; i++)
 	{
 		uint64		used = s->chunks[i].used;
@@ -544,6 +567,18 @@ gs_datum_deserialize(MemoryContext mcxt, bytea *b)
 	}
 	p += MAXALIGN(hdr.array_bytes);
 
+	if (hdr.flags & GS_DSF_SHARED_FILE)
+	{
+		GsDatumSerialFile ref;
+
+		if (hdr.nchunks != 0 || hdr.keymode != GS_DK_VALUES ||
+			(Size) (end - p) != MAXALIGN(sizeof(ref)))
+			elog(ERROR, "gpuselect: serialized state has a bad length");
+		memcpy(&ref, p, sizeof(ref));
+		/* the values stay in the worker's file until combine copies them */
+		gs_datum_spill_open_shared(st, ref.handle, ref.nrecords, hdr.nrows);
+		return st;
+	}
 	for (int64 i = 0; i < hdr.nchunks; i++)
 	{
 		uint64		used;

@@ -17,6 +17,7 @@
 #include "postgres.h"
 #include "access/tupmacs.h"
 #include "fmgr.h"
+#include "storage/dsm.h"
 #include "utils/sortsupport.h"
 
 #include "state/state.h"
@@ -108,7 +109,9 @@ extern void gs_datum_combine(GsState *into, const GsState *from);
  * before it adds a chunk (or copies one in), gs_datum_spill_start writes
  * every value held to a new temporary file, and a spilled store's appends
  * go through gs_datum_spill_reserve (its write buffer, flushed to the file
- * when full).  Partial states of parallel plans never spill.
+ * when full).  Partial states spill only in plain aggregates (no GROUP BY),
+ * into a file the leader opens (shared_fileset.c), since only there does
+ * the leader read every partial state.
  */
 extern bool gs_datum_spill_wanted(const GsState *st, Size more_bytes);
 extern void gs_datum_spill_start(GsState *st);
@@ -123,6 +126,16 @@ extern void gs_datum_spill_combine_from(GsState *into, const GsState *from);
 extern void gs_datum_append_keys_as_values(GsState *st, const GsDatumChunk *chunks, int nchunks,
 										   int dscale, bool short_hdr);
 extern GsDatumChunk *gs_datum_new_chunk(GsState *st, Size cap);
+
+/*
+ * A spilled partial state serialized (datum_state.c): its buffer flushed,
+ * its file completed and closed; *handle names the file's set
+ * (shared_fileset.c), *nrecords its records.  And the leader's side: a
+ * state deserialized from such a reference reads that file (as a spilled
+ * store whose file is the worker's; combine copies it in passes).
+ */
+extern void gs_datum_spill_export(GsState *st, dsm_handle *handle, int64 *nrecords);
+extern void gs_datum_spill_open_shared(GsState *st, dsm_handle handle, int64 nrecords, int64 nvals);
 
 /* serialized form of a GS_T_DATUM state (magic "GSD2"); see datum_state.c */
 extern bool gs_datum_is_serialized(bytea *b);

@@ -69,8 +69,18 @@ StaticAssertDecl(sizeof(GsSharedHeader) <= GS_SHARED_KEYS_OFFSET,
 
 int64		gs_states_shared = 0;
 
-/* worker: segments created in this transaction, waiting for the leader */
-static dsm_segment **pending;
+/*
+ * worker: segments created in this transaction, waiting for the leader (a
+ * shared partial state's, or a value spill's file set: shared_fileset.c)
+ */
+typedef struct GsPendingSegment
+{
+	dsm_segment *seg;
+	pg_atomic_uint32 *attached; /* in the segment: set by the leader */
+	ConditionVariable *cv;		/* in the segment: the worker sleeps on it */
+} GsPendingSegment;
+
+static GsPendingSegment *pending;
 static int	npending;
 static int	maxpending;
 static bool xact_callback_registered = false;
@@ -87,15 +97,14 @@ gs_shared_release_pending(bool wait)
 {
 	while (npending > 0)
 	{
-		dsm_segment *seg = pending[npending - 1];
+		GsPendingSegment *p = &pending[npending - 1];
+		dsm_segment *seg = p->seg;
 
 		if (wait)
 		{
-			GsSharedHeader *h = gs_shared_header(seg);
-
-			ConditionVariablePrepareToSleep(&h->cv);
-			while (pg_atomic_read_u32(&h->attached) == 0)
-				ConditionVariableSleep(&h->cv, PG_WAIT_EXTENSION);
+			ConditionVariablePrepareToSleep(p->cv);
+			while (pg_atomic_read_u32(p->attached) == 0)
+				ConditionVariableSleep(p->cv, PG_WAIT_EXTENSION);
 			ConditionVariableCancelSleep();
 		}
 		/* off the list first: an ERROR in dsm_detach must not detach twice */
@@ -144,6 +153,40 @@ gs_dsm_room_for(Size bytes)
 	return (uint64) vfs.f_bavail * (uint64) vfs.f_frsize >= (uint64) bytes;
 }
 
+/* room on the pending list for one more segment (before creating it) */
+static void
+gs_shared_pending_room(void)
+{
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(gs_shared_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	if (npending == maxpending)
+	{
+		int			newmax = maxpending > 0 ? maxpending * 2 : 4;
+
+		if (pending == NULL)
+			pending = MemoryContextAlloc(TopMemoryContext, newmax * sizeof(GsPendingSegment));
+		else
+			pending = repalloc(pending, newmax * sizeof(GsPendingSegment));
+		maxpending = newmax;
+	}
+}
+
+void
+gs_shared_hold_until_attached(dsm_segment *seg, pg_atomic_uint32 *attached,
+							  ConditionVariable *cv)
+{
+	gs_shared_pending_room();
+	/* unmapped by gs_shared_release_pending, not by the resource owner */
+	dsm_pin_mapping(seg);
+	pending[npending].seg = seg;
+	pending[npending].attached = attached;
+	pending[npending].cv = cv;
+	npending++;
+}
+
 bool
 gs_shared_state_wanted(Size key_bytes)
 {
@@ -173,22 +216,7 @@ gs_shared_state_create(Size key_bytes, dsm_handle *handle)
 	GsSharedHeader *h;
 	Size		reserved;
 
-	if (!xact_callback_registered)
-	{
-		RegisterXactCallback(gs_shared_xact_callback, NULL);
-		xact_callback_registered = true;
-	}
-	if (npending == maxpending)
-	{
-		int			newmax = maxpending > 0 ? maxpending * 2 : 4;
-
-		if (pending == NULL)
-			pending = MemoryContextAlloc(TopMemoryContext, newmax * sizeof(dsm_segment *));
-		else
-			pending = repalloc(pending, newmax * sizeof(dsm_segment *));
-		maxpending = newmax;
-	}
-
+	gs_shared_pending_room();
 	reserved = GS_SHARED_KEYS_OFFSET + key_bytes;
 	if (gs_shm_budget_reserve(reserved, reserved) == 0)
 		return NULL;			/* past gpuselect.max_shared_memory: the queue */
@@ -217,14 +245,11 @@ gs_shared_state_create(Size key_bytes, dsm_handle *handle)
 		gs_shm_budget_release(reserved);
 		return NULL;
 	}
-	/* unmapped by gs_shared_release_pending, not by the resource owner */
-	dsm_pin_mapping(seg);
-	pending[npending++] = seg;
-
 	h = gs_shared_header(seg);
 	h->magic = GS_SHARED_MAGIC;
 	pg_atomic_init_u32(&h->attached, 0);
 	ConditionVariableInit(&h->cv);
+	gs_shared_hold_until_attached(seg, &h->attached, &h->cv);
 	h->key_bytes = key_bytes;
 	*handle = dsm_segment_handle(seg);
 	return (char *) h + GS_SHARED_KEYS_OFFSET;

@@ -145,17 +145,23 @@ gs_temp_file_resowner_release(ResourceReleasePhase phase, bool isCommit,
 void
 gs_temp_file_open(GsTempFile *tf, MemoryContext mcxt)
 {
-	MemoryContext old;
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	BufFile    *file = BufFileCreateTemp(false);
 
+	MemoryContextSwitchTo(old);
+	gs_temp_file_adopt(tf, mcxt, file);
+}
+
+void
+gs_temp_file_adopt(GsTempFile *tf, MemoryContext mcxt, BufFile *file)
+{
 	if (!gs_release_callback_set)
 	{
 		RegisterResourceReleaseCallback(gs_temp_file_resowner_release, NULL);
 		gs_release_callback_set = true;
 	}
 	memset(tf, 0, sizeof(*tf));
-	old = MemoryContextSwitchTo(mcxt);
-	tf->file = BufFileCreateTemp(false);
-	MemoryContextSwitchTo(old);
+	tf->file = file;
 	tf->owner = CurrentResourceOwner;
 	dlist_push_head(&gs_open_temp_files, &tf->node);
 	tf->cb.func = gs_temp_file_release;

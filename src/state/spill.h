@@ -36,6 +36,12 @@ typedef struct GsTempFile
 } GsTempFile;
 
 extern void gs_temp_file_open(GsTempFile *tf, MemoryContext mcxt);
+/*
+ * The same lifetime for a BufFile opened elsewhere (allocated in mcxt, under
+ * the current resource owner): a file set's file (shared_fileset.c), which
+ * closing does not delete (its set does).
+ */
+extern void gs_temp_file_adopt(GsTempFile *tf, MemoryContext mcxt, BufFile *file);
 extern void gs_temp_file_close(GsTempFile *tf);
 /* seek / read exactly, an ERROR on failure */
 extern void gs_temp_file_seek(GsTempFile *tf, int fileno, off_t off);

@@ -146,6 +146,12 @@ extern bytea *gs_state_serialize(const GsState *st, bool allow_shared);
 extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
 /* a state handed by reference to an aggregate in this same backend ("GSL1") */
 extern bytea *gs_state_serialize_local(GsState *st);
+/*
+ * the largest serialized partial state this backend deserialized, in bytes
+ * (gpuselect_status): what a leader held at once for one state, beside its
+ * copy; a state whose values are in a segment, an arena or a file is small
+ */
+extern int64 gs_partial_state_max_bytes;
 /* the largest serialized state: MaxAllocSize, less under gpuselect.test_max_serial_bytes */
 extern uint64 gs_serial_limit(void);
 /* ERROR 54000 for a state of nrows values that would serialize to total > limit bytes */

@@ -439,6 +439,8 @@ gs_state_resolve_pool_refs(GsState *st, const char *p, const GsSerialPoolHead *p
 	st->lease_gen = ph->gen;
 }
 
+int64		gs_partial_state_max_bytes = 0;
+
 bytea *
 gs_state_serialize_local(GsState *st)
 {
@@ -485,6 +487,7 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 	uint64		rest;
 	GsState    *st;
 
+	gs_partial_state_max_bytes = Max(gs_partial_state_max_bytes, (int64) VARSIZE(b));
 	if (gs_datum_is_serialized(b))
 		return gs_datum_deserialize(mcxt, b);	/* values, not keys: datum_state.c */
 	if (len >= sizeof(uint32) && *(const uint32 *) p == GS_LOCAL_MAGIC)
