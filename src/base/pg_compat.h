@@ -22,6 +22,8 @@
  *   - GS_PROCESSED_GROUP_CLAUSE (16): the planner's GROUP BY with redundant
  *     keys removed is root->processed_groupClause; before 16 the planner
  *     used parse->groupClause itself.
+ *   - GS_EXPLAIN_RTABLE_SIZE (18): the range table's length as EXPLAIN
+ *     counts it for column prefixes (without the RTE_GROUP entry of 18).
  *   - GS_ADJUST_APPENDREL_MULTILEVEL (16): adjust_appendrel_attrs_multilevel
  *     takes the child and top RelOptInfos; before 16 their relids.
  *   - GS_HAVE_DSM_REGISTRY (17): GetNamedDSMSegment (storage/dsm_registry.h)
@@ -94,6 +96,13 @@ typedef BackendId ProcNumber;
 #define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->processed_groupClause)
 #else
 #define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->parse->groupClause)
+#endif
+
+/* ---- 18: EXPLAIN's count of range table entries leaves out RTE_GROUP ---- */
+#if PG_VERSION_NUM >= 180000
+#define GS_EXPLAIN_RTABLE_SIZE(es) ((es)->rtable_size)
+#else
+#define GS_EXPLAIN_RTABLE_SIZE(es) list_length((es)->rtable)
 #endif
 
 /* ---- 16: adjust_appendrel_attrs_multilevel takes RelOptInfos ---- */

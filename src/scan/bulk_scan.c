@@ -609,7 +609,7 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	GsBulkScanState *bs = (GsBulkScanState *) node;
 	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
 	List	   *context = set_deparse_context_plan(es->deparse_cxt, &cs->scan.plan, ancestors);
-	bool		prefix = list_length(es->rtable) > 1 || es->verbose;
+	bool		prefix = GS_EXPLAIN_RTABLE_SIZE(es) > 1 || es->verbose;
 	ListCell   *lc;
 	int			col = 0;
 	List	   *quals = (List *) linitial(cs->custom_exprs);
