@@ -14,6 +14,8 @@
 # CREATE STATISTICS on the hour so sum gets its best plan):
 #   sum(latency) per hour; p50/p90/p99 per hour in the built-in syntax with
 #   accelerate_builtins, bulk on and off; Grafana's $__timeGroup shape.
+# GS_BULK_AB_PREFAULT=1 adds a block per size: the GPU rows with
+# gpuselect.prefault_pool_chunks on and off.
 # Every query of one block runs in turn, GS_BULK_REPS rounds, in one session
 # (the GPU machine's speed differs between sessions, not within one); the
 # table shows each query's median and its ratio to the block's anchor.
@@ -99,6 +101,14 @@ executor plan, GPU service|$s $gpu SET gpuselect.bulk_scan = off;|SELECT gpu_qua
 executor plan, CPU engine|$s $cpu SET gpuselect.bulk_scan = off;|SELECT gpu_quantiles(x, $F101) FROM $t
 EOF
 	done
+	if [ "${GS_BULK_AB_PREFAULT:-0}" = 1 ]; then
+		block "$n rows, key-pool prefault A/B" "serial, prefault on" <<EOF
+serial, prefault on|$serial $gpu|SELECT gpu_quantiles(x, $F101) FROM $t
+serial, prefault off|$serial $gpu SET gpuselect.prefault_pool_chunks = off;|SELECT gpu_quantiles(x, $F101) FROM $t
+$WORKERS workers, prefault on|$par $gpu|SELECT gpu_quantiles(x, $F101) FROM $t
+$WORKERS workers, prefault off|$par $gpu SET gpuselect.prefault_pool_chunks = off;|SELECT gpu_quantiles(x, $F101) FROM $t
+EOF
+	fi
 done
 
 if [ "$DASH_ROWS" -gt 0 ]; then
