@@ -48,6 +48,7 @@ OBJS = \
 	src/aggs/datum_final.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
+	src/planner/planner_fraction.o \
 	src/planner/planner_groups.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
