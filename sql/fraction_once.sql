@@ -116,6 +116,13 @@ SELECT gpu_quantiles(f8, (SELECT fr FROM fo_fr WHERE id = 1))::text
 FROM fo;
 SELECT (SELECT value::int8 FROM gpuselect_status() WHERE name = 'fraction_full_compares') - :c0 AS full_compares;
 SELECT pg_temp.fo_shape('SELECT g, gpu_quantiles(f8, (SELECT fr FROM fo_fr WHERE id = 1)) FROM fo GROUP BY g', false) AS quantiles_shape;
+-- an outer query's column that the planner replaces by an expression
+-- (subquery pull-up): computed once per outer row, not per inner row
+SELECT bool_and(a::text = b::text) AS outer_expression_ok
+FROM (SELECT (SELECT gpu_quantiles(f8, o.a) FROM fo) AS a,
+             (SELECT percentile_disc(o.a) WITHIN GROUP (ORDER BY f8) FROM fo) AS b
+      FROM (SELECT ARRAY[g / 10.0, 0.5]::float8[] AS a FROM generate_series(1, 3) g) o) s;
+SELECT pg_temp.fo_shape('SELECT (SELECT gpu_quantiles(f8, o.a) FROM fo) FROM (SELECT ARRAY[g / 10.0, 0.5]::float8[] AS a FROM generate_series(1, 3) g) o', false) AS outer_expression_shape;
 -- over no rows: a constant is still validated, a computed fraction is not looked at
 \set VERBOSITY sqlstate
 SELECT gpu_quantile(f8, 1.5) FROM fo WHERE false;

@@ -25,7 +25,9 @@
  *     standard_planner folds those, and plain_aggs.c validates a constant
  *     fraction even over no rows, which it could not through a Param;
  *   - not a bare Param (already a fetch) nor an uncorrelated sub-select
- *     itself (already an InitPlan);
+ *     itself (already an InitPlan).  An outer query's column is moved too:
+ *     the planner may pull the outer subquery up and put an expression in
+ *     its place, which would then run per row;
  *   - no Var of this query level (a GROUP BY expression: per group, not
  *     per query), no aggregate, window function or placeholder of any level,
  *     no volatile function (the built-in evaluates it per group: it must not
