@@ -459,9 +459,9 @@ gs_is_quantile_func(Oid funcid, GsRewriteCtx *ctx)
 /*
  * gpu_quantile(s)(x, p), as an aggregate or a window function: p computed
  * once instead of per row where it does not depend on the row
- * (planner_fraction.c).  node is this mutator's own copy.
+ * (planner_fraction.c).  Returns node, or a copy with the new p.
  */
-static void
+static Node *
 gs_hoist_quantile_fraction(Node *node, GsRewriteCtx *ctx)
 {
 	if (IsA(node, Aggref))
@@ -472,25 +472,28 @@ gs_hoist_quantile_fraction(Node *node, GsRewriteCtx *ctx)
 
 		if (a->aggkind != AGGKIND_NORMAL || a->agglevelsup != 0 ||
 			list_length(a->args) != 2 || !gs_is_quantile_func(a->aggfnoid, ctx))
-			return;
+			return node;
 		tle = lsecond_node(TargetEntry, a->args);
-		if ((p = gs_fraction_hoist(ctx->query, (Node *) tle->expr, ctx->bound)) != NULL)
-		{
-			tle = flatCopyTargetEntry(tle);
-			tle->expr = (Expr *) p;
-			a->args = list_make2(linitial(a->args), tle);
-		}
+		if ((p = gs_fraction_hoist(ctx->query, (Node *) tle->expr, ctx->bound)) == NULL)
+			return node;
+		a = (Aggref *) copyObject(a);
+		lsecond_node(TargetEntry, a->args)->expr = (Expr *) p;
+		return (Node *) a;
 	}
-	else if (IsA(node, WindowFunc))
+	if (IsA(node, WindowFunc))
 	{
 		WindowFunc *w = (WindowFunc *) node;
 		Node	   *p;
 
 		if (list_length(w->args) != 2 || !gs_is_quantile_func(w->winfnoid, ctx))
-			return;
-		if ((p = gs_fraction_hoist(ctx->query, lsecond(w->args), ctx->bound)) != NULL)
-			w->args = list_make2(linitial(w->args), p);
+			return node;
+		if ((p = gs_fraction_hoist(ctx->query, lsecond(w->args), ctx->bound)) == NULL)
+			return node;
+		w = (WindowFunc *) copyObject(w);
+		lsecond(w->args) = p;
+		return (Node *) w;
 	}
+	return node;
 }
 
 /* this level's Aggrefs; a sublink's Query is another level (gs_rewrite_walker) */
@@ -507,17 +510,11 @@ gs_level_mutator(Node *node, GsRewriteCtx *ctx)
 
 		return r ? r : node;
 	}
+	/* (an Aggref's arguments hold no aggregate of this level) */
 	if (IsA(node, Aggref))
-	{
-		/* its arguments hold no aggregate of this level */
-		node = (Node *) copyObject(node);
-		gs_hoist_quantile_fraction(node, ctx);
-		return node;
-	}
+		return gs_hoist_quantile_fraction(node, ctx);
 	node = expression_tree_mutator(node, gs_level_mutator, ctx);
-	if (IsA(node, WindowFunc))
-		gs_hoist_quantile_fraction(node, ctx);
-	return node;
+	return IsA(node, WindowFunc) ? gs_hoist_quantile_fraction(node, ctx) : node;
 }
 
 static void
