@@ -6,7 +6,10 @@
 EXTENSION = gpuselect
 MODULE_big = gpuselect
 DATA = $(wildcard extension/gpuselect--*.sql)
-DOCS = README.md
+# README.md and docs/*.md go to $(docdir)/extension/gpuselect/ (rules below),
+# not through PGXS's DOCS, which installs files flat: every extension's
+# README.md would be one file there, and README's links into docs/ break
+GS_DOCS = README.md $(wildcard docs/*.md)
 
 OBJS = \
 	src/gpuselect.o \
@@ -49,6 +52,7 @@ OBJS = \
 	src/scan/bulk_groups.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
+	src/planner/planner_fraction.o \
 	src/planner/planner_groups.o \
 	src/planner/planner_bulk_scan.o
 
@@ -99,6 +103,19 @@ EXTRA_CLEAN = $(CUDA_OBJS) test/unit/*.bin test/gpu/*.bin test/bench/*.bin
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# the documentation, laid out as in the source tree (README.md, docs/*.md)
+GS_DOCDIR = $(DESTDIR)$(docdir)/extension/gpuselect
+.PHONY: install-gs-docs uninstall-gs-docs
+install: install-gs-docs
+uninstall: uninstall-gs-docs
+install-gs-docs:
+	$(MKDIR_P) '$(GS_DOCDIR)/docs'
+	$(INSTALL_DATA) $(srcdir)/README.md '$(GS_DOCDIR)/'
+	$(INSTALL_DATA) $(addprefix $(srcdir)/, $(filter docs/%,$(GS_DOCS))) '$(GS_DOCDIR)/docs/'
+uninstall-gs-docs:
+	rm -f $(addprefix '$(GS_DOCDIR)'/, $(GS_DOCS))
+	-rmdir '$(GS_DOCDIR)/docs' '$(GS_DOCDIR)'
 
 # PGXS tracks no header dependencies (only with --enable-depend), so a
 # changed header rebuilds every object: an object compiled against an older

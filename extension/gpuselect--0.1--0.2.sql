@@ -1,5 +1,6 @@
 /* gpuselect 0.1 -> 0.2: moving-aggregate support for gpu_median,
- * gpu_quantile and gpu_quantiles (rolling percentiles as window functions) */
+ * gpu_quantile and gpu_quantiles (rolling percentiles as window functions);
+ * gpuselect_status()'s kind column */
 
 \echo Use "ALTER EXTENSION gpuselect UPDATE TO '0.2'" to load this file. \quit
 
@@ -198,3 +199,15 @@ CREATE AGGREGATE gs_planner_quantiles_gather(anyelement, float8[]) (
 	FINALFUNC_EXTRA,
 	PARALLEL = SAFE
 );
+
+-- gpuselect_status() gains a kind column (status.c): the operator's rows
+-- set apart from the internal counters.  A new OUT column changes the
+-- result type, which CREATE OR REPLACE cannot do.
+DROP FUNCTION gpuselect_status();
+CREATE FUNCTION gpuselect_status(OUT name text, OUT value text, OUT kind text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'gpuselect_status'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION gpuselect_status() IS
+'gpuselect settings, state, counters and the last selection run of this backend; kind: setting, state, counter, last_run or internal';

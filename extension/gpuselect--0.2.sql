@@ -298,13 +298,13 @@ COMMENT ON AGGREGATE gpu_quantiles(anyelement, float8[]) IS
 -- Status: settings, GPU availability, run counters, the last run.
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpuselect_status(OUT name text, OUT value text)
+CREATE FUNCTION gpuselect_status(OUT name text, OUT value text, OUT kind text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'gpuselect_status'
 LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION gpuselect_status() IS
-'gpuselect settings, GPU availability, GPU/CPU run counts and the last selection run of this backend';
+'gpuselect settings, state, counters and the last selection run of this backend; kind: setting, state, counter, last_run or internal';
 
 -- ---------------------------------------------------------------------
 -- Planner targets (src/planner/planner.c, src/planner/planner_aggs.c).  The planner hook

@@ -308,6 +308,14 @@ SELECT count(*) AS common_rows FROM gpuselect_status()
 WHERE name IN ('device', 'gpu_min_rows', 'approximate', 'approx_buckets', 'seed', 'debug', 'gpu_available',
                'gpu_runs', 'cpu_runs', 'states_created', 'last_path', 'last_n', 'last_ranks',
                'last_approximate', 'last_bytes_copied', 'last_copy_ms', 'last_select_ms', 'last_rank_bound');
+-- each row's kind: what an operator reads set apart from internal counters;
+-- booleans spelled on / off only
+SELECT name, kind FROM gpuselect_status()
+WHERE name IN ('version', 'accelerate_builtins', 'device', 'gpu_available', 'gpu_runs', 'states_spilled',
+               'states_created', 'fraction_full_compares', 'last_path', 'service', 'service_state')
+ORDER BY name;
+SELECT kind, count(*) > 0 AS present FROM gpuselect_status() GROUP BY kind ORDER BY kind;
+SELECT name, value FROM gpuselect_status() WHERE value IN ('true', 'false', 't', 'f', 'yes', 'no');
 
 -- settings (the default as built; a session may run with another, e.g. PGOPTIONS)
 SELECT boot_val FROM pg_settings WHERE name = 'gpuselect.device';

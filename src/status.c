@@ -3,6 +3,20 @@
  * selection run, read from every layer (the settings, the GPU service, the
  * states and their storage, the dispatcher, the finalize batch), so it
  * sits at the top of src/ beside _PG_init, above all of them.
+ *
+ * Each row has a kind, so that an operator reads what is meant for them
+ * (WHERE kind <> 'internal'):
+ *   setting   a setting in force in this session
+ *   state     what is the case now: the build, the GPU and its service,
+ *             memory in use
+ *   counter   counts an operator acts on: runs, spills, the service's
+ *             fallbacks and failures
+ *   last_run  this backend's last selection (the last_* rows)
+ *   internal  counters of the implementation, read by the tests and by
+ *             whoever works on gpuselect
+ * The kind is looked up here by name (gs_row_kind), the layers that emit
+ * rows (the service's among them) need not know it; a row not listed is a
+ * state.  Booleans are spelled on / off, as SHOW spells settings.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -31,12 +45,88 @@ typedef struct GsEmitArg
 	TupleDesc	td;
 } GsEmitArg;
 
+/* the rows that are not states, by kind (the header says what each means) */
+typedef struct GsRowKind
+{
+	const char *name;
+	const char *kind;
+} GsRowKind;
+
+static const GsRowKind gs_row_kinds[] = {
+	{"accelerate_builtins", "setting"},
+	{"device", "setting"},
+	{"gpu_min_rows", "setting"},
+	{"approximate", "setting"},
+	{"approx_buckets", "setting"},
+	{"seed", "setting"},
+	{"debug", "setting"},
+	{"work_mem_bytes", "setting"},
+	{"max_shared_memory_bytes", "setting"},
+	{"service", "setting"},
+	{"service_prefetch_limit_bytes", "setting"},
+
+	{"gpu_runs", "counter"},
+	{"cpu_runs", "counter"},
+	{"states_spilled", "counter"},
+	{"selections_canceled", "counter"},
+	{"shared_memory_refused", "counter"},
+	{"service_starts", "counter"},
+	{"service_served", "counter"},
+	{"service_failed", "counter"},
+	{"service_requeued", "counter"},
+	{"service_fallen_back", "counter"},
+	{"service_canceled", "counter"},
+	{"service_timed_out", "counter"},
+	{"service_pool_exhausted", "counter"},
+	{"service_pool_waits", "counter"},
+	{"service_restart_waits", "counter"},
+
+	{"states_created", "internal"},
+	{"states_taken_over", "internal"},
+	{"states_shared", "internal"},
+	{"states_in_arena", "internal"},
+	{"fraction_full_compares", "internal"},
+	{"final_batches", "internal"},
+	{"final_batch_groups", "internal"},
+	{"final_batch_threads", "internal"},
+	{"interrupts_absorbed", "internal"},
+	{"parallel_arena_bytes", "internal"},
+	{"parallel_arena_used_bytes", "internal"},
+	{"parallel_arena_last_bytes", "internal"},
+	{"parallel_arena_last_used_bytes", "internal"},
+	{"shared_memory_budget", "internal"},
+	{"key_pool_scan_bytes", "internal"},
+	{"key_pool_scan_short", "internal"},
+	{"key_pool_leases_swept", "internal"},
+	{"service_keys_in_place", "internal"},
+	{"service_keys_copied", "internal"},
+	{"states_shared_files", "internal"},
+	{"partial_state_max_bytes", "internal"},
+	{"moving_peak_values", "internal"},
+	{"moving_peak_bytes", "internal"},
+	{"service_worker_keys_in_place", "internal"},
+	{"service_prefetch_bytes", "internal"},
+	{"service_prefetch_used_bytes", "internal"},
+	{"service_prefetch_resident_bytes", "internal"},
+};
+
+static const char *
+gs_row_kind(const char *name)
+{
+	if (strncmp(name, "last_", 5) == 0)
+		return "last_run";
+	for (int i = 0; i < lengthof(gs_row_kinds); i++)
+		if (strcmp(name, gs_row_kinds[i].name) == 0)
+			return gs_row_kinds[i].kind;
+	return "state";
+}
+
 static void
 gs_emit(const char *name, const char *value, void *arg)
 {
 	GsEmitArg  *ea = (GsEmitArg *) arg;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
 
 	values[0] = CStringGetTextDatum(name);
 	if (value)
@@ -46,6 +136,9 @@ gs_emit(const char *name, const char *value, void *arg)
 		values[1] = (Datum) 0;
 		nulls[1] = true;
 	}
+	/* 0.1's function has no kind column: a library of 0.2 before ALTER
+	 * EXTENSION UPDATE fills the two it has (heap_form_tuple reads natts) */
+	values[2] = CStringGetTextDatum(gs_row_kind(name));
 	tuplestore_putvalues(ea->ts, ea->td, values, nulls);
 }
 

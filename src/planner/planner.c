@@ -11,6 +11,10 @@
  * HashAggregate and Partial Aggregate for the new Aggrefs (docs/architecture.md
  * says why this hook and not plan post-processing).
  *
+ * gpu_quantile(s)'s fraction argument, which PostgreSQL evaluates per row
+ * too, becomes an InitPlan the same way wherever it does not depend on the
+ * row (gs_hoist_quantile_fraction).
+ *
  * Rewritten (at every query level: subqueries, CTEs, sublinks, views as
  * expanded by the rewriter -- their stored definitions are untouched):
  *   - gpu_percentile_disc / gpu_percentile_cont, always;
@@ -25,6 +29,10 @@
  *     inputcollid;
  *   - one ORDER BY expression, no DISTINCT, the Aggref belongs to this level;
  *   - the fraction is fixed per group (gs_fraction_fixed_per_group);
+ *   - its per-row cost is small: one that does not depend on the row is
+ *     computed once, as an InitPlan (planner_fraction.c); one that does (a
+ *     GROUP BY expression) is evaluated per row, so an array built per row
+ *     keeps the built-in, whose sort costs less (gs_fraction_cheap_per_row);
  *   - a scalar fraction is a valid constant after folding, or else the
  *     Aggref is a whole target-list entry of a query without HAVING (the
  *     no-rows check, below).
@@ -90,6 +98,7 @@ typedef struct GsRewriteCtx
 	bool		plain_looked_up;
 	Oid			quantile_oid;	/* gpu_quantile(anyelement, float8) */
 	Oid			quantiles_oid;	/* gpu_quantiles(anyelement, float8[]) */
+	ParamListInfo bound;		/* the planning call's parameters (a custom plan's) */
 } GsRewriteCtx;
 
 /* what an ordered-set Aggref is, as far as the rewrite cares */
@@ -271,6 +280,12 @@ gs_fraction_walker(Node *node, GsFractionCheck *fc)
 		}
 		return false;
 	}
+	/* an uncorrelated sub-select: one value for the whole query (an InitPlan) */
+	if (IsA(node, SubLink) &&
+		(((SubLink *) node)->subLinkType == EXPR_SUBLINK ||
+		 ((SubLink *) node)->subLinkType == ARRAY_SUBLINK) &&
+		gs_fraction_once_per_query(node))
+		return false;
 	if (IsA(node, Aggref) || IsA(node, GroupingFunc) || IsA(node, WindowFunc) ||
 		IsA(node, SubLink) || IsA(node, PlaceHolderVar) || IsA(node, Query))
 	{
@@ -282,9 +297,10 @@ gs_fraction_walker(Node *node, GsFractionCheck *fc)
 
 /*
  * Is the fraction the same for every row of a group?  Constants, parameters,
- * outer-level columns, stable functions, and expressions of this level's
- * grouping expressions (gs_equality_is_identity) are; volatile functions,
- * set-returning functions, sublinks, aggregates and other columns are not.
+ * outer-level columns, stable functions, uncorrelated sub-selects, and
+ * expressions of this level's grouping expressions (gs_equality_is_identity)
+ * are; volatile functions, set-returning functions, correlated sub-selects,
+ * aggregates and other columns are not.
  */
 static bool
 gs_fraction_fixed_per_group(Query *q, Node *frac)
@@ -448,6 +464,7 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	char		target[64];
 	Oid			target_oid;
 	Aggref	   *na;
+	Node	   *frac_arg;
 
 	if (a->aggkind == AGGKIND_NORMAL && ctx->citus)
 		return gs_twin_plain(a, ctx);
@@ -472,7 +489,8 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 		return NULL;
 	if (!c.multi)
 	{
-		Node	   *folded = eval_const_expressions(NULL, copyObject(frac));
+		/* a custom plan's parameters are constants too */
+		Node	   *folded = gs_fraction_fold(frac, ctx->bound);
 
 		if (IsA(folded, Const))
 		{
@@ -505,6 +523,21 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	if (!OidIsValid(target_oid))
 		return NULL;
 
+	/*
+	 * The fraction becomes an argument, evaluated per input row: computed
+	 * once instead where it does not depend on the row (planner_fraction.c);
+	 * where it does (a GROUP BY expression), only if that costs little next
+	 * to the built-in's sort, else the built-in stays.
+	 */
+	frac_arg = gs_fraction_hoist(ctx->query, frac, ctx->bound);
+	if (frac_arg == NULL)
+	{
+		if (!gs_fraction_once_per_query(frac) && !gs_fraction_cheap_per_row(frac))
+			return NULL;
+		/* evaluated per input row: below the grouping step (pg_compat.h) */
+		frac_arg = gs_flatten_group_exprs(ctx->query, copyObject(frac));
+	}
+
 	/* the same call as a plain aggregate: args (x, fraction), no ORDER BY */
 	na = copyObject(a);
 	na->aggfnoid = target_oid;
@@ -519,10 +552,8 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	 * whatever the parser merged into the ordered-set Aggref's.
 	 */
 	na->inputcollid = collid;
-	/* evaluated per input row: below the grouping step (pg_compat.h) */
 	na->args = list_make2(makeTargetEntry((Expr *) copyObject(x), 1, NULL, false),
-						  makeTargetEntry((Expr *) gs_flatten_group_exprs(ctx->query, copyObject(frac)),
-										  2, NULL, false));
+						  makeTargetEntry((Expr *) frac_arg, 2, NULL, false));
 	if (!guard)
 		return (Node *) na;
 
@@ -534,6 +565,69 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 								 a->aggcollid, a->aggcollid, COERCE_EXPLICIT_CALL);
 }
 
+/* gpu_quantile(anyelement, float8) or gpu_quantiles(anyelement, float8[]) of the extension? */
+static bool
+gs_is_quantile_func(Oid funcid, GsRewriteCtx *ctx)
+{
+	char	   *name;
+	Oid		   *argtypes;
+	int			nargs;
+
+	if (funcid < FirstNormalObjectId)
+		return false;
+	name = get_func_name(funcid);
+	if (name == NULL ||
+		(strcmp(name, "gpu_quantile") != 0 && strcmp(name, "gpu_quantiles") != 0))
+		return false;
+	get_func_signature(funcid, &argtypes, &nargs);
+	if (nargs != 2 || argtypes[0] != ANYELEMENTOID ||
+		(argtypes[1] != FLOAT8OID && argtypes[1] != FLOAT8ARRAYOID))
+		return false;
+	gs_lookup_extension(ctx);
+	return OidIsValid(ctx->ext_oid) &&
+		getExtensionOfObject(ProcedureRelationId, funcid) == ctx->ext_oid;
+}
+
+/*
+ * gpu_quantile(s)(x, p), as an aggregate or a window function: p computed
+ * once instead of per row where it does not depend on the row
+ * (planner_fraction.c).  Returns node, or a copy with the new p.
+ */
+static Node *
+gs_hoist_quantile_fraction(Node *node, GsRewriteCtx *ctx)
+{
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *a = (Aggref *) node;
+		TargetEntry *tle;
+		Node	   *p;
+
+		if (a->aggkind != AGGKIND_NORMAL || a->agglevelsup != 0 ||
+			list_length(a->args) != 2 || !gs_is_quantile_func(a->aggfnoid, ctx))
+			return node;
+		tle = lsecond_node(TargetEntry, a->args);
+		if ((p = gs_fraction_hoist(ctx->query, (Node *) tle->expr, ctx->bound)) == NULL)
+			return node;
+		a = (Aggref *) copyObject(a);
+		lsecond_node(TargetEntry, a->args)->expr = (Expr *) p;
+		return (Node *) a;
+	}
+	if (IsA(node, WindowFunc))
+	{
+		WindowFunc *w = (WindowFunc *) node;
+		Node	   *p;
+
+		if (list_length(w->args) != 2 || !gs_is_quantile_func(w->winfnoid, ctx))
+			return node;
+		if ((p = gs_fraction_hoist(ctx->query, lsecond(w->args), ctx->bound)) == NULL)
+			return node;
+		w = (WindowFunc *) copyObject(w);
+		lsecond(w->args) = p;
+		return (Node *) w;
+	}
+	return node;
+}
+
 /* this level's Aggrefs; a sublink's Query is another level (gs_rewrite_walker) */
 static Node *
 gs_level_mutator(Node *node, GsRewriteCtx *ctx)
@@ -542,13 +636,17 @@ gs_level_mutator(Node *node, GsRewriteCtx *ctx)
 		return NULL;
 	if (IsA(node, Query))
 		return node;
-	if (IsA(node, Aggref))
+	if (IsA(node, Aggref) && ((Aggref *) node)->aggkind == AGGKIND_ORDERED_SET)
 	{
 		Node	   *r = gs_rewrite_aggref((Aggref *) node, ctx, false);
 
 		return r ? r : node;
 	}
-	return expression_tree_mutator(node, gs_level_mutator, ctx);
+	/* (an Aggref's arguments hold no aggregate of this level) */
+	if (IsA(node, Aggref))
+		return gs_hoist_quantile_fraction(node, ctx);
+	node = expression_tree_mutator(node, gs_level_mutator, ctx);
+	return IsA(node, WindowFunc) ? gs_hoist_quantile_fraction(node, ctx) : node;
 }
 
 static void
@@ -580,7 +678,7 @@ gs_rewrite_walker(Node *node, GsRewriteCtx *ctx)
 		Query	   *outer = ctx->query;
 
 		ctx->query = q;
-		if (q->hasAggs)
+		if (q->hasAggs || q->hasWindowFuncs)
 			gs_rewrite_level(q, ctx);
 		(void) query_tree_walker(q, gs_rewrite_walker, ctx, 0);
 		ctx->query = outer;
@@ -615,6 +713,19 @@ gs_candidate_walker(Node *node, void *context)
 			   a->aggfnoid == F_PERCENTILE_CONT_FLOAT8_INTERVAL ||
 			   a->aggfnoid == F_PERCENTILE_CONT__FLOAT8_INTERVAL))))
 			return true;
+		/* maybe gpu_quantile(s) with a fraction to compute once */
+		if (a->aggkind == AGGKIND_NORMAL && a->aggfnoid >= FirstNormalObjectId &&
+			list_length(a->args) == 2 &&
+			!IsA(lsecond_node(TargetEntry, a->args)->expr, Const))
+			return true;
+	}
+	if (IsA(node, WindowFunc))
+	{
+		WindowFunc *w = (WindowFunc *) node;
+
+		if (w->winfnoid >= FirstNormalObjectId && list_length(w->args) == 2 &&
+			!IsA(lsecond(w->args), Const))
+			return true;
 	}
 	return expression_tree_walker(node, gs_candidate_walker, context);
 }
@@ -628,6 +739,7 @@ gs_planner(Query *parse, const char *query_string, int cursorOptions,
 		GsRewriteCtx ctx;
 
 		memset(&ctx, 0, sizeof(ctx));
+		ctx.bound = boundParams;
 		/* the caller's tree stays as parsed (a cached plan may re-plan it) */
 		parse = copyObject(parse);
 		ctx.citus = gs_reads_citus_table(parse);

@@ -7,6 +7,8 @@
 #ifndef GS_PLANNER_H
 #define GS_PLANNER_H
 
+#include "nodes/params.h"
+#include "nodes/parsenodes.h"
 #include "nodes/pathnodes.h"
 
 /* chain gpuselect's planner_hook in front of any previous one (_PG_init) */
@@ -14,6 +16,12 @@ extern void gs_planner_install_hook(void);
 
 /* is funcid a function of the gpuselect extension (planner.c)? */
 extern bool gs_planner_is_gpuselect_func(Oid funcid);
+
+/* a fraction computed once per query, not per row (planner_fraction.c) */
+extern Node *gs_fraction_fold(Node *frac, ParamListInfo bound);
+extern bool gs_fraction_once_per_query(Node *frac);
+extern Node *gs_fraction_hoist(Query *q, Node *frac, ParamListInfo bound);
+extern bool gs_fraction_cheap_per_row(Node *frac);
 
 /* chain gpuselect's create_upper_paths_hook: group estimates of time
  * buckets (planner_groups.c, _PG_init) */

@@ -953,7 +953,7 @@ gs_svc_gpu_rows(uint32 state, const char *reason,
 	else if (state != GS_SVC_READY)
 		why = psprintf("the GPU service is %s%s%s", gs_svc_state_name(state),
 					   reason[0] ? ": " : "", reason);
-	emit("gpu_available", why == NULL ? "true" : "false", arg);
+	emit("gpu_available", why == NULL ? "on" : "off", arg);
 	emit("gpu_reason", why == NULL ? "ready (the GPU service)" : why, arg);
 }
 
@@ -975,7 +975,7 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	emit("cuda_build", gs_service_cuda_built() ? "on" : "off", arg);
 	if (!gs_svc_preloaded || c == NULL)
 	{
-		emit("gpu_available", "false", arg);
+		emit("gpu_available", "off", arg);
 		emit("gpu_reason", !gs_service_cuda_built() ?
 			 "this build has no CUDA support (built with USE_CUDA=0)" :
 			 gs_service_off_reason(), arg);

@@ -18,7 +18,7 @@ my %st = map { split /\|/, $_, 2 } split /\n/,
 my $cuda = $st{cuda_build} eq 'on';
 is($st{service}, 'off', 'status: no service');
 is($st{service_reason}, 'gpuselect is not in shared_preload_libraries', 'status: service_reason');
-is($st{gpu_available}, 'false', 'status: the GPU is not used');
+is($st{gpu_available}, 'off', 'status: the GPU is not used');
 like($st{gpu_reason},
 	$cuda ? qr/^there is no GPU service: gpuselect is not in shared_preload_libraries$/
 	: qr/no CUDA support/, 'status: gpu_reason says why');
