@@ -118,9 +118,23 @@ gs_bulk_agg_of(Aggref *a, Index relid, GsBulkAggKind *kind, AttrNumber *attno, E
 		return false;
 	len = strlen(name);
 	*descending = len > 5 && strcmp(name + len - 5, "_desc") == 0;
-	if (strncmp(name, "gs_planner_", 11) == 0 && strcmp(name, "gs_planner_check_fraction") != 0)
+	/*
+	 * The rewrite's targets by their exact names: gs_planner_[builtin_]
+	 * (disc|cont)[_desc] (planner_aggs.c); not Citus's typed twins or
+	 * gathered forms (planner.c), whose transitions differ.
+	 */
+	if (strncmp(name, "gs_planner_", 11) == 0)
+	{
+		const char *k = name + 11;
+
+		if (strncmp(k, "builtin_", 8) == 0)
+			k += 8;
+		if (strcmp(k, "disc") != 0 && strcmp(k, "cont") != 0 &&
+			strcmp(k, "disc_desc") != 0 && strcmp(k, "cont_desc") != 0)
+			return false;
 		*kind = list_length(a->aggargtypes) == 2 && lsecond_oid(a->aggargtypes) == FLOAT8ARRAYOID ?
 			GS_BULK_PLANNER_MULTI : GS_BULK_PLANNER, nargs = 2;
+	}
 	else if (strcmp(name, "gpu_median") == 0)
 		*kind = GS_BULK_MEDIAN, nargs = 1;
 	else if (strcmp(name, "gpu_quantile") == 0)

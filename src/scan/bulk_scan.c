@@ -286,6 +286,7 @@ gs_bulk_new_state(GsBulkScanState *bs, GsBulkAgg *a)
 	GsState    *st = gs_state_create(bs->statecxt, a->typid);
 
 	st->descending = a->descending;
+	st->fraction_stable = true;	/* evaluated once for the scan */
 	st->partial = (bs->flags & GS_BULK_PARTIAL) != 0;
 	st->lease_ok = st->partial;
 	if (a->kind == GS_BULK_MEDIAN)
