@@ -23,8 +23,9 @@
 #
 # Knobs: GS_ARCH_CHECK=small (n <= 100000; default: the full check),
 # GS_ARCH_RUNS="default sm_86 sm_80 ptx80-jit" (add sm_75 or sm_89 to see
-# those cards' limits; sm_75 declines 8-byte keys: docs/building.md),
-# GS_SEED (default fixed), NVCC.  build and run may be separate calls (the
+# those cards' limits; sm_75 declines most exact calls (GS_ERR_TOO_LARGE: docs/building.md), so its run fails there),
+# GS_SEED (default fixed), NVCC, GS_ARCH_ALL_LIST (the "all" build's
+# CUDA_ARCH; default every architecture of kernels/engines.mk).  build and run may be separate calls (the
 # binaries stay under test/gpu/build, which run reuses).
 set -u
 cd "$(dirname "$0")/../.."
@@ -40,7 +41,14 @@ rc=0
 
 # bytes of GPU code in a binary: its .nv_fatbin section (all architectures)
 fatbin_bytes() {
-	objdump -h "$1" 2>/dev/null | awk '$2 == ".nv_fatbin" { print strtonum("0x" $3) }'
+	local h
+	h=$(objdump -h "$1" 2>/dev/null | awk '$2 == ".nv_fatbin" { print $3 }')
+	[ -n "$h" ] && echo $((16#$h))
+}
+
+# seconds from $1 to $2 (date +%s.%N), rounded
+secs() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'
 }
 
 # build LABEL [make variables for kernels/engines.mk]: the harness into $B/arch-LABEL
@@ -50,13 +58,14 @@ build_one() {
 	local dir=$B/arch-$label t0 t1
 	rm -rf "$dir"
 	t0=$(date +%s.%N)
-	if ! env "$@" test/gpu/prebuild.sh "$dir" > "$OUTD/build-$label.log" 2>&1; then
+	# (a CUDA_ARCH or CUDA_PTX of the caller's environment does not apply)
+	if ! env -u CUDA_ARCH -u CUDA_PTX "$@" test/gpu/prebuild.sh "$dir" > "$OUTD/build-$label.log" 2>&1; then
 		echo "| build $label | FAILED: see build-$label.log | | |" >> "$summary"
 		rc=1
 		return
 	fi
 	t1=$(date +%s.%N)
-	printf '| build %s | %.0f s | %s bytes | %s |\n' "$label" "$(echo "$t1 - $t0" | bc)" \
+	printf '| build %s | %s s | %s bytes | %s |\n' "$label" "$(secs "$t0" "$t1")" \
 		"$(fatbin_bytes "$dir/gs_test.bin")" "$(stat -c %s "$dir/gs_test.bin") bytes binary" >> "$summary"
 	cuobjdump --list-elf "$dir/gs_test.bin" 2>/dev/null | sed 's/.*\.\(sm_[0-9a-z]*\)\..*/\1/' | sort | uniq -c \
 		> "$OUTD/elf-$label.txt"
@@ -88,7 +97,7 @@ run_one() {
 	t1=$(date +%s.%N)
 	line=$(grep -m1 '^device ' "$OUTD/check-$label.log" | cut -c1-160)
 	res=$(tail -n 1 "$OUTD/check-$label.log")
-	printf '| %s | %s | exit %d | %s | %.0f s |\n' "$label" "$res" "$r" "$line" "$(echo "$t1 - $t0" | bc)" >> "$summary"
+	printf '| %s | %s | exit %d | %s | %s s |\n' "$label" "$res" "$r" "$line" "$(secs "$t0" "$t1")" >> "$summary"
 	echo "$res" > "$OUTD/result-$label.txt"
 	[ $r -eq 0 ] || rc=1
 }
@@ -100,7 +109,9 @@ echo "nvcc: $(${NVCC:-nvcc} --version 2>/dev/null | tail -1)" >> "$summary"
 if [ "$what" = all ] || [ "$what" = build ]; then
 	echo "| build | time | GPU code (.nv_fatbin) | binary |" >> "$summary"
 	echo "|---|---:|---:|---:|" >> "$summary"
-	build_one all
+	all_vars=()
+	[ -n "${GS_ARCH_ALL_LIST:-}" ] && all_vars=("CUDA_ARCH=$GS_ARCH_ALL_LIST")
+	build_one all "${all_vars[@]}"
 	build_one ptx80 CUDA_ARCH= CUDA_PTX=80
 fi
 if [ "$what" = all ] || [ "$what" = run ]; then
