@@ -843,8 +843,10 @@ gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *rank
 	}
 	if (!e->sample_ok[sizeof(K) == 8])
 	{
-		/* k_sample's 8192-key sample of 8-byte keys is 64 KB: more than a
-		 * T4's block holds; the caller's CPU engine gives the answer */
+		/* k_sample's one-block sample sort (CUB's BlockRadixSort of 512
+		 * threads, 6-bit digits: 66 KB of temporary storage) does not fit a
+		 * T4's 64 KB; the caller's CPU engine gives the answer
+		 * (docs/building.md) */
 		rc = gs_fail(err, GS_ERR_TOO_LARGE, "exact selection of %zu-byte keys needs more shared memory per block "
 					 "than this device's %zu bytes", sizeof(K), e->lim.smem_per_block);
 		goto done;
