@@ -6,8 +6,8 @@
 #
 #   eval "$(make -s --no-print-directory -f kernels/engines.mk engine-vars)"
 #
-# sets GS_CPU_ENGINE_SRCS, GS_CUDA_ENGINE_SRCS, GS_ENGINE_INCLUDES and
-# GS_CUDA_ARCH (nvcc's -gencode flags) in a shell.  Paths are relative to the repository root.
+# sets GS_CPU_ENGINE_SRCS, GS_CUDA_ENGINE_SRCS, GS_ENGINE_INCLUDES,
+# GS_CUDA_ARCH (nvcc's -gencode flags) and GS_CUDA_ARCHS_ALL in a shell.  Paths are relative to the repository root.
 # Needs no pg_config and no nvcc.
 
 # the plain-C CPU engine (no PostgreSQL, no CUDA): kernels/cpu/
@@ -52,4 +52,5 @@ engine-vars:
 	@echo "GS_CUDA_ENGINE_SRCS='$(GS_CUDA_ENGINE_SRCS)'"
 	@echo "GS_ENGINE_INCLUDES='$(GS_ENGINE_INCLUDES)'"
 	@echo "GS_CUDA_ARCH='$(strip $(GS_CUDA_ARCH))'"
+	@echo "GS_CUDA_ARCHS_ALL='$(GS_CUDA_ARCHS_ALL)'"
 endif

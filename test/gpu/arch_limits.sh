@@ -109,9 +109,10 @@ echo "nvcc: $(${NVCC:-nvcc} --version 2>/dev/null | tail -1)" >> "$summary"
 if [ "$what" = all ] || [ "$what" = build ]; then
 	echo "| build | time | GPU code (.nv_fatbin) | binary |" >> "$summary"
 	echo "|---|---:|---:|---:|" >> "$summary"
-	all_vars=()
-	[ -n "${GS_ARCH_ALL_LIST:-}" ] && all_vars=("CUDA_ARCH=$GS_ARCH_ALL_LIST")
-	build_one all "${all_vars[@]}"
+	# every architecture of kernels/engines.mk (prebuild.sh alone builds
+	# for the Hopper only)
+	eval "$(env -u CUDA_ARCH -u CUDA_PTX make -s --no-print-directory -f kernels/engines.mk engine-vars)"
+	build_one all "CUDA_ARCH=${GS_ARCH_ALL_LIST:-$GS_CUDA_ARCHS_ALL}"
 	build_one ptx80 CUDA_ARCH= CUDA_PTX=80
 fi
 if [ "$what" = all ] || [ "$what" = run ]; then
