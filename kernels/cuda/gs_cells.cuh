@@ -113,13 +113,21 @@ gs_cells_packed(int P, int kb)
 	return kb == 4 && P <= 2048;
 }
 
-/* count: K spl[P] (m < P splitters and the padding) | unsigned hist[2P] |
- * tab[cap+1] (uint16, or uint32 packed) */
+/* count: K spl[P] (m < P splitters and the padding) | unsigned
+ * hist[hwords] (2P, or a window of the buckets: k_count) | tab[cap+1]
+ * (uint16, or uint32 packed) */
+static __host__ __device__ __forceinline__ size_t
+gs_count_smem_for(int P, int kb, int cap, bool packed, int hwords)
+{
+	return gs_align16((size_t) P * kb) + gs_align16((size_t) hwords * 4) +
+		gs_align16(((size_t) cap + 1) * (packed ? 4 : 2));
+}
+
+/* the default layout: the whole histogram, gs_cells_cap cells */
 static __host__ __device__ __forceinline__ size_t
 gs_count_smem(int P, int kb, bool packed)
 {
-	return gs_align16((size_t) P * kb) + gs_align16((size_t) 2 * P * 4) +
-		gs_align16(((size_t) gs_cells_cap(P, kb) + 1) * (packed ? 4 : 2));
+	return gs_count_smem_for(P, kb, gs_cells_cap(P, kb), packed, 2 * P);
 }
 
 /* filter: the keep mask of up to 2P - 1 buckets, one copy per bank

@@ -141,6 +141,39 @@ gs_rec_del(gs_cuda_engine *e, void *p, int host)
 
 /* ------------------------------------------------------------ launches */
 
+size_t
+gs_static_smem(const void *fn)
+{
+	cudaFuncAttributes fa;
+
+	if (cudaFuncGetAttributes(&fa, fn) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return 0;
+	}
+	return fa.sharedSizeBytes;
+}
+
+bool
+gs_smem_fits(const gs_cuda_engine *e, const void *fn, size_t dyn)
+{
+	return fn != NULL && gs_static_smem(fn) + dyn <= e->lim.smem_per_block;
+}
+
+size_t
+gs_dyn_budget(const gs_cuda_engine *e, const void *fn)
+{
+	const size_t st = gs_static_smem(fn);
+
+	return st < e->lim.smem_per_block ? e->lim.smem_per_block - st : 0;
+}
+
+/*
+ * The runtime's occupancy is the real device's; under a smaller card's
+ * limits (gs_cuda_open_limited) the blocks per SM are also bounded by that
+ * card's threads, blocks and shared memory per SM (1 KB of which each
+ * block's system use takes from sm_80 on).
+ */
 int
 gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads)
 {
@@ -151,13 +184,121 @@ gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads)
 		(void) cudaGetLastError();
 		per = 1;
 	}
+	{
+		const size_t blk = gs_static_smem(fn) + dyn + 1024;
+		int			lim = e->lim.max_threads_per_sm / threads;
+
+		if (lim > e->lim.max_blocks_per_sm)
+			lim = e->lim.max_blocks_per_sm;
+		if ((size_t) lim > e->lim.smem_per_sm / blk)
+			lim = (int) (e->lim.smem_per_sm / blk);
+		if (per > lim)
+			per = lim < 1 ? 1 : lim;
+	}
 	return per * e->nsm;
+}
+
+/* ------------------------------------------------------------ limits */
+
+/* a kernel of this file whose PTX version says what the build's code for
+ * this device was compiled as (gs_pdl_usable) */
+__global__ void
+k_pdl_probe(void)
+{
+}
+
+/* smaller cards whose limits a test may plan with (gs_cuda_open_limited);
+ * figures: the CUDA C++ Programming Guide's table of compute capabilities,
+ * SM counts of the card named */
+static const struct
+{
+	const char *name;
+	gs_cuda_limits lim;
+}			gs_limit_presets[] =
+{
+	{"sm_75", {7, 5, 40, 1024, 16, 64 * 1024, 64 * 1024}},	/* T4 */
+	{"sm_80", {8, 0, 108, 2048, 32, 163 * 1024, 164 * 1024}},	/* A100 */
+	{"sm_86", {8, 6, 72, 1536, 16, 99 * 1024, 100 * 1024}},	/* A10 */
+	{"sm_89", {8, 9, 58, 1536, 24, 99 * 1024, 100 * 1024}},	/* L4 */
+};
+
+static gs_status
+gs_read_limits(int ordinal, gs_cuda_limits *l, gs_error *err)
+{
+	int			v[7];
+	const cudaDeviceAttr at[7] = {
+		cudaDevAttrComputeCapabilityMajor, cudaDevAttrComputeCapabilityMinor,
+		cudaDevAttrMultiProcessorCount, cudaDevAttrMaxThreadsPerMultiProcessor,
+		cudaDevAttrMaxBlocksPerMultiprocessor, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+		cudaDevAttrMaxSharedMemoryPerMultiprocessor};
+
+	for (int i = 0; i < 7; i++)
+	{
+		cudaError_t ce = cudaDeviceGetAttribute(&v[i], at[i], ordinal);
+
+		if (ce != cudaSuccess)
+			return gs_cuda_fail(err, ce, "cudaDeviceGetAttribute");
+	}
+	l->cc_major = v[0];
+	l->cc_minor = v[1];
+	l->sm_count = v[2];
+	l->max_threads_per_sm = v[3];
+	l->max_blocks_per_sm = v[4];
+	l->smem_per_block = (size_t) v[5];
+	l->smem_per_sm = (size_t) v[6];
+	return GS_OK;
+}
+
+/* the device's limits, each lowered to the preset's (a test setting) */
+static gs_status
+gs_apply_preset(const char *name, gs_cuda_limits *l, gs_error *err)
+{
+	if (name == NULL || name[0] == '\0')
+		return GS_OK;
+	for (size_t i = 0; i < sizeof gs_limit_presets / sizeof gs_limit_presets[0]; i++)
+		if (strcmp(name, gs_limit_presets[i].name) == 0)
+		{
+			const gs_cuda_limits *p = &gs_limit_presets[i].lim;
+
+			/* the code that runs is the device's: its compute capability stays */
+			l->sm_count = l->sm_count < p->sm_count ? l->sm_count : p->sm_count;
+			l->max_threads_per_sm = l->max_threads_per_sm < p->max_threads_per_sm ? l->max_threads_per_sm
+				: p->max_threads_per_sm;
+			l->max_blocks_per_sm = l->max_blocks_per_sm < p->max_blocks_per_sm ? l->max_blocks_per_sm
+				: p->max_blocks_per_sm;
+			l->smem_per_block = l->smem_per_block < p->smem_per_block ? l->smem_per_block : p->smem_per_block;
+			l->smem_per_sm = l->smem_per_sm < p->smem_per_sm ? l->smem_per_sm : p->smem_per_sm;
+			return GS_OK;
+		}
+	return gs_fail(err, GS_ERR_INVALID, "unknown device limits \"%s\" (sm_75, sm_80, sm_86, sm_89)", name);
+}
+
+/*
+ * Programmatic dependent launch needs the device (9.0+) and kernels built
+ * with griddepcontrol (gs_pdl_enter: PTX 9.0+).  A build whose code for this
+ * device is older PTX, JIT-compiled (CUDA_FORCE_PTX_JIT with compute_80
+ * PTX on a Hopper), has kernels that do not wait: launched as dependents
+ * they could read a level's state before the kernel before them wrote it.
+ */
+static bool
+gs_pdl_usable(const gs_cuda_engine *e)
+{
+	cudaFuncAttributes fa;
+
+	if (e->lim.cc_major < 9)
+		return false;
+	if (cudaFuncGetAttributes(&fa, (const void *) k_pdl_probe) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return false;
+	}
+	return fa.ptxVersion >= 90;
 }
 
 /* ------------------------------------------------------------ lifecycle */
 
 static gs_status
-gs_cuda_open_impl(int ordinal, gs_cuda_engine **out, gs_error *err)
+gs_cuda_open_impl(int ordinal, const char *limits, gs_cuda_engine **out, gs_error *err)
 {
 	int			count = 0;
 	cudaError_t ce;
@@ -190,15 +331,20 @@ gs_cuda_open_impl(int ordinal, gs_cuda_engine **out, gs_error *err)
 	GS_CK(cudaSetDevice(ordinal), "cudaSetDevice");
 	GS_CK(cudaFree(0), "creating the CUDA context");
 	GS_CK(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
-	if (prop.major < 9)
+	if (prop.major * 10 + prop.minor < 75)
 	{
-		rc = gs_fail(err, GS_ERR_NO_DEVICE, "device %s has compute capability %d.%d; gpuselect is built for 9.0",
+		rc = gs_fail(err, GS_ERR_NO_DEVICE, "device %s has compute capability %d.%d; gpuselect needs 7.5 or later",
 					 prop.name, prop.major, prop.minor);
 		goto done;
 	}
-	e->nsm = prop.multiProcessorCount;
-	e->smem_optin = prop.sharedMemPerBlockOptin;
-	snprintf(e->name, sizeof e->name, "%s", prop.name);
+	if ((rc = gs_read_limits(ordinal, &e->lim, err)) != GS_OK ||
+		(rc = gs_apply_preset(limits, &e->lim, err)) != GS_OK)
+		goto done;
+	e->nsm = e->lim.sm_count;
+	e->pdl = gs_pdl_usable(e);
+	/* (the preset's name is one of gs_limit_presets': short) */
+	snprintf(e->name, sizeof e->name, "%.200s%s%.8s%s", prop.name, limits && limits[0] ? " (planned as " : "",
+			 limits && limits[0] ? limits : "", limits && limits[0] ? ")" : "");
 	GS_CK(cudaStreamCreateWithFlags(&e->s, cudaStreamNonBlocking), "cudaStreamCreate");
 	GS_CK(cudaStreamCreateWithFlags(&e->cs, cudaStreamNonBlocking), "cudaStreamCreate (copy)");
 	GS_CK(cudaEventCreateWithFlags(&e->ev_copy, cudaEventDisableTiming), "cudaEventCreate");
@@ -211,9 +357,9 @@ gs_cuda_open_impl(int ordinal, gs_cuda_engine **out, gs_error *err)
 		GS_CK(cudaDeviceGetDefaultMemPool(&pool, ordinal), "cudaDeviceGetDefaultMemPool");
 		GS_CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
 	}
-	GS_CK(gs_exact_set_attrs(e->smem_optin), "cudaFuncSetAttribute");
-	GS_CK(gs_approx_set_attrs(), "cudaFuncSetAttribute");
-	GS_CK(gs_count_set_attrs(e->smem_optin), "cudaFuncSetAttribute");
+	GS_CK(gs_exact_set_attrs(e), "cudaFuncSetAttribute");
+	GS_CK(gs_approx_set_attrs(e), "cudaFuncSetAttribute");
+	GS_CK(gs_count_set_attrs(e), "cudaFuncSetAttribute");
 	*out = e;
 	return gs_ok(err);
 done:
@@ -284,18 +430,31 @@ k_widen16(const uint16_t *src, uint32_t *dst, gs_ull n)
 extern "C" {
 
 gs_status
-gs_cuda_open(int ordinal, gs_cuda_engine **out, gs_error *err)
+gs_cuda_open_limited(int ordinal, const char *limits, gs_cuda_engine **out, gs_error *err)
 {
 	try
 	{
 		if (!out)
 			return gs_fail(err, GS_ERR_INVALID, "out is NULL");
-		return gs_cuda_open_impl(ordinal, out, err);
+		return gs_cuda_open_impl(ordinal, limits, out, err);
 	}
 	catch (...)
 	{
 		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_open");
 	}
+}
+
+gs_status
+gs_cuda_open(int ordinal, gs_cuda_engine **out, gs_error *err)
+{
+	return gs_cuda_open_limited(ordinal, NULL, out, err);
+}
+
+void
+gs_cuda_get_limits(const gs_cuda_engine *e, gs_cuda_limits *out)
+{
+	if (e && out)
+		*out = e->lim;
 }
 
 gs_status
@@ -424,7 +583,8 @@ gs_cuda_scratch_bytes(size_t n, unsigned key_bytes, size_t nranks)
 	if (nranks == 0)
 		nranks = 1;
 	size_t		ex = gs_exact_scratch(n, key_bytes, nranks);
-	size_t		ap = gs_approx_scratch(n, key_bytes, nranks, GS_APPROX_BUCKETS_MAX, 132 * 8, NULL);
+	size_t		ap = gs_approx_scratch(n, key_bytes, nranks, GS_APPROX_BUCKETS_MAX, 132 * 8,
+									 gs_approx_policy::runs_max, NULL);
 
 	return ex > ap ? ex : ap;
 }

@@ -22,8 +22,39 @@ typedef struct gs_cuda_engine gs_cuda_engine;
 /* ---- lifecycle ---- */
 
 /* Creates the context on device `ordinal`.  GS_ERR_NO_DEVICE when there is no
- * driver (cudaGetDeviceCount gives 35) or no device (100). */
+ * driver (cudaGetDeviceCount gives 35) or no device (100), or when the device
+ * is older than compute capability 7.5 (the oldest the build targets). */
 gs_status	gs_cuda_open(int ordinal, gs_cuda_engine **out, gs_error *err);
+
+/*
+ * The device limits the engine plans every launch size and shared-memory
+ * budget with (read from the device at open: cudaDeviceGetAttribute).
+ * smem_per_block is the opt-in maximum of one block, static and dynamic
+ * shared memory together.
+ */
+typedef struct gs_cuda_limits
+{
+	int			cc_major,
+				cc_minor;
+	int			sm_count;
+	int			max_threads_per_sm;
+	int			max_blocks_per_sm;
+	size_t		smem_per_block;
+	size_t		smem_per_sm;
+} gs_cuda_limits;
+
+/*
+ * A test setting: like gs_cuda_open, but the engine plans with a smaller
+ * card's limits, each the smaller of the preset's and the device's, so that
+ * one GPU runs the paths of others (the runtime then refuses any launch
+ * that would need more shared memory than the preset allows).  Presets:
+ * "sm_75" (T4), "sm_80" (A100), "sm_86" (A10), "sm_89" (L4); NULL or ""
+ * plans with the device's own limits.  GS_ERR_INVALID for another name.
+ * Callers read it from GS_DEVICE_LIMITS (test/gpu/gs_test.cu, the service).
+ */
+gs_status	gs_cuda_open_limited(int ordinal, const char *limits, gs_cuda_engine **out, gs_error *err);
+/* the limits e plans with */
+void		gs_cuda_get_limits(const gs_cuda_engine *e, gs_cuda_limits *out);
 void		gs_cuda_close(gs_cuda_engine *e);
 /* Number of CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies);
  * GS_ERR_NO_DEVICE without a driver or a device. */

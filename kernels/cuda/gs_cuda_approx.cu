@@ -11,33 +11,44 @@
 #include "gs_pass_sample.cuh"	/* k_sample_merge */
 #include "gs_pass_approx.cuh"
 
-/* the dynamic shared memory the approximate kernels may use (gs_cuda_open) */
+/* the dynamic shared memory the approximate kernels may use under e->lim
+ * (gs_cuda_open): k_approx_pick's candidate ranks where they fit (else it
+ * searches them in global memory), the 4-byte sample's merge of up to
+ * runs_max runs, fewer where a card's block holds fewer (none: the sample is
+ * sorted by CUB's device radix sort, as 8-byte samples are) */
 template <typename K>
 static cudaError_t
-gs_approx_set_attrs_t()
+gs_approx_set_attrs_t(gs_cuda_engine *e)
 {
-	cudaError_t ce;
+	cudaError_t ce = cudaSuccess;
+	const size_t pick = (GS_APPROX_BUCKETS_MAX + 2) * 8;
 
-	/* the approximate pick's candidate ranks (k_approx_pick) */
-	ce = cudaFuncSetAttribute(k_approx_pick<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) ((GS_APPROX_BUCKETS_MAX + 2) * 8));
+	if (gs_smem_fits(e, (const void *) k_approx_pick<K>, pick))
+		ce = cudaFuncSetAttribute(k_approx_pick<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) pick);
 	if (ce != cudaSuccess)
 		return ce;
-	/* the approximate sample's runs (4-byte keys only) */
 	if constexpr (sizeof(K) == 4)
-		ce = cudaFuncSetAttribute(k_sample_merge<K, gs_approx_policy::run_keys>,
-								  cudaFuncAttributeMaxDynamicSharedMemorySize,
-								  (int) (gs_approx_policy::runs_max * gs_approx_policy::run_keys * sizeof(K)));
+	{
+		auto		merge = k_sample_merge<K, gs_approx_policy::run_keys>;
+		int			r = gs_approx_policy::runs_max;
+
+		while (r > 0 && !gs_smem_fits(e, (const void *) merge, (size_t) r * gs_approx_policy::run_keys * sizeof(K)))
+			r--;
+		e->approx_runs_max = r;
+		if (r > 0)
+			ce = cudaFuncSetAttribute(merge, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									  (int) ((size_t) r * gs_approx_policy::run_keys * sizeof(K)));
+	}
 	/* (k_count: gs_count_set_attrs) */
 	return ce;
 }
 
 cudaError_t
-gs_approx_set_attrs(void)
+gs_approx_set_attrs(gs_cuda_engine *e)
 {
-	cudaError_t ce = gs_approx_set_attrs_t<uint32_t>();
+	cudaError_t ce = gs_approx_set_attrs_t<uint32_t>(e);
 
-	return ce != cudaSuccess ? ce : gs_approx_set_attrs_t<uint64_t>();
+	return ce != cudaSuccess ? ce : gs_approx_set_attrs_t<uint64_t>(e);
 }
 
 /* the sample's buffers: whole runs of gs_approx_policy::run_keys
@@ -49,16 +60,16 @@ gs_approx_sample_room(size_t s)
 }
 
 /* whether the sample is sorted as runs + merge (else a device radix sort):
- * 4-byte keys, at most gs_approx_policy::runs_max runs (k_sample_merge holds
- * them all in shared memory) */
+ * 4-byte keys, at most runs_max runs (k_sample_merge holds them all in
+ * shared memory: gs_approx_policy::runs_max, fewer on smaller cards) */
 static bool
-gs_approx_runs(unsigned kb, size_t s)
+gs_approx_runs(unsigned kb, size_t s, int runs_max)
 {
-	return kb == 4 && s <= (size_t) gs_approx_policy::runs_max * gs_approx_policy::run_keys;
+	return kb == 4 && s <= (size_t) runs_max * gs_approx_policy::run_keys;
 }
 
 size_t
-gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, size_t *cub_bytes)
+gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, int runs_max, size_t *cub_bytes)
 {
 	size_t		s = (size_t) GS_APPROX_OVERSAMPLE * B;
 
@@ -68,7 +79,7 @@ gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, si
 
 	if (kb != 4)
 		cub::DeviceRadixSort::SortKeys(NULL, tb, (const uint64_t *) NULL, (uint64_t *) NULL, (int64_t) s);
-	else if (!gs_approx_runs(kb, s))
+	else if (!gs_approx_runs(kb, s, runs_max))
 		cub::DeviceRadixSort::SortKeys(NULL, tb, (const uint32_t *) NULL, (uint32_t *) NULL, (int64_t) s);
 	if (cub_bytes)
 		*cub_bytes = tb;
@@ -90,10 +101,18 @@ gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *r
 
 	while (P < (int) B)
 		P <<= 1;
-	const gs_count_launch<K> kc = gs_count_kernel<K>(true, P);
+	const gs_count_launch<K> kc = gs_count_kernel<K>(e, true, P);
+
+	if (kc.fn == NULL)
+		return gs_fail(err, GS_ERR_TOO_LARGE, "approximate selection of %u buckets of %zu-byte keys needs more "
+					   "shared memory per block than this device's %zu bytes", B, sizeof(K), e->lim.smem_per_block);
+
 	const int	grid = gs_occ_grid(e, (const void *) kc.fn, kc.smem, kc.threads);
 	size_t		tb = 0;
-	const size_t total = gs_approx_scratch(n, sizeof(K), nranks, B, grid, &tb);
+	const size_t total = gs_approx_scratch(n, sizeof(K), nranks, B, grid, e->approx_runs_max, &tb);
+	/* the pick's candidate ranks in shared memory where a block holds them */
+	const size_t pick_smem = ((size_t) B + 2) * 8;
+	const bool	pick_shared = gs_smem_fits(e, (const void *) k_approx_pick<K>, (GS_APPROX_BUCKETS_MAX + 2) * 8);
 	unsigned char *mem = NULL;
 
 	if ((rc = gs_dev_alloc_internal(e, total, (void **) &mem, err)) != GS_OK)
@@ -153,16 +172,16 @@ gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *r
 
 		if constexpr (sizeof(K) == 4)
 		{
-			if (gs_approx_runs(sizeof(K), s))
+			if (gs_approx_runs(sizeof(K), s, e->approx_runs_max))
 			{
 				const int	nruns = (int) (gs_approx_sample_room(s) / gs_approx_policy::run_keys);
 
-				gs_launch(k_approx_runs<K>, nruns, gs_approx_policy::run_threads, 0, e->s, st, d_in, (gs_ull) n, (gs_ull) s,
+				gs_launch(e, k_approx_runs<K>, nruns, gs_approx_policy::run_threads, 0, st, d_in, (gs_ull) n, (gs_ull) s,
 						  (gs_ull) opt->seed, sample);
-				gs_launch(k_sample_merge<K, gs_approx_policy::run_keys>,
+				gs_launch(e, k_sample_merge<K, gs_approx_policy::run_keys>,
 						  nruns * (gs_approx_policy::run_keys / gs_sample_runs_policy::merge_threads),
 						  gs_sample_runs_policy::merge_threads, (size_t) nruns * gs_approx_policy::run_keys * sizeof(K),
-						  e->s, st, sample, sorted);
+						  st, sample, sorted);
 				runs_sorted = true;
 			}
 		}
@@ -173,11 +192,13 @@ gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *r
 			GS_CK(cub::DeviceRadixSort::SortKeys(tmp, tb, sample, sorted, (int64_t) s, 0, (int) sizeof(K) * 8, e->s),
 				  "DeviceRadixSort (sample)");
 		}
-		gs_launch(k_approx_split<K>, 1, gs_plan_policy::threads, 0, e->s, st, sorted, (gs_ull) s, (int) B, dsplit, hist);
-		gs_launch(kc.fn, grid, kc.threads, kc.smem, e->s, st, d_in, (K *) NULL, (K *) NULL, hist, dsplit, mm,
-				  (uint16_t *) NULL, kc.cells_cap);
-		gs_launch(k_approx_pick<K>, 1, gs_plan_policy::threads, ((size_t) B + 2) * 8, e->s, st, hist, dsplit, mm, grid, dranks,
-				  (int) nranks, ck, clo, chi, dpicks);
+		gs_launch(e, k_approx_split<K>, 1, gs_plan_policy::threads, 0, st, sorted, (gs_ull) s, (int) B, dsplit, hist);
+		/* one pass but where the histogram comes in windows (gs_count_kernel) */
+		for (int p = 0; p < kc.passes; p++)
+			gs_launch(e, kc.fn, grid, kc.threads, kc.smem, st, d_in, (K *) NULL, (K *) NULL, hist, dsplit, mm,
+					  (uint16_t *) NULL, kc.cells_cap, p * kc.hwords, kc.hwords);
+		gs_launch(e, k_approx_pick<K>, 1, gs_plan_policy::threads, pick_shared ? pick_smem : 0, st, hist, dsplit, mm,
+				  grid, dranks, (int) nranks, ck, clo, chi, dpicks, (int) pick_shared);
 		GS_CK(cudaGetLastError(), "kernel launch");
 		GS_CK(cudaMemcpyAsync(out, dpicks, nranks * sizeof(gs_approx_pick), cudaMemcpyDeviceToHost, e->s),
 			  "copy picks");

@@ -8,6 +8,8 @@
  * in separate files, three approximate variants came out with 16 bytes more
  * static shared memory and other offsets (sm_90).
  */
+#include <math.h>
+
 #include "gs_cuda_internal.h"
 #include "gs_pass_count.cuh"
 
@@ -29,59 +31,165 @@ gs_count_kernel_t(gs_count_launch<K> &r, bool one, bool packed)
 	(void) packed;
 }
 
-template <typename K, bool MM>
-static gs_count_launch<K>
-gs_count_kernel_mm(int P)
+/*
+ * Threads per block of a layout of smem bytes: on the H100 (228 KB per SM)
+ * above full_above one block of 1024 per SM, above wide_above two of 512,
+ * else three or four of 256 (gs_count_policy); on a card with less shared
+ * memory per SM the thresholds shrink with it, so that the same number of
+ * blocks fits there, and a block never has more threads than an SM.
+ */
+static int
+gs_count_threads(const gs_cuda_engine *e, size_t smem)
 {
-	const bool	one = gs_cells_one(P, (int) sizeof(K)),
-				packed = MM && one && gs_cells_packed(P, (int) sizeof(K));
-	gs_count_launch<K> r;
+	const double f = fmin(1.0, (double) e->lim.smem_per_sm / (228.0 * 1024.0));
+	int			t = gs_count_policy::threads;
 
-	r.smem = gs_count_smem(P, (int) sizeof(K), packed);
-	r.cells_cap = gs_cells_cap(P, (int) sizeof(K));
-	if (r.smem > gs_count_policy::full_above)
+	if ((double) smem > f * (double) gs_count_policy::full_above)
+		t = gs_count_policy::threads_full;
+	else if ((double) smem > f * (double) gs_count_policy::wide_above)
+		t = gs_count_policy::threads_wide;
+	while (t > gs_count_policy::threads && t > e->lim.max_threads_per_sm)
+		t /= 2;
+	return t;
+}
+
+template <typename K, bool MM>
+static void
+gs_count_pick(gs_count_launch<K> &r, int t, bool one, bool packed)
+{
+	if (t == gs_count_policy::threads_full)
 		gs_count_kernel_t<K, MM, gs_count_policy::threads_full>(r, one, packed);
-	else if (r.smem > gs_count_policy::wide_above)
+	else if (t == gs_count_policy::threads_wide)
 		gs_count_kernel_t<K, MM, gs_count_policy::threads_wide>(r, one, packed);
 	else
 		gs_count_kernel_t<K, MM, gs_count_policy::threads>(r, one, packed);
+}
+
+/*
+ * The default layout (gs_cells_cap cells, the lookup gs_cells_one and
+ * gs_cells_packed choose, the whole histogram) wherever it fits a block of
+ * e->lim (always on the H100); else, in this order, until one fits: plain
+ * entries instead of packed (the one-splitter lookup stays), the
+ * two-splitter lookup over at most 16384 cells (as for P = 8192), tables
+ * halved down to 2048 cells, and (approximate mode) the histogram in
+ * windows, one pass over the input each.  Answers are the same whichever:
+ * the layout only decides how fast a key finds its bucket.
+ */
+template <typename K, bool MM>
+static gs_count_launch<K>
+gs_count_kernel_mm(const gs_cuda_engine *e, int P)
+{
+	const int	kb = (int) sizeof(K);
+	bool		one = gs_cells_one(P, kb),
+				packed = MM && one && gs_cells_packed(P, kb);
+	int			cap = gs_cells_cap(P, kb);
+	gs_count_launch<K> r;
+
+	for (;;)
+	{
+		r.smem = gs_count_smem_for(P, kb, cap, packed, 2 * P);
+		r.cells_cap = cap;
+		r.one = one;
+		r.hwords = 2 * P;
+		r.passes = 1;
+		r.threads = gs_count_threads(e, r.smem);
+		gs_count_pick<K, MM>(r, r.threads, one, packed);
+		if (gs_smem_fits(e, (const void *) r.fn, r.smem))
+			return r;
+		if (packed)
+			packed = false;
+		else if (one)
+		{
+			one = false;
+			cap = cap < 16384 ? cap : 16384;
+		}
+		else if (cap > 2048)
+			cap /= 2;
+		else
+			break;
+	}
+	if (MM)
+	{
+		/* windows of the histogram: what the splitters and the smallest
+		 * table leave of a block, in whole 16-byte steps */
+		const size_t fixed = gs_count_smem_for(P, kb, cap, false, 0);
+		const size_t budget = gs_dyn_budget(e, (const void *) r.fn);
+
+		if (budget > fixed + 4096)
+		{
+			r.hwords = (int) ((budget - fixed) / 16 * 4);
+			if (r.hwords > 2 * P)
+				r.hwords = 2 * P;
+			r.passes = (2 * P - 1 + r.hwords - 1) / r.hwords;
+			r.smem = gs_count_smem_for(P, kb, cap, false, r.hwords);
+			if (gs_smem_fits(e, (const void *) r.fn, r.smem))
+				return r;
+		}
+	}
+	r.fn = NULL;
 	return r;
 }
 
 template <typename K>
 gs_count_launch<K>
-gs_count_kernel(bool mm, int P)
+gs_count_kernel(const gs_cuda_engine *e, bool mm, int P)
 {
-	return mm ? gs_count_kernel_mm<K, true>(P) : gs_count_kernel_mm<K, false>(P);
+	return mm ? gs_count_kernel_mm<K, true>(e, P) : gs_count_kernel_mm<K, false>(e, P);
 }
 
-template <typename K>
+/* one kernel's limit: all the dynamic shared memory e->lim leaves it */
+template <typename F>
 static cudaError_t
-gs_count_set_attrs_t(size_t optin)
+gs_count_set_attr(const gs_cuda_engine *e, F fn)
 {
-	const size_t dyn = optin - 16 * 1024;	/* leave room for static shared memory */
-	cudaError_t ce = cudaSuccess;
+	return cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+								(int) gs_dyn_budget(e, (const void *) fn));
+}
 
-	/* every (threads, lookup) pair that gs_count_kernel picks occurs for
-	 * one of these P */
-	for (int P = 1024; P <= 8192; P *= 2)
-		for (int mm = 0; mm < 2; mm++)
-		{
-			ce = cudaFuncSetAttribute(gs_count_kernel<K>(mm != 0, P).fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-									  (int) dyn);
-			if (ce != cudaSuccess)
-				return ce;
-		}
+/* every instantiated variant of THREADS threads (gs_count_kernel_t) */
+template <typename K, bool MM, int THREADS>
+static cudaError_t
+gs_count_set_attrs_n(const gs_cuda_engine *e)
+{
+	cudaError_t ce = gs_count_set_attr(e, k_count<K, MM, THREADS, false>);
+
+	if constexpr (sizeof(K) == 4)
+	{
+		if (ce == cudaSuccess)
+			ce = gs_count_set_attr(e, k_count<K, MM, THREADS, true>);
+		if constexpr (MM)
+			if (ce == cudaSuccess)
+				ce = gs_count_set_attr(e, k_count<K, MM, THREADS, true, true>);
+	}
+	return ce;
+}
+
+template <typename K, bool MM>
+static cudaError_t
+gs_count_set_attrs_mm(const gs_cuda_engine *e)
+{
+	cudaError_t ce = gs_count_set_attrs_n<K, MM, gs_count_policy::threads>(e);
+
+	if (ce == cudaSuccess)
+		ce = gs_count_set_attrs_n<K, MM, gs_count_policy::threads_wide>(e);
+	if (ce == cudaSuccess)
+		ce = gs_count_set_attrs_n<K, MM, gs_count_policy::threads_full>(e);
 	return ce;
 }
 
 cudaError_t
-gs_count_set_attrs(size_t optin)
+gs_count_set_attrs(const gs_cuda_engine *e)
 {
-	cudaError_t ce = gs_count_set_attrs_t<uint32_t>(optin);
+	cudaError_t ce = gs_count_set_attrs_mm<uint32_t, false>(e);
 
-	return ce != cudaSuccess ? ce : gs_count_set_attrs_t<uint64_t>(optin);
+	if (ce == cudaSuccess)
+		ce = gs_count_set_attrs_mm<uint32_t, true>(e);
+	if (ce == cudaSuccess)
+		ce = gs_count_set_attrs_mm<uint64_t, false>(e);
+	if (ce == cudaSuccess)
+		ce = gs_count_set_attrs_mm<uint64_t, true>(e);
+	return ce;
 }
 
-template gs_count_launch<uint32_t> gs_count_kernel<uint32_t>(bool, int);
-template gs_count_launch<uint64_t> gs_count_kernel<uint64_t>(bool, int);
+template gs_count_launch<uint32_t> gs_count_kernel<uint32_t>(const gs_cuda_engine *, bool, int);
+template gs_count_launch<uint64_t> gs_count_kernel<uint64_t>(const gs_cuda_engine *, bool, int);

@@ -26,13 +26,39 @@
  * 2.19-2.27 ms, f32 1.69-1.78 -> 1.58-1.66); 32 per rank (4096) was slower.
  */
 static int
-gs_mopen_for(size_t nu)
+gs_mopen_for(size_t nu, int mopen_max)
 {
 	int			mo = 256;
 
-	while (mo < 4096 && ((size_t) mo < 8 * nu || (mo < 2048 && (size_t) mo < 16 * nu)))
+	while (mo < mopen_max && ((size_t) mo < 8 * nu || (mo < 2048 && (size_t) mo < 16 * nu)))
 		mo <<= 1;
 	return mo;
+}
+
+/*
+ * What a card's shared memory allows exact mode (gs_exact_set_attrs): the
+ * most open buckets (4096 but where the count or filter pass of 4096 would
+ * not fit a block even with the smallest cell table: 8-byte keys on a T4's
+ * 64 KB) and whether the wide sample fits (not on 8-byte keys below the
+ * A100's 163 KB).  Fewer buckets keep more keys per level: slower, the same
+ * answers.  The defaults (no engine): the H100's.
+ */
+struct gs_exact_caps
+{
+	int			mopen_max;
+	bool		wide_ok;
+};
+
+static const gs_exact_caps gs_exact_caps_default = {4096, true};
+
+template <typename K>
+static gs_exact_caps
+gs_exact_caps_of(const gs_cuda_engine *e)
+{
+	const int	i = sizeof(K) == 8;
+	gs_exact_caps c = {e->mopen_max[i], e->wide_ok[i]};
+
+	return c;
 }
 
 /*
@@ -51,7 +77,7 @@ gs_focus_sort_below(const gs_cuda_engine *e)
 
 /* capacity (elements) of each of the two ping-pong buffers */
 static size_t
-gs_buf_cap(size_t n, size_t nu)
+gs_buf_cap(size_t n, size_t nu, int mopen_max)
 {
 	double		c;
 
@@ -61,7 +87,7 @@ gs_buf_cap(size_t n, size_t nu)
 		c = (double) n / 8.0 + 16384.0;
 	else
 	{
-		double		frac = 1.5 * (double) nu / (double) gs_mopen_for(nu) + 1.0 / 32.0;
+		double		frac = 1.5 * (double) nu / (double) gs_mopen_for(nu, mopen_max) + 1.0 / 32.0;
 
 		if (frac > 1.0)
 			frac = 1.0;
@@ -84,9 +110,9 @@ gs_buf_cap(size_t n, size_t nu)
  * 2.20 ms, one rank f64 1.085 -> 1.108).
  */
 static bool
-gs_wide_sample(size_t nu)
+gs_wide_sample(size_t nu, gs_exact_caps caps)
 {
-	return nu > 1 && gs_mopen_for(nu) >= 4096;
+	return caps.wide_ok && nu > 1 && gs_mopen_for(nu, caps.mopen_max) >= 4096;
 }
 
 struct gs_exact_layout
@@ -108,7 +134,7 @@ struct gs_exact_layout
 };
 
 static void
-gs_exact_layout_for(size_t n, size_t nu, gs_exact_layout *L)
+gs_exact_layout_for(size_t n, size_t nu, gs_exact_caps caps, gs_exact_layout *L)
 {
 	size_t		o = 0;
 	const size_t NB = 2 * GS_MAX_SPLIT_EXACT + 2;
@@ -133,14 +159,14 @@ gs_exact_layout_for(size_t n, size_t nu, gs_exact_layout *L)
 	o += gs_round_up(nu * 4);
 	L->off_bucket = o;
 	o += gs_round_up(nu * 4);
-	const size_t wide_bytes = gs_wide_sample(nu) ? gs_round_up(gs_sample_policy::size_wide * 8) : 0;
+	const size_t wide_bytes = gs_wide_sample(nu, caps) ? gs_round_up(gs_sample_policy::size_wide * 8) : 0;
 
 	L->off_runs = o;
 	o += wide_bytes;
 	L->off_sample = o;
 	o += wide_bytes;
 	L->small_bytes = o;
-	L->cap = gs_buf_cap(n, nu);
+	L->cap = gs_buf_cap(n, nu, caps.mopen_max);
 }
 
 /* temp storage of the finishing sort (keys only, double buffer: the two
@@ -183,7 +209,7 @@ gs_exact_scratch(size_t n, unsigned kb, size_t nu)
 	gs_exact_layout L;
 	size_t		sort_keys;
 
-	gs_exact_layout_for(n, nu, &L);
+	gs_exact_layout_for(n, nu, gs_exact_caps_default, &L);
 	/* the finishing sort: the kept union (many ranks), or at most
 	 * gs_host_policy::focus_sort_max keys of one rank's bucket */
 	sort_keys = nu > 1 || L.cap < gs_host_policy::focus_sort_max ? L.cap : gs_host_policy::focus_sort_max;
@@ -221,39 +247,62 @@ gs_sort_finish_below(unsigned kb, int mopen, double keep)
 
 /* ------------------------------------------------------------ kernels */
 
-/* the dynamic shared memory the exact kernels may use (gs_cuda_open) */
+/* a kernel's dynamic shared-memory limit: dyn bytes where they fit a block
+ * of e->lim (false: they do not, nothing set) */
+template <typename F>
+static cudaError_t
+gs_set_dyn(const gs_cuda_engine *e, F fn, size_t dyn, bool *fits)
+{
+	*fits = gs_smem_fits(e, (const void *) fn, dyn);
+	if (!*fits)
+		return cudaSuccess;
+	return cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) dyn);
+}
+
+/* the dynamic shared memory the exact kernels may use, and what exact mode
+ * may use on this card (gs_exact_caps; gs_cuda_open) */
 template <typename K>
 static cudaError_t
-gs_exact_set_attrs_t(size_t optin)
+gs_exact_set_attrs_t(gs_cuda_engine *e)
 {
+	const int	i = sizeof(K) == 8;
 	cudaError_t ce;
+	bool		fits,
+				runs_fit,
+				merge_fit;
 
-	ce = cudaFuncSetAttribute(k_sample<K, gs_sample_policy::items>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) sizeof(gs_sample_smem<K, gs_sample_policy::items>));
+	ce = gs_set_dyn(e, k_sample<K, gs_sample_policy::items>, sizeof(gs_sample_smem<K, gs_sample_policy::items>),
+					&fits);
+	e->sample_ok[i] = fits;
 	if (ce != cudaSuccess)
 		return ce;
-	ce = cudaFuncSetAttribute(k_sample<K, gs_sample_policy::items_wide, true>,
-							  cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) sizeof(gs_sample_smem<K, gs_sample_policy::items_wide>));
+	ce = gs_set_dyn(e, k_sample<K, gs_sample_policy::items_wide, true>,
+					sizeof(gs_sample_smem<K, gs_sample_policy::items_wide>), &runs_fit);
 	if (ce != cudaSuccess)
 		return ce;
-	ce = cudaFuncSetAttribute(k_sample_merge<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							  (int) (gs_sample_policy::size_wide * sizeof(K)));
+	ce = gs_set_dyn(e, k_sample_merge<K>, gs_sample_policy::size_wide * sizeof(K), &merge_fit);
 	if (ce != cudaSuccess)
 		return ce;
-	size_t		dyn = optin - 16 * 1024;	/* leave room for static shared memory */
-
+	e->wide_ok[i] = runs_fit && merge_fit;
 	/* (k_count: gs_count_set_attrs) */
-	ce = cudaFuncSetAttribute(k_filter<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) (dyn - 32 * 1024));
-	return ce;
+	ce = cudaFuncSetAttribute(k_filter<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							  (int) gs_dyn_budget(e, (const void *) k_filter<K>));
+	if (ce != cudaSuccess)
+		return ce;
+	e->mopen_max[i] = 4096;
+	while (e->mopen_max[i] > 256 &&
+		   (gs_count_kernel<K>(e, false, e->mopen_max[i]).fn == NULL ||
+			!gs_smem_fits(e, (const void *) k_filter<K>, gs_filter_smem(e->mopen_max[i]))))
+		e->mopen_max[i] /= 2;
+	return cudaSuccess;
 }
 
 cudaError_t
-gs_exact_set_attrs(size_t optin)
+gs_exact_set_attrs(gs_cuda_engine *e)
 {
-	cudaError_t ce = gs_exact_set_attrs_t<uint32_t>(optin);
+	cudaError_t ce = gs_exact_set_attrs_t<uint32_t>(e);
 
-	return ce != cudaSuccess ? ce : gs_exact_set_attrs_t<uint64_t>(optin);
+	return ce != cudaSuccess ? ce : gs_exact_set_attrs_t<uint64_t>(e);
 }
 
 /* ------------------------------------------- finishing sort, last resort */
@@ -497,7 +546,7 @@ gs_exact_alloc(gs_exact_call<K> *C, gs_error *err)
 	gs_cuda_engine *e = C->e;
 	gs_status	rc;
 
-	gs_exact_layout_for(C->n, C->nu, &C->L);
+	gs_exact_layout_for(C->n, C->nu, gs_exact_caps_of<K>(e), &C->L);
 	C->bufbytes = gs_round_up(C->L.cap * sizeof(K));
 	if ((rc = gs_dev_alloc_internal(e, C->L.small_bytes, (void **) &C->small, err)) != GS_OK)
 		return rc;
@@ -539,16 +588,17 @@ gs_exact_setup(gs_exact_call<K> *C)
 	C->resolved = (int *) (small + L.off_resolved);
 	C->rbucket = (int *) (small + L.off_bucket);
 	C->focused = C->nu == 1;
-	C->mopen = gs_mopen_for(C->nu);
+	C->mopen = gs_mopen_for(C->nu, gs_exact_caps_of<K>(e).mopen_max);
 
 	const int	P = C->focused ? 0 : C->mopen;
 
 	C->smem_filter = C->focused ? 0 : gs_filter_smem(P);
-	C->kc = gs_count_kernel<K>(false, C->focused ? 1024 : P);
+	/* (fits: mopen_max is what fits, gs_exact_set_attrs) */
+	C->kc = gs_count_kernel<K>(e, false, C->focused ? 1024 : P);
 	C->grid_count = C->focused ? gs_occ_grid(e, (const void *) k_count_focus<K>, 0)
 		: gs_occ_grid(e, (const void *) C->kc.fn, C->kc.smem, C->kc.threads);
 	C->grid_filter = gs_occ_grid(e, (const void *) k_filter<K>, C->smem_filter);
-	C->wide = gs_wide_sample(C->nu);
+	C->wide = gs_wide_sample(C->nu, gs_exact_caps_of<K>(e));
 	C->runs = (K *) (small + L.off_runs);
 	C->sorted_sample = (K *) (small + L.off_sample);
 	C->sample_fn = C->wide ? k_sample<K, gs_sample_policy::items_wide, true> : k_sample<K, gs_sample_policy::items, false>;
@@ -630,34 +680,35 @@ template <typename K>
 static void
 gs_exact_level(const gs_exact_call<K> &C)
 {
-	const cudaStream_t s = C.e->s;
+	const gs_cuda_engine *e = C.e;
 
 	if (C.wide)
 	{
-		gs_launch(k_sample_runs<K>, gs_sample_runs_policy::blocks, gs_sample_runs_policy::threads, 0, s,
+		gs_launch(e, k_sample_runs<K>, gs_sample_runs_policy::blocks, gs_sample_runs_policy::threads, 0,
 				  C.st, C.d_in, C.bufA, C.bufB, C.runs);
-		gs_launch(k_sample_merge<K>, gs_sample_runs_policy::blocks, gs_sample_runs_policy::merge_threads,
-				  gs_sample_policy::size_wide * sizeof(K), s, C.st, C.runs, C.sorted_sample);
+		gs_launch(e, k_sample_merge<K>, gs_sample_runs_policy::blocks, gs_sample_runs_policy::merge_threads,
+				  gs_sample_policy::size_wide * sizeof(K), C.st, C.runs, C.sorted_sample);
 	}
-	gs_launch(C.sample_fn, 1, gs_sample_policy::threads, C.sample_smem, s, C.st, C.d_in, C.bufA, C.bufB, C.hist,
+	gs_launch(e, C.sample_fn, 1, gs_sample_policy::threads, C.sample_smem, C.st, C.d_in, C.bufA, C.bufB, C.hist,
 			  C.dsplit, C.rank_cur, C.resolved, C.res, C.wide ? C.sorted_sample : NULL);
 	if (C.focused)
 	{
-		gs_launch(k_count_focus<K>, C.grid_count, gs_count_policy::threads, 0, s, C.st, C.d_in, C.bufA, C.bufB,
+		gs_launch(e, k_count_focus<K>, C.grid_count, gs_count_policy::threads, 0, C.st, C.d_in, C.bufA, C.bufB,
 				  C.hist, C.dsplit);
-		gs_launch(k_plan<K, gs_plan_policy::threads_focus>, 1, gs_plan_policy::threads_focus, 0, s, C.st, C.hist,
+		gs_launch(e, k_plan<K, gs_plan_policy::threads_focus>, 1, gs_plan_policy::threads_focus, 0, C.st, C.hist,
 				  C.start, C.below, C.dsplit, C.wmask, C.rank_cur, C.resolved, C.rbucket, C.res);
 	}
 	else
 	{
-		gs_launch(C.kc.fn, C.grid_count, C.kc.threads, C.kc.smem, s, C.st, C.d_in, C.bufA, C.bufB, C.hist, C.dsplit,
-				  (gs_minmax *) NULL, C.ora, C.kc.cells_cap);
-		gs_launch(k_plan<K, gs_plan_policy::threads>, 1, gs_plan_policy::threads, 0, s, C.st, C.hist, C.start,
+		/* (exact mode: one pass, the whole histogram; mopen_max saw to it) */
+		gs_launch(e, C.kc.fn, C.grid_count, C.kc.threads, C.kc.smem, C.st, C.d_in, C.bufA, C.bufB, C.hist, C.dsplit,
+				  (gs_minmax *) NULL, C.ora, C.kc.cells_cap, 0, C.kc.hwords);
+		gs_launch(e, k_plan<K, gs_plan_policy::threads>, 1, gs_plan_policy::threads, 0, C.st, C.hist, C.start,
 				  C.below, C.dsplit, C.wmask, C.rank_cur, C.resolved, C.rbucket, C.res);
 	}
-	gs_launch(k_filter<K>, C.grid_filter, gs_count_policy::threads, C.smem_filter, s, C.st, C.d_in, C.bufA, C.bufB,
-			  C.dsplit, C.wmask, C.ora);
-	gs_launch(k_advance, 1, 1, 0, s, C.st, C.below);
+	gs_launch(e, k_filter<K>, C.grid_filter, gs_count_policy::threads, C.smem_filter, C.st, C.d_in, C.bufA, C.bufB,
+			  C.dsplit, C.wmask, C.ora, (int) C.kc.one);
+	gs_launch(e, k_advance, 1, 1, 0, C.st, C.below);
 }
 
 /*
@@ -789,6 +840,16 @@ gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *rank
 		if (rc != GS_ERR_DEVICE_NOMEM)
 			goto done;
 		/* no room for the sort's scratch: select (needs less) */
+	}
+	if (!e->sample_ok[sizeof(K) == 8])
+	{
+		/* k_sample's one-block sample sort (CUB's BlockRadixSort of 512
+		 * threads, 6-bit digits: 66 KB of temporary storage) does not fit a
+		 * T4's 64 KB; the caller's CPU engine gives the answer
+		 * (docs/building.md) */
+		rc = gs_fail(err, GS_ERR_TOO_LARGE, "exact selection of %zu-byte keys needs more shared memory per block "
+					 "than this device's %zu bytes", sizeof(K), e->lim.smem_per_block);
+		goto done;
 	}
 	if ((rc = gs_exact_alloc(&C, err)) != GS_OK)
 		goto done;

@@ -39,8 +39,23 @@ struct gs_cuda_engine
 	cudaStream_t s;				/* selection stream */
 	cudaStream_t cs;			/* copy stream */
 	cudaEvent_t ev_copy;
-	int			nsm;
-	size_t		smem_optin;
+	int			nsm;			/* lim.sm_count */
+	/* what every launch size and shared-memory budget is planned with: the
+	 * device's limits, or a smaller card's (gs_cuda_open_limited) */
+	gs_cuda_limits lim;
+	/* programmatic dependent launches: the device has them (9.0+) and the
+	 * kernels loaded were compiled with griddepcontrol (PTX 9.0+; not the
+	 * compute_80 PTX JIT-compiled on a Hopper, say) */
+	bool		pdl;
+	/* exact mode, per key width (index kb == 8): the most open buckets a
+	 * spread level may have (gs_mopen_for; 4096 unless the count or filter
+	 * would not fit), whether levels of 4096 buckets may draw the wide
+	 * sample (gs_wide_sample), whether k_sample fits at all */
+	int			mopen_max[2];
+	bool		wide_ok[2];
+	bool		sample_ok[2];
+	/* approximate mode: runs the 4-byte sample's merge may hold */
+	int			approx_runs_max;
 	size_t		mem_cap;		/* 0: none */
 	size_t		dev_in_use;		/* gs_cuda_alloc */
 	size_t		host_in_use;	/* gs_cuda_host_alloc */
@@ -82,35 +97,47 @@ gs_round_up(size_t x)
 /* ---- launches ---- */
 
 /* blocks of fn (threads each, dyn bytes of dynamic shared memory) that
- * fill the device (gs_cuda.cu) */
+ * fill the device: the runtime's occupancy, bounded by e->lim (gs_cuda.cu) */
 int			gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads = gs_count_policy::threads);
+/* static shared memory of a kernel as loaded for this device (0 if unknown) */
+size_t		gs_static_smem(const void *fn);
+/* whether fn's launch with dyn bytes of dynamic shared memory fits a block
+ * under e->lim (static + dynamic <= smem_per_block) */
+bool		gs_smem_fits(const gs_cuda_engine *e, const void *fn, size_t dyn);
+/* the dynamic shared memory fn may use under e->lim (its static taken off) */
+size_t		gs_dyn_budget(const gs_cuda_engine *e, const void *fn);
 
 /*
- * Launch a level kernel as a programmatic dependent launch (unless built
- * with -DGS_NO_PDL); gs_pdl_enter in gs_stream.cuh says what the kernel
- * does with it.  Launch errors surface in the cudaGetLastError after each
- * level.  Hand-written: CUB has no launch helper for this.
+ * Launch a level kernel on the engine's selection stream, as a programmatic
+ * dependent launch where e->pdl says the device and the loaded code have
+ * them (and unless built with -DGS_NO_PDL); gs_pdl_enter in gs_stream.cuh
+ * says what the kernel does with it.  Launch errors surface in the
+ * cudaGetLastError after each level.  Hand-written: CUB has no launch
+ * helper for this.
  */
 template <typename... Params, typename... Args>
 static void
-gs_launch(void (*fn) (Params...), int grid, int threads, size_t smem, cudaStream_t s, Args... args)
+gs_launch(const gs_cuda_engine *e, void (*fn) (Params...), int grid, int threads, size_t smem, Args... args)
 {
 #ifndef GS_NO_PDL
-	cudaLaunchConfig_t cfg = {};
-	cudaLaunchAttribute at = {};
+	if (e->pdl)
+	{
+		cudaLaunchConfig_t cfg = {};
+		cudaLaunchAttribute at = {};
 
-	cfg.gridDim = dim3((unsigned) grid);
-	cfg.blockDim = dim3((unsigned) threads);
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = s;
-	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	at.val.programmaticStreamSerializationAllowed = 1;
-	cfg.attrs = &at;
-	cfg.numAttrs = 1;
-	(void) cudaLaunchKernelEx(&cfg, fn, static_cast<Params>(args)...);
-#else
-	fn<<<grid, threads, smem, s>>>(static_cast<Params>(args)...);
+		cfg.gridDim = dim3((unsigned) grid);
+		cfg.blockDim = dim3((unsigned) threads);
+		cfg.dynamicSmemBytes = smem;
+		cfg.stream = e->s;
+		at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+		at.val.programmaticStreamSerializationAllowed = 1;
+		cfg.attrs = &at;
+		cfg.numAttrs = 1;
+		(void) cudaLaunchKernelEx(&cfg, fn, static_cast<Params>(args)...);
+		return;
+	}
 #endif
+	fn<<<grid, threads, smem, e->s>>>(static_cast<Params>(args)...);
 }
 
 /* ---- the count kernel of a many-splitter level (gs_cuda_count.cu) ---- */
@@ -118,25 +145,37 @@ gs_launch(void (*fn) (Params...), int grid, int threads, size_t smem, cudaStream
 /*
  * The count kernel of a many-splitter level of P splitter slots (MM:
  * approximate mode, which also finds the min and max): 1024 threads per SM
- * or fewer, in as many blocks as its shared memory allows (up to 64 KB:
- * three or four 256-thread blocks; up to 112 KB: two of 512; else one of
- * 1024), so that enough warps keep loads in flight; the one-splitter lookup
- * where the cell table has 16 cells per slot (gs_cells_one).
+ * or fewer, in as many blocks as its shared memory allows (on the H100 up
+ * to 64 KB: three or four 256-thread blocks; up to 112 KB: two of 512; else
+ * one of 1024; the thresholds scale with the device's shared memory per
+ * SM), so that enough warps keep loads in flight; the one-splitter lookup
+ * where the cell table has 16 cells per slot (gs_cells_one).  Where the
+ * default layout does not fit a block of e->lim (gs_count_kernel says the
+ * order): plain entries instead of packed, the two-splitter lookup, a
+ * smaller table, and last the histogram in windows of hwords buckets, one
+ * pass over the input each (approximate mode only).
  */
 template <typename K>
 struct gs_count_launch
 {
-	void		(*fn) (gs_level_state *, const K *, K *, K *, gs_ull *, const gs_ull *, gs_minmax *, uint16_t *, int);
+	void		(*fn) (gs_level_state *, const K *, K *, K *, gs_ull *, const gs_ull *, gs_minmax *, uint16_t *, int,
+					   int, int);
 	int			threads;
-	size_t		smem;			/* dynamic shared memory: gs_count_smem */
-	int			cells_cap;		/* the kernel's last argument: gs_cells_cap(P) */
+	size_t		smem;			/* dynamic shared memory: gs_count_smem_for */
+	int			cells_cap;		/* the kernel's cells_cap argument: gs_cells_cap(P) or less */
+	bool		one;			/* the one-splitter lookup: oracles are counter words */
+	int			hwords;			/* histogram words per pass (2 P: all of it) */
+	int			passes;			/* windows of hwords buckets, up to 2 P - 1 buckets */
 };
 
-/* the variant for a level of P splitter slots; mm: approximate mode */
+/* the variant for a level of P splitter slots under e->lim; mm:
+ * approximate mode.  fn NULL: none fits (the caller takes fewer buckets, or
+ * fails with GS_ERR_TOO_LARGE) */
 template <typename K>
-gs_count_launch<K> gs_count_kernel(bool mm, int P);
-/* every variant's shared-memory limit, both modes and key widths (gs_cuda_open) */
-cudaError_t gs_count_set_attrs(size_t optin);
+gs_count_launch<K> gs_count_kernel(const gs_cuda_engine *e, bool mm, int P);
+/* every variant's shared-memory limit under e->lim, both modes and key
+ * widths (gs_cuda_open) */
+cudaError_t gs_count_set_attrs(const gs_cuda_engine *e);
 
 /* ---- the exact driver (gs_cuda_exact.cu; K = uint32_t, uint64_t) ---- */
 
@@ -145,8 +184,10 @@ gs_status	gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint
 							uint64_t *out_keys, const gs_options *opt, gs_error *err);
 /* peak device temporaries of an exact call with nu distinct ranks */
 size_t		gs_exact_scratch(size_t n, unsigned kb, size_t nu);
-/* the exact kernels' shared-memory limits, both key widths (gs_cuda_open) */
-cudaError_t gs_exact_set_attrs(size_t optin);
+/* the exact kernels' shared-memory limits under e->lim, both key widths,
+ * and what exact mode may use there (e->mopen_max, wide_ok, sample_ok;
+ * gs_cuda_open) */
+cudaError_t gs_exact_set_attrs(gs_cuda_engine *e);
 
 /* ---- the approximate driver (gs_cuda_approx.cu; K = uint32_t, uint64_t) ---- */
 
@@ -154,9 +195,12 @@ template <typename K>
 gs_status	gs_select_approx_t(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
 							   const gs_options *opt, gs_approx_pick *out, gs_error *err);
 /* device temporaries of an approximate call of B buckets counted by nblk
- * blocks; *cub_bytes: CUB's temporary storage for the sample sort */
-size_t		gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, size_t *cub_bytes);
-/* the approximate kernels' shared-memory limits, both key widths */
-cudaError_t gs_approx_set_attrs(void);
+ * blocks, its 4-byte sample merged from at most runs_max runs;
+ * *cub_bytes: CUB's temporary storage for the sample sort */
+size_t		gs_approx_scratch(size_t n, unsigned kb, size_t nranks, unsigned B, int nblk, int runs_max,
+							  size_t *cub_bytes);
+/* the approximate kernels' shared-memory limits under e->lim, both key
+ * widths, and e->approx_runs_max */
+cudaError_t gs_approx_set_attrs(gs_cuda_engine *e);
 
 #endif							/* GS_CUDA_INTERNAL_H */

@@ -133,12 +133,15 @@ k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsp
  * Candidates: the input's min, the splitters, the input's max, each with its
  * exact rank range; for each wanted rank the candidate whose range is nearest
  * (contains it, else nearest end; a tie goes to the smaller key).
+ * hi_shared: the ranges' ends are searched in dynamic shared memory (m + 2
+ * of them); 0 where a card's block cannot hold them (8193 x 8 bytes at
+ * 8192 buckets: a T4's 64 KB), in cand_hi itself.
  */
 template <typename K>
 __global__ void __launch_bounds__(gs_plan_policy::threads)
 k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, const gs_minmax *blk_mm,
 			  int nblk, const gs_ull *ranks, int nranks, gs_ull *cand_key, gs_ull *cand_lo,
-			  gs_ull *cand_hi, gs_approx_pick *out)
+			  gs_ull *cand_hi, gs_approx_pick *out, int hi_shared)
 {
 	gs_pdl_enter();
 	constexpr int THREADS = gs_plan_policy::threads;
@@ -149,7 +152,9 @@ k_approx_pick(gs_level_state *st, const gs_ull *hist, const gs_ull *dsplit, cons
 	__shared__ typename MMReduce::TempStorage ts_mm;
 	__shared__ int s_nc;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
-	gs_ull	   *s_hi = reinterpret_cast<gs_ull *>(gs_dyn_smem);	/* cand_hi, m + 2 */
+	/* cand_hi, m + 2 (global cand_hi is visible to the block after its
+	 * __syncthreads as well) */
+	gs_ull	   *s_hi = hi_shared ? reinterpret_cast<gs_ull *>(gs_dyn_smem) : cand_hi;
 	const int	tid = threadIdx.x;
 	const int	m = st->m;
 	const int	nb = 2 * m + 1;

@@ -265,7 +265,9 @@ template <typename K, bool MM, bool ONE, bool PACKED>
 struct gs_count_fn
 {
 	gs_cells<K, ONE, PACKED> cs;
-	unsigned   *shist;
+	unsigned   *shist;			/* the window of buckets hb0 .. hb0 + hn - 1 (!ONE) */
+	int			hb0;
+	unsigned	hn;
 	uint16_t   *ora;			/* !MM (spread levels): oracles out */
 	unsigned	ninvalid;		/* padding slots counted (as the largest key) */
 	K			mn,
@@ -295,7 +297,12 @@ struct gs_count_fn
 			for (int i = 0; i < N; i++)
 			{
 				b[i] = cs.bucket_two(xs[i]);
-				atomicAdd(&shist[b[i]], 1u);
+				/* (the whole histogram but on cards with less shared
+				 * memory: k_count's windows) */
+				const unsigned w = (unsigned) (b[i] - hb0);
+
+				if (w < hn)
+					atomicAdd(&shist[w], 1u);
 			}
 		}
 		else
@@ -463,8 +470,12 @@ gs_active_blocks(gs_ull n)
 }
 
 /*
- * dynamic shared memory: gs_count_smem(P, sizeof(K), PACKED) for the P the
- * launch was sized for, whose cell capacity is cells_cap.  THREADS: 256, 512
+ * dynamic shared memory: gs_count_smem_for(P, sizeof(K), cells_cap, PACKED,
+ * hwords) for the P the launch was sized for.  The block histogram holds
+ * buckets b0 .. b0 + hwords - 1: all 2P words (b0 = 0) but where a card's
+ * shared memory is too small for them, where the host runs one pass per
+ * window (approximate mode, two-splitter lookup only: gs_count_kernel).
+ * THREADS: 256, 512
  * or 1024, so that the blocks that memory allows fill an SM (gs_count_kernel
  * in gs_cuda_count.cu picks the variant).  ONE: the one-splitter lookup hist_fast
  * (gs_cells.cuh says when it pays), held to 64 registers (1024 threads per
@@ -475,7 +486,7 @@ gs_active_blocks(gs_ull n)
 template <typename K, bool MM, int THREADS = gs_count_policy::threads, bool ONE = false, bool PACKED = false>
 __global__ void __launch_bounds__(THREADS, ONE ? 1024 / THREADS : 0)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
-		gs_minmax *blk_mm, uint16_t *ora, int cells_cap)
+		gs_minmax *blk_mm, uint16_t *ora, int cells_cap, int b0, int hwords)
 {
 	gs_pdl_enter();
 	typedef cub::BlockReduce<gs_minmax, THREADS> MMReduce;
@@ -505,15 +516,17 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 	K		   *spl = reinterpret_cast<K *>(gs_dyn_smem);
 	unsigned   *shist = reinterpret_cast<unsigned *>(gs_dyn_smem + gs_align16((size_t) P * sizeof(K)));
 	entry_t    *tab = reinterpret_cast<entry_t *>(reinterpret_cast<unsigned char *>(shist) +
-												 gs_align16((size_t) 2 * P * 4));
+												 gs_align16((size_t) hwords * 4));
 
-	for (int b = threadIdx.x; b < 2 * P; b += blockDim.x)
+	for (int b = threadIdx.x; b < hwords; b += blockDim.x)
 		shist[b] = 0;
 	/* this level may have fewer splitters than the launch was sized for;
 	 * its table stays within the launch's (gs_cells_cap is not monotone) */
 	gs_cells_build<K, ONE, PACKED, THREADS>(f.cs, spl, tab, dsplit, m, min(gs_cells_cap(P, (int) sizeof(K)), cells_cap));
 	f.cs.qoff = 4u * (unsigned) P;
 	f.shist = shist;
+	f.hb0 = b0;
+	f.hn = (unsigned) hwords;
 	f.ora = ora;
 	f.ninvalid = 0;
 	bool		runs = false;
@@ -531,11 +544,18 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 	else
 		gs_for_each<K>(gs_pick_src<K>(st->src, in, bufA, bufB), n, f, nact);
 	if (f.ninvalid)
-		atomicSub(&shist[f.cs.hist_word(f.cs.bucket(gs_key_max<K>::v))], f.ninvalid);
+	{
+		const unsigned w = f.cs.hist_word(f.cs.bucket(gs_key_max<K>::v)) - (unsigned) b0;
+
+		if (w < (unsigned) hwords)
+			atomicSub(&shist[w], f.ninvalid);
+	}
 	__syncthreads();
 	for (int b = threadIdx.x; b < nb; b += blockDim.x)
 	{
-		const unsigned c = shist[f.cs.hist_word(b)];
+		/* (ONE: b0 = 0 and hwords = 2P, every bucket's word) */
+		const unsigned w = f.cs.hist_word(b) - (unsigned) b0;
+		const unsigned c = w < (unsigned) hwords ? shist[w] : 0u;
 
 		if (c)
 			atomicAdd(&hist[b], (gs_ull) c);

@@ -154,11 +154,13 @@ struct gs_filter_focus_fn
 	}
 };
 
-/* dynamic shared memory: gs_filter_smem(P) */
+/* dynamic shared memory: gs_filter_smem(P); ora_words: the count pass
+ * used the one-splitter lookup, so the oracles are counter words
+ * (gs_count_launch::one) */
 template <typename K>
 __global__ void __launch_bounds__(gs_count_policy::threads)
 k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit,
-		 const unsigned char *wmask, const uint16_t *ora)
+		 const unsigned char *wmask, const uint16_t *ora, int ora_words)
 {
 	gs_pdl_enter();
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
@@ -207,9 +209,9 @@ k_filter(gs_level_state *st, const K *in, K *bufA, K *bufB, const gs_ull *dsplit
 	unsigned   *smask = reinterpret_cast<unsigned *>(gs_dyn_smem);
 	const int	nb = 2 * m + 1;
 	const int	P = 1 << st->depth;
-	/* the count's choice for this level: spread levels have P <= 4096
-	 * (gs_mopen_for), where gs_cells_one depends on the key width only */
-	const bool	words = gs_cells_one(P, (int) sizeof(K));
+	/* the count's choice for the call (spread levels have P <= 4096,
+	 * where it depends on the key width and the card's shared memory) */
+	const bool	words = ora_words != 0;
 	const int	nbits = words ? 2 * P : nb;
 	const unsigned lane = threadIdx.x & 31;
 

@@ -73,8 +73,13 @@ gs_svc_cuda_open(int ordinal, void *pool, size_t pool_bytes, gs_svc_cuda_dev **o
 		snprintf(err->message, sizeof(err->message), "out of host memory");
 		return GS_ERR_NOMEM;
 	}
-	/* gs_cuda_open makes the device current in this thread: the info call uses it */
-	s = gs_cuda_open(ordinal, &d->engine, err);
+	/*
+	 * gs_cuda_open makes the device current in this thread: the info call
+	 * uses it.  GS_DEVICE_LIMITS in the server's environment (a test
+	 * setting: sm_75, sm_80, sm_86, sm_89) plans with a smaller card's
+	 * limits (kernels/cuda/gs_cuda.h, docs/building.md).
+	 */
+	s = gs_cuda_open_limited(ordinal, getenv("GS_DEVICE_LIMITS"), &d->engine, err);
 	if (s == GS_OK)
 		s = gs_cuda_device_info(d->engine, name, namelen, &free_b, &total_b, err);
 	if (s != GS_OK)

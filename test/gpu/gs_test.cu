@@ -1048,10 +1048,22 @@ main(int argc, char **argv)
 
 	g_seed = getenv("GS_SEED") ? strtoull(getenv("GS_SEED"), NULL, 0) : (uint64_t) time(NULL) * 2654435761ULL;
 	printf("seed %llu\n", (unsigned long long) g_seed);
-	if (gs_cuda_open(0, &E, &err) != GS_OK)
+	/* GS_DEVICE_LIMITS=sm_80|sm_86|...: plan with a smaller card's limits
+	 * (test/gpu/arch_limits.sh) */
+	if (gs_cuda_open_limited(0, getenv("GS_DEVICE_LIMITS"), &E, &err) != GS_OK)
 	{
 		printf("gs_cuda_open: %s\n0 passed, 1 failed\n", err.message);
 		return 1;
+	}
+	{
+		gs_cuda_limits lim;
+		char		name[256];
+
+		gs_cuda_get_limits(E, &lim);
+		gs_cuda_device_info(E, name, sizeof name, NULL, NULL, &err);
+		printf("device %s: cc %d.%d, %d SMs, %d threads and %d blocks per SM, shared memory %zu per block, "
+			   "%zu per SM\n", name, lim.cc_major, lim.cc_minor, lim.sm_count, lim.max_threads_per_sm,
+			   lim.max_blocks_per_sm, lim.smem_per_block, lim.smem_per_sm);
 	}
 	if (strcmp(mode, "check") == 0)
 	{

@@ -48,6 +48,10 @@ nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv,nohe
 summary=()
 stage() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
 
+# the GPUs built for: the Hopper this runs on, unless told (every
+# architecture costs minutes of device time; test/gpu/arch_limits.sh
+# checks that build)
+export CUDA_ARCH=${CUDA_ARCH-90}
 if make -j16 USE_CUDA=1 COPT=-Werror >"$OUTD/build.log" 2>&1 && make USE_CUDA=1 install >>"$OUTD/build.log" 2>&1; then
 	stage "build+install (CUDA, -Werror)" "ok ($(pg_config --version))"
 else

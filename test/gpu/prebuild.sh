@@ -10,6 +10,9 @@ cd "$(dirname "$0")/../.."
 dir=${1:?usage: prebuild.sh DIR}
 mkdir -p "$dir"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+# the Hopper the device machines have unless told (CUDA_ARCH="..." for
+# others; every architecture costs minutes here: test/gpu/arch_limits.sh)
+export CUDA_ARCH=${CUDA_ARCH-90}
 eval "$(make -s --no-print-directory -f kernels/engines.mk engine-vars)"
 FLAGS="-O3 -std=c++17 $GS_CUDA_ARCH -Xcompiler -Wall $GS_ENGINE_INCLUDES"
 objs=()

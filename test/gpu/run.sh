@@ -9,7 +9,9 @@ OUTD=${OUT:-test/gpu/out}
 mkdir -p "$OUTD"
 what=${1:-all}
 NVCC=${NVCC:-nvcc}
-# the engines' sources, include paths and arch: kernels/engines.mk
+# the engines' sources, include paths and arch: kernels/engines.mk; the
+# Hopper this runs on unless told (every architecture costs device time)
+export CUDA_ARCH=${CUDA_ARCH-90}
 eval "$(make -s --no-print-directory -f kernels/engines.mk engine-vars)"
 FLAGS="-O3 -std=c++17 $GS_CUDA_ARCH -Xcompiler -Wall $GS_ENGINE_INCLUDES"
 set -e

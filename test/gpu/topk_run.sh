@@ -10,6 +10,7 @@ cccl=${1:?usage: topk_run.sh CCCL_DIR [LOG2_N]}
 dir=${GS_TOPK_BUILD:-test/gpu/build-topk}
 mkdir -p "$dir"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+export CUDA_ARCH=${CUDA_ARCH-90}	# the Hopper it runs on, unless told
 eval "$(make -s --no-print-directory -f kernels/engines.mk engine-vars)"
 FLAGS="-O3 -std=c++17 $GS_CUDA_ARCH $GS_ENGINE_INCLUDES"
 objs=()
