@@ -332,6 +332,26 @@ gs_bulk_const_epoch(Node *n)
 		pg_strcasecmp(TextDatumGetCString(c->constvalue), "epoch") == 0;
 }
 
+static bool gs_bulk_monotone(Node *e, Index relid, Var **var, int *zones);
+
+/*
+ * The argument of a step that reads the session time zone: the
+ * timestamptz column itself.  bulk_groups.c keeps its probes inside the
+ * column value's constant-offset interval, which bounds the step's input
+ * only when the input is the column (a step below it, such as a date_bin
+ * floor, would move the input outside that interval).
+ */
+static bool
+gs_bulk_zone_var(Node *e, Index relid, Var **var)
+{
+	int			zones = 0;
+
+	while (IsA(e, RelabelType))
+		e = (Node *) ((RelabelType *) e)->arg;
+	return IsA(e, Var) && ((Var *) e)->vartype == TIMESTAMPTZOID &&
+		gs_bulk_monotone(e, relid, var, &zones);
+}
+
 /*
  * Is e a non-decreasing function of one column of the relation, made of
  * the shapes dashboards group by?  *var: the column; *zones |=
@@ -341,6 +361,11 @@ gs_bulk_const_epoch(Node *n)
  *   date_trunc(const, timestamp | timestamptz)   calendar truncation
  *   date_bin(const, timestamp[tz], const)        floor in UTC
  *   timestamp -> date, date -> timestamp, timestamptz -> date | timestamp
+ * A step of the session time zone (date_trunc of a timestamptz, its casts
+ * to date and timestamp) must read the timestamptz column directly
+ * (gs_bulk_zone_var); the casts the other way (date or timestamp to
+ * timestamptz) are not taken: a local time in a spring-forward gap maps
+ * past the gap's end, so they are not non-decreasing.
  *   extract(epoch from timestamp[tz])            the instant as a number
  *   floor(numeric), numeric / const > 0, numeric * const > 0 (either
  *   side), integer -> numeric, numeric -> int8 (rounding)
@@ -385,7 +410,8 @@ gs_bulk_monotone(Node *e, Index relid, Var **var, int *zones)
 	{
 		case F_DATE_TRUNC_TEXT_TIMESTAMPTZ:
 			*zones |= GS_BULK_ZONE_SESSION;
-			/* FALLTHROUGH */
+			return list_length(args) == 2 && gs_bulk_const(linitial(args)) != NULL &&
+				gs_bulk_zone_var(lsecond(args), relid, var);
 		case F_DATE_TRUNC_TEXT_TIMESTAMP:
 			return list_length(args) == 2 && gs_bulk_const(linitial(args)) != NULL &&
 				gs_bulk_monotone(lsecond(args), relid, var, zones);
@@ -394,12 +420,12 @@ gs_bulk_monotone(Node *e, Index relid, Var **var, int *zones)
 			return list_length(args) == 3 && gs_bulk_const(linitial(args)) != NULL &&
 				gs_bulk_const(lthird(args)) != NULL &&
 				gs_bulk_monotone(lsecond(args), relid, var, zones);
-		case F_TIMESTAMPTZ_DATE:
-		case F_TIMESTAMPTZ_TIMESTAMP:
+		case F_DATE_TIMESTAMPTZ:	/* timestamptz -> date */
+		case F_TIMESTAMP_TIMESTAMPTZ:	/* timestamptz -> timestamp */
 			*zones |= GS_BULK_ZONE_SESSION;
-			/* FALLTHROUGH */
-		case F_TIMESTAMP_DATE:
-		case F_DATE_TIMESTAMP:
+			return list_length(args) == 1 && gs_bulk_zone_var(linitial(args), relid, var);
+		case F_DATE_TIMESTAMP:	/* timestamp -> date */
+		case F_TIMESTAMP_DATE:	/* date -> timestamp */
 		case F_FLOOR_NUMERIC:
 		case F_INT2_NUMERIC:
 		case F_INT4_NUMERIC:
