@@ -1,0 +1,582 @@
+# Issue 31, "Exactness (the contract)": the bulk scan (Custom Scan
+# (gpuselect), gpuselect.bulk_scan) answers exactly what the executor's plan
+# answers under the same snapshot, while other sessions write.
+#
+# What is provable, and how each comparison gets the same snapshot:
+#   REPEATABLE READ, SERIALIZABLE: every statement of the transaction uses
+#     the transaction's snapshot, so one transaction runs each query with
+#     SET LOCAL gpuselect.bulk_scan = on, then off, then the built-in
+#     ordered-set form (accelerate_builtins off: PostgreSQL's own sort), then
+#     on again (after the others have set hint bits and pruned pages), and
+#     the four texts must be equal.
+#   READ COMMITTED: a snapshot per statement, and bulk_scan cannot be on for
+#     one part of a statement and off for another; so one statement holds
+#     two scalar subqueries, the query (the bulk scan) and its executor twin
+#     (the built-in ordered-set form; for the built-in syntax under
+#     accelerate_builtins, the same query over an OFFSET 0 subquery, which
+#     the bulk scan cannot take), and compares their texts: both share the
+#     statement's snapshot, so this too must be equal.
+#   EXPLAIN in the same transaction (and the same session for READ
+#   COMMITTED) shows that the bulk scan ran, so the test cannot compare the
+#   executor with itself.  What no test proves: states the writers happened
+#   not to produce at a snapshot.  The holder session keeps a transaction
+#   with uncommitted inserts, updates and deletes open nearly all the time,
+#   and before the writers start a fixed set of states (frozen pages,
+#   all-visible pages, pages that are not, an aborted transaction, an open
+#   one) is compared without concurrency.
+#
+# Data: float8/int8/timestamptz columns with NULLs (and NaN, +-Infinity), a
+# varlena before the column (no cached offset), a column added later with a
+# default (attmissingval) and one without, a dropped column, fillfactor 80 so
+# updates of unindexed columns are HOT; a partitioned table with a default
+# partition and a partition of another physical layout (a dropped column,
+# other column order).  Writers: two churn sessions (inserts, HOT and
+# non-HOT updates, rows that move pages and partitions, deletes, aborted
+# transactions, aborted subtransactions inside committed ones), a holder
+# (open transactions of ~1.5 s, committed or rolled back), and VACUUM in a
+# loop; each writes only rows of its own id residue, so they never wait on
+# each other.  Shapes: no GROUP BY (gpu_quantiles with 101 fractions, several
+# aggregates over several columns), WHERE (comparisons; any qual), GROUP BY
+# date_trunc('hour', ts) across a DST change and GROUP BY a column, the
+# built-in syntax under accelerate_builtins, the partitioned table; serial
+# and with 2 workers forced.  Last, a write skew under SERIALIZABLE: the
+# bulk scan must take the relation's predicate lock as a SeqScan does.
+#
+# Core Perl and GsTest's psql sessions (as the other scripts): PG 15's TAP
+# modules need IPC::Run, and BackgroundPsql exists only in some versions.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use GsTest;
+use Test::More;
+
+my $rounds = $ENV{GS_BULK_ROUNDS} // 2;
+my $F101 = "'{" . join(',', map { $_ / 100 } 0 .. 100) . "}'::float8[]";
+my $F3 = "'{0.5,0.9,0.99}'::float8[]";
+
+# ---- is the bulk scan there? (main has no gpuselect.bulk_scan yet) ----
+my $has_bulk = psql_value(q{CREATE EXTENSION IF NOT EXISTS gpuselect; LOAD 'gpuselect';
+SELECT count(*) FROM pg_settings WHERE name = 'gpuselect.bulk_scan';}) eq '1';
+ok($has_bulk, 'the setting gpuselect.bulk_scan exists');
+
+# SET [LOCAL] gpuselect.bulk_scan, or nothing where it does not exist (the
+# EXPLAIN checks then fail, and the answers compare executor with executor)
+sub bulk
+{
+	my ($on, $local) = @_;
+	return '' unless $has_bulk;
+	return 'SET ' . ($local ? 'LOCAL ' : '') . 'gpuselect.bulk_scan = ' . ($on ? 'on' : 'off') . ";\n";
+}
+
+sub accel
+{
+	my ($on, $local) = @_;
+	return 'SET ' . ($local ? 'LOCAL ' : '') . 'gpuselect.accelerate_builtins = ' . ($on ? 'on' : 'off') . ";\n";
+}
+
+# ---- the tables ----
+psql_value(q{
+-- committed for sure before VACUUM runs (the test cluster commits
+-- asynchronously, and a hint bit waits for the commit record to be flushed:
+-- no all-visible pages otherwise)
+SET synchronous_commit = on;
+DROP TABLE IF EXISTS bulk_t, bulk_pt, bulk_ctl, bulk_skew CASCADE;
+DROP SEQUENCE IF EXISTS bulk_ids;
+CREATE TABLE bulk_ctl (stop bool NOT NULL, quiet_done bool NOT NULL);
+INSERT INTO bulk_ctl VALUES (false, false);
+CREATE TABLE bulk_skew (v int);
+CREATE SEQUENCE bulk_ids START 100000;
+
+-- gone: dropped below; note: a varlena before x, so x has no cached offset
+CREATE TABLE bulk_t (id int8 NOT NULL, a float8, gone int4, note text, x float8,
+                     n int8, k int4, ts timestamptz)
+  WITH (fillfactor = 80, autovacuum_enabled = off);
+INSERT INTO bulk_t
+  SELECT g,
+         CASE WHEN g % 11 = 0 THEN NULL ELSE (g % 1000) / 8.0 END,
+         g,
+         CASE WHEN g % 5 = 0 THEN NULL ELSE repeat(chr(97 + g % 26), g % 40) END,
+         CASE WHEN g % 13 = 0 THEN NULL
+              WHEN g % 4001 = 0 THEN 'NaN'::float8
+              WHEN g % 3001 = 0 THEN 'Infinity'::float8
+              WHEN g % 3003 = 0 THEN '-Infinity'::float8
+              ELSE random() * 2e6 - 1e6 END,
+         (g * 7919) % 100003 - 50000,
+         g % 7,
+         CASE WHEN g % 97 = 0 THEN NULL
+              ELSE '2026-03-07 00:00-05'::timestamptz + g * interval '4.32 s' END
+  FROM generate_series(1, 40000) g;
+-- y: a default kept as attmissingval for the rows above; z: NULL for them
+ALTER TABLE bulk_t ADD COLUMN y float8 DEFAULT 2.5;
+ALTER TABLE bulk_t ADD COLUMN z int8;
+ALTER TABLE bulk_t DROP COLUMN gone;
+CREATE INDEX ON bulk_t (n);
+
+CREATE TABLE bulk_pt (id int8 NOT NULL, x float8, n int8, ts timestamptz) PARTITION BY RANGE (ts);
+CREATE TABLE bulk_pt_0 PARTITION OF bulk_pt FOR VALUES FROM (MINVALUE) TO ('2026-03-08 00:00-05');
+CREATE TABLE bulk_pt_1 PARTITION OF bulk_pt FOR VALUES FROM ('2026-03-08 00:00-05') TO ('2026-03-09 00:00-04');
+CREATE TABLE bulk_pt_d PARTITION OF bulk_pt DEFAULT;
+-- a partition of its own layout: a dropped column first, the others reordered
+CREATE TABLE bulk_pt_2 (junk text, ts timestamptz, n int8, x float8, id int8 NOT NULL);
+INSERT INTO bulk_pt_2 SELECT repeat('j', id::int % 50), ts, n, x, id
+  FROM bulk_t WHERE id % 2 = 0 AND ts >= '2026-03-09 00:00-04';
+ALTER TABLE bulk_pt_2 DROP COLUMN junk;
+ALTER TABLE bulk_pt ATTACH PARTITION bulk_pt_2 FOR VALUES FROM ('2026-03-09 00:00-04') TO (MAXVALUE);
+INSERT INTO bulk_pt SELECT id, x, n, ts FROM bulk_t
+  WHERE id % 2 = 0 AND (ts < '2026-03-09 00:00-04' OR ts IS NULL);
+ALTER TABLE bulk_pt_0 SET (autovacuum_enabled = off);
+ALTER TABLE bulk_pt_1 SET (autovacuum_enabled = off);
+ALTER TABLE bulk_pt_2 SET (autovacuum_enabled = off);
+ALTER TABLE bulk_pt_d SET (autovacuum_enabled = off);
+CREATE INDEX ON bulk_pt (n);
+});
+# frozen and all-visible pages, then the first fifth of bulk_t's pages
+# (and one partition) changed again: not all-visible
+psql_value('SET synchronous_commit = on; VACUUM (FREEZE) bulk_t; VACUUM bulk_pt;');
+psql_value(q{
+UPDATE bulk_t SET x = x + 0.5, y = id / 7.0 WHERE id <= 8000 AND id % 3 = 0;
+UPDATE bulk_pt SET x = x + 0.5 WHERE id % 5 = 0 AND ts < '2026-03-08 00:00-05';
+ANALYZE bulk_t, bulk_pt;
+});
+my ($relpages, $allvis) = split /\|/, psql_value(
+	q{SELECT relpages, relallvisible FROM pg_class WHERE oid = 'bulk_t'::regclass});
+ok($allvis > 0 && $allvis < $relpages, "bulk_t has all-visible pages and others ($allvis of $relpages)");
+
+# ---- the writers ----
+# churn: w and nw give the rows it owns (id % nw = w)
+psql_value(q{
+CREATE OR REPLACE PROCEDURE bulk_churn(w int, nw int) LANGUAGE plpgsql AS $$
+DECLARE
+	i int := 0;
+	c int;
+	r float8;
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	LOOP
+		EXIT WHEN (SELECT stop FROM bulk_ctl) OR clock_timestamp() > t0 + interval '300 s';
+		i := i + 1;
+		c := (i * 37 + w * 11) % 499;
+		r := random();
+		IF r < 0.25 THEN
+			INSERT INTO bulk_t (id, a, note, x, n, k, ts, y, z)
+			  SELECT nextval('bulk_ids') * nw + w, CASE WHEN g = 1 THEN NULL ELSE g * 0.125 END,
+			         repeat('i', g * 7), CASE WHEN g = 2 THEN NULL ELSE random() * 2e6 - 1e6 END,
+			         (random() * 100000)::int8 - 50000, g % 7,
+			         '2026-03-07 00:00-05'::timestamptz + random() * interval '49 hours',
+			         random() * 10, CASE WHEN g = 3 THEN NULL ELSE g END
+			  FROM generate_series(1, 6) g;
+			INSERT INTO bulk_pt (id, x, n, ts)
+			  SELECT nextval('bulk_ids') * nw + w, random() * 2e6 - 1e6, g,
+			         '2026-03-07 00:00-05'::timestamptz + random() * interval '60 hours'
+			  FROM generate_series(1, 3) g;
+		ELSIF r < 0.45 THEN
+			-- HOT: no indexed column changes
+			UPDATE bulk_t SET x = x + 1, y = coalesce(y, 0) + 0.25, ts = ts + interval '7 min'
+			  WHERE id % nw = w AND id % 499 = c;
+		ELSIF r < 0.60 THEN
+			-- not HOT: n is indexed
+			UPDATE bulk_t SET n = n + 1, z = id WHERE id % nw = w AND id % 499 = c;
+		ELSIF r < 0.68 THEN
+			-- the row outgrows its page's free space
+			UPDATE bulk_t SET note = repeat('w', 200 + i % 300) WHERE id % nw = w AND id % 499 = c;
+		ELSIF r < 0.85 THEN
+			DELETE FROM bulk_t WHERE id % nw = w AND id % 499 = c;
+		ELSE
+			-- rows that move to another partition; deletes
+			UPDATE bulk_pt SET ts = ts + interval '20 hours', x = x + 2 WHERE id % nw = w AND id % 499 = c;
+			DELETE FROM bulk_pt WHERE id % nw = w AND id % 997 = c;
+		END IF;
+		IF i % 5 = 0 THEN ROLLBACK; ELSE COMMIT; END IF;
+		IF i % 7 = 0 THEN
+			-- an aborted subtransaction inside a committed transaction
+			BEGIN
+				UPDATE bulk_t SET x = x * 3 WHERE id % nw = w AND id % 499 = (c + 1) % 499;
+				INSERT INTO bulk_t (id, x, n, ts) VALUES (nextval('bulk_ids') * nw + w, 1e300, 7, now());
+				DELETE FROM bulk_pt WHERE id % nw = w AND id % 499 = (c + 3) % 499;
+				RAISE EXCEPTION 'bulk_churn: aborted subtransaction';
+			EXCEPTION WHEN raise_exception THEN
+				NULL;
+			END;
+			UPDATE bulk_t SET a = coalesce(a, 0) + 1 WHERE id % nw = w AND id % 499 = (c + 2) % 499;
+			COMMIT;
+		END IF;
+		PERFORM pg_sleep(0.005);
+	END LOOP;
+END
+$$;
+
+-- holder: a transaction with uncommitted inserts, updates and deletes open
+-- ~1.5 s at a time, then committed or rolled back
+CREATE OR REPLACE PROCEDURE bulk_hold(w int, nw int) LANGUAGE plpgsql AS $$
+DECLARE
+	i int := 0;
+	t0 timestamptz := clock_timestamp();
+	t1 timestamptz;
+BEGIN
+	LOOP
+		EXIT WHEN (SELECT stop FROM bulk_ctl) OR clock_timestamp() > t0 + interval '300 s';
+		i := i + 1;
+		INSERT INTO bulk_t (id, x, n, k, ts)
+		  SELECT nextval('bulk_ids') * nw + w, g * 1000.5, g, g % 7,
+		         '2026-03-08 01:30-05'::timestamptz + g * interval '1 min'
+		  FROM generate_series(1, 50) g;
+		UPDATE bulk_t SET x = x - 3 WHERE id % nw = w AND id % 97 = i % 97;
+		UPDATE bulk_t SET n = n - 3 WHERE id % nw = w AND id % 97 = (i + 1) % 97;
+		DELETE FROM bulk_t WHERE id % nw = w AND id % 97 = (i + 2) % 97;
+		UPDATE bulk_pt SET x = x - 3 WHERE id % nw = w AND id % 97 = i % 97;
+		t1 := clock_timestamp();
+		WHILE clock_timestamp() < t1 + interval '1.5 s' AND NOT (SELECT stop FROM bulk_ctl) LOOP
+			PERFORM pg_sleep(0.05);
+		END LOOP;
+		IF i % 2 = 0 THEN ROLLBACK; ELSE COMMIT; END IF;
+	END LOOP;
+END
+$$;
+});
+
+# ---- the shapes ----
+# q: the query the bulk scan takes (run with bulk_scan on and off); ref: the
+# executor's twin (the built-in ordered-set form, accelerate_builtins off);
+# accel: q is the built-in syntax, run under accelerate_builtins (its ref is
+# q itself with the setting off)
+my @shapes = (
+	{ name => 'quantiles_101',
+	  q => "SELECT gpu_quantiles(x, $F101) FROM bulk_t",
+	  ref => "SELECT percentile_disc($F101) WITHIN GROUP (ORDER BY x) FROM bulk_t" },
+	{ name => 'columns',
+	  q => "SELECT gpu_median(x), gpu_quantile(n, 0.37), gpu_quantile(ts, 0.9), gpu_median(y),"
+		. " gpu_quantiles(z, $F3), gpu_median(a) FROM bulk_t",
+	  ref => "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.37) WITHIN GROUP (ORDER BY n),"
+		. " percentile_disc(0.9) WITHIN GROUP (ORDER BY ts), percentile_cont(0.5) WITHIN GROUP (ORDER BY y),"
+		. " percentile_disc($F3) WITHIN GROUP (ORDER BY z), percentile_cont(0.5) WITHIN GROUP (ORDER BY a) FROM bulk_t" },
+	{ name => 'where_comparisons',
+	  q => "SELECT gpu_quantiles(x, $F3), gpu_median(n) FROM bulk_t"
+		. " WHERE x > -250000 AND n < 20000 AND ts >= '2026-03-07 12:00-05'",
+	  ref => "SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY n)"
+		. " FROM bulk_t WHERE x > -250000 AND n < 20000 AND ts >= '2026-03-07 12:00-05'" },
+	{ name => 'where_any',
+	  q => "SELECT gpu_quantile(x, 0.25), gpu_quantile(y, 0.75) FROM bulk_t"
+		. " WHERE note LIKE 'b%' OR y > 2.5 OR id % 10 = 3",
+	  ref => "SELECT percentile_disc(0.25) WITHIN GROUP (ORDER BY x), percentile_disc(0.75) WITHIN GROUP (ORDER BY y)"
+		. " FROM bulk_t WHERE note LIKE 'b%' OR y > 2.5 OR id % 10 = 3" },
+	{ name => 'group_hour',
+	  q => "SELECT date_trunc('hour', ts) AS h, gpu_quantiles(x, $F3), gpu_median(n) FROM bulk_t GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('hour', ts) AS h, percentile_disc($F3) WITHIN GROUP (ORDER BY x),"
+		. " percentile_cont(0.5) WITHIN GROUP (ORDER BY n) FROM bulk_t GROUP BY 1 ORDER BY 1" },
+	{ name => 'group_column',
+	  q => "SELECT k, gpu_median(x), gpu_quantile(n, 0.9) FROM bulk_t WHERE x IS NOT NULL GROUP BY k ORDER BY k",
+	  ref => "SELECT k, percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.9) WITHIN GROUP (ORDER BY n)"
+		. " FROM bulk_t WHERE x IS NOT NULL GROUP BY k ORDER BY k" },
+	{ name => 'builtin_dashboard', accel => 1,
+	  q => "SELECT date_trunc('hour', ts) AS h, percentile_cont(0.5) WITHIN GROUP (ORDER BY x),"
+		. " percentile_cont(0.9) WITHIN GROUP (ORDER BY x), percentile_cont(0.99) WITHIN GROUP (ORDER BY x)"
+		. " FROM bulk_t WHERE ts >= '2026-03-07 06:00-05' GROUP BY 1 ORDER BY 1" },
+	{ name => 'builtin_101', accel => 1,
+	  q => "SELECT percentile_disc($F101) WITHIN GROUP (ORDER BY x), percentile_cont($F3) WITHIN GROUP (ORDER BY x)"
+		. " FROM bulk_t" },
+	{ name => 'partitioned',
+	  q => "SELECT gpu_quantiles(x, $F3), gpu_median(n) FROM bulk_pt",
+	  ref => "SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY n)"
+		. " FROM bulk_pt" },
+	{ name => 'partitioned_hour',
+	  q => "SELECT date_trunc('hour', ts) AS h, gpu_median(x) FROM bulk_pt WHERE n > -40000 GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('hour', ts) AS h, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_pt"
+		. " WHERE n > -40000 GROUP BY 1 ORDER BY 1" },
+);
+for my $s (@shapes)
+{
+	next unless $s->{accel};
+	$s->{ref} = $s->{q};
+	# the executor's twin within one statement: an OFFSET 0 subquery the
+	# bulk scan cannot take (the rewrite still applies)
+	($s->{rc_ref} = $s->{q}) =~ s/\bFROM (bulk_\w+)/FROM (SELECT * FROM $1 OFFSET 0) $1/;
+}
+
+# a session's settings: serial, or 2 workers forced
+sub prelude
+{
+	my ($par) = @_;
+	return "LOAD 'gpuselect';\nSET TimeZone = 'America/New_York';\nSET statement_timeout = '120s';\n"
+	  . accel(0, 0) . ($par ? force_parallel(2) : "SET max_parallel_workers_per_gather = 0;\n");
+}
+
+my $CUSTOM = qr/Custom Scan \(gpuselect\)/;
+
+# psql output with \echo ==TAG lines -> { TAG => text }
+sub sections
+{
+	my ($out) = @_;
+	my (%s, $cur);
+	for my $l (split /\n/, $out)
+	{
+		if ($l =~ /^==(\S+)$/) { $cur = $1; $s{$cur} = ''; next; }
+		$s{$cur} .= "$l\n" if defined $cur;
+	}
+	return \%s;
+}
+
+sub first_difference
+{
+	my ($got, $want) = @_;
+	my @a = split /\n/, $got;
+	my @b = split /\n/, $want;
+	for my $i (0 .. ($#a > $#b ? $#a : $#b))
+	{
+		my ($x, $y) = ($a[$i] // '<none>', $b[$i] // '<none>');
+		return "line " . ($i + 1) . ":\n  got:  " . substr($x, 0, 400) . "\n  want: " . substr($y, 0, 400)
+		  if $x ne $y;
+	}
+	return 'none';
+}
+
+# one REPEATABLE READ or SERIALIZABLE transaction: every shape with the bulk
+# scan on, off, the executor's twin, and on again; its EXPLAIN first
+sub snapshot_round
+{
+	my ($iso, $par, $label) = @_;
+	my $sql = prelude($par) . "BEGIN ISOLATION LEVEL $iso;\n";
+	for my $s (@shapes)
+	{
+		my $acc = $s->{accel} ? 1 : 0;
+		$sql .= bulk(1, 1) . accel($acc, 1)
+		  . "\\echo ==$s->{name}:plan\nEXPLAIN (COSTS OFF) $s->{q};\n"
+		  . "\\echo ==$s->{name}:on\n$s->{q};\n"
+		  . bulk(0, 1) . "\\echo ==$s->{name}:off\n$s->{q};\n"
+		  . accel(0, 1) . "\\echo ==$s->{name}:ref\n$s->{ref};\n"
+		  . bulk(1, 1) . accel($acc, 1) . "\\echo ==$s->{name}:on2\n$s->{q};\n";
+	}
+	$sql .= "COMMIT;\n";
+	my ($rc, $out) = psql($sql);
+	if ($rc != 0)
+	{
+		fail("$label: the transaction ran");
+		diag(substr($out, -3000));
+		return;
+	}
+	my $sec = sections($out);
+	for my $s (@shapes)
+	{
+		my $n = $s->{name};
+		my $want = $sec->{"$n:ref"} // '<missing>';
+		my @bad;
+		for my $k (qw(on off on2))
+		{
+			my $got = $sec->{"$n:$k"} // '<missing>';
+			push @bad, "$k differs from the executor's built-in, " . first_difference($got, $want)
+			  if $got ne $want;
+		}
+		my $used = ($sec->{"$n:plan"} // '') =~ $CUSTOM;
+		ok(!@bad && $used, "$label $n: bulk scan " . ($used ? 'used' : 'NOT USED') . ', same answers');
+		diag(join("\n", @bad)) if @bad;
+		diag("plan:\n" . ($sec->{"$n:plan"} // '')) unless $used;
+	}
+}
+
+# READ COMMITTED: one statement computes both, so they share its snapshot
+sub rc_statement
+{
+	my ($s) = @_;
+	my $ref = $s->{rc_ref} // $s->{ref};
+	return "SELECT CASE WHEN b IS NOT DISTINCT FROM e THEN 'same'"
+	  . " ELSE 'DIFFERENT' || E'\\n  bulk: ' || coalesce(b, '<null>') || E'\\n  executor: ' || coalesce(e, '<null>') END"
+	  . " FROM (SELECT (SELECT string_agg(s::text, E'\\n' ORDER BY s::text) FROM ($s->{q}) s) AS b,"
+	  . " (SELECT string_agg(s::text, E'\\n' ORDER BY s::text) FROM ($ref) s) AS e) v";
+}
+
+sub read_committed_round
+{
+	my ($par, $label) = @_;
+	my $sql = prelude($par) . bulk(1, 0);
+	for my $s (@shapes)
+	{
+		my $st = rc_statement($s);
+		$sql .= accel($s->{accel} ? 1 : 0, 0)
+		  . "\\echo ==$s->{name}:plan\nEXPLAIN (COSTS OFF) $st;\n\\echo ==$s->{name}:rc\n$st;\n";
+	}
+	my ($rc, $out) = psql($sql);
+	if ($rc != 0)
+	{
+		fail("$label: the statements ran");
+		diag(substr($out, -3000));
+		return;
+	}
+	my $sec = sections($out);
+	for my $s (@shapes)
+	{
+		my $n = $s->{name};
+		my $res = $sec->{"$n:rc"} // '<missing>';
+		my $used = ($sec->{"$n:plan"} // '') =~ $CUSTOM;
+		ok($res eq "same\n" && $used, "$label $n: bulk scan " . ($used ? 'used' : 'NOT USED') . ', same answer');
+		diag(substr($res, 0, 2000)) if $res ne "same\n";
+		diag("plan:\n" . ($sec->{"$n:plan"} // '')) unless $used;
+	}
+}
+
+sub all_rounds
+{
+	my ($tag) = @_;
+	for my $par (0, 1)
+	{
+		my $p = $par ? 'parallel' : 'serial';
+		read_committed_round($par, "$tag READ COMMITTED $p");
+		snapshot_round('REPEATABLE READ', $par, "$tag REPEATABLE READ $p");
+		snapshot_round('SERIALIZABLE', $par, "$tag SERIALIZABLE $p");
+	}
+}
+
+# ---- the plans: the bulk scan when on (workers under Gather when forced),
+# never when off, never on the twins ----
+for my $par (0, 1)
+{
+	my $p = $par ? 'parallel' : 'serial';
+	for my $s (@shapes)
+	{
+		my $acc = $s->{accel} ? 1 : 0;
+		my $on = psql_value(prelude($par) . bulk(1, 0) . accel($acc, 0) . "EXPLAIN (COSTS OFF) $s->{q};");
+		like($on, $CUSTOM, "$p $s->{name}: Custom Scan (gpuselect) with bulk_scan on");
+		like($on, qr/Gather/, "$p $s->{name}: under Gather") if $par;
+		my $off = psql_value(prelude($par) . bulk(0, 0) . accel($acc, 0) . "EXPLAIN (COSTS OFF) $s->{q};");
+		unlike($off, $CUSTOM, "$p $s->{name}: no custom scan with bulk_scan off");
+		my $twin = psql_value(prelude($par) . bulk(1, 0) . accel($acc, 0)
+			  . "EXPLAIN (COSTS OFF) " . ($s->{rc_ref} // $s->{ref}) . ";");
+		unlike($twin, $CUSTOM, "$p $s->{name}: no custom scan in the executor's twin");
+	}
+}
+
+# ---- fixed states, no concurrency: an aborted transaction's tuples (hint
+# bits not yet set), and an open transaction's uncommitted changes ----
+psql_value(q{
+BEGIN;
+INSERT INTO bulk_t (id, x, n, ts) SELECT nextval('bulk_ids') * 3 + 2, g, g, now() FROM generate_series(1, 200) g;
+UPDATE bulk_t SET x = x + 7 WHERE id % 3 = 2 AND id % 11 = 1;
+DELETE FROM bulk_t WHERE id % 3 = 2 AND id % 11 = 2;
+DELETE FROM bulk_pt WHERE id % 3 = 2 AND id % 11 = 2;
+ROLLBACK;
+});
+my $quiet_holder = GsTest::psql_bg(q{
+BEGIN;
+INSERT INTO bulk_t (id, x, n, ts) SELECT nextval('bulk_ids') * 3 + 2, -g, g, now() FROM generate_series(1, 200) g;
+UPDATE bulk_t SET x = x + 9 WHERE id % 3 = 2 AND id % 11 = 3;
+UPDATE bulk_t SET n = n + 9 WHERE id % 3 = 2 AND id % 11 = 4;
+DELETE FROM bulk_t WHERE id % 3 = 2 AND id % 11 = 5;
+UPDATE bulk_pt SET ts = ts + interval '1 day' WHERE id % 3 = 2 AND id % 11 = 3;
+DO $$ /* bulk_quiet_wait */
+BEGIN
+	FOR i IN 1 .. 2400 LOOP
+		EXIT WHEN (SELECT quiet_done FROM bulk_ctl);
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
+ROLLBACK;
+});
+ok(GsTest::wait_for(sub {
+	psql_value(q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%bulk_quiet_wait%' AND backend_xid IS NOT NULL
+	  AND pid <> pg_backend_pid()}) eq '1' }, 60), 'an open transaction holds uncommitted changes');
+for my $par (0, 1)
+{
+	my $p = $par ? 'parallel' : 'serial';
+	read_committed_round($par, "quiet READ COMMITTED $p");
+	snapshot_round('REPEATABLE READ', $par, "quiet REPEATABLE READ $p");
+}
+psql_value('UPDATE bulk_ctl SET quiet_done = true;');
+my ($qrc, $qout) = GsTest::psql_wait($quiet_holder);
+is($qrc, 0, 'the open transaction ended') or diag($qout);
+
+# ---- concurrent writers ----
+my $started = 1;
+END { if ($started) { local $?; psql('UPDATE bulk_ctl SET stop = true;'); } }
+my @writers = (
+	[ 'churn 0', GsTest::psql_bg('CALL bulk_churn(0, 3);') ],
+	[ 'churn 1', GsTest::psql_bg('CALL bulk_churn(1, 3);') ],
+	[ 'holder', GsTest::psql_bg('CALL bulk_hold(2, 3);') ],
+);
+my $vac = '';
+for my $i (1 .. 600)
+{
+	my $cmd = ('VACUUM bulk_t;', 'VACUUM bulk_pt;', 'VACUUM (FREEZE) bulk_t;', 'VACUUM (FREEZE) bulk_pt;')[$i % 4];
+	$vac .= "SELECT stop FROM bulk_ctl \\gset\n\\if :stop\n\\q\n\\endif\n$cmd\nSELECT pg_sleep(0.2);\n";
+}
+push @writers, [ 'vacuum', GsTest::psql_bg($vac) ];
+# the writers have started writing
+GsTest::wait_for(sub { psql_value(q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL bulk_%'
+	  AND backend_xid IS NOT NULL}) >= 2 }, 30);
+
+all_rounds("round $_") for 1 .. $rounds;
+
+psql_value('UPDATE bulk_ctl SET stop = true;');
+for my $w (@writers)
+{
+	my ($rc, $out) = GsTest::psql_wait($w->[1]);
+	is($rc, 0, "writer $w->[0] ran without error") or diag(substr($out, -2000));
+}
+$started = 0;
+
+# the writers did what they should have (the counters: once the writers'
+# backends have exited and flushed them)
+ok(GsTest::wait_for(sub {
+	my ($hot, $upd, $del, $ins) = split /\|/, psql_value(q{SELECT pg_stat_clear_snapshot();
+SELECT n_tup_hot_upd, n_tup_upd, n_tup_del, n_tup_ins FROM pg_stat_user_tables WHERE relid = 'bulk_t'::regclass});
+	$hot > 0 && $upd > $hot && $del > 0 && $ins > 40000 }, 20),
+	'the writers made HOT and non-HOT updates, deletes and inserts');
+
+# ---- after the writers: dead tuples, pruned pages ----
+snapshot_round('REPEATABLE READ', 1, 'after REPEATABLE READ parallel');
+
+# ---- SERIALIZABLE write skew: F reads bulk_t through the bulk scan and
+# writes bulk_skew; T2 reads bulk_skew and writes bulk_t, committing first.
+# F must then fail with 40001, which needs the relation's predicate lock.
+# Advisory locks order the steps: F holds 1515001 until it has read; T2
+# holds 1515002 until it has committed. ----
+my $skew_q = "SELECT gpu_median(x) FROM bulk_t WHERE n > 0";
+for my $on (1, 0)
+{
+	my $t2 = GsTest::psql_bg(q{
+SET lock_timeout = '60s';
+DO $$ BEGIN
+	FOR i IN 1 .. 3000 LOOP
+		EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 1515001 AND granted);
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END $$;
+SELECT pg_advisory_lock(1515002);
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT count(*) FROM bulk_skew;
+SELECT pg_advisory_lock(1515001);
+INSERT INTO bulk_t (id, x, n, ts) VALUES (nextval('bulk_ids') * 3, 5, 5, now());
+COMMIT;
+SELECT pg_advisory_unlock(1515002);
+});
+	my ($rc, $out) = psql(prelude(0) . bulk($on, 0) . q{
+SET lock_timeout = '60s';
+SELECT pg_advisory_lock(1515001);
+DO $$ BEGIN
+	FOR i IN 1 .. 3000 LOOP
+		EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 1515002 AND granted
+		                  AND pid <> pg_backend_pid());
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END $$;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+\echo ==plan
+EXPLAIN (COSTS OFF) } . "$skew_q;\n\\echo ==read\n$skew_q;\n" . q{
+SELECT pg_advisory_unlock(1515001);
+SELECT pg_advisory_lock(1515002);
+\echo ==write
+INSERT INTO bulk_skew VALUES (1);
+COMMIT;
+}, on_error_stop => 0);
+	my ($rc2, $out2) = GsTest::psql_wait($t2);
+	is($rc2, 0, 'write skew: T2 committed') or diag($out2);
+	my $sec = sections($out);
+	my $p = $on ? 'bulk scan' : 'executor';
+	like($sec->{write} // '', qr/40001/, "write skew ($p): the reader's transaction fails with 40001")
+	  or diag($out);
+	if ($on) { like($sec->{plan} // '', $CUSTOM, 'write skew: the read used the bulk scan'); }
+	else { unlike($sec->{plan} // '', $CUSTOM, 'write skew: the read used the executor'); }
+	psql_value('TRUNCATE bulk_skew;');
+}
+
+psql_value('DROP TABLE bulk_t, bulk_pt, bulk_ctl, bulk_skew; DROP SEQUENCE bulk_ids;'
+	  . ' DROP PROCEDURE bulk_churn(int, int), bulk_hold(int, int);');
+done_testing();
