@@ -239,7 +239,11 @@ $$;
 # q: the query the bulk scan takes (run with bulk_scan on and off); ref: the
 # executor's twin (the built-in ordered-set form, accelerate_builtins off);
 # accel: q is the built-in syntax, run under accelerate_builtins (its ref is
-# q itself with the setting off)
+# q itself with the setting off); params/args: q and ref are prepared
+# statements with those parameters, run as generic plans (the parameters
+# reach the scan's quals and fractions as Params); scan: whether the bulk
+# scan takes q ('yes', the default; 'no': outside its scope, the executor
+# compared with itself on purpose; 'any': either, the test says which ran)
 my @shapes = (
 	{ name => 'quantiles_101',
 	  q => "SELECT gpu_quantiles(x, $F101) FROM bulk_t",
@@ -260,14 +264,34 @@ my @shapes = (
 		. " WHERE note LIKE 'b%' OR y > 2.5 OR id % 10 = 3",
 	  ref => "SELECT percentile_disc(0.25) WITHIN GROUP (ORDER BY x), percentile_disc(0.75) WITHIN GROUP (ORDER BY y)"
 		. " FROM bulk_t WHERE note LIKE 'b%' OR y > 2.5 OR id % 10 = 3" },
+	{ name => 'where_nothing',
+	  q => "SELECT gpu_median(x), gpu_quantiles(ts, $F3) FROM bulk_t WHERE y > 1000000",
+	  ref => "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc($F3) WITHIN GROUP (ORDER BY ts)"
+		. " FROM bulk_t WHERE y > 1000000" },
+	# an index scan may be cheaper
+	{ name => 'where_indexed', scan => 'any',
+	  q => "SELECT gpu_median(x), gpu_quantile(n, 0.5) FROM bulk_t WHERE n BETWEEN 100 AND 400",
+	  ref => "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.5) WITHIN GROUP (ORDER BY n)"
+		. " FROM bulk_t WHERE n BETWEEN 100 AND 400" },
+	{ name => 'prepared_generic', params => 'float8, float8, timestamptz', args => "-1000, 0.42, '2026-03-08 01:00-05'",
+	  q => "SELECT gpu_quantile(x, \$2), gpu_median(n) FROM bulk_t WHERE x > \$1 AND ts < \$3",
+	  ref => "SELECT percentile_disc(\$2) WITHIN GROUP (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY n)"
+		. " FROM bulk_t WHERE x > \$1 AND ts < \$3" },
 	{ name => 'group_hour',
 	  q => "SELECT date_trunc('hour', ts) AS h, gpu_quantiles(x, $F3), gpu_median(n) FROM bulk_t GROUP BY 1 ORDER BY 1",
 	  ref => "SELECT date_trunc('hour', ts) AS h, percentile_disc($F3) WITHIN GROUP (ORDER BY x),"
 		. " percentile_cont(0.5) WITHIN GROUP (ORDER BY n) FROM bulk_t GROUP BY 1 ORDER BY 1" },
+	{ name => 'group_hour_qual', scan => 'any',
+	  q => "SELECT date_trunc('hour', ts) AS h, gpu_median(x) FROM bulk_t"
+		. " WHERE date_trunc('hour', ts) >= '2026-03-08 00:00-05' AND ts IS NOT NULL GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('hour', ts) AS h, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_t"
+		. " WHERE date_trunc('hour', ts) >= '2026-03-08 00:00-05' AND ts IS NOT NULL GROUP BY 1 ORDER BY 1" },
 	{ name => 'group_column',
-	  q => "SELECT k, gpu_median(x), gpu_quantile(n, 0.9) FROM bulk_t WHERE x IS NOT NULL GROUP BY k ORDER BY k",
+	  q => "SELECT k, gpu_median(x), gpu_quantile(n, 0.9) FROM bulk_t WHERE x IS NOT NULL GROUP BY k"
+		. " HAVING gpu_quantile(n, 0.9) > -100000 ORDER BY k",
 	  ref => "SELECT k, percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.9) WITHIN GROUP (ORDER BY n)"
-		. " FROM bulk_t WHERE x IS NOT NULL GROUP BY k ORDER BY k" },
+		. " FROM bulk_t WHERE x IS NOT NULL GROUP BY k HAVING percentile_disc(0.9) WITHIN GROUP (ORDER BY n) > -100000"
+		. " ORDER BY k" },
 	{ name => 'builtin_dashboard', accel => 1,
 	  q => "SELECT date_trunc('hour', ts) AS h, percentile_cont(0.5) WITHIN GROUP (ORDER BY x),"
 		. " percentile_cont(0.9) WITHIN GROUP (ORDER BY x), percentile_cont(0.99) WITHIN GROUP (ORDER BY x)"
@@ -275,17 +299,19 @@ my @shapes = (
 	{ name => 'builtin_101', accel => 1,
 	  q => "SELECT percentile_disc($F101) WITHIN GROUP (ORDER BY x), percentile_cont($F3) WITHIN GROUP (ORDER BY x)"
 		. " FROM bulk_t" },
-	{ name => 'partitioned',
+	# the scan takes no inheritance (yet): the executor, compared with itself
+	{ name => 'partitioned', scan => 'no',
 	  q => "SELECT gpu_quantiles(x, $F3), gpu_median(n) FROM bulk_pt",
 	  ref => "SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY n)"
 		. " FROM bulk_pt" },
-	{ name => 'partitioned_hour',
+	{ name => 'partitioned_hour', scan => 'no',
 	  q => "SELECT date_trunc('hour', ts) AS h, gpu_median(x) FROM bulk_pt WHERE n > -40000 GROUP BY 1 ORDER BY 1",
 	  ref => "SELECT date_trunc('hour', ts) AS h, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_pt"
 		. " WHERE n > -40000 GROUP BY 1 ORDER BY 1" },
 );
 for my $s (@shapes)
 {
+	$s->{scan} //= 'yes';
 	next unless $s->{accel};
 	$s->{ref} = $s->{q};
 	# the executor's twin within one statement: an OFFSET 0 subquery the
@@ -293,12 +319,48 @@ for my $s (@shapes)
 	($s->{rc_ref} = $s->{q}) =~ s/\bFROM (bulk_\w+)/FROM (SELECT * FROM $1 OFFSET 0) $1/;
 }
 
-# a session's settings: serial, or 2 workers forced
+# READ COMMITTED: one statement computes both, so they share its snapshot
+sub rc_statement
+{
+	my ($s) = @_;
+	my $ref = $s->{rc_ref} // $s->{ref};
+	return "SELECT CASE WHEN b IS NOT DISTINCT FROM e THEN 'same'"
+	  . " ELSE 'DIFFERENT' || E'\\n  bulk: ' || coalesce(b, '<null>') || E'\\n  executor: ' || coalesce(e, '<null>') END"
+	  . " FROM (SELECT (SELECT string_agg(s::text, E'\\n' ORDER BY s::text) FROM ($s->{q}) s) AS b,"
+	  . " (SELECT string_agg(s::text, E'\\n' ORDER BY s::text) FROM ($ref) s) AS e) v";
+}
+
+# the statement that runs shape $s as $which: on, off (q), ref, twin (the
+# READ COMMITTED statement's executor side), rc (that statement)
+sub stmt
+{
+	my ($s, $which) = @_;
+	if ($s->{params})
+	{
+		my $p = { on => 'on', off => 'off', ref => 'ref', twin => 'twin', rc => 'rc' }->{$which};
+		return "EXECUTE bulk_${p}_$s->{name}($s->{args})";
+	}
+	return $s->{q} if $which eq 'on' || $which eq 'off';
+	return $s->{ref} if $which eq 'ref';
+	return $s->{rc_ref} // $s->{ref} if $which eq 'twin';
+	return rc_statement($s);
+}
+
+# a session's settings: serial, or 2 workers forced; the prepared shapes
 sub prelude
 {
 	my ($par) = @_;
-	return "LOAD 'gpuselect';\nSET TimeZone = 'America/New_York';\nSET statement_timeout = '120s';\n"
+	my $sql = "LOAD 'gpuselect';\nSET TimeZone = 'America/New_York';\nSET statement_timeout = '120s';\n"
+	  . "SET plan_cache_mode = force_generic_plan;\n"
 	  . accel(0, 0) . ($par ? force_parallel(2) : "SET max_parallel_workers_per_gather = 0;\n");
+	for my $s (grep { $_->{params} } @shapes)
+	{
+		my $n = $s->{name};
+		my %body = (on => $s->{q}, off => $s->{q}, ref => $s->{ref}, twin => $s->{rc_ref} // $s->{ref},
+			rc => rc_statement($s));
+		$sql .= "PREPARE bulk_${_}_$n($s->{params}) AS $body{$_};\n" for sort keys %body;
+	}
+	return $sql;
 }
 
 my $CUSTOM = qr/Custom Scan \(gpuselect\)/;
@@ -330,6 +392,19 @@ sub first_difference
 	return 'none';
 }
 
+# the plan of a shape's bulk-scan run is what the shape expects; a name for
+# the test line ('' and a diag when not)
+sub plan_as_expected
+{
+	my ($s, $plan) = @_;
+	my $used = ($plan // '') =~ $CUSTOM;
+	my $ran = $used ? 'bulk scan' : 'executor';
+	return $ran if $s->{scan} eq 'any' || ($s->{scan} eq 'yes') == $used;
+	diag("$s->{name}: expected " . ($s->{scan} eq 'yes' ? 'the bulk scan' : 'the executor') . ", plan:\n"
+		  . ($plan // '<none>'));
+	return '';
+}
+
 # one REPEATABLE READ or SERIALIZABLE transaction: every shape with the bulk
 # scan on, off, the executor's twin, and on again; its EXPLAIN first
 sub snapshot_round
@@ -339,12 +414,13 @@ sub snapshot_round
 	for my $s (@shapes)
 	{
 		my $acc = $s->{accel} ? 1 : 0;
+		my $n = $s->{name};
 		$sql .= bulk(1, 1) . accel($acc, 1)
-		  . "\\echo ==$s->{name}:plan\nEXPLAIN (COSTS OFF) $s->{q};\n"
-		  . "\\echo ==$s->{name}:on\n$s->{q};\n"
-		  . bulk(0, 1) . "\\echo ==$s->{name}:off\n$s->{q};\n"
-		  . accel(0, 1) . "\\echo ==$s->{name}:ref\n$s->{ref};\n"
-		  . bulk(1, 1) . accel($acc, 1) . "\\echo ==$s->{name}:on2\n$s->{q};\n";
+		  . "\\echo ==$n:plan\nEXPLAIN (COSTS OFF) " . stmt($s, 'on') . ";\n"
+		  . "\\echo ==$n:on\n" . stmt($s, 'on') . ";\n"
+		  . bulk(0, 1) . "\\echo ==$n:off\n" . stmt($s, 'off') . ";\n"
+		  . accel(0, 1) . "\\echo ==$n:ref\n" . stmt($s, 'ref') . ";\n"
+		  . bulk(1, 1) . accel($acc, 1) . "\\echo ==$n:on2\n" . stmt($s, 'on') . ";\n";
 	}
 	$sql .= "COMMIT;\n";
 	my ($rc, $out) = psql($sql);
@@ -366,22 +442,10 @@ sub snapshot_round
 			push @bad, "$k differs from the executor's built-in, " . first_difference($got, $want)
 			  if $got ne $want;
 		}
-		my $used = ($sec->{"$n:plan"} // '') =~ $CUSTOM;
-		ok(!@bad && $used, "$label $n: bulk scan " . ($used ? 'used' : 'NOT USED') . ', same answers');
-		diag(join("\n", @bad)) if @bad;
-		diag("plan:\n" . ($sec->{"$n:plan"} // '')) unless $used;
+		my $ran = plan_as_expected($s, $sec->{"$n:plan"});
+		ok(!@bad && $ran, "$label $n: " . ($ran || 'UNEXPECTED PLAN') . ', same answers');
+		diag("$label $n: " . join("\n", @bad)) if @bad;
 	}
-}
-
-# READ COMMITTED: one statement computes both, so they share its snapshot
-sub rc_statement
-{
-	my ($s) = @_;
-	my $ref = $s->{rc_ref} // $s->{ref};
-	return "SELECT CASE WHEN b IS NOT DISTINCT FROM e THEN 'same'"
-	  . " ELSE 'DIFFERENT' || E'\\n  bulk: ' || coalesce(b, '<null>') || E'\\n  executor: ' || coalesce(e, '<null>') END"
-	  . " FROM (SELECT (SELECT string_agg(s::text, E'\\n' ORDER BY s::text) FROM ($s->{q}) s) AS b,"
-	  . " (SELECT string_agg(s::text, E'\\n' ORDER BY s::text) FROM ($ref) s) AS e) v";
 }
 
 sub read_committed_round
@@ -390,7 +454,7 @@ sub read_committed_round
 	my $sql = prelude($par) . bulk(1, 0);
 	for my $s (@shapes)
 	{
-		my $st = rc_statement($s);
+		my $st = stmt($s, 'rc');
 		$sql .= accel($s->{accel} ? 1 : 0, 0)
 		  . "\\echo ==$s->{name}:plan\nEXPLAIN (COSTS OFF) $st;\n\\echo ==$s->{name}:rc\n$st;\n";
 	}
@@ -406,10 +470,9 @@ sub read_committed_round
 	{
 		my $n = $s->{name};
 		my $res = $sec->{"$n:rc"} // '<missing>';
-		my $used = ($sec->{"$n:plan"} // '') =~ $CUSTOM;
-		ok($res eq "same\n" && $used, "$label $n: bulk scan " . ($used ? 'used' : 'NOT USED') . ', same answer');
-		diag(substr($res, 0, 2000)) if $res ne "same\n";
-		diag("plan:\n" . ($sec->{"$n:plan"} // '')) unless $used;
+		my $ran = plan_as_expected($s, $sec->{"$n:plan"});
+		ok($res eq "same\n" && $ran, "$label $n: " . ($ran || 'UNEXPECTED PLAN') . ', same answer');
+		diag("$label $n: " . substr($res, 0, 2000)) if $res ne "same\n";
 	}
 }
 
@@ -426,21 +489,31 @@ sub all_rounds
 }
 
 # ---- the plans: the bulk scan when on (workers under Gather when forced),
-# never when off, never on the twins ----
+# never when off, never in the twins ----
 for my $par (0, 1)
 {
 	my $p = $par ? 'parallel' : 'serial';
+	my $sql = prelude($par);
 	for my $s (@shapes)
 	{
-		my $acc = $s->{accel} ? 1 : 0;
-		my $on = psql_value(prelude($par) . bulk(1, 0) . accel($acc, 0) . "EXPLAIN (COSTS OFF) $s->{q};");
-		like($on, $CUSTOM, "$p $s->{name}: Custom Scan (gpuselect) with bulk_scan on");
-		like($on, qr/Gather/, "$p $s->{name}: under Gather") if $par;
-		my $off = psql_value(prelude($par) . bulk(0, 0) . accel($acc, 0) . "EXPLAIN (COSTS OFF) $s->{q};");
-		unlike($off, $CUSTOM, "$p $s->{name}: no custom scan with bulk_scan off");
-		my $twin = psql_value(prelude($par) . bulk(1, 0) . accel($acc, 0)
-			  . "EXPLAIN (COSTS OFF) " . ($s->{rc_ref} // $s->{ref}) . ";");
-		unlike($twin, $CUSTOM, "$p $s->{name}: no custom scan in the executor's twin");
+		my $n = $s->{name};
+		$sql .= accel($s->{accel} ? 1 : 0, 0)
+		  . bulk(1, 0) . "\\echo ==$n:on\nEXPLAIN (COSTS OFF) " . stmt($s, 'on') . ";\n"
+		  . "\\echo ==$n:twin\nEXPLAIN (COSTS OFF) " . stmt($s, 'twin') . ";\n"
+		  . bulk(0, 0) . "\\echo ==$n:off\nEXPLAIN (COSTS OFF) " . stmt($s, 'off') . ";\n";
+	}
+	my $sec = sections(psql_value($sql));
+	for my $s (@shapes)
+	{
+		my $n = $s->{name};
+		ok(plan_as_expected($s, $sec->{"$n:on"}), "$p $n: the plan with bulk_scan on is the expected one ($s->{scan})");
+		if ($par && $s->{scan} ne 'any')
+		{
+			like($sec->{"$n:on"}, qr/Gather/, "$p $n: under Gather, bulk_scan on");
+			like($sec->{"$n:off"}, qr/Gather/, "$p $n: under Gather, bulk_scan off");
+		}
+		unlike($sec->{"$n:off"}, $CUSTOM, "$p $n: no custom scan with bulk_scan off");
+		unlike($sec->{"$n:twin"}, $CUSTOM, "$p $n: no custom scan in the executor's twin");
 	}
 }
 
