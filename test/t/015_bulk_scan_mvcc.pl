@@ -50,6 +50,10 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use GsTest;
 use Test::More;
+use Time::HiRes qw(time);
+
+my $t_start = time;
+sub phase_done { note(sprintf('%s done at %.1f s', $_[0], time - $t_start)); }
 
 my $rounds = $ENV{GS_BULK_ROUNDS} // 2;
 my $F101 = "'{" . join(',', map { $_ / 100 } 0 .. 100) . "}'::float8[]";
@@ -409,8 +413,8 @@ sub plan_as_expected
 # scan on, off, the executor's twin, and on again; its EXPLAIN first
 sub snapshot_round
 {
-	my ($iso, $par, $label) = @_;
-	my $sql = prelude($par) . "BEGIN ISOLATION LEVEL $iso;\n";
+	my ($iso, $par, $label, $pre, $end) = @_;
+	my $sql = prelude($par) . "BEGIN ISOLATION LEVEL $iso;\n" . ($pre // '');
 	for my $s (@shapes)
 	{
 		my $acc = $s->{accel} ? 1 : 0;
@@ -422,7 +426,7 @@ sub snapshot_round
 		  . accel(0, 1) . "\\echo ==$n:ref\n" . stmt($s, 'ref') . ";\n"
 		  . bulk(1, 1) . accel($acc, 1) . "\\echo ==$n:on2\n" . stmt($s, 'on') . ";\n";
 	}
-	$sql .= "COMMIT;\n";
+	$sql .= ($end // "COMMIT;\n");
 	my ($rc, $out) = psql($sql);
 	if ($rc != 0)
 	{
@@ -446,6 +450,7 @@ sub snapshot_round
 		ok(!@bad && $ran, "$label $n: " . ($ran || 'UNEXPECTED PLAN') . ', same answers');
 		diag("$label $n: " . join("\n", @bad)) if @bad;
 	}
+	return $sec;
 }
 
 sub read_committed_round
@@ -458,6 +463,16 @@ sub read_committed_round
 		$sql .= accel($s->{accel} ? 1 : 0, 0)
 		  . "\\echo ==$s->{name}:plan\nEXPLAIN (COSTS OFF) $st;\n\\echo ==$s->{name}:rc\n$st;\n";
 	}
+	# a cursor runs at FETCH, after the writers have committed more, but
+	# under the snapshot of its DECLARE: both sides of the statement must
+	# use that one (a scan that took a fresh snapshot would differ)
+	my @cursors = grep { !$_->{params} && $_->{scan} eq 'yes' } @shapes;
+	$sql .= "\\echo ==cursors\nBEGIN;\n";
+	$sql .= accel($_->{accel} ? 1 : 0, 0) . "DECLARE bulk_c_$_->{name} NO SCROLL CURSOR FOR " . stmt($_, 'rc') . ";\n"
+	  for @cursors;
+	$sql .= "SELECT pg_sleep(0.3);\n";
+	$sql .= "\\echo ==$_->{name}:cursor\nFETCH ALL FROM bulk_c_$_->{name};\n" for @cursors;
+	$sql .= "COMMIT;\n";
 	my ($rc, $out) = psql($sql);
 	if ($rc != 0)
 	{
@@ -473,18 +488,63 @@ sub read_committed_round
 		my $ran = plan_as_expected($s, $sec->{"$n:plan"});
 		ok($res eq "same\n" && $ran, "$label $n: " . ($ran || 'UNEXPECTED PLAN') . ', same answer');
 		diag("$label $n: " . substr($res, 0, 2000)) if $res ne "same\n";
+		next if $s->{params} || $s->{scan} ne 'yes';
+		$res = $sec->{"$n:cursor"} // '<missing>';
+		is($res, "same\n", "$label $n: a cursor fetched later, same answer");
 	}
+}
+
+# the reader's own writes, uncommitted (rows nobody else writes: negative
+# ids, z < 0): inserted, updated (HOT and not) and deleted rows of its own
+# transaction, an aborted subtransaction of its own; parallel workers must
+# see them as the leader does.  Then a data-modifying CTE: the aggregation
+# in the same statement must not see the statement's own update.  Rolled
+# back at the end.
+my $own_writes = q{
+INSERT INTO bulk_t (id, x, n, k, ts, y, z)
+  SELECT -(nextval('bulk_ids') * 3 + 1), g * 1.5, g, g % 7, '2026-03-08 03:00-04'::timestamptz + g * interval '1 min', g, -g
+  FROM generate_series(1, 300) g;
+UPDATE bulk_t SET x = x * 2, ts = ts + interval '1 hour' WHERE z < 0 AND z % 2 = 0;
+UPDATE bulk_t SET n = n + 100000 WHERE z < 0 AND z % 7 = 0;
+DELETE FROM bulk_t WHERE z < 0 AND z % 5 = 0;
+SAVEPOINT bulk_own;
+UPDATE bulk_t SET x = 0 WHERE z < 0 AND z % 3 = 0;
+DELETE FROM bulk_t WHERE z < 0 AND z % 11 = 0;
+ROLLBACK TO SAVEPOINT bulk_own;
+};
+my $cte_q = "WITH u AS (UPDATE bulk_t SET x = x + 1000 WHERE z < 0 RETURNING 1)"
+  . " SELECT gpu_quantiles(x, $F3), gpu_median(z), (SELECT count(*) FROM u) FROM bulk_t";
+my $cte_ref = "WITH u AS (UPDATE bulk_t SET x = x + 1000 WHERE z < 0 RETURNING 1)"
+  . " SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY z),"
+  . " (SELECT count(*) FROM u) FROM bulk_t";
+
+sub own_writes_round
+{
+	my ($par, $label) = @_;
+	my $end = "SAVEPOINT bulk_cte;\n" . accel(0, 1) . bulk(1, 1) . "\\echo ==cte:plan\nEXPLAIN (COSTS OFF) $cte_q;\n"
+	  . "\\echo ==cte:on\n$cte_q;\nROLLBACK TO SAVEPOINT bulk_cte;\n"
+	  . bulk(0, 1) . "\\echo ==cte:off\n$cte_q;\nROLLBACK TO SAVEPOINT bulk_cte;\n"
+	  . "\\echo ==cte:ref\n$cte_ref;\nROLLBACK;\n";
+	my $sec = snapshot_round('REPEATABLE READ', $par, $label, $own_writes, $end);
+	return unless $sec;
+	my ($on, $off, $ref) = map { $sec->{"cte:$_"} // '<missing>' } qw(on off ref);
+	ok($on eq $ref && $off eq $ref,
+		"$label: a data-modifying CTE's aggregation (" . (($sec->{'cte:plan'} // '') =~ $CUSTOM ? 'bulk scan' : 'executor')
+		  . ') misses its own update')
+	  or diag("on: $on\noff: $off\nref: $ref");
 }
 
 sub all_rounds
 {
-	my ($tag) = @_;
+	my ($tag, $i) = @_;
 	for my $par (0, 1)
 	{
 		my $p = $par ? 'parallel' : 'serial';
 		read_committed_round($par, "$tag READ COMMITTED $p");
 		snapshot_round('REPEATABLE READ', $par, "$tag REPEATABLE READ $p");
 		snapshot_round('SERIALIZABLE', $par, "$tag SERIALIZABLE $p");
+		# serial in odd rounds, parallel in even ones (time)
+		own_writes_round($par, "$tag own writes $p") if $par == 1 - $i % 2;
 	}
 }
 
@@ -517,6 +577,7 @@ for my $par (0, 1)
 	}
 }
 
+phase_done('setup and plans');
 # ---- fixed states, no concurrency: an aborted transaction's tuples (hint
 # bits not yet set), and an open transaction's uncommitted changes ----
 psql_value(q{
@@ -556,6 +617,7 @@ psql_value('UPDATE bulk_ctl SET quiet_done = true;');
 my ($qrc, $qout) = GsTest::psql_wait($quiet_holder);
 is($qrc, 0, 'the open transaction ended') or diag($qout);
 
+phase_done('fixed states');
 # ---- concurrent writers ----
 my $started = 1;
 END { if ($started) { local $?; psql('UPDATE bulk_ctl SET stop = true;'); } }
@@ -575,8 +637,9 @@ push @writers, [ 'vacuum', GsTest::psql_bg($vac) ];
 GsTest::wait_for(sub { psql_value(q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL bulk_%'
 	  AND backend_xid IS NOT NULL}) >= 2 }, 30);
 
-all_rounds("round $_") for 1 .. $rounds;
+all_rounds("round $_", $_) for 1 .. $rounds;
 
+phase_done('concurrent rounds');
 psql_value('UPDATE bulk_ctl SET stop = true;');
 for my $w (@writers)
 {
@@ -596,6 +659,7 @@ SELECT n_tup_hot_upd, n_tup_upd, n_tup_del, n_tup_ins FROM pg_stat_user_tables W
 # ---- after the writers: dead tuples, pruned pages ----
 snapshot_round('REPEATABLE READ', 1, 'after REPEATABLE READ parallel');
 
+phase_done('after the writers');
 # ---- SERIALIZABLE write skew: F reads bulk_t through the bulk scan and
 # writes bulk_skew; T2 reads bulk_skew and writes bulk_t, committing first.
 # F must then fail with 40001, which needs the relation's predicate lock.
@@ -650,6 +714,7 @@ COMMIT;
 	psql_value('TRUNCATE bulk_skew;');
 }
 
+phase_done('write skew');
 psql_value('DROP TABLE bulk_t, bulk_pt, bulk_ctl, bulk_skew; DROP SEQUENCE bulk_ids;'
 	  . ' DROP PROCEDURE bulk_churn(int, int), bulk_hold(int, int);');
 done_testing();
