@@ -43,9 +43,11 @@ OBJS = \
 	src/aggs/moving_aggs.o \
 	src/aggs/final_batch.o \
 	src/aggs/datum_final.o \
+	src/scan/bulk_scan.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
-	src/planner/planner_groups.o
+	src/planner/planner_groups.o \
+	src/planner/planner_bulk_scan.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect

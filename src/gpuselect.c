@@ -17,6 +17,7 @@
 
 #include "base/guc.h"
 #include "planner/planner.h"
+#include "scan/bulk_scan.h"
 #include "service/service.h"
 #include "state/arena.h"
 #include "state/shm_budget.h"
@@ -41,4 +42,5 @@ _PG_init(void)
 	gs_arena_install_hook();
 	gs_planner_install_hook();
 	gs_planner_groups_install_hook();
+	gs_bulk_scan_register();
 }

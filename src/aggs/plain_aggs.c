@@ -154,6 +154,16 @@ gs_agg_source_aggref(FunctionCallInfo fcinfo)
 			return partial->aggfnoid == aggref->aggfnoid &&
 				!DO_AGGSPLIT_COMBINE(partial->aggsplit) ? partial : NULL;
 		}
+		/* the bulk scan (scan/bulk_scan.c): its output is its scan tuple */
+		if (IsA(expr, Var) && var->varno == INDEX_VAR && IsA(ps->plan, CustomScan))
+		{
+			List	   *scan_tlist = ((CustomScan *) ps->plan)->custom_scan_tlist;
+
+			if (var->varattno < 1 || var->varattno > list_length(scan_tlist))
+				return NULL;
+			expr = list_nth_node(TargetEntry, scan_tlist, var->varattno - 1)->expr;
+			continue;
+		}
 		if (!IsA(expr, Var) || var->varno != OUTER_VAR)
 			return NULL;
 		ps = outerPlanState(ps);
@@ -405,6 +415,17 @@ gs_combine(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(s1);
 	}
+	if (s1 == NULL && s2->handoff_cookie != 0)
+	{
+		/*
+		 * A whole state the bulk scan below built in this backend
+		 * (state_serial.c, "GSL1"): adopt it, keys and all.  It lives in the
+		 * scan's memory until the plan ends, after this aggregate's last
+		 * use; a second state of the same group (none comes) would copy.
+		 */
+		gs_final_batch_note(fcinfo, aggcontext, s2);
+		PG_RETURN_POINTER(s2);
+	}
 	if (s1 == NULL)
 	{
 		/*
@@ -447,6 +468,8 @@ gs_deserialize(PG_FUNCTION_ARGS)
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "gs_deserialize called in non-aggregate context");
 	st = gs_state_deserialize(CurrentMemoryContext, PG_GETARG_BYTEA_P(0));
+	if (st->handoff_cookie != 0)
+		PG_RETURN_POINTER(st);	/* by reference, from the bulk scan: no arena to learn */
 
 	/*
 	 * Keys came the slow way: later transactions' parallel queries get an

@@ -21,6 +21,7 @@ int			gs_guc_seed = 42;
 bool		gs_guc_debug = false;
 bool		gs_guc_accelerate_builtins = false;
 bool		gs_guc_estimate_time_buckets = true;
+bool		gs_guc_bulk_scan = true;
 bool		gs_guc_huge_pages = true;
 int			gs_guc_finalize_threads = -1;
 int			gs_guc_max_finalize_threads = 8;
@@ -219,6 +220,22 @@ gs_guc_define(void)
 	 * USERSET: like accelerate_builtins it only changes which plan this
 	 * session's queries get (planner_groups.c), never an answer.
 	 */
+	/*
+	 * USERSET: which plan this session's aggregations get
+	 * (planner_bulk_scan.c); the scan reads what a SeqScan would, and the
+	 * answers are the same either way.
+	 */
+	DefineCustomBoolVariable("gpuselect.bulk_scan",
+							 "Plan gpuselect aggregations of one table as a bulk scan that reads its pages itself.",
+							 "Custom Scan (gpuselect) under a Finalize Aggregate, where every aggregate is "
+							 "gpu_median, gpu_quantile or gpu_quantiles (or a built-in the rewrite replaced) "
+							 "over a column; off: the executor's scan and aggregation.",
+							 &gs_guc_bulk_scan,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("gpuselect.estimate_time_buckets",
 							 "Estimate the groups of GROUP BY time buckets (date_trunc, date_bin, floor(extract(epoch ...)/n)) from the column's range.",
 							 "Applies to queries with gpuselect aggregates (or built-ins the rewrite replaced): "

@@ -94,6 +94,8 @@ extern bool gs_guc_accelerate_builtins;
 extern const char *gs_loaded_by;
 extern void gs_guc_note_load(bool shared_preload);
 extern bool gs_guc_estimate_time_buckets;
+/* gpuselect.bulk_scan: plan the bulk scan (planner_bulk_scan.c) */
+extern bool gs_guc_bulk_scan;
 extern bool gs_guc_huge_pages;
 extern int	gs_guc_finalize_threads;	/* -1: max_parallel_workers_per_gather */
 extern int	gs_guc_max_finalize_threads;	/* superuser cap of the above */

@@ -7,6 +7,8 @@
 #ifndef GS_PLANNER_H
 #define GS_PLANNER_H
 
+#include "nodes/pathnodes.h"
+
 /* chain gpuselect's planner_hook in front of any previous one (_PG_init) */
 extern void gs_planner_install_hook(void);
 
@@ -16,6 +18,14 @@ extern bool gs_planner_is_gpuselect_func(Oid funcid);
 /* chain gpuselect's create_upper_paths_hook: group estimates of time
  * buckets (planner_groups.c, _PG_init) */
 extern void gs_planner_groups_install_hook(void);
+
+/* the bulk scan's paths for a grouped relation (planner_bulk_scan.c),
+ * added by planner_groups.c's hook through add (which charges a path
+ * like the others when charge) */
+extern void gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel,
+								   RelOptInfo *grouped_rel,
+								   GroupPathExtraData *extra, double groups, bool charge,
+								   void (*add) (RelOptInfo *, Path *, double, bool));
 
 /* a target aggregate named gs_planner_builtin_*: exact whatever
  * gpuselect.approximate says (planner_aggs.c) */

@@ -799,11 +799,14 @@ gs_add_partial_hash_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *g
 						input_rel->cheapest_total_path->rows, charge);
 }
 
-static void
-gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
-			   RelOptInfo *output_rel, void *extra_arg)
+/*
+ * Hashed paths costed with the time-bucket estimate; true when the grouped
+ * paths were charged their selection (gs_charge_paths).
+ */
+static bool
+gs_time_bucket_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
+					 GroupPathExtraData *extra)
 {
-	GroupPathExtraData *extra = (GroupPathExtraData *) extra_arg;
 	Query	   *parse = root->parse;
 	List	   *group_clause;
 	double		input_rows;
@@ -811,24 +814,20 @@ gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel
 	GsAggsSeen	seen;
 	bool		batch;
 
-	if (gs_prev_upper_paths_hook)
-		gs_prev_upper_paths_hook(root, stage, input_rel, output_rel, extra_arg);
-
-	if (stage != UPPERREL_GROUP_AGG || extra == NULL ||
-		parse->groupingSets != NIL || IS_OTHER_REL(output_rel) ||
+	if (parse->groupingSets != NIL || IS_OTHER_REL(output_rel) ||
 		extra->patype != PARTITIONWISE_AGGREGATE_NONE ||
 		(extra->flags & GROUPING_CAN_USE_HASH) == 0 ||
 		input_rel->cheapest_total_path == NULL)
-		return;
+		return false;
 	group_clause = GS_PROCESSED_GROUP_CLAUSE(root);
 	if (group_clause == NIL)
-		return;
+		return false;
 
 	memset(&seen, 0, sizeof(seen));
 	gs_gpuselect_aggs_walker((Node *) output_rel->reltarget->exprs, &seen);
 	gs_gpuselect_aggs_walker(extra->havingQual, &seen);
 	if (!seen.any)
-		return;
+		return false;
 	batch = gs_final_batch_threads() > 0 && !seen.values;
 
 	/*
@@ -842,7 +841,7 @@ gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel
 	if (groups <= 0 || groups * 2 > gs_planner_groups(output_rel, input_rows))
 	{
 		if (!batch)
-			return;
+			return false;
 		groups = gs_planner_groups(output_rel, input_rows);
 	}
 
@@ -855,6 +854,27 @@ gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel
 		output_rel->consider_parallel && input_rel->partial_pathlist != NIL)
 		gs_add_partial_hash_path(root, input_rel, output_rel, extra, group_clause, groups,
 								 batch);
+	return batch;
+}
+
+static void
+gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+			   RelOptInfo *output_rel, void *extra_arg)
+{
+	GroupPathExtraData *extra = (GroupPathExtraData *) extra_arg;
+	bool		charged;
+	double		groups = 1;
+
+	if (gs_prev_upper_paths_hook)
+		gs_prev_upper_paths_hook(root, stage, input_rel, output_rel, extra_arg);
+	if (stage != UPPERREL_GROUP_AGG || extra == NULL)
+		return;
+	charged = gs_time_bucket_paths(root, input_rel, output_rel, extra);
+	/* the bulk scan's paths (planner_bulk_scan.c), with the groups estimated so far */
+	if (GS_PROCESSED_GROUP_CLAUSE(root) != NIL && input_rel->cheapest_total_path != NULL)
+		groups = gs_planner_groups(output_rel, input_rel->cheapest_total_path->rows);
+	gs_bulk_scan_add_paths(root, input_rel, output_rel, extra, groups, charged,
+						   gs_add_charged_path);
 }
 
 void

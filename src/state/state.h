@@ -112,6 +112,14 @@ typedef struct GsState
 	struct GsSpill *spill;		/* NULL unless the keys went to a temporary
 								 * file (spill.c); then chunks[0] is its
 								 * write buffer and the only chunk */
+
+	/*
+	 * Non-zero: a complete (not partial) state that the bulk scan
+	 * (scan/bulk_scan.c) built in this backend and hands to the Finalize
+	 * Aggregate right above it by reference (gs_state_serialize_local);
+	 * the combine function adopts it whole instead of copying its keys.
+	 */
+	uint64		handoff_cookie;
 } GsState;
 
 extern GsState *gs_state_create(MemoryContext mcxt, Oid typid);
@@ -135,6 +143,8 @@ extern void gs_state_combine(GsState *into, GsState *from);
 /* the serialized partial-state formats: state_serial.c */
 extern bytea *gs_state_serialize(const GsState *st, bool allow_shared);
 extern GsState *gs_state_deserialize(MemoryContext mcxt, bytea *b);
+/* a state handed by reference to an aggregate in this same backend ("GSL1") */
+extern bytea *gs_state_serialize_local(GsState *st);
 /* the largest serialized state: MaxAllocSize, less under gpuselect.test_max_serial_bytes */
 extern uint64 gs_serial_limit(void);
 /* ERROR 54000 for a state of nrows values that would serialize to total > limit bytes */

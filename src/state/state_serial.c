@@ -31,12 +31,21 @@
  *                    GS_SF_SHARED, a GsSerialSharedRef naming the dynamic
  *                    shared memory segment (shared_state.c) that holds them.
  *
+ * A state the bulk scan (scan/bulk_scan.c) built in this backend for the
+ * Finalize Aggregate right above it travels by reference instead: "GSL1",
+ * this process's pid, the state's address and a cookie the state carries
+ * (gs_state_serialize_local).  The bulk scan's serial plan is never
+ * parallel-safe, so such a bytea never leaves the backend; the pid and the
+ * cookie make a stray one an ERROR rather than a wild pointer.
+ *
  * Deserializing checks every length against the bytea before reading; a
  * state of GS_HANDOVER_MIN_BYTES or more of inline or shared keys gets a
  * memory context of its own that gs_state_combine (state.c) takes over.
  * Smaller inline keys are read where they are, in the bytea.
  */
 #include "postgres.h"
+
+#include "miscadmin.h"
 
 #include "utils/array.h"
 #include "utils/memutils.h"
@@ -50,6 +59,17 @@
 #include "state/state.h"
 
 #define GS_SERIAL_MAGIC		0x31535347	/* "GSS1" */
+#define GS_LOCAL_MAGIC		0x314c5347	/* "GSL1" */
+
+typedef struct GsSerialLocal
+{
+	uint32		magic;
+	int32		pid;
+	uint64		cookie;
+	GsState    *state;
+} GsSerialLocal;
+
+static uint64 gs_local_cookies = 0;
 #define GS_SF_HAVE_FRACTION	0x01
 #define GS_SF_FRACTION_NULL	0x02
 #define GS_SF_HAVE_ARRAY	0x04
@@ -419,6 +439,39 @@ gs_state_resolve_pool_refs(GsState *st, const char *p, const GsSerialPoolHead *p
 	st->lease_gen = ph->gen;
 }
 
+bytea *
+gs_state_serialize_local(GsState *st)
+{
+	bytea	   *b = (bytea *) palloc(VARHDRSZ + sizeof(GsSerialLocal));
+	GsSerialLocal loc;
+
+	if (st->handoff_cookie == 0)
+		st->handoff_cookie = ++gs_local_cookies;
+	memset(&loc, 0, sizeof(loc));
+	loc.magic = GS_LOCAL_MAGIC;
+	loc.pid = MyProcPid;
+	loc.cookie = st->handoff_cookie;
+	loc.state = st;
+	SET_VARSIZE(b, VARHDRSZ + sizeof(loc));
+	memcpy(VARDATA(b), &loc, sizeof(loc));
+	return b;
+}
+
+/* the state a "GSL1" bytea refers to; ERROR if it is not this backend's */
+static GsState *
+gs_state_deserialize_local(bytea *b)
+{
+	GsSerialLocal loc;
+
+	if (VARSIZE(b) - VARHDRSZ != sizeof(loc))
+		elog(ERROR, "gpuselect: serialized state has a bad length");
+	memcpy(&loc, VARDATA(b), sizeof(loc));
+	if (loc.pid != MyProcPid || loc.cookie == 0 || loc.cookie > gs_local_cookies ||
+		loc.state == NULL || loc.state->handoff_cookie != loc.cookie)
+		elog(ERROR, "gpuselect: a state handed over by reference is not this backend's");
+	return loc.state;
+}
+
 GsState *
 gs_state_deserialize(MemoryContext mcxt, bytea *b)
 {
@@ -434,6 +487,8 @@ gs_state_deserialize(MemoryContext mcxt, bytea *b)
 
 	if (gs_datum_is_serialized(b))
 		return gs_datum_deserialize(mcxt, b);	/* values, not keys: datum_state.c */
+	if (len >= sizeof(uint32) && *(const uint32 *) p == GS_LOCAL_MAGIC)
+		return gs_state_deserialize_local(b);
 	if (len < sizeof(hdr))
 		elog(ERROR, "gpuselect: serialized state is truncated");
 	memcpy(&hdr, p, sizeof(hdr));

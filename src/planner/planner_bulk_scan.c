@@ -1,0 +1,490 @@
+/*
+ * planner_bulk_scan.c — when the bulk scan ("Custom Scan (gpuselect)",
+ * scan/bulk_scan.c) replaces the executor's aggregation of a table, and
+ * the plan it makes.
+ *
+ * The plan.  gpuselect's plain aggregates have combine, serialize and
+ * deserialize functions, so PostgreSQL can already finish an aggregation
+ * from partial states (Finalize Aggregate).  The bulk scan produces those
+ * partial states itself, one row per group, and the planner's own Finalize
+ * Aggregate does the rest -- combining, HAVING, the target list, the final
+ * functions, a parallel plan's Gather -- exactly as for a Partial
+ * Aggregate.  Added from create_upper_paths_hook (planner_groups.c calls
+ * this file) as two more paths of the grouped relation, where the
+ * planner's costs choose:
+ *     Finalize [Hash]Aggregate -> Custom Scan (gpuselect)
+ *     Finalize [Hash]Aggregate -> Gather -> Custom Scan (gpuselect), parallel
+ * (PostgreSQL does not call the hook for the partially grouped relation,
+ * so both are built here.)
+ *
+ * When.  Every aggregate of the query level is gpuselect's gpu_median,
+ * gpu_quantile or gpu_quantiles, or one of the rewrite's gs_planner_*
+ * (planner_aggs.c: the built-ins and ordered-set forms it replaced), without DISTINCT, ORDER BY or FILTER, over a column of one
+ * of the eight key types of a heap table or materialized view scanned
+ * alone (no join, no inheritance, no TABLESAMPLE), its fraction free of
+ * the row; GROUP BY is absent or one expression of that table's columns
+ * whose type compares bitwise (integers, date, timestamp[tz], bool, oid)
+ * with its default equality; the quals are free of volatile functions and
+ * sub-plans.  Anything else keeps the executor's plan, and a DEBUG1 line
+ * says why (gpuselect.bulk_scan turns the scan off altogether).
+ *
+ * Expressions.  The quals and fractions go in custom_exprs, where setrefs.c
+ * fixes them like any plan expression (parameters, function OIDs, plan
+ * dependencies): it makes their Vars point into custom_scan_tlist, so the
+ * Vars they read are added there as junk columns after the output ones,
+ * and the scan fills just those for the quals (and an output column that
+ * is a bare Var: GROUP BY a column).  A qual must therefore not contain a
+ * group expression that is not a bare Var, which setrefs would turn into
+ * a reference to the output column.  The group expression itself stays in
+ * custom_private (setrefs would turn it into that reference too): it
+ * may hold no parameter, so nothing in it needs fixing, and its Vars read
+ * the heap tuple whatever their varno.
+ */
+#include "postgres.h"
+#include "base/pg_compat.h"
+
+#include "access/table.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planner.h"
+#include "optimizer/prep.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+
+#include "base/guc.h"
+#include "base/types.h"
+#include "planner/planner.h"
+#include "scan/bulk_scan.h"
+
+static Plan *gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+						  List *tlist, List *clauses, List *custom_plans);
+
+static const CustomPathMethods gs_bulk_path_methods = {
+	.CustomName = GS_BULK_SCAN_NAME,
+	.PlanCustomPath = gs_bulk_plan,
+};
+
+/* why the scan was not planned: one DEBUG1 line */
+static bool
+gs_bulk_decline(const char *why)
+{
+	elog(DEBUG1, "gpuselect: bulk scan not used: %s", why);
+	return false;
+}
+
+/*
+ * One of the aggregates the scan builds: which, over which column, with
+ * which fraction expression (NULL for gpu_median).
+ */
+static bool
+gs_bulk_agg_of(Aggref *a, Index relid, GsBulkAggKind *kind, AttrNumber *attno, Expr **fraction,
+			   bool *descending)
+{
+	const char *name;
+	size_t		len;
+	Var		   *var;
+	GsTypeKind	tkind;
+	uint8		key_bytes;
+	int			nargs;
+
+	if (!gs_planner_is_gpuselect_func(a->aggfnoid) || a->aggkind != AGGKIND_NORMAL ||
+		a->aggstar || a->aggdistinct != NIL || a->aggorder != NIL ||
+		a->aggfilter != NULL || a->agglevelsup != 0)
+		return false;
+	name = get_func_name(a->aggfnoid);
+	if (name == NULL)
+		return false;
+	len = strlen(name);
+	*descending = len > 5 && strcmp(name + len - 5, "_desc") == 0;
+	if (strncmp(name, "gs_planner_", 11) == 0 && strcmp(name, "gs_planner_check_fraction") != 0)
+		*kind = list_length(a->aggargtypes) == 2 && lsecond_oid(a->aggargtypes) == FLOAT8ARRAYOID ?
+			GS_BULK_PLANNER_MULTI : GS_BULK_PLANNER, nargs = 2;
+	else if (strcmp(name, "gpu_median") == 0)
+		*kind = GS_BULK_MEDIAN, nargs = 1;
+	else if (strcmp(name, "gpu_quantile") == 0)
+		*kind = GS_BULK_QUANTILE, nargs = 2;
+	else if (strcmp(name, "gpu_quantiles") == 0)
+		*kind = GS_BULK_QUANTILES, nargs = 2;
+	else
+		return false;
+	if (list_length(a->args) != nargs)
+		return false;
+	var = (Var *) linitial_node(TargetEntry, a->args)->expr;
+	if (!IsA(var, Var) || var->varno != relid || var->varattno < 1 || var->varlevelsup != 0 ||
+		!gs_type_kind_from_oid(var->vartype, &tkind, &key_bytes, NULL) || tkind == GS_T_DATUM)
+		return false;
+	*attno = var->varattno;
+	*fraction = NULL;
+	if (nargs == 2)
+	{
+		Expr	   *f = lsecond_node(TargetEntry, a->args)->expr;
+
+		if (contain_var_clause((Node *) f) || contain_volatile_functions((Node *) f) ||
+			contain_subplans((Node *) f))
+			return false;
+		*fraction = f;
+	}
+	return true;
+}
+
+/*
+ * The partial grouping target: the group expression (with its sortgroupref)
+ * and every aggregate marked as a partial one, as the planner's own
+ * make_partial_grouping_target builds it (static there).  NULL when a Var
+ * outside an aggregate is not the group expression.
+ */
+static PathTarget *
+gs_bulk_partial_target(PlannerInfo *root, PathTarget *final, Node *having, List *group_clause)
+{
+	PathTarget *t = create_empty_pathtarget();
+	List	   *rest = NIL;
+	List	   *items;
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, final->exprs)
+	{
+		Expr	   *e = (Expr *) lfirst(lc);
+		Index		ref = get_pathtarget_sortgroupref(final, i);
+
+		if (ref != 0 && get_sortgroupref_clause_noerr(ref, group_clause) != NULL)
+			add_column_to_pathtarget(t, e, ref);
+		else
+			rest = lappend(rest, e);
+		i++;
+	}
+	if (having != NULL)
+		rest = lappend(rest, having);
+	items = pull_var_clause((Node *) rest, PVC_INCLUDE_AGGREGATES |
+							PVC_RECURSE_WINDOWFUNCS | PVC_INCLUDE_PLACEHOLDERS);
+	foreach(lc, items)
+		if (!IsA(lfirst(lc), Aggref))
+			return NULL;
+	add_new_columns_to_pathtarget(t, items);
+	foreach(lc, t->exprs)
+	{
+		if (IsA(lfirst(lc), Aggref))
+		{
+			Aggref	   *partial = copyObject((Aggref *) lfirst(lc));
+
+			mark_partial_aggref(partial, AGGSPLIT_INITIAL_SERIAL);
+			lfirst(lc) = partial;
+		}
+	}
+	return set_pathtarget_cost_width(root, t);
+}
+
+/* a heap table or materialized view, scanned alone */
+static bool
+gs_bulk_rel_ok(PlannerInfo *root, RelOptInfo *rel)
+{
+	RangeTblEntry *rte;
+	Relation	r;
+	bool		heap;
+
+	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION)
+		return gs_bulk_decline("not a scan of one table");
+	rte = planner_rt_fetch(rel->relid, root);
+	if (rte->inh || rte->tablesample != NULL ||
+		(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW))
+		return gs_bulk_decline("an inheritance tree, a sample or not a table");
+	r = table_open(rte->relid, NoLock);
+	heap = r->rd_rel->relam == HEAP_TABLE_AM_OID;
+	table_close(r, NoLock);
+	return heap ? true : gs_bulk_decline("not a heap table");
+}
+
+static bool
+gs_bulk_has_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return true;
+	return expression_tree_walker(node, gs_bulk_has_param, context);
+}
+
+static bool
+gs_bulk_contains_expr(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (equal(node, context))
+		return true;
+	return expression_tree_walker(node, gs_bulk_contains_expr, context);
+}
+
+/* the GROUP BY expression, if any: *group NULL for none; false to decline */
+static bool
+gs_bulk_group_ok(PlannerInfo *root, RelOptInfo *rel, List *group_clause, Node **group)
+{
+	SortGroupClause *sgc;
+	Node	   *expr;
+	Oid			typid;
+	TypeCacheEntry *tc;
+	ListCell   *lc;
+
+	*group = NULL;
+	if (group_clause == NIL)
+		return true;
+	if (list_length(group_clause) > 1)
+		return gs_bulk_decline("GROUP BY more than one expression");
+	sgc = linitial_node(SortGroupClause, group_clause);
+	expr = get_sortgroupclause_expr(sgc, root->parse->targetList);
+	typid = exprType(expr);
+	if (typid != INT2OID && typid != INT4OID && typid != INT8OID && typid != DATEOID &&
+		typid != TIMESTAMPOID && typid != TIMESTAMPTZOID && typid != BOOLOID && typid != OIDOID)
+		return gs_bulk_decline("GROUP BY a type that does not compare bitwise");
+	tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR);
+	if (sgc->eqop != tc->eq_opr || !sgc->hashable)
+		return gs_bulk_decline("GROUP BY with another equality");
+	if (!contain_var_clause(expr) || contain_volatile_functions(expr) ||
+		contain_subplans(expr) || expression_returns_set(expr) ||
+		gs_bulk_has_param(expr, NULL))
+		return gs_bulk_decline("GROUP BY expression not computable per row alone");
+	foreach(lc, rel->baserestrictinfo)
+		if (!IsA(expr, Var) && gs_bulk_contains_expr((Node *) lfirst_node(RestrictInfo, lc)->clause, expr))
+			return gs_bulk_decline("a qual computes the GROUP BY expression");
+	*group = expr;
+	return true;
+}
+
+static bool
+gs_bulk_quals_ok(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->baserestrictinfo)
+	{
+		Node	   *clause = (Node *) lfirst_node(RestrictInfo, lc)->clause;
+
+		if (contain_volatile_functions(clause) || contain_subplans(clause))
+			return gs_bulk_decline("a volatile or sub-plan qual");
+	}
+	return true;
+}
+
+/*
+ * The scan's cost: the pages a SeqScan reads, a quarter of a SeqScan's
+ * per-tuple CPU (no slot, no projection), the quals, and a tenth of an
+ * operator per key (an append, no function call); in a parallel plan the
+ * CPU part is shared as cost_seqscan shares it.
+ */
+static void
+gs_bulk_cost(RelOptInfo *rel, CustomPath *cp, int naggs, double groups, int workers)
+{
+	Cost		cpu = rel->tuples * (0.25 * cpu_tuple_cost + rel->baserestrictcost.per_tuple) +
+		rel->rows * naggs * 0.1 * cpu_operator_cost;
+
+	if (workers > 0)
+	{
+		double		divisor = workers;
+
+		if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
+			divisor += 1.0 - 0.3 * workers;
+		cpu /= divisor;
+	}
+	cp->path.rows = groups;
+	cp->path.startup_cost = rel->baserestrictcost.startup + seq_page_cost * rel->pages + cpu;
+	cp->path.total_cost = cp->path.startup_cost + groups * cpu_tuple_cost;
+}
+
+static CustomPath *
+gs_bulk_path(RelOptInfo *rel, PathTarget *target, int naggs, double groups, int workers,
+			 bool grouped)
+{
+	CustomPath *cp = makeNode(CustomPath);
+
+	cp->path.pathtype = T_CustomScan;
+	cp->path.parent = rel;
+	cp->path.pathtarget = target;
+	cp->path.param_info = NULL;
+	cp->path.parallel_aware = workers > 0;
+	/* serially, states travel by reference: never in a worker */
+	cp->path.parallel_safe = workers > 0;
+	cp->path.parallel_workers = workers;
+	cp->path.pathkeys = NIL;
+	cp->flags = 0;
+	cp->custom_private = list_make1(makeInteger((workers > 0 ? GS_BULK_PARTIAL : 0) |
+												(grouped ? GS_BULK_GROUPED : 0)));
+	cp->methods = &gs_bulk_path_methods;
+	gs_bulk_cost(rel, cp, naggs, groups, workers);
+	return cp;
+}
+
+static void
+gs_bulk_add_final(PlannerInfo *root, RelOptInfo *grouped_rel, Path *in, GroupPathExtraData *extra,
+				  List *group_clause, double groups, bool charge,
+				  void (*add) (RelOptInfo *, Path *, double, bool), double input_rows)
+{
+	AggClauseCosts costs;
+
+	memset(&costs, 0, sizeof(costs));
+	get_agg_clause_costs(root, AGGSPLIT_FINAL_DESERIAL, &costs);
+	add(grouped_rel, (Path *)
+		create_agg_path(root, grouped_rel, in, grouped_rel->reltarget,
+						group_clause != NIL ? AGG_HASHED : AGG_PLAIN, AGGSPLIT_FINAL_DESERIAL,
+						group_clause, (List *) extra->havingQual, &costs, groups),
+		input_rows, charge);
+}
+
+void
+gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_rel,
+					   GroupPathExtraData *extra, double groups, bool charge,
+					   void (*add) (RelOptInfo *, Path *, double, bool))
+{
+	List	   *group_clause = GS_PROCESSED_GROUP_CLAUSE(root);
+	PathTarget *target;
+	Node	   *group;
+	ListCell   *lc;
+	int			naggs = 0;
+	double		input_rows;
+
+	if (!gs_guc_bulk_scan || root->parse->groupingSets != NIL || root->parse->hasTargetSRFs ||
+		IS_OTHER_REL(grouped_rel) || extra->patype != PARTITIONWISE_AGGREGATE_NONE ||
+		(extra->flags & GROUPING_CAN_PARTIAL_AGG) == 0 || input_rel->cheapest_total_path == NULL)
+		return;
+	if (!gs_bulk_rel_ok(root, input_rel) || !gs_bulk_quals_ok(input_rel) ||
+		!gs_bulk_group_ok(root, input_rel, group_clause, &group))
+		return;
+	target = gs_bulk_partial_target(root, grouped_rel->reltarget, extra->havingQual, group_clause);
+	if (target == NULL)
+	{
+		gs_bulk_decline("a column outside the aggregates and GROUP BY");
+		return;
+	}
+	foreach(lc, target->exprs)
+	{
+		GsBulkAggKind kind;
+		AttrNumber	attno;
+		Expr	   *fraction;
+		bool		desc;
+
+		if (!IsA(lfirst(lc), Aggref))
+			continue;
+		if (!gs_bulk_agg_of((Aggref *) lfirst(lc), input_rel->relid, &kind, &attno, &fraction, &desc))
+		{
+			gs_bulk_decline("an aggregate the scan does not build");
+			return;
+		}
+		naggs++;
+	}
+	if (naggs == 0)
+		return;
+	if (group == NULL)
+		groups = 1;
+	input_rows = input_rel->rows;
+
+	gs_bulk_add_final(root, grouped_rel,
+					  (Path *) gs_bulk_path(input_rel, target, naggs, groups, 0, group != NULL),
+					  extra, group_clause, groups, charge, add, input_rows);
+	if (grouped_rel->consider_parallel && input_rel->consider_parallel &&
+		input_rel->partial_pathlist != NIL)
+	{
+		int			workers = ((Path *) linitial(input_rel->partial_pathlist))->parallel_workers;
+		double		gathered;
+		Path	   *scan;
+
+		if (workers < 1)
+			return;
+		scan = (Path *) gs_bulk_path(input_rel, target, naggs, groups, workers, group != NULL);
+		gathered = groups * (workers + (parallel_leader_participation ? 1 : 0));
+		gs_bulk_add_final(root, grouped_rel,
+						  (Path *) create_gather_path(root, grouped_rel, scan, target, NULL, &gathered),
+						  extra, group_clause, groups, charge, add, input_rows);
+	}
+}
+
+/* ---- the plan ------------------------------------------------------- */
+
+/* custom_scan_tlist: the output columns, then the Vars the quals read */
+static List *
+gs_bulk_scan_tlist(List *tlist, List *quals)
+{
+	List	   *scan_tlist = copyObject(tlist);
+	List	   *vars = pull_var_clause((Node *) quals, 0);
+	ListCell   *lc;
+
+	foreach(lc, vars)
+	{
+		Var		   *var = (Var *) lfirst(lc);
+		ListCell   *lt;
+		bool		have = false;
+
+		foreach(lt, scan_tlist)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lt);
+
+			if (tle->resjunk && equal(tle->expr, var))
+				have = true;
+		}
+		if (!have)
+			scan_tlist = lappend(scan_tlist,
+								 makeTargetEntry((Expr *) copyObject(var),
+												 list_length(scan_tlist) + 1, NULL, true));
+	}
+	return scan_tlist;
+}
+
+static Plan *
+gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			 List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cs = makeNode(CustomScan);
+	List	   *quals = extract_actual_clauses(clauses, false);
+	List	   *aggs = NIL;
+	List	   *fractions = NIL;
+	List	   *columns = NIL;
+	Node	   *group = NULL;
+	int			flags = intVal(linitial(best_path->custom_private));
+	ListCell   *lc;
+
+	foreach(lc, tlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		GsBulkAggKind kind;
+		AttrNumber	attno;
+		Expr	   *fraction;
+		bool		desc;
+
+		if (IsA(tle->expr, Aggref))
+		{
+			if (!gs_bulk_agg_of((Aggref *) tle->expr, rel->relid, &kind, &attno, &fraction, &desc))
+				elog(ERROR, "gpuselect: bulk scan planned over an aggregate it does not build");
+			columns = lappend_int(columns, list_length(aggs));
+			aggs = lappend(aggs, list_make3(makeInteger(kind), makeInteger(attno),
+											makeInteger(desc ? 1 : 0)));
+			fractions = lappend(fractions, copyObject(fraction));
+		}
+		else
+		{
+			columns = lappend_int(columns, -1);
+			group = (Node *) copyObject(tle->expr);
+			fix_opfuncids(group);
+		}
+	}
+	cs->scan.plan.targetlist = tlist;
+	cs->scan.plan.qual = NIL;
+	cs->scan.scanrelid = rel->relid;
+	cs->flags = best_path->flags;
+	cs->custom_plans = NIL;
+	cs->custom_scan_tlist = gs_bulk_scan_tlist(tlist, quals);
+	cs->custom_exprs = list_make2(quals, fractions);
+	cs->custom_private = list_make4(makeInteger(flags), aggs, group, columns);
+	cs->custom_relids = NULL;
+	cs->methods = &gs_bulk_scan_methods;
+	return &cs->scan.plan;
+}

@@ -1,0 +1,709 @@
+/*
+ * bulk_scan.c — "Custom Scan (gpuselect)" at run time: a heap relation read
+ * a page at a time straight into the states of gpuselect's plain
+ * aggregates (bulk_scan.h says what the node is; planner/
+ * planner_bulk_scan.c when it is planned and why it is correct).
+ *
+ * Reading.  The scan is heapam's own: table_beginscan (or
+ * table_beginscan_parallel) with the query's snapshot, in page mode, so the
+ * snapshot's visibility, the bulk-read buffer strategy, synchronized scans,
+ * the read stream (PostgreSQL 17+), the parallel block allocation and the
+ * serializable predicate locks are exactly those of a SeqScan.  What is
+ * ours is the step from one tuple to the next.  In page mode heap_getnext
+ * checks a whole page under its buffer's share lock -- every tuple at once
+ * on a page marked all-visible, each against the snapshot on the others,
+ * with the serializable conflict checks -- lists the visible ones in
+ * rs_vistuples and returns the first.  This scan reads the rest of that
+ * list itself, with the page still pinned (as heapgettup_pagemode does
+ * between calls), and then marks the page done (rs_cindex), so the next
+ * heap_getnext moves to the next page.  Per row there is no slot, no
+ * function call and no copy: heap_getattr reads the aggregated column at
+ * its cached offset (past NULLs through the bitmap; a column added later
+ * from attmissingval), and its key goes into the group's state
+ * (gs_append_datum), i.e. into key-pool chunks the GPU service copies to
+ * the device while the scan goes on, when the group will run there.
+ *
+ * Quals and the GROUP BY expression are the executor's own ExprStates:
+ * the quals over a scan tuple holding just the columns they read (planner
+ * file: why), the group expression over the heap tuple.  A query with
+ * neither reads only heap_getattr.
+ *
+ * Output.  One row per group: the group value (a by-value type whose
+ * equality is bitwise, so the hash table compares Datums) and, per
+ * aggregate, its state as the bytea a Finalize Aggregate deserializes.
+ * Serially, the whole state by reference (state_serial.c, "GSL1"): the
+ * Finalize Aggregate adopts it, keys and all.  In a parallel plan, each
+ * participant's partial state in the usual forms (a shared segment for a
+ * large ungrouped one, key-pool chunks leased to the leader, inline).
+ */
+#include "postgres.h"
+#include "base/pg_compat.h"
+
+#include "access/heapam.h"
+#if PG_VERSION_NUM >= 180000
+#include "commands/explain_format.h"
+#include "commands/explain_state.h"
+#else
+#include "commands/explain.h"
+#endif
+#include "access/relscan.h"
+#include "access/tableam.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "portability/instr_time.h"
+#include "storage/bufmgr.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+#include "aggs/fn_cache.h"
+#include "aggs/ranks.h"
+#include "base/types.h"
+#include "scan/bulk_scan.h"
+#include "state/state.h"
+
+/* one aggregate of the node */
+typedef struct GsBulkAgg
+{
+	GsBulkAggKind kind;
+	AttrNumber	attno;			/* the aggregated column */
+	Oid			typid;
+	GsTypeKind	tkind;
+	bool		descending;		/* the rewrite's ORDER BY x DESC */
+	ExprState  *fraction;		/* NULL: gpu_median */
+	bool		have_fraction;	/* evaluated, at the first group of a scan */
+	bool		fraction_null;
+	Datum		fraction_value; /* float8, or an array in the states' memory */
+} GsBulkAgg;
+
+/* a group of a GROUP BY scan: its value and one state per aggregate */
+typedef struct GsBulkGroup
+{
+	uint64		key;
+	char		status;			/* simplehash's */
+	GsState   **states;
+} GsBulkGroup;
+
+/* a 64-bit finalizer (splitmix64's): bucket floors differ in high bits */
+static inline uint32
+gs_bulk_hash(uint64 k)
+{
+	k ^= k >> 30;
+	k *= UINT64CONST(0xbf58476d1ce4e5b9);
+	k ^= k >> 27;
+	k *= UINT64CONST(0x94d049bb133111eb);
+	k ^= k >> 31;
+	return (uint32) k;
+}
+
+#define SH_PREFIX gs_bulk_groups
+#define SH_ELEMENT_TYPE GsBulkGroup
+#define SH_KEY_TYPE uint64
+#define SH_KEY key
+#define SH_HASH_KEY(tb, k) gs_bulk_hash(k)
+#define SH_EQUAL(tb, a, b) ((a) == (b))
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+typedef struct GsBulkScanState
+{
+	CustomScanState css;
+	int			flags;			/* GS_BULK_PARTIAL, GS_BULK_GROUPED */
+	int			naggs;
+	GsBulkAgg  *aggs;
+	List	   *columns;		/* per scan-tuple column: -1 group, k aggregate k */
+	int			noutput;		/* leading scan-tuple columns that are output */
+
+	ExprState  *qual;			/* NULL: none */
+	List	   *qual_attnos;	/* the relation's columns the quals read */
+	List	   *qual_columns;	/* ... and where they go in qual_slot */
+	TupleTableSlot *qual_slot;	/* scan-tuple shaped: the quals' input */
+	ExprState  *group;			/* NULL: no GROUP BY */
+	TupleTableSlot *heap_slot;	/* the heap tuple: the group expression's input */
+
+	MemoryContext statecxt;		/* groups, states, fractions */
+	TableScanDesc scan;
+	ParallelTableScanDesc pscan;	/* parallel: the shared block allocation */
+	bool		scanned;
+
+	gs_bulk_groups_hash *groups;
+	GsState   **single;			/* no GROUP BY: the one group, once a row came */
+	GsState   **null_group;		/* GROUP BY value NULL */
+	uint64		last_key;		/* the previous row's group (rows come in runs) */
+	GsState   **last_states;
+	gs_bulk_groups_iterator iter;
+	bool		single_done;
+	bool		null_done;
+
+	/* EXPLAIN ANALYZE, summed over rescans */
+	uint64		pages;
+	uint64		pages_all_visible;
+	uint64		tuples;			/* visible */
+	uint64		rows;			/* passed the quals */
+	uint64		keys;			/* non-NULL values appended */
+	double		scan_ms;
+} GsBulkScanState;
+
+static Node *gs_bulk_create_state(CustomScan *cscan);
+static void gs_bulk_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *gs_bulk_exec(CustomScanState *node);
+static void gs_bulk_end(CustomScanState *node);
+static void gs_bulk_rescan(CustomScanState *node);
+static Size gs_bulk_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void gs_bulk_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
+static void gs_bulk_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
+static void gs_bulk_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
+static void gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+
+const CustomScanMethods gs_bulk_scan_methods = {
+	.CustomName = GS_BULK_SCAN_NAME,
+	.CreateCustomScanState = gs_bulk_create_state,
+};
+
+static const CustomExecMethods gs_bulk_exec_methods = {
+	.CustomName = GS_BULK_SCAN_NAME,
+	.BeginCustomScan = gs_bulk_begin,
+	.ExecCustomScan = gs_bulk_exec,
+	.EndCustomScan = gs_bulk_end,
+	.ReScanCustomScan = gs_bulk_rescan,
+	.EstimateDSMCustomScan = gs_bulk_estimate_dsm,
+	.InitializeDSMCustomScan = gs_bulk_init_dsm,
+	.ReInitializeDSMCustomScan = gs_bulk_reinit_dsm,
+	.InitializeWorkerCustomScan = gs_bulk_init_worker,
+	.ExplainCustomScan = gs_bulk_explain,
+};
+
+void
+gs_bulk_scan_register(void)
+{
+	RegisterCustomScanMethods(&gs_bulk_scan_methods);
+}
+
+static Node *
+gs_bulk_create_state(CustomScan *cscan)
+{
+	GsBulkScanState *bs = (GsBulkScanState *) newNode(sizeof(GsBulkScanState), T_CustomScanState);
+
+	bs->css.methods = &gs_bulk_exec_methods;
+	return (Node *) bs;
+}
+
+/* ---- setup ---------------------------------------------------------- */
+
+static void
+gs_bulk_begin_aggs(GsBulkScanState *bs, List *aggs, List *fractions)
+{
+	TupleDesc	desc = RelationGetDescr(bs->css.ss.ss_currentRelation);
+	ListCell   *la,
+			   *lf;
+	int			i = 0;
+
+	bs->naggs = list_length(aggs);
+	bs->aggs = (GsBulkAgg *) palloc0(sizeof(GsBulkAgg) * bs->naggs);
+	forboth(la, aggs, lf, fractions)
+	{
+		List	   *agg = (List *) lfirst(la);
+		GsBulkAgg  *a = &bs->aggs[i++];
+		uint8		key_bytes;
+
+		a->kind = (GsBulkAggKind) intVal(linitial(agg));
+		a->attno = (AttrNumber) intVal(lsecond(agg));
+		a->descending = intVal(lthird(agg)) != 0;
+		if (a->attno < 1 || a->attno > desc->natts)
+			elog(ERROR, "gpuselect: bulk scan column %d out of range", a->attno);
+		a->typid = TupleDescAttr(desc, a->attno - 1)->atttypid;
+		if (!gs_type_kind_from_oid(a->typid, &a->tkind, &key_bytes, NULL) || a->tkind == GS_T_DATUM)
+			elog(ERROR, "gpuselect: bulk scan over a column of type %u", a->typid);
+		if (lfirst(lf) != NULL)
+			a->fraction = ExecInitExpr((Expr *) lfirst(lf), &bs->css.ss.ps);
+	}
+}
+
+/*
+ * The quals read a scan tuple shaped like custom_scan_tlist, whose columns
+ * past the output ones are Vars of the relation (planner file), as may be
+ * an output one (GROUP BY a column): which attribute goes where.
+ */
+static void
+gs_bulk_begin_quals(GsBulkScanState *bs, List *quals, EState *estate)
+{
+	CustomScan *cs = (CustomScan *) bs->css.ss.ps.plan;
+	ListCell   *lc;
+	int			col = 0;
+
+	if (quals == NIL)
+		return;
+	bs->qual = ExecInitQual(quals, &bs->css.ss.ps);
+	foreach(lc, cs->custom_scan_tlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (IsA(tle->expr, Var))
+		{
+			bs->qual_attnos = lappend_int(bs->qual_attnos, ((Var *) tle->expr)->varattno);
+			bs->qual_columns = lappend_int(bs->qual_columns, col);
+		}
+		col++;
+	}
+	bs->qual_slot = ExecInitExtraTupleSlot(estate,
+										   bs->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+										   &TTSOpsVirtual);
+}
+
+static void
+gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	GsBulkScanState *bs = (GsBulkScanState *) node;
+	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cs->custom_private;
+	Node	   *group = (Node *) list_nth(priv, GS_BULK_PRIV_GROUP);
+
+	bs->flags = intVal(list_nth(priv, GS_BULK_PRIV_FLAGS));
+	bs->columns = (List *) list_nth(priv, GS_BULK_PRIV_COLUMNS);
+	bs->noutput = list_length(bs->columns);
+	/* custom_exprs: the quals, then one fraction expression per aggregate */
+	gs_bulk_begin_aggs(bs, (List *) list_nth(priv, GS_BULK_PRIV_AGGS),
+					   (List *) lsecond(cs->custom_exprs));
+	gs_bulk_begin_quals(bs, (List *) linitial(cs->custom_exprs), estate);
+	if (group != NULL)
+	{
+		/*
+		 * No parent: with one, the expression would be compiled for the
+		 * node's scan tuple (virtual, custom_scan_tlist's shape) and skip
+		 * deforming; it reads the heap tuple.  It holds no parameter or
+		 * sub-plan (planner file), which would need the parent.
+		 */
+		bs->group = ExecInitExpr((Expr *) group, NULL);
+		bs->heap_slot = ExecInitExtraTupleSlot(estate,
+											   RelationGetDescr(node->ss.ss_currentRelation),
+											   &TTSOpsHeapTuple);
+	}
+	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
+										 ALLOCSET_DEFAULT_SIZES);
+}
+
+/* ---- groups and states ---------------------------------------------- */
+
+/* a fraction argument, evaluated once per scan (it cannot read the row) */
+static void
+gs_bulk_fraction(GsBulkScanState *bs, GsBulkAgg *a)
+{
+	ExprContext *econtext = bs->css.ss.ps.ps_ExprContext;
+	MemoryContext old;
+	Datum		d;
+
+	d = ExecEvalExprSwitchContext(a->fraction, econtext, &a->fraction_null);
+	old = MemoryContextSwitchTo(bs->statecxt);
+	if (a->fraction_null)
+		a->fraction_value = (Datum) 0;
+	else if (a->kind == GS_BULK_QUANTILES || a->kind == GS_BULK_PLANNER_MULTI)
+		a->fraction_value = PointerGetDatum(DatumGetArrayTypePCopy(d));
+	else
+		a->fraction_value = d;	/* float8: by value */
+	MemoryContextSwitchTo(old);
+	a->have_fraction = true;
+}
+
+/*
+ * A group's state for one aggregate, as the aggregate's transition function
+ * makes it at the group's first row (plain_aggs.c: gs_plain_start and the
+ * fraction taken from the first row, gpu_quantile's validated there;
+ * planner_aggs.c: gs_planner_start, the fraction carried unchecked).
+ */
+static GsState *
+gs_bulk_new_state(GsBulkScanState *bs, GsBulkAgg *a)
+{
+	GsState    *st = gs_state_create(bs->statecxt, a->typid);
+
+	st->descending = a->descending;
+	st->partial = (bs->flags & GS_BULK_PARTIAL) != 0;
+	st->lease_ok = st->partial;
+	if (a->kind == GS_BULK_MEDIAN)
+		return st;
+	if (!a->have_fraction)
+		gs_bulk_fraction(bs, a);
+	st->have_fraction = true;
+	st->fraction_null = a->fraction_null;
+	if (a->fraction_null)
+		return st;
+	if (a->kind == GS_BULK_QUANTILE || a->kind == GS_BULK_PLANNER)
+	{
+		st->fraction = DatumGetFloat8(a->fraction_value);
+		if (a->kind == GS_BULK_QUANTILE)
+			gs_check_fraction(st->fraction);
+	}
+	else
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(a->fraction_value);
+
+		st->fractions = (ArrayType *) MemoryContextAlloc(st->mcxt, VARSIZE(arr));
+		memcpy(st->fractions, arr, VARSIZE(arr));
+	}
+	return st;
+}
+
+static GsState **
+gs_bulk_new_group(GsBulkScanState *bs)
+{
+	GsState   **states = (GsState **) MemoryContextAlloc(bs->statecxt,
+														 sizeof(GsState *) * bs->naggs);
+
+	for (int i = 0; i < bs->naggs; i++)
+		states[i] = gs_bulk_new_state(bs, &bs->aggs[i]);
+	return states;
+}
+
+/* the states of the group the current row belongs to */
+static GsState **
+gs_bulk_group_of(GsBulkScanState *bs, HeapTuple tup, ExprContext *econtext)
+{
+	GsBulkGroup *g;
+	bool		isnull;
+	bool		found;
+	uint64		key;
+
+	if (bs->group == NULL)
+	{
+		if (bs->single == NULL)
+			bs->single = gs_bulk_new_group(bs);
+		return bs->single;
+	}
+	ExecStoreHeapTuple(tup, bs->heap_slot, false);
+	econtext->ecxt_scantuple = bs->heap_slot;
+	key = (uint64) ExecEvalExprSwitchContext(bs->group, econtext, &isnull);
+	if (isnull)
+	{
+		if (bs->null_group == NULL)
+			bs->null_group = gs_bulk_new_group(bs);
+		return bs->null_group;
+	}
+	if (bs->last_states != NULL && key == bs->last_key)
+		return bs->last_states;
+	if (bs->groups == NULL)
+		bs->groups = gs_bulk_groups_create(bs->statecxt, 256, NULL);
+	g = gs_bulk_groups_insert(bs->groups, key, &found);
+	if (!found)
+	{
+		g->states = NULL;
+		g->states = gs_bulk_new_group(bs);
+	}
+	bs->last_key = key;
+	bs->last_states = g->states;
+	return g->states;
+}
+
+/* ---- the scan ------------------------------------------------------- */
+
+/* do the quals pass the tuple?  (the columns they read, into qual_slot) */
+static bool
+gs_bulk_qual(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
+{
+	TupleTableSlot *slot = bs->qual_slot;
+	ListCell   *la,
+			   *lc;
+
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	forboth(la, bs->qual_attnos, lc, bs->qual_columns)
+	{
+		int			col = lfirst_int(lc);
+
+		slot->tts_values[col] = heap_getattr(tup, lfirst_int(la), desc, &slot->tts_isnull[col]);
+	}
+	ExecStoreVirtualTuple(slot);
+	econtext->ecxt_scantuple = slot;
+	return ExecQual(bs->qual, econtext);
+}
+
+static inline void
+gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
+{
+	GsState   **states;
+
+	if (bs->qual != NULL && !gs_bulk_qual(bs, tup, desc, econtext))
+		return;
+	bs->rows++;
+	states = gs_bulk_group_of(bs, tup, econtext);
+	for (int i = 0; i < bs->naggs; i++)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, bs->aggs[i].attno, desc, &isnull);
+
+		if (!isnull)
+		{
+			gs_append_datum(states[i], bs->aggs[i].tkind, d);
+			bs->keys++;
+		}
+	}
+}
+
+/*
+ * The rest of the page heap_getnext has just returned the first visible
+ * tuple of, and mark the page done.  Page mode listed its visible tuples
+ * under the buffer's share lock; the pin heap_getnext keeps holds them.
+ */
+static void
+gs_bulk_rest_of_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *econtext)
+{
+	Page		page = BufferGetPage(hs->rs_cbuf);
+	HeapTupleData tup;
+	int			ntuples = (int) hs->rs_ntuples;
+
+	bs->pages++;
+	if (PageIsAllVisible(page))
+		bs->pages_all_visible++;
+	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
+	for (int i = (int) hs->rs_cindex + 1; i < ntuples; i++)
+	{
+		OffsetNumber off = hs->rs_vistuples[i];
+		ItemId		lp = PageGetItemId(page, off);
+
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		ItemPointerSet(&tup.t_self, hs->rs_cblock, off);
+		bs->tuples++;
+		gs_bulk_row(bs, &tup, desc, econtext);
+	}
+	hs->rs_cindex = ntuples - 1;
+}
+
+static void
+gs_bulk_scan_run(GsBulkScanState *bs)
+{
+	Relation	rel = bs->css.ss.ss_currentRelation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	ExprContext *econtext = bs->css.ss.ps.ps_ExprContext;
+	instr_time	start,
+				elapsed;
+	HeapTuple	tup;
+
+	INSTR_TIME_SET_CURRENT(start);
+	if (bs->scan == NULL)
+		bs->scan = bs->pscan != NULL ?
+			table_beginscan_parallel(rel, bs->pscan) :
+			table_beginscan(rel, bs->css.ss.ps.state->es_snapshot, 0, NULL);
+	while ((tup = heap_getnext(bs->scan, ForwardScanDirection)) != NULL)
+	{
+		HeapScanDesc hs = (HeapScanDesc) bs->scan;
+
+		bs->tuples++;
+		gs_bulk_row(bs, tup, desc, econtext);
+		/* without page mode (no MVCC snapshot) heap_getnext goes row by row */
+		if (hs->rs_base.rs_flags & SO_ALLOW_PAGEMODE)
+			gs_bulk_rest_of_page(bs, hs, desc, econtext);
+		ResetExprContext(econtext);
+		CHECK_FOR_INTERRUPTS();
+	}
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, start);
+	bs->scan_ms += INSTR_TIME_GET_MILLISEC(elapsed);
+}
+
+/* ---- output --------------------------------------------------------- */
+
+static Datum
+gs_bulk_state_datum(GsBulkScanState *bs, GsState *st)
+{
+	if (bs->flags & GS_BULK_PARTIAL)
+		return PointerGetDatum(gs_state_serialize(st, (bs->flags & GS_BULK_GROUPED) == 0));
+	return PointerGetDatum(gs_state_serialize_local(st));
+}
+
+/* the next group to emit: its states, value and NULL-ness; false at the end */
+static bool
+gs_bulk_next_group(GsBulkScanState *bs, GsState ***states, Datum *key, bool *keynull)
+{
+	GsBulkGroup *g;
+
+	*key = (Datum) 0;
+	*keynull = false;
+	if (bs->group == NULL)
+	{
+		if (bs->single == NULL || bs->single_done)
+			return false;
+		bs->single_done = true;
+		*states = bs->single;
+		return true;
+	}
+	if (bs->null_group != NULL && !bs->null_done)
+	{
+		bs->null_done = true;
+		*states = bs->null_group;
+		*keynull = true;
+		return true;
+	}
+	if (bs->groups == NULL || (g = gs_bulk_groups_iterate(bs->groups, &bs->iter)) == NULL)
+		return false;
+	*states = g->states;
+	*key = (Datum) g->key;
+	return true;
+}
+
+static TupleTableSlot *
+gs_bulk_next(ScanState *ss)
+{
+	GsBulkScanState *bs = (GsBulkScanState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	MemoryContext old;
+	GsState   **states;
+	Datum		key;
+	bool		keynull;
+	ListCell   *lc;
+	int			col = 0;
+
+	if (!bs->scanned)
+	{
+		gs_bulk_scan_run(bs);
+		bs->scanned = true;
+		if (bs->groups != NULL)
+			gs_bulk_groups_start_iterate(bs->groups, &bs->iter);
+	}
+	ExecClearTuple(slot);
+	if (!gs_bulk_next_group(bs, &states, &key, &keynull))
+		return slot;
+	/* serialized states live until the next row (ExecScan resets this) */
+	old = MemoryContextSwitchTo(ss->ps.ps_ExprContext->ecxt_per_tuple_memory);
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	foreach(lc, bs->columns)
+	{
+		int			role = lfirst_int(lc);
+
+		slot->tts_values[col] = role < 0 ? key : gs_bulk_state_datum(bs, states[role]);
+		slot->tts_isnull[col] = role < 0 ? keynull : false;
+		col++;
+	}
+	MemoryContextSwitchTo(old);
+	return ExecStoreVirtualTuple(slot);
+}
+
+static bool
+gs_bulk_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+gs_bulk_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, gs_bulk_next, gs_bulk_recheck);
+}
+
+/* ---- end, rescan ---------------------------------------------------- */
+
+/* forget the groups (their states' pool chunks go with the memory) */
+static void
+gs_bulk_reset_groups(GsBulkScanState *bs)
+{
+	MemoryContextReset(bs->statecxt);
+	bs->groups = NULL;
+	bs->single = NULL;
+	bs->null_group = NULL;
+	bs->last_states = NULL;
+	bs->single_done = false;
+	bs->null_done = false;
+	bs->scanned = false;
+	for (int i = 0; i < bs->naggs; i++)
+		bs->aggs[i].have_fraction = false;	/* a parameter may have changed */
+}
+
+static void
+gs_bulk_end(CustomScanState *node)
+{
+	GsBulkScanState *bs = (GsBulkScanState *) node;
+
+	if (bs->scan != NULL)
+		table_endscan(bs->scan);
+	bs->scan = NULL;
+	MemoryContextDelete(bs->statecxt);
+	bs->statecxt = NULL;
+}
+
+static void
+gs_bulk_rescan(CustomScanState *node)
+{
+	GsBulkScanState *bs = (GsBulkScanState *) node;
+
+	gs_bulk_reset_groups(bs);
+	if (bs->scan != NULL)
+		table_rescan(bs->scan, NULL);
+}
+
+/* ---- parallel: the table AM's shared block allocation ---------------- */
+
+static Size
+gs_bulk_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return table_parallelscan_estimate(node->ss.ss_currentRelation,
+									   node->ss.ps.state->es_snapshot);
+}
+
+static void
+gs_bulk_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	GsBulkScanState *bs = (GsBulkScanState *) node;
+
+	bs->pscan = (ParallelTableScanDesc) coordinate;
+	table_parallelscan_initialize(node->ss.ss_currentRelation, bs->pscan,
+								  node->ss.ps.state->es_snapshot);
+}
+
+static void
+gs_bulk_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	table_parallelscan_reinitialize(node->ss.ss_currentRelation,
+									(ParallelTableScanDesc) coordinate);
+}
+
+static void
+gs_bulk_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	((GsBulkScanState *) node)->pscan = (ParallelTableScanDesc) coordinate;
+}
+
+/* ---- EXPLAIN -------------------------------------------------------- */
+
+static void
+gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GsBulkScanState *bs = (GsBulkScanState *) node;
+	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
+	List	   *context = set_deparse_context_plan(es->deparse_cxt, &cs->scan.plan, ancestors);
+	bool		prefix = list_length(es->rtable) > 1 || es->verbose;
+	ListCell   *lc;
+	int			col = 0;
+	List	   *quals = (List *) linitial(cs->custom_exprs);
+
+	foreach(lc, bs->columns)
+	{
+		if (lfirst_int(lc) < 0)
+		{
+			TargetEntry *tle = list_nth_node(TargetEntry, cs->custom_scan_tlist, col);
+
+			ExplainPropertyText("Group Key",
+								deparse_expression((Node *) tle->expr, context, prefix, false), es);
+		}
+		col++;
+	}
+	if (quals != NIL)
+		ExplainPropertyText("Filter",
+							deparse_expression((Node *) make_ands_explicit(quals), context, prefix, false),
+							es);
+	ExplainPropertyInteger("Aggregates", NULL, bs->naggs, es);
+	if (es->analyze)
+	{
+		ExplainPropertyUInteger("Pages", NULL, bs->pages, es);
+		ExplainPropertyUInteger("Pages All-Visible", NULL, bs->pages_all_visible, es);
+		ExplainPropertyUInteger("Tuples Visible", NULL, bs->tuples, es);
+		ExplainPropertyUInteger("Rows Aggregated", NULL, bs->rows, es);
+		ExplainPropertyUInteger("Keys", NULL, bs->keys, es);
+		if (es->timing)
+			ExplainPropertyFloat("Scan Time", "ms", bs->scan_ms, 3, es);
+	}
+}

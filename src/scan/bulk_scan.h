@@ -1,0 +1,57 @@
+/*
+ * bulk_scan.h — the bulk scan: one plan node, "Custom Scan (gpuselect)",
+ * that reads a heap relation's pages itself and builds the groups' states
+ * of gpuselect's plain aggregates directly, with no executor slot and no
+ * transition call per row.  The planner (planner/planner_bulk_scan.c)
+ * puts it under a Finalize Aggregate, in place of a Partial or plain
+ * Aggregate over a SeqScan; this folder runs it (scan/bulk_scan.c).
+ *
+ * The plan's custom_private is a List, in this order (GS_BULK_PRIV_*):
+ *   flags      Integer: GS_BULK_PARTIAL (parallel: serialized partial
+ *              states), GS_BULK_GROUPED (one group expression)
+ *   aggs       a List per aggregate: Integer kind (GsBulkAggKind), Integer
+ *              attno of the aggregated column, Integer 1 for ORDER BY x
+ *              DESC (the rewrite's gs_planner_*_desc)
+ *   group      the group expression, or NULL: not seen by setrefs.c (the
+ *              planner file says why), so it holds no parameter and its
+ *              operators have their function OIDs set
+ *   columns    an integer List, per output column of custom_scan_tlist: -1
+ *              the group expression, k >= 0 aggregate k's state
+ * custom_exprs is a List of two: the quals (implicit AND, in the planner's
+ * order) and one fraction expression per aggregate (NULL for gpu_median).
+ */
+#ifndef GS_BULK_SCAN_H
+#define GS_BULK_SCAN_H
+
+#include "postgres.h"
+#include "nodes/extensible.h"
+
+#define GS_BULK_SCAN_NAME	"gpuselect"
+
+#define GS_BULK_PARTIAL		0x01
+#define GS_BULK_GROUPED		0x02
+
+enum
+{
+	GS_BULK_PRIV_FLAGS = 0,
+	GS_BULK_PRIV_AGGS,
+	GS_BULK_PRIV_GROUP,
+	GS_BULK_PRIV_COLUMNS,
+	GS_BULK_PRIV_COUNT
+};
+
+typedef enum GsBulkAggKind
+{
+	GS_BULK_MEDIAN = 0,			/* gpu_median(x) */
+	GS_BULK_QUANTILE,			/* gpu_quantile(x, p) */
+	GS_BULK_QUANTILES,			/* gpu_quantiles(x, p[]) */
+	GS_BULK_PLANNER,			/* gs_planner_*(x, p): the rewrite's (planner.c) */
+	GS_BULK_PLANNER_MULTI		/* gs_planner_*(x, p[]) */
+} GsBulkAggKind;
+
+extern const CustomScanMethods gs_bulk_scan_methods;
+
+/* _PG_init: let parallel workers find the node's methods by name */
+extern void gs_bulk_scan_register(void);
+
+#endif							/* GS_BULK_SCAN_H */
