@@ -55,7 +55,7 @@ use Time::HiRes qw(time);
 my $t_start = time;
 sub phase_done { note(sprintf('%s done at %.1f s', $_[0], time - $t_start)); }
 
-my $rounds = $ENV{GS_BULK_ROUNDS} // 2;
+my $rounds = $ENV{GS_BULK_ROUNDS} // 2;	# rounds with the writers
 my $F101 = "'{" . join(',', map { $_ / 100 } 0 .. 100) . "}'::float8[]";
 my $F3 = "'{0.5,0.9,0.99}'::float8[]";
 
@@ -259,9 +259,9 @@ my @shapes = (
 		. " percentile_disc(0.9) WITHIN GROUP (ORDER BY ts), percentile_cont(0.5) WITHIN GROUP (ORDER BY y),"
 		. " percentile_disc($F3) WITHIN GROUP (ORDER BY z), percentile_cont(0.5) WITHIN GROUP (ORDER BY a) FROM bulk_t" },
 	{ name => 'where_comparisons',
-	  q => "SELECT gpu_quantiles(x, $F3), gpu_median(n) FROM bulk_t"
+	  q => "SELECT gpu_quantiles(x, $F3), gpu_quantile(n, 0.5) FROM bulk_t"
 		. " WHERE x > -250000 AND n < 20000 AND ts >= '2026-03-07 12:00-05'",
-	  ref => "SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY n)"
+	  ref => "SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY x), percentile_disc(0.5) WITHIN GROUP (ORDER BY n)"
 		. " FROM bulk_t WHERE x > -250000 AND n < 20000 AND ts >= '2026-03-07 12:00-05'" },
 	{ name => 'where_any',
 	  q => "SELECT gpu_quantile(x, 0.25), gpu_quantile(y, 0.75) FROM bulk_t"
@@ -278,13 +278,13 @@ my @shapes = (
 	  ref => "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.5) WITHIN GROUP (ORDER BY n)"
 		. " FROM bulk_t WHERE n BETWEEN 100 AND 400" },
 	{ name => 'prepared_generic', params => 'float8, float8, timestamptz', args => "-1000, 0.42, '2026-03-08 01:00-05'",
-	  q => "SELECT gpu_quantile(x, \$2), gpu_median(n) FROM bulk_t WHERE x > \$1 AND ts < \$3",
-	  ref => "SELECT percentile_disc(\$2) WITHIN GROUP (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY n)"
+	  q => "SELECT gpu_quantile(x, \$2), gpu_quantile(n, 0.5) FROM bulk_t WHERE x > \$1 AND ts < \$3",
+	  ref => "SELECT percentile_disc(\$2) WITHIN GROUP (ORDER BY x), percentile_disc(0.5) WITHIN GROUP (ORDER BY n)"
 		. " FROM bulk_t WHERE x > \$1 AND ts < \$3" },
 	{ name => 'group_hour',
-	  q => "SELECT date_trunc('hour', ts) AS h, gpu_quantiles(x, $F3), gpu_median(n) FROM bulk_t GROUP BY 1 ORDER BY 1",
+	  q => "SELECT date_trunc('hour', ts) AS h, gpu_quantiles(x, $F3), gpu_quantile(n, 0.5) FROM bulk_t GROUP BY 1 ORDER BY 1",
 	  ref => "SELECT date_trunc('hour', ts) AS h, percentile_disc($F3) WITHIN GROUP (ORDER BY x),"
-		. " percentile_cont(0.5) WITHIN GROUP (ORDER BY n) FROM bulk_t GROUP BY 1 ORDER BY 1" },
+		. " percentile_disc(0.5) WITHIN GROUP (ORDER BY n) FROM bulk_t GROUP BY 1 ORDER BY 1" },
 	{ name => 'group_hour_qual', scan => 'any',
 	  q => "SELECT date_trunc('hour', ts) AS h, gpu_median(x) FROM bulk_t"
 		. " WHERE date_trunc('hour', ts) >= '2026-03-08 00:00-05' AND ts IS NOT NULL GROUP BY 1 ORDER BY 1",
@@ -715,6 +715,7 @@ COMMIT;
 }
 
 phase_done('write skew');
+# GS_BULK_KEEP=1 keeps the tables to look at
 psql_value('DROP TABLE bulk_t, bulk_pt, bulk_ctl, bulk_skew; DROP SEQUENCE bulk_ids;'
-	  . ' DROP PROCEDURE bulk_churn(int, int), bulk_hold(int, int);');
+	  . ' DROP PROCEDURE bulk_churn(int, int), bulk_hold(int, int);') unless $ENV{GS_BULK_KEEP};
 done_testing();
