@@ -107,13 +107,15 @@ INSERT INTO bulk_t
               WHEN g % 3003 = 0 THEN '-Infinity'::float8
               ELSE random() * 2e6 - 1e6 END,
          (g * 7919) % 100003 - 50000,
-         g % 7,
+         CASE WHEN g % 101 = 0 THEN NULL ELSE g % 7 END,
          CASE WHEN g % 97 = 0 THEN NULL
               ELSE '2026-03-07 00:00-05'::timestamptz + g * interval '4.32 s' END
   FROM generate_series(1, 40000) g;
 -- y: a default kept as attmissingval for the rows above; z: NULL for them
 ALTER TABLE bulk_t ADD COLUMN y float8 DEFAULT 2.5;
 ALTER TABLE bulk_t ADD COLUMN z int8;
+-- w: an integer group key from attmissingval
+ALTER TABLE bulk_t ADD COLUMN w int4 DEFAULT 3;
 ALTER TABLE bulk_t DROP COLUMN gone;
 CREATE INDEX ON bulk_t (n);
 
@@ -148,9 +150,9 @@ my ($relpages, $allvis) = split /\|/, psql_value(
 ok($allvis > 0 && $allvis < $relpages, "bulk_t has all-visible pages and others ($allvis of $relpages)");
 
 # ---- the writers ----
-# churn: w and nw give the rows it owns (id % nw = w)
+# churn: me and nw give the rows it owns (id % nw = me)
 psql_value(q{
-CREATE OR REPLACE PROCEDURE bulk_churn(w int, nw int) LANGUAGE plpgsql AS $$
+CREATE OR REPLACE PROCEDURE bulk_churn(me int, nw int) LANGUAGE plpgsql AS $$
 DECLARE
 	i int := 0;
 	c int;
@@ -160,49 +162,50 @@ BEGIN
 	LOOP
 		EXIT WHEN (SELECT stop FROM bulk_ctl) OR clock_timestamp() > t0 + interval '300 s';
 		i := i + 1;
-		c := (i * 37 + w * 11) % 499;
+		c := (i * 37 + me * 11) % 499;
 		r := random();
 		IF r < 0.25 THEN
 			INSERT INTO bulk_t (id, a, note, x, n, k, ts, y, z)
-			  SELECT nextval('bulk_ids') * nw + w, CASE WHEN g = 1 THEN NULL ELSE g * 0.125 END,
+			  SELECT nextval('bulk_ids') * nw + me, CASE WHEN g = 1 THEN NULL ELSE g * 0.125 END,
 			         repeat('i', g * 7), CASE WHEN g = 2 THEN NULL ELSE random() * 2e6 - 1e6 END,
 			         (random() * 100000)::int8 - 50000, g % 7,
 			         '2026-03-07 00:00-05'::timestamptz + random() * interval '49 hours',
 			         random() * 10, CASE WHEN g = 3 THEN NULL ELSE g END
 			  FROM generate_series(1, 6) g;
 			INSERT INTO bulk_pt (id, x, n, ts)
-			  SELECT nextval('bulk_ids') * nw + w, random() * 2e6 - 1e6, g,
+			  SELECT nextval('bulk_ids') * nw + me, random() * 2e6 - 1e6, g,
 			         '2026-03-07 00:00-05'::timestamptz + random() * interval '60 hours'
 			  FROM generate_series(1, 3) g;
 		ELSIF r < 0.45 THEN
 			-- HOT: no indexed column changes
-			UPDATE bulk_t SET x = x + 1, y = coalesce(y, 0) + 0.25, ts = ts + interval '7 min'
-			  WHERE id % nw = w AND id % 499 = c;
+			UPDATE bulk_t SET x = x + 1, y = coalesce(y, 0) + 0.25, ts = ts + interval '7 min',
+			                  w = CASE WHEN i % 3 = 0 THEN NULL ELSE i % 5 END
+			  WHERE id % nw = me AND id % 499 = c;
 		ELSIF r < 0.60 THEN
 			-- not HOT: n is indexed
-			UPDATE bulk_t SET n = n + 1, z = id WHERE id % nw = w AND id % 499 = c;
+			UPDATE bulk_t SET n = n + 1, z = id WHERE id % nw = me AND id % 499 = c;
 		ELSIF r < 0.68 THEN
 			-- the row outgrows its page's free space
-			UPDATE bulk_t SET note = repeat('w', 200 + i % 300) WHERE id % nw = w AND id % 499 = c;
+			UPDATE bulk_t SET note = repeat('w', 200 + i % 300) WHERE id % nw = me AND id % 499 = c;
 		ELSIF r < 0.85 THEN
-			DELETE FROM bulk_t WHERE id % nw = w AND id % 499 = c;
+			DELETE FROM bulk_t WHERE id % nw = me AND id % 499 = c;
 		ELSE
 			-- rows that move to another partition; deletes
-			UPDATE bulk_pt SET ts = ts + interval '20 hours', x = x + 2 WHERE id % nw = w AND id % 499 = c;
-			DELETE FROM bulk_pt WHERE id % nw = w AND id % 997 = c;
+			UPDATE bulk_pt SET ts = ts + interval '20 hours', x = x + 2 WHERE id % nw = me AND id % 499 = c;
+			DELETE FROM bulk_pt WHERE id % nw = me AND id % 997 = c;
 		END IF;
 		IF i % 5 = 0 THEN ROLLBACK; ELSE COMMIT; END IF;
 		IF i % 7 = 0 THEN
 			-- an aborted subtransaction inside a committed transaction
 			BEGIN
-				UPDATE bulk_t SET x = x * 3 WHERE id % nw = w AND id % 499 = (c + 1) % 499;
-				INSERT INTO bulk_t (id, x, n, ts) VALUES (nextval('bulk_ids') * nw + w, 1e300, 7, now());
-				DELETE FROM bulk_pt WHERE id % nw = w AND id % 499 = (c + 3) % 499;
+				UPDATE bulk_t SET x = x * 3 WHERE id % nw = me AND id % 499 = (c + 1) % 499;
+				INSERT INTO bulk_t (id, x, n, ts) VALUES (nextval('bulk_ids') * nw + me, 1e300, 7, now());
+				DELETE FROM bulk_pt WHERE id % nw = me AND id % 499 = (c + 3) % 499;
 				RAISE EXCEPTION 'bulk_churn: aborted subtransaction';
 			EXCEPTION WHEN raise_exception THEN
 				NULL;
 			END;
-			UPDATE bulk_t SET a = coalesce(a, 0) + 1 WHERE id % nw = w AND id % 499 = (c + 2) % 499;
+			UPDATE bulk_t SET a = coalesce(a, 0) + 1 WHERE id % nw = me AND id % 499 = (c + 2) % 499;
 			COMMIT;
 		END IF;
 		PERFORM pg_sleep(0.005);
@@ -212,7 +215,7 @@ $$;
 
 -- holder: a transaction with uncommitted inserts, updates and deletes open
 -- ~1.5 s at a time, then committed or rolled back
-CREATE OR REPLACE PROCEDURE bulk_hold(w int, nw int) LANGUAGE plpgsql AS $$
+CREATE OR REPLACE PROCEDURE bulk_hold(me int, nw int) LANGUAGE plpgsql AS $$
 DECLARE
 	i int := 0;
 	t0 timestamptz := clock_timestamp();
@@ -222,13 +225,13 @@ BEGIN
 		EXIT WHEN (SELECT stop FROM bulk_ctl) OR clock_timestamp() > t0 + interval '300 s';
 		i := i + 1;
 		INSERT INTO bulk_t (id, x, n, k, ts)
-		  SELECT nextval('bulk_ids') * nw + w, g * 1000.5, g, g % 7,
+		  SELECT nextval('bulk_ids') * nw + me, g * 1000.5, g, g % 7,
 		         '2026-03-08 01:30-05'::timestamptz + g * interval '1 min'
 		  FROM generate_series(1, 50) g;
-		UPDATE bulk_t SET x = x - 3 WHERE id % nw = w AND id % 97 = i % 97;
-		UPDATE bulk_t SET n = n - 3 WHERE id % nw = w AND id % 97 = (i + 1) % 97;
-		DELETE FROM bulk_t WHERE id % nw = w AND id % 97 = (i + 2) % 97;
-		UPDATE bulk_pt SET x = x - 3 WHERE id % nw = w AND id % 97 = i % 97;
+		UPDATE bulk_t SET x = x - 3 WHERE id % nw = me AND id % 97 = i % 97;
+		UPDATE bulk_t SET n = n - 3 WHERE id % nw = me AND id % 97 = (i + 1) % 97;
+		DELETE FROM bulk_t WHERE id % nw = me AND id % 97 = (i + 2) % 97;
+		UPDATE bulk_pt SET x = x - 3 WHERE id % nw = me AND id % 97 = i % 97;
 		t1 := clock_timestamp();
 		WHILE clock_timestamp() < t1 + interval '1.5 s' AND NOT (SELECT stop FROM bulk_ctl) LOOP
 			PERFORM pg_sleep(0.05);
@@ -247,7 +250,8 @@ $$;
 # statements with those parameters, run as generic plans (the parameters
 # reach the scan's quals and fractions as Params); scan: whether the bulk
 # scan takes q ('yes', the default; 'no': outside its scope, the executor
-# compared with itself on purpose; 'any': either, the test says which ran)
+# compared with itself on purpose; 'any': either, the test says which ran);
+# no_gather: no parallel plan even with workers forced
 my @shapes = (
 	{ name => 'quantiles_101',
 	  q => "SELECT gpu_quantiles(x, $F101) FROM bulk_t",
@@ -301,6 +305,17 @@ my @shapes = (
 	  ref => "SELECT k, percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.9) WITHIN GROUP (ORDER BY n)"
 		. " FROM bulk_t WHERE x IS NOT NULL GROUP BY k HAVING percentile_disc(0.9) WITHIN GROUP (ORDER BY n) > -100000"
 		. " ORDER BY k" },
+	# the group key from attmissingval for most rows, NULL for some
+	{ name => 'group_missing_column',
+	  q => "SELECT w, gpu_quantiles(x, $F3), gpu_quantile(ts, 0.5) FROM bulk_t GROUP BY w ORDER BY w",
+	  ref => "SELECT w, percentile_disc($F3) WITHIN GROUP (ORDER BY x), percentile_disc(0.5) WITHIN GROUP (ORDER BY ts)"
+		. " FROM bulk_t GROUP BY w ORDER BY w" },
+	# a subquery run once per outer row, its qual reading the outer row: rescans
+	{ name => 'correlated', no_gather => 1,
+	  q => "SELECT o.k, (SELECT gpu_quantiles(x, $F3) FROM bulk_t WHERE bulk_t.k = o.k AND x > -900000)"
+		. " FROM (VALUES (0), (3), (6), (NULL::int4)) o(k) ORDER BY 1",
+	  ref => "SELECT o.k, (SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY x) FROM bulk_t WHERE bulk_t.k = o.k AND x > -900000)"
+		. " FROM (VALUES (0), (3), (6), (NULL::int4)) o(k) ORDER BY 1" },
 	{ name => 'builtin_dashboard', accel => 1,
 	  q => "SELECT date_trunc('hour', ts) AS h, percentile_cont(0.5) WITHIN GROUP (ORDER BY x),"
 		. " percentile_cont(0.9) WITHIN GROUP (ORDER BY x), percentile_cont(0.99) WITHIN GROUP (ORDER BY x)"
@@ -576,7 +591,7 @@ for my $par (0, 1)
 	{
 		my $n = $s->{name};
 		ok(plan_as_expected($s, $sec->{"$n:on"}), "$p $n: the plan with bulk_scan on is the expected one ($s->{scan})");
-		if ($par && $s->{scan} ne 'any')
+		if ($par && $s->{scan} ne 'any' && !$s->{no_gather})
 		{
 			like($sec->{"$n:on"}, qr/Gather/, "$p $n: under Gather, bulk_scan on");
 			like($sec->{"$n:off"}, qr/Gather/, "$p $n: under Gather, bulk_scan off");
@@ -584,6 +599,11 @@ for my $par (0, 1)
 		unlike($sec->{"$n:off"}, $CUSTOM, "$p $n: no custom scan with bulk_scan off");
 		unlike($sec->{"$n:twin"}, $CUSTOM, "$p $n: no custom scan in the executor's twin");
 	}
+	# EXPLAIN ANALYZE runs the scan and says what it read
+	my ($rc, $out) = psql(prelude($par) . bulk(1, 0)
+		  . join('', map { "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " . stmt($_, 'on') . ";\n" }
+			  grep { !$_->{accel} && $_->{scan} eq 'yes' } @shapes));
+	ok($rc == 0 && $out =~ $CUSTOM, "$p: EXPLAIN ANALYZE of every shape runs") or diag(substr($out, -2000));
 }
 
 phase_done('setup and plans');
@@ -675,8 +695,9 @@ phase_done('after the writers');
 # Advisory locks order the steps: F holds 1515001 until it has read; T2
 # holds 1515002 until it has committed. ----
 my $skew_q = "SELECT gpu_median(x) FROM bulk_t WHERE n > 0";
-for my $on (1, 0)
+for my $case ([ 1, 0 ], [ 1, 1 ], [ 0, 0 ])
 {
+	my ($on, $par) = @$case;
 	my $t2 = GsTest::psql_bg(q{
 SET lock_timeout = '60s';
 DO $$ BEGIN
@@ -693,7 +714,7 @@ INSERT INTO bulk_t (id, x, n, ts) VALUES (nextval('bulk_ids') * 3, 5, 5, now());
 COMMIT;
 SELECT pg_advisory_unlock(1515002);
 });
-	my ($rc, $out) = psql(prelude(0) . bulk($on, 0) . q{
+	my ($rc, $out) = psql(prelude($par) . bulk($on, 0) . q{
 SET lock_timeout = '60s';
 SELECT pg_advisory_lock(1515001);
 DO $$ BEGIN
@@ -713,13 +734,14 @@ INSERT INTO bulk_skew VALUES (1);
 COMMIT;
 }, on_error_stop => 0);
 	my ($rc2, $out2) = GsTest::psql_wait($t2);
-	is($rc2, 0, 'write skew: T2 committed') or diag($out2);
+	is($rc2, 0, "write skew ($on, $par): T2 committed") or diag($out2);
 	my $sec = sections($out);
-	my $p = $on ? 'bulk scan' : 'executor';
+	my $p = ($on ? 'bulk scan' : 'executor') . ($par ? ', parallel' : '');
 	like($sec->{write} // '', qr/40001/, "write skew ($p): the reader's transaction fails with 40001")
 	  or diag($out);
-	if ($on) { like($sec->{plan} // '', $CUSTOM, 'write skew: the read used the bulk scan'); }
-	else { unlike($sec->{plan} // '', $CUSTOM, 'write skew: the read used the executor'); }
+	if ($on) { like($sec->{plan} // '', $CUSTOM, "write skew ($p): the read used the bulk scan"); }
+	else { unlike($sec->{plan} // '', $CUSTOM, "write skew ($p): the read used the executor"); }
+	like($sec->{plan} // '', qr/Gather/, "write skew ($p): with workers") if $par;
 	psql_value('TRUNCATE bulk_skew;');
 }
 
