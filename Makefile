@@ -44,6 +44,7 @@ OBJS = \
 	src/aggs/final_batch.o \
 	src/aggs/datum_final.o \
 	src/scan/bulk_scan.o \
+	src/scan/bulk_groups.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
 	src/planner/planner_groups.o \

@@ -35,7 +35,9 @@ SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
 
--- the plans are parallel with partial aggregation
+-- the plans are parallel with partial aggregation (the executor's: the bulk
+-- scan's own parallel plans are bulk_scan.sql's; its answers are checked below)
+SET gpuselect.bulk_scan = off;
 CREATE FUNCTION gs_plan_has(q text, pat text) RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE
   l text;
@@ -55,6 +57,27 @@ SELECT gs_plan_has('SELECT gpu_quantiles(f8, ARRAY[0.1, 0.5]) FROM gs_par', 'Par
 EXPLAIN (COSTS OFF) SELECT gpu_quantiles(f8, ARRAY[0.1, 0.5]), gpu_median(f8), gpu_quantile(i4, 0.5) FROM gs_par;
 
 -- and give the built-ins' answers
+SELECT (SELECT gpu_quantiles(f8, ARRAY[0, 0.001, 0.1, 1.0/3, 0.5, 0.9, 0.999, 1]) FROM gs_par)::text = qs_f8::text AS qs_f8,
+       (SELECT gpu_quantiles(d, ARRAY[0, 0.001, 0.1, 1.0/3, 0.5, 0.9, 0.999, 1]) FROM gs_par) = qs_d AS qs_d,
+       (SELECT gpu_quantile(i8, 0.37) FROM gs_par) = q_i8 AS q_i8,
+       (SELECT gpu_quantile(ts, 0.37) FROM gs_par) = q_ts AS q_ts,
+       (SELECT gpu_median(f8) FROM gs_par)::text = m_f8::text AS m_f8,
+       (SELECT gpu_median(i4) FROM gs_par) = m_i4 AS m_i4,
+       (SELECT gpu_median(i2) FROM gs_par) = m_i2 AS m_i2
+FROM gs_par_expect;
+
+SELECT bool_and(g IS NOT DISTINCT FROM b) AS grouped_median_ok, count(*) AS groups
+FROM (SELECT grp, gpu_median(f8) AS g FROM gs_par GROUP BY grp) x
+JOIN (SELECT grp, percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) AS b FROM gs_par GROUP BY grp) y USING (grp);
+SELECT bool_and(g::text IS NOT DISTINCT FROM b::text) AS grouped_quantiles_ok, count(*) AS groups
+FROM (SELECT grp, gpu_quantiles(i4, ARRAY[0.25, NULL, 0.75]) AS g FROM gs_par GROUP BY grp) x
+JOIN (SELECT grp, percentile_disc(ARRAY[0.25, NULL, 0.75]) WITHIN GROUP (ORDER BY i4) AS b FROM gs_par GROUP BY grp) y USING (grp);
+
+-- the same answers through the bulk scan's parallel plan (partial states
+-- built by each participant's Custom Scan, combined above Gather)
+SET gpuselect.bulk_scan = on;
+SELECT gs_plan_has('SELECT gpu_median(f8) FROM gs_par', 'Parallel Custom Scan (gpuselect)') AS bulk_plain,
+       gs_plan_has('SELECT grp, gpu_median(f8) FROM gs_par GROUP BY grp', 'Parallel Custom Scan (gpuselect)') AS bulk_grouped;
 SELECT (SELECT gpu_quantiles(f8, ARRAY[0, 0.001, 0.1, 1.0/3, 0.5, 0.9, 0.999, 1]) FROM gs_par)::text = qs_f8::text AS qs_f8,
        (SELECT gpu_quantiles(d, ARRAY[0, 0.001, 0.1, 1.0/3, 0.5, 0.9, 0.999, 1]) FROM gs_par) = qs_d AS qs_d,
        (SELECT gpu_quantile(i8, 0.37) FROM gs_par) = q_i8 AS q_i8,

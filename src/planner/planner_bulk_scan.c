@@ -23,8 +23,10 @@
  * of the eight key types of a heap table or materialized view scanned
  * alone (no join, no inheritance, no TABLESAMPLE), its fraction free of
  * the row; GROUP BY is absent or one expression of that table's columns
- * whose type compares bitwise (integers, date, timestamp[tz], bool, oid)
- * with its default equality; the quals are free of volatile functions and
+ * with its type's default equality, either a non-decreasing function of
+ * one column (date_trunc, date_bin, epoch floors, integer division: the
+ * list is gs_bulk_monotone's) or of a type that compares bitwise
+ * (integers, date, timestamp[tz], bool, oid); the quals are free of volatile functions and
  * sub-plans.  Anything else keeps the executor's plan, and a DEBUG1 line
  * says why (gpuselect.bulk_scan turns the scan off altogether).
  *
@@ -60,6 +62,8 @@
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
@@ -67,6 +71,7 @@
 #include "base/guc.h"
 #include "base/types.h"
 #include "planner/planner.h"
+#include "scan/bulk_groups.h"
 #include "scan/bulk_scan.h"
 
 static Plan *gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -227,17 +232,167 @@ gs_bulk_contains_expr(Node *node, void *context)
 	return expression_tree_walker(node, gs_bulk_contains_expr, context);
 }
 
-/* the GROUP BY expression, if any: *group NULL for none; false to decline */
+/* ---- GROUP BY expressions that are non-decreasing in one column ------- */
+
+/* a non-NULL constant */
+static Const *
+gs_bulk_const(Node *n)
+{
+	return IsA(n, Const) && !((Const *) n)->constisnull ? (Const *) n : NULL;
+}
+
+/* a constant > 0 of an integer or numeric type */
 static bool
-gs_bulk_group_ok(PlannerInfo *root, RelOptInfo *rel, List *group_clause, Node **group)
+gs_bulk_const_positive(Node *n)
+{
+	Const	   *c = gs_bulk_const(n);
+
+	if (c == NULL)
+		return false;
+	switch (c->consttype)
+	{
+		case INT2OID:
+			return DatumGetInt16(c->constvalue) > 0;
+		case INT4OID:
+			return DatumGetInt32(c->constvalue) > 0;
+		case INT8OID:
+			return DatumGetInt64(c->constvalue) > 0;
+		case NUMERICOID:
+			/* NaN compares false; a positive value stays positive in float8 */
+			return DatumGetFloat8(DirectFunctionCall1(numeric_float8, c->constvalue)) > 0;
+		default:
+			return false;
+	}
+}
+
+/* the text constant 'epoch' (extract's field, any case) */
+static bool
+gs_bulk_const_epoch(Node *n)
+{
+	Const	   *c = gs_bulk_const(n);
+
+	return c != NULL && c->consttype == TEXTOID &&
+		pg_strcasecmp(TextDatumGetCString(c->constvalue), "epoch") == 0;
+}
+
+/*
+ * Is e a non-decreasing function of one column of the relation, made of
+ * the shapes dashboards group by?  *var: the column; *zones |=
+ * GS_BULK_ZONE_SESSION where a step reads the session time zone (then it
+ * is non-decreasing only while the zone's offset stays: bulk_groups.c).
+ * Each step is non-decreasing in its one non-constant argument:
+ *   date_trunc(const, timestamp | timestamptz)   calendar truncation
+ *   date_bin(const, timestamp[tz], const)        floor in UTC
+ *   timestamp -> date, date -> timestamp, timestamptz -> date | timestamp
+ *   extract(epoch from timestamp[tz])            the instant as a number
+ *   floor(numeric), numeric / const > 0, numeric * const > 0 (either
+ *   side), integer -> numeric, numeric -> int8 (rounding)
+ *   int2 / int4 / int8 divided by a constant > 0 (truncation toward 0)
+ * The column is an integer, date, timestamp or timestamptz: a domain of
+ * integers, where bulk_groups.c probes.  Every step is strict, so a NULL
+ * column gives NULL (no range is needed for it).
+ */
+static bool
+gs_bulk_monotone(Node *e, Index relid, Var **var, int *zones)
+{
+	List	   *args;
+	Oid			fn;
+
+	if (IsA(e, Var))
+	{
+		Var		   *v = (Var *) e;
+
+		if (v->varno != relid || v->varattno < 1 || v->varlevelsup != 0 ||
+			(v->vartype != INT2OID && v->vartype != INT4OID && v->vartype != INT8OID &&
+			 v->vartype != DATEOID && v->vartype != TIMESTAMPOID && v->vartype != TIMESTAMPTZOID))
+			return false;
+		*var = v;
+		return true;
+	}
+	if (IsA(e, RelabelType))
+		return gs_bulk_monotone((Node *) ((RelabelType *) e)->arg, relid, var, zones);
+	if (IsA(e, FuncExpr))
+	{
+		fn = ((FuncExpr *) e)->funcid;
+		args = ((FuncExpr *) e)->args;
+	}
+	else if (IsA(e, OpExpr))
+	{
+		fn = get_opcode(((OpExpr *) e)->opno);
+		args = ((OpExpr *) e)->args;
+	}
+	else
+		return false;
+
+	switch (fn)
+	{
+		case F_DATE_TRUNC_TEXT_TIMESTAMPTZ:
+			*zones |= GS_BULK_ZONE_SESSION;
+			/* FALLTHROUGH */
+		case F_DATE_TRUNC_TEXT_TIMESTAMP:
+			return list_length(args) == 2 && gs_bulk_const(linitial(args)) != NULL &&
+				gs_bulk_monotone(lsecond(args), relid, var, zones);
+		case F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP:
+		case F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ:
+			return list_length(args) == 3 && gs_bulk_const(linitial(args)) != NULL &&
+				gs_bulk_const(lthird(args)) != NULL &&
+				gs_bulk_monotone(lsecond(args), relid, var, zones);
+		case F_TIMESTAMPTZ_DATE:
+		case F_TIMESTAMPTZ_TIMESTAMP:
+			*zones |= GS_BULK_ZONE_SESSION;
+			/* FALLTHROUGH */
+		case F_TIMESTAMP_DATE:
+		case F_DATE_TIMESTAMP:
+		case F_FLOOR_NUMERIC:
+		case F_INT2_NUMERIC:
+		case F_INT4_NUMERIC:
+		case F_INT8_NUMERIC:
+		case F_NUMERIC_INT8:
+			return list_length(args) == 1 && gs_bulk_monotone(linitial(args), relid, var, zones);
+		case F_EXTRACT_TEXT_TIMESTAMP:
+		case F_EXTRACT_TEXT_TIMESTAMPTZ:
+			return list_length(args) == 2 && gs_bulk_const_epoch(linitial(args)) &&
+				gs_bulk_monotone(lsecond(args), relid, var, zones);
+		case F_NUMERIC_DIV:
+		case F_INT2DIV:
+		case F_INT4DIV:
+		case F_INT8DIV:
+			return list_length(args) == 2 && gs_bulk_const_positive(lsecond(args)) &&
+				gs_bulk_monotone(linitial(args), relid, var, zones);
+		case F_NUMERIC_MUL:
+			if (list_length(args) != 2)
+				return false;
+			if (gs_bulk_const_positive(lsecond(args)))
+				return gs_bulk_monotone(linitial(args), relid, var, zones);
+			return gs_bulk_const_positive(linitial(args)) &&
+				gs_bulk_monotone(lsecond(args), relid, var, zones);
+		default:
+			return false;
+	}
+}
+
+/*
+ * The GROUP BY expression, if any: *group NULL for none, *mono its column
+ * when it is non-decreasing in one (0 if not), *zones; false to decline.
+ * Without a column, the scan evaluates it per row and compares values as
+ * Datums: only types whose equality is bitwise.  With one, a miss looks
+ * values up with the type's hash and equality (bulk_groups.c).
+ */
+static bool
+gs_bulk_group_ok(PlannerInfo *root, RelOptInfo *rel, List *group_clause, Node **group,
+				 AttrNumber *mono, int *zones)
 {
 	SortGroupClause *sgc;
 	Node	   *expr;
 	Oid			typid;
 	TypeCacheEntry *tc;
 	ListCell   *lc;
+	Var		   *var = NULL;
+	bool		bitwise;
 
 	*group = NULL;
+	*mono = 0;
+	*zones = 0;
 	if (group_clause == NIL)
 		return true;
 	if (list_length(group_clause) > 1)
@@ -245,16 +400,21 @@ gs_bulk_group_ok(PlannerInfo *root, RelOptInfo *rel, List *group_clause, Node **
 	sgc = linitial_node(SortGroupClause, group_clause);
 	expr = get_sortgroupclause_expr(sgc, root->parse->targetList);
 	typid = exprType(expr);
-	if (typid != INT2OID && typid != INT4OID && typid != INT8OID && typid != DATEOID &&
-		typid != TIMESTAMPOID && typid != TIMESTAMPTZOID && typid != BOOLOID && typid != OIDOID)
-		return gs_bulk_decline("GROUP BY a type that does not compare bitwise");
-	tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR);
-	if (sgc->eqop != tc->eq_opr || !sgc->hashable)
-		return gs_bulk_decline("GROUP BY with another equality");
 	if (!contain_var_clause(expr) || contain_volatile_functions(expr) ||
 		contain_subplans(expr) || expression_returns_set(expr) ||
 		gs_bulk_has_param(expr, NULL))
 		return gs_bulk_decline("GROUP BY expression not computable per row alone");
+	if (!IsA(expr, Var) && gs_bulk_monotone(expr, rel->relid, &var, zones))
+		*mono = var->varattno;
+	else
+		*zones = 0;
+	bitwise = typid == INT2OID || typid == INT4OID || typid == INT8OID || typid == DATEOID ||
+		typid == TIMESTAMPOID || typid == TIMESTAMPTZOID || typid == BOOLOID || typid == OIDOID;
+	if (!bitwise && *mono == 0)
+		return gs_bulk_decline("GROUP BY a type that does not compare bitwise");
+	tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
+	if (sgc->eqop != tc->eq_opr || !sgc->hashable || !OidIsValid(tc->hash_proc))
+		return gs_bulk_decline("GROUP BY with another equality");
 	foreach(lc, rel->baserestrictinfo)
 		if (!IsA(expr, Var) && gs_bulk_contains_expr((Node *) lfirst_node(RestrictInfo, lc)->clause, expr))
 			return gs_bulk_decline("a qual computes the GROUP BY expression");
@@ -304,7 +464,7 @@ gs_bulk_cost(RelOptInfo *rel, CustomPath *cp, int naggs, double groups, int work
 
 static CustomPath *
 gs_bulk_path(RelOptInfo *rel, PathTarget *target, int naggs, double groups, int workers,
-			 bool grouped)
+			 bool grouped, AttrNumber mono, int zones)
 {
 	CustomPath *cp = makeNode(CustomPath);
 
@@ -318,8 +478,9 @@ gs_bulk_path(RelOptInfo *rel, PathTarget *target, int naggs, double groups, int 
 	cp->path.parallel_workers = workers;
 	cp->path.pathkeys = NIL;
 	cp->flags = 0;
-	cp->custom_private = list_make1(makeInteger((workers > 0 ? GS_BULK_PARTIAL : 0) |
-												(grouped ? GS_BULK_GROUPED : 0)));
+	cp->custom_private = list_make2(makeInteger((workers > 0 ? GS_BULK_PARTIAL : 0) |
+												(grouped ? GS_BULK_GROUPED : 0)),
+									list_make2(makeInteger(mono), makeInteger(zones)));
 	cp->methods = &gs_bulk_path_methods;
 	gs_bulk_cost(rel, cp, naggs, groups, workers);
 	return cp;
@@ -334,6 +495,9 @@ gs_bulk_add_final(PlannerInfo *root, RelOptInfo *grouped_rel, Path *in, GroupPat
 
 	memset(&costs, 0, sizeof(costs));
 	get_agg_clause_costs(root, AGGSPLIT_FINAL_DESERIAL, &costs);
+	/* serially the states stay in the scan's memory, not the hash table's */
+	if (!in->parallel_aware && !IsA(in, GatherPath))
+		costs.transitionSpace = 0;
 	add(grouped_rel, (Path *)
 		create_agg_path(root, grouped_rel, in, grouped_rel->reltarget,
 						group_clause != NIL ? AGG_HASHED : AGG_PLAIN, AGGSPLIT_FINAL_DESERIAL,
@@ -349,6 +513,8 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 	List	   *group_clause = GS_PROCESSED_GROUP_CLAUSE(root);
 	PathTarget *target;
 	Node	   *group;
+	AttrNumber	mono;
+	int			zones;
 	ListCell   *lc;
 	int			naggs = 0;
 	double		input_rows;
@@ -358,7 +524,7 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 		(extra->flags & GROUPING_CAN_PARTIAL_AGG) == 0 || input_rel->cheapest_total_path == NULL)
 		return;
 	if (!gs_bulk_rel_ok(root, input_rel) || !gs_bulk_quals_ok(input_rel) ||
-		!gs_bulk_group_ok(root, input_rel, group_clause, &group))
+		!gs_bulk_group_ok(root, input_rel, group_clause, &group, &mono, &zones))
 		return;
 	target = gs_bulk_partial_target(root, grouped_rel->reltarget, extra->havingQual, group_clause);
 	if (target == NULL)
@@ -389,7 +555,7 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 	input_rows = input_rel->rows;
 
 	gs_bulk_add_final(root, grouped_rel,
-					  (Path *) gs_bulk_path(input_rel, target, naggs, groups, 0, group != NULL),
+					  (Path *) gs_bulk_path(input_rel, target, naggs, groups, 0, group != NULL, mono, zones),
 					  extra, group_clause, groups, charge, add, input_rows);
 	if (grouped_rel->consider_parallel && input_rel->consider_parallel &&
 		input_rel->partial_pathlist != NIL)
@@ -400,7 +566,7 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 
 		if (workers < 1)
 			return;
-		scan = (Path *) gs_bulk_path(input_rel, target, naggs, groups, workers, group != NULL);
+		scan = (Path *) gs_bulk_path(input_rel, target, naggs, groups, workers, group != NULL, mono, zones);
 		gathered = groups * (workers + (parallel_leader_participation ? 1 : 0));
 		gs_bulk_add_final(root, grouped_rel,
 						  (Path *) create_gather_path(root, grouped_rel, scan, target, NULL, &gathered),
@@ -483,7 +649,8 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->custom_plans = NIL;
 	cs->custom_scan_tlist = gs_bulk_scan_tlist(tlist, quals);
 	cs->custom_exprs = list_make2(quals, fractions);
-	cs->custom_private = list_make4(makeInteger(flags), aggs, group, columns);
+	cs->custom_private = list_make5(makeInteger(flags), aggs, group,
+								   copyObject(lsecond(best_path->custom_private)), columns);
 	cs->custom_relids = NULL;
 	cs->methods = &gs_bulk_scan_methods;
 	return &cs->scan.plan;

@@ -690,6 +690,22 @@ gs_gpuselect_aggs_walker(Node *node, void *context)
 	return expression_tree_walker(node, gs_gpuselect_aggs_walker, context);
 }
 
+/* the fewest groups any grouped path expects, before HAVING (AggPaths) */
+static double
+gs_planner_num_groups(RelOptInfo *grouped_rel, double input_rows)
+{
+	double		groups = input_rows;
+	ListCell   *lc;
+
+	foreach(lc, grouped_rel->pathlist)
+	{
+		Path	   *p = (Path *) lfirst(lc);
+
+		groups = Min(groups, IsA(p, AggPath) ? ((AggPath *) p)->numGroups : p->rows);
+	}
+	return groups;
+}
+
 /* PostgreSQL's own estimate: the fewest rows any of its grouped paths gives */
 static double
 gs_planner_groups(RelOptInfo *grouped_rel, double input_rows)
@@ -872,7 +888,7 @@ gs_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel
 	charged = gs_time_bucket_paths(root, input_rel, output_rel, extra);
 	/* the bulk scan's paths (planner_bulk_scan.c), with the groups estimated so far */
 	if (GS_PROCESSED_GROUP_CLAUSE(root) != NIL && input_rel->cheapest_total_path != NULL)
-		groups = gs_planner_groups(output_rel, input_rel->cheapest_total_path->rows);
+		groups = gs_planner_num_groups(output_rel, input_rel->cheapest_total_path->rows);
 	gs_bulk_scan_add_paths(root, input_rel, output_rel, extra, groups, charged,
 						   gs_add_charged_path);
 }

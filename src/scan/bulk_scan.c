@@ -23,14 +23,13 @@
  * (gs_append_datum), i.e. into key-pool chunks the GPU service copies to
  * the device while the scan goes on, when the group will run there.
  *
- * Quals and the GROUP BY expression are the executor's own ExprStates:
- * the quals over a scan tuple holding just the columns they read (planner
- * file: why), the group expression over the heap tuple.  A query with
- * neither reads only heap_getattr.
+ * The quals are the executor's own ExprState, over a scan tuple holding
+ * just the columns they read (planner file: why).  Which group a row is in
+ * is bulk_groups.c's (mostly without evaluating the GROUP BY expression).
+ * A query with neither reads only heap_getattr.
  *
- * Output.  One row per group: the group value (a by-value type whose
- * equality is bitwise, so the hash table compares Datums) and, per
- * aggregate, its state as the bytea a Finalize Aggregate deserializes.
+ * Output.  One row per group: the group value and, per aggregate, its
+ * state as the bytea a Finalize Aggregate deserializes.
  * Serially, the whole state by reference (state_serial.c, "GSL1"): the
  * Finalize Aggregate adopts it, keys and all.  In a parallel plan, each
  * participant's partial state in the usual forms (a shared segment for a
@@ -64,6 +63,7 @@
 #include "aggs/fn_cache.h"
 #include "aggs/ranks.h"
 #include "base/types.h"
+#include "scan/bulk_groups.h"
 #include "scan/bulk_scan.h"
 #include "state/state.h"
 
@@ -81,37 +81,6 @@ typedef struct GsBulkAgg
 	Datum		fraction_value; /* float8, or an array in the states' memory */
 } GsBulkAgg;
 
-/* a group of a GROUP BY scan: its value and one state per aggregate */
-typedef struct GsBulkGroup
-{
-	uint64		key;
-	char		status;			/* simplehash's */
-	GsState   **states;
-} GsBulkGroup;
-
-/* a 64-bit finalizer (splitmix64's): bucket floors differ in high bits */
-static inline uint32
-gs_bulk_hash(uint64 k)
-{
-	k ^= k >> 30;
-	k *= UINT64CONST(0xbf58476d1ce4e5b9);
-	k ^= k >> 27;
-	k *= UINT64CONST(0x94d049bb133111eb);
-	k ^= k >> 31;
-	return (uint32) k;
-}
-
-#define SH_PREFIX gs_bulk_groups
-#define SH_ELEMENT_TYPE GsBulkGroup
-#define SH_KEY_TYPE uint64
-#define SH_KEY key
-#define SH_HASH_KEY(tb, k) gs_bulk_hash(k)
-#define SH_EQUAL(tb, a, b) ((a) == (b))
-#define SH_SCOPE static inline
-#define SH_DECLARE
-#define SH_DEFINE
-#include "lib/simplehash.h"
-
 typedef struct GsBulkScanState
 {
 	CustomScanState css;
@@ -125,22 +94,15 @@ typedef struct GsBulkScanState
 	List	   *qual_attnos;	/* the relation's columns the quals read */
 	List	   *qual_columns;	/* ... and where they go in qual_slot */
 	TupleTableSlot *qual_slot;	/* scan-tuple shaped: the quals' input */
-	ExprState  *group;			/* NULL: no GROUP BY */
-	TupleTableSlot *heap_slot;	/* the heap tuple: the group expression's input */
+	GsBulkGroups *groups;		/* NULL: no GROUP BY (bulk_groups.c) */
 
 	MemoryContext statecxt;		/* groups, states, fractions */
 	TableScanDesc scan;
 	ParallelTableScanDesc pscan;	/* parallel: the shared block allocation */
 	bool		scanned;
 
-	gs_bulk_groups_hash *groups;
 	GsState   **single;			/* no GROUP BY: the one group, once a row came */
-	GsState   **null_group;		/* GROUP BY value NULL */
-	uint64		last_key;		/* the previous row's group (rows come in runs) */
-	GsState   **last_states;
-	gs_bulk_groups_iterator iter;
 	bool		single_done;
-	bool		null_done;
 
 	/* EXPLAIN ANALYZE, summed over rescans */
 	uint64		pages;
@@ -161,6 +123,7 @@ static void gs_bulk_init_dsm(CustomScanState *node, ParallelContext *pcxt, void 
 static void gs_bulk_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void gs_bulk_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
 static void gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+static GsState **gs_bulk_new_group(void *arg);
 
 const CustomScanMethods gs_bulk_scan_methods = {
 	.CustomName = GS_BULK_SCAN_NAME,
@@ -272,21 +235,18 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 	gs_bulk_begin_aggs(bs, (List *) list_nth(priv, GS_BULK_PRIV_AGGS),
 					   (List *) lsecond(cs->custom_exprs));
 	gs_bulk_begin_quals(bs, (List *) linitial(cs->custom_exprs), estate);
-	if (group != NULL)
-	{
-		/*
-		 * No parent: with one, the expression would be compiled for the
-		 * node's scan tuple (virtual, custom_scan_tlist's shape) and skip
-		 * deforming; it reads the heap tuple.  It holds no parameter or
-		 * sub-plan (planner file), which would need the parent.
-		 */
-		bs->group = ExecInitExpr((Expr *) group, NULL);
-		bs->heap_slot = ExecInitExtraTupleSlot(estate,
-											   RelationGetDescr(node->ss.ss_currentRelation),
-											   &TTSOpsHeapTuple);
-	}
 	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
 										 ALLOCSET_DEFAULT_SIZES);
+	if (group != NULL)
+	{
+		List	   *mono = (List *) list_nth(priv, GS_BULK_PRIV_MONO);
+
+		bs->groups = gs_bulk_groups_create(bs->statecxt, estate, (Expr *) group,
+										   (AttrNumber) intVal(linitial(mono)),
+										   intVal(lsecond(mono)),
+										   RelationGetDescr(node->ss.ss_currentRelation),
+										   gs_bulk_new_group, bs);
+	}
 }
 
 /* ---- groups and states ---------------------------------------------- */
@@ -350,8 +310,9 @@ gs_bulk_new_state(GsBulkScanState *bs, GsBulkAgg *a)
 }
 
 static GsState **
-gs_bulk_new_group(GsBulkScanState *bs)
+gs_bulk_new_group(void *arg)
 {
+	GsBulkScanState *bs = (GsBulkScanState *) arg;
 	GsState   **states = (GsState **) MemoryContextAlloc(bs->statecxt,
 														 sizeof(GsState *) * bs->naggs);
 
@@ -361,42 +322,14 @@ gs_bulk_new_group(GsBulkScanState *bs)
 }
 
 /* the states of the group the current row belongs to */
-static GsState **
+static inline GsState **
 gs_bulk_group_of(GsBulkScanState *bs, HeapTuple tup, ExprContext *econtext)
 {
-	GsBulkGroup *g;
-	bool		isnull;
-	bool		found;
-	uint64		key;
-
-	if (bs->group == NULL)
-	{
-		if (bs->single == NULL)
-			bs->single = gs_bulk_new_group(bs);
-		return bs->single;
-	}
-	ExecStoreHeapTuple(tup, bs->heap_slot, false);
-	econtext->ecxt_scantuple = bs->heap_slot;
-	key = (uint64) ExecEvalExprSwitchContext(bs->group, econtext, &isnull);
-	if (isnull)
-	{
-		if (bs->null_group == NULL)
-			bs->null_group = gs_bulk_new_group(bs);
-		return bs->null_group;
-	}
-	if (bs->last_states != NULL && key == bs->last_key)
-		return bs->last_states;
-	if (bs->groups == NULL)
-		bs->groups = gs_bulk_groups_create(bs->statecxt, 256, NULL);
-	g = gs_bulk_groups_insert(bs->groups, key, &found);
-	if (!found)
-	{
-		g->states = NULL;
-		g->states = gs_bulk_new_group(bs);
-	}
-	bs->last_key = key;
-	bs->last_states = g->states;
-	return g->states;
+	if (bs->groups != NULL)
+		return gs_bulk_groups_of(bs->groups, tup, econtext);
+	if (bs->single == NULL)
+		bs->single = gs_bulk_new_group(bs);
+	return bs->single;
 }
 
 /* ---- the scan ------------------------------------------------------- */
@@ -520,29 +453,14 @@ gs_bulk_state_datum(GsBulkScanState *bs, GsState *st)
 static bool
 gs_bulk_next_group(GsBulkScanState *bs, GsState ***states, Datum *key, bool *keynull)
 {
-	GsBulkGroup *g;
-
+	if (bs->groups != NULL)
+		return gs_bulk_groups_next(bs->groups, states, key, keynull);
 	*key = (Datum) 0;
 	*keynull = false;
-	if (bs->group == NULL)
-	{
-		if (bs->single == NULL || bs->single_done)
-			return false;
-		bs->single_done = true;
-		*states = bs->single;
-		return true;
-	}
-	if (bs->null_group != NULL && !bs->null_done)
-	{
-		bs->null_done = true;
-		*states = bs->null_group;
-		*keynull = true;
-		return true;
-	}
-	if (bs->groups == NULL || (g = gs_bulk_groups_iterate(bs->groups, &bs->iter)) == NULL)
+	if (bs->single == NULL || bs->single_done)
 		return false;
-	*states = g->states;
-	*key = (Datum) g->key;
+	bs->single_done = true;
+	*states = bs->single;
 	return true;
 }
 
@@ -562,8 +480,6 @@ gs_bulk_next(ScanState *ss)
 	{
 		gs_bulk_scan_run(bs);
 		bs->scanned = true;
-		if (bs->groups != NULL)
-			gs_bulk_groups_start_iterate(bs->groups, &bs->iter);
 	}
 	ExecClearTuple(slot);
 	if (!gs_bulk_next_group(bs, &states, &key, &keynull))
@@ -602,12 +518,10 @@ static void
 gs_bulk_reset_groups(GsBulkScanState *bs)
 {
 	MemoryContextReset(bs->statecxt);
-	bs->groups = NULL;
+	if (bs->groups != NULL)
+		gs_bulk_groups_forget(bs->groups);
 	bs->single = NULL;
-	bs->null_group = NULL;
-	bs->last_states = NULL;
 	bs->single_done = false;
-	bs->null_done = false;
 	bs->scanned = false;
 	for (int i = 0; i < bs->naggs; i++)
 		bs->aggs[i].have_fraction = false;	/* a parameter may have changed */
@@ -703,6 +617,15 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyUInteger("Tuples Visible", NULL, bs->tuples, es);
 		ExplainPropertyUInteger("Rows Aggregated", NULL, bs->rows, es);
 		ExplainPropertyUInteger("Keys", NULL, bs->keys, es);
+		if (bs->groups != NULL)
+		{
+			uint64		cached,
+						ranges;
+
+			gs_bulk_groups_counts(bs->groups, &cached, &ranges);
+			ExplainPropertyUInteger("Group Ranges", NULL, ranges, es);
+			ExplainPropertyUInteger("Rows In Ranges", NULL, cached, es);
+		}
 		if (es->timing)
 			ExplainPropertyFloat("Scan Time", "ms", bs->scan_ms, 3, es);
 	}

@@ -15,6 +15,9 @@
  *   group      the group expression, or NULL: not seen by setrefs.c (the
  *              planner file says why), so it holds no parameter and its
  *              operators have their function OIDs set
+ *   mono       a List: Integer attno of the one column the group expression
+ *              is a non-decreasing function of (0: none), Integer zones
+ *              (GS_BULK_ZONE_*, bulk_groups.h): see bulk_groups.c
  *   columns    an integer List, per output column of custom_scan_tlist: -1
  *              the group expression, k >= 0 aggregate k's state
  * custom_exprs is a List of two: the quals (implicit AND, in the planner's
@@ -36,6 +39,7 @@ enum
 	GS_BULK_PRIV_FLAGS = 0,
 	GS_BULK_PRIV_AGGS,
 	GS_BULK_PRIV_GROUP,
+	GS_BULK_PRIV_MONO,
 	GS_BULK_PRIV_COLUMNS,
 	GS_BULK_PRIV_COUNT
 };

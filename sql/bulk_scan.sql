@@ -1,0 +1,142 @@
+-- gpuselect: the bulk scan (Custom Scan (gpuselect), scan/bulk_scan.c) gives
+-- the executor plan's answers, bit for bit.  bulk_check(q) runs q with
+-- gpuselect.bulk_scan on (and checks the plan has the custom scan) and off,
+-- in one snapshot, and compares every row as text; errors compare by SQLSTATE
+-- and message.  'same' is the only good answer.
+LOAD 'gpuselect';
+SET client_min_messages = warning;
+SET max_parallel_workers_per_gather = 0;
+CREATE FUNCTION bulk_check(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	plan text := '';
+	r_on text;
+	r_off text;
+BEGIN
+	PERFORM set_config('gpuselect.bulk_scan', 'on', true);
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		plan := plan || line || E'\n';
+	END LOOP;
+	BEGIN
+		EXECUTE 'SELECT array_agg(r::text ORDER BY r::text) FROM (' || q || ') r' INTO r_on;
+	EXCEPTION WHEN OTHERS THEN
+		r_on := 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
+	END;
+	PERFORM set_config('gpuselect.bulk_scan', 'off', true);
+	BEGIN
+		EXECUTE 'SELECT array_agg(r::text ORDER BY r::text) FROM (' || q || ') r' INTO r_off;
+	EXCEPTION WHEN OTHERS THEN
+		r_off := 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
+	END;
+	PERFORM set_config('gpuselect.bulk_scan', 'on', true);
+	IF plan NOT LIKE '%Custom Scan (gpuselect)%' THEN
+		RETURN 'bulk scan not used';
+	ELSIF r_on IS DISTINCT FROM r_off THEN
+		RETURN 'DIFFERS: ' || coalesce(r_on, 'NULL') || ' <> ' || coalesce(r_off, 'NULL');
+	END IF;
+	RETURN 'same';
+END $$;
+
+-- instants around the 2026 DST changes of New York (03-08, 11-01) and Lord
+-- Howe (04-05, a 30-minute change), every 97 s, plus the changes themselves
+-- to the microsecond, infinities, NULLs; a column dropped, one added with a
+-- default (attmissingval for the old rows); pages all-visible and not.
+CREATE TABLE bs (id int8, ts timestamptz, x float8, n int4, drop_me text);
+INSERT INTO bs
+SELECT i, '2026-03-07 00:00+00'::timestamptz + i * interval '97 s',
+       CASE WHEN i % 13 = 0 THEN NULL ELSE (i * 7919) % 10007 / 10.0 END,
+       CASE WHEN i % 11 = 0 THEN NULL ELSE i % 5 END, 'x'
+FROM generate_series(1, 6000) i;
+INSERT INTO bs
+SELECT 6000 + i, '2026-10-31 00:00+00'::timestamptz + i * interval '97 s',
+       (i * 104729) % 10007 / 10.0 - 300, i % 7, 'y'
+FROM generate_series(1, 3000) i;
+INSERT INTO bs
+SELECT 9000 + i, t + d * interval '1 microsecond', i, i % 3, 'z'
+FROM unnest(ARRAY['2026-03-08 07:00+00', '2026-11-01 06:00+00', '2026-04-04 15:00+00',
+                  '2026-10-03 15:30+00']::timestamptz[]) WITH ORDINALITY u(t, i),
+     generate_series(-1, 1) d;
+INSERT INTO bs VALUES (9100, 'infinity', 1, 1, 'i'), (9101, '-infinity', 2, 1, 'i'),
+                      (9102, NULL, 3, NULL, 'n'), (9103, NULL, NULL, 2, 'n');
+ALTER TABLE bs DROP COLUMN drop_me;
+ALTER TABLE bs ADD COLUMN late int4 DEFAULT 42;
+VACUUM (FREEZE, ANALYZE) bs;
+UPDATE bs SET late = id::int4 WHERE id % 3 = 0;
+DELETE FROM bs WHERE id % 17 = 0;
+INSERT INTO bs (id, ts, x, n) SELECT 20000 + i, '2026-03-08 06:30+00'::timestamptz + i * interval '1 minute', i, i % 4
+FROM generate_series(1, 200) i;
+
+-- the plans
+EXPLAIN (COSTS OFF) SELECT gpu_quantiles(x, '{0.5,0.9,0.99}') FROM bs;
+EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs WHERE x > 100 GROUP BY n;
+EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), gpu_quantile(x, 0.9) FROM bs GROUP BY 1;
+-- what the scan does not take keeps the executor's plan
+EXPLAIN (COSTS OFF) SELECT gpu_median(x), count(*) FROM bs;
+EXPLAIN (COSTS OFF) SELECT n, id % 2, gpu_median(x) FROM bs GROUP BY 1, 2;
+SET gpuselect.bulk_scan = off;
+EXPLAIN (COSTS OFF) SELECT gpu_quantiles(x, '{0.5,0.9,0.99}') FROM bs;
+RESET gpuselect.bulk_scan;
+
+CREATE TABLE checks (q text);
+INSERT INTO checks VALUES
+ ($$SELECT gpu_median(x) FROM bs$$),
+ ($$SELECT gpu_quantiles(x, '{0,0.1,0.5,0.9,1}'), gpu_quantile(id, 0.3), gpu_quantile(late, 0.5), gpu_quantile(ts, 0.7) FROM bs$$),
+ ($$SELECT n, gpu_median(x), gpu_quantile(x, 0.9) FROM bs WHERE x > 100 GROUP BY n$$),
+ ($$SELECT late, gpu_quantile(x, 0.25) FROM bs WHERE late <> 42 AND id < 3000 GROUP BY late$$),
+ ($$SELECT n, gpu_median(x) FROM bs WHERE n > 2 AND x < 500 GROUP BY n HAVING gpu_median(x) > 10$$),
+ ($$SELECT gpu_quantile(x, 0.5) FROM bs WHERE id < 0$$),
+ ($$SELECT n, gpu_quantile(x, 0.5) FROM bs WHERE id < 0 GROUP BY n$$),
+ ($$SELECT gpu_median(x) FROM bs WHERE x IS NULL$$),
+ ($$SELECT n, gpu_median(x) FROM bs WHERE x IS NULL GROUP BY n$$),
+ ($$SELECT gpu_quantile(x, (SELECT 0.25::float8)), gpu_quantiles(x, (SELECT array_agg(i / 10.0)::float8[] FROM generate_series(0, 10) i)) FROM bs$$),
+ ($$SELECT gpu_quantile(x, 1.5) FROM bs$$),
+ ($$SELECT gpu_quantile(x, 1.5) FROM bs WHERE id < 0$$),
+ ($$SELECT gpu_quantile(x, NULL) FROM bs$$),
+ ($$SELECT date_trunc('hour', ts), gpu_quantiles(x, '{0.1,0.5,0.99}'), gpu_median(x) FROM bs GROUP BY 1$$),
+ ($$SELECT date_trunc('minute', ts), gpu_median(x) FROM bs WHERE ts BETWEEN '2026-03-08 06:00+00' AND '2026-03-08 08:00+00' GROUP BY 1$$),
+ ($$SELECT date_trunc('day', ts), gpu_quantile(x, 0.5) FROM bs GROUP BY 1$$),
+ ($$SELECT date_trunc('week', ts), gpu_quantile(x, 0.5) FROM bs GROUP BY 1$$),
+ ($$SELECT date_trunc('month', ts), gpu_quantile(x, 0.5) FROM bs GROUP BY 1$$),
+ ($$SELECT ts::date, gpu_median(x) FROM bs GROUP BY 1$$),
+ ($$SELECT date_trunc('hour', ts::timestamp), gpu_median(x) FROM bs GROUP BY 1$$),
+ ($$SELECT date_bin('15 minutes', ts, '2026-01-01 00:07+00'), gpu_median(x) FROM bs GROUP BY 1$$),
+ ($$SELECT floor(extract(epoch from ts) / 300) * 300, gpu_median(x) FROM bs GROUP BY 1$$),
+ ($$SELECT (extract(epoch from ts) / 3600)::int8, gpu_median(x) FROM bs GROUP BY 1$$),
+ ($$SELECT id / 1000, gpu_quantile(ts, 0.5) FROM bs GROUP BY 1$$),
+ ($$SELECT ts, gpu_median(x) FROM bs WHERE id > 9000 GROUP BY ts$$);
+
+SET timezone = 'UTC';
+SELECT q, bulk_check(q) FROM checks;
+SET timezone = 'America/New_York';
+SELECT q, bulk_check(q) FROM checks WHERE q LIKE '%ts%';
+SET timezone = 'Australia/Lord_Howe';
+SELECT q, bulk_check(q) FROM checks WHERE q LIKE '%ts%';
+SET timezone = 'Asia/Kathmandu';
+SELECT q, bulk_check(q) FROM checks WHERE q LIKE '%date_trunc%';
+RESET timezone;
+
+-- the built-in syntax, rewritten (planner.c), then scanned
+SET gpuselect.accelerate_builtins = on;
+SELECT bulk_check($$SELECT date_trunc('hour', ts), percentile_disc(0.5) WITHIN GROUP (ORDER BY x DESC), percentile_cont(ARRAY[0.25, 0.75]) WITHIN GROUP (ORDER BY x), percentile_disc(ARRAY[0.1, 0.2]) WITHIN GROUP (ORDER BY ts) FROM bs GROUP BY 1$$);
+SELECT bulk_check($$SELECT n, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY n HAVING percentile_cont(0.5) WITHIN GROUP (ORDER BY x) > 300$$);
+SELECT bulk_check($$SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x), percentile_cont(0.5) WITHIN GROUP (ORDER BY x DESC) FROM bs WHERE n = 3$$);
+RESET gpuselect.accelerate_builtins;
+
+-- parallel plans: each participant's partial states, combined above Gather
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs GROUP BY n;
+SELECT q, bulk_check(q) FROM checks WHERE q NOT LIKE '%SELECT 0.25%';
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+
+-- a correlated subquery: the scan is rescanned with each outer value
+SELECT bulk_check($$SELECT o.k, (SELECT gpu_median(x) FROM bs WHERE bs.n = o.k) FROM generate_series(0, 5) o(k)$$);
+
+DROP TABLE checks;
+DROP TABLE bs;
+DROP FUNCTION bulk_check(text);

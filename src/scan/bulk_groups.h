@@ -1,0 +1,42 @@
+/*
+ * bulk_groups.h — the bulk scan's groups (scan/bulk_groups.c): which group a
+ * row belongs to, without evaluating the GROUP BY expression per row where
+ * that can be avoided exactly.
+ */
+#ifndef GS_BULK_GROUPS_H
+#define GS_BULK_GROUPS_H
+
+#include "postgres.h"
+#include "access/htup.h"
+#include "executor/tuptable.h"
+#include "nodes/execnodes.h"
+
+#include "state/state.h"
+
+/* the expression reads the session time zone (planner_bulk_scan.c) */
+#define GS_BULK_ZONE_SESSION	0x01
+
+typedef struct GsBulkGroups GsBulkGroups;
+
+/* a new group's states (bulk_scan.c), in the groups' memory */
+typedef GsState **(*GsBulkNewGroup) (void *arg);
+
+/*
+ * expr: the GROUP BY expression, over the relation's columns (no parent
+ * plan state: it reads the heap tuple).  mono_attno: 0, or the one column
+ * the expression is a non-decreasing function of (planner file: which
+ * expressions), with zones the time zones it depends on.
+ */
+extern GsBulkGroups *gs_bulk_groups_create(MemoryContext mcxt, EState *estate, Expr *expr,
+										   AttrNumber mono_attno, int zones, TupleDesc reldesc,
+										   GsBulkNewGroup new_group, void *arg);
+/* the states of the row's group (creating it at its first row) */
+extern GsState **gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext);
+/* the groups, one per call after the scan: false at the end */
+extern bool gs_bulk_groups_next(GsBulkGroups *g, GsState ***states, Datum *key, bool *isnull);
+/* forget every group (a rescan; the memory is the caller's to reset) */
+extern void gs_bulk_groups_forget(GsBulkGroups *g);
+/* rows whose group came from the cached range, and ranges searched (EXPLAIN) */
+extern void gs_bulk_groups_counts(GsBulkGroups *g, uint64 *cached_rows, uint64 *ranges);
+
+#endif							/* GS_BULK_GROUPS_H */

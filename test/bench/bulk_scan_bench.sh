@@ -1,0 +1,129 @@
+#!/bin/bash
+# test/bench/bulk_scan_bench.sh — the bulk scan (Custom Scan (gpuselect))
+# against its anchors, issue 31's goals, in alternating runs in one session.
+#
+# Runs against the server of the PG* variables, with gpuselect installed (on
+# the GPU machine: preloaded with the service on, test/gpu/pg_device_run.sh
+# "service-on", then this script; without the service the "gpu" rows are
+# ERR).  For each size in GS_BULK_SIZES (float8 table, all-visible):
+#   sum(x)                                    the executor's floor
+#   gpu_quantiles(x, 101 fractions)           bulk scan, GPU service | CPU engine
+#   the same with gpuselect.bulk_scan = off   today's plan (executor)
+# serially and with GS_BULK_WORKERS workers; and the dashboard table
+# (GS_BULK_DASH_ROWS latencies, timestamptz over 30 days, 720 hours, with
+# CREATE STATISTICS on the hour so sum gets its best plan):
+#   sum(latency) per hour; p50/p90/p99 per hour in the built-in syntax with
+#   accelerate_builtins, bulk on and off; Grafana's $__timeGroup shape.
+# Every query of one block runs in turn, GS_BULK_REPS rounds, in one session
+# (the GPU machine's speed differs between sessions, not within one); the
+# table shows each query's median and its ratio to the block's anchor.
+# Prints one table; also to $GS_BULK_OUT when set.
+set -u
+SIZES=${GS_BULK_SIZES:-"10000000 100000000"}
+DASH_ROWS=${GS_BULK_DASH_ROWS:-10000000}
+WORKERS=${GS_BULK_WORKERS:-8}
+REPS=${GS_BULK_REPS:-5}
+OUTF=${GS_BULK_OUT:-/dev/null}
+PSQL="psql -X -q -v ON_ERROR_STOP=1"
+F101="'{$(seq -s, 0 100 | sed 's/\([0-9]*\)/\1e-2/g')}'::float8[]"
+rows=()
+
+# block NAME ANCHOR_LABEL then lines "LABEL|SETTINGS|QUERY" on stdin:
+# alternate them REPS times in one session, print median and ratio
+block() {
+	local name=$1 anchor=$2
+	local labels=() settings=() queries=() line
+	while IFS='|' read -r l s q; do
+		[ -z "$l" ] && continue
+		labels+=("$l"); settings+=("$s"); queries+=("$q")
+	done
+	local n=${#labels[@]} script out
+	script=$(mktemp)
+	{
+		echo "LOAD 'gpuselect';"
+		echo "\\o /dev/null"
+		for ((r = 0; r <= REPS; r++)); do
+			for ((i = 0; i < n; i++)); do
+				echo "RESET ALL; SET jit = off; ${settings[$i]}"
+				echo "\\echo @@ $r $i"
+				echo "\\timing on"
+				echo "${queries[$i]};"
+				echo "\\timing off"
+			done
+		done
+	} >"$script"
+	# one line "r i ms" per run; a failed run has no time (ERR)
+	out=$(psql -X -q -f "$script" 2>&1 | awk '/^@@ / {r = $2; i = $3; next}
+		/^Time: / {print r, i, $2}')
+	rm -f "$script"
+	local med=() i
+	for ((i = 0; i < n; i++)); do
+		# round 0 warms up (first selection, pages into cache)
+		med+=("$(echo "$out" | awk -v i=$i '$1 >= 1 && $2 == i {print $3}' | sort -n |
+			awk -v reps=$REPS '{v[NR] = $1} END {print (NR < reps ? "ERR" : v[int((NR + 1) / 2)])}')")
+	done
+	local base=""
+	for ((i = 0; i < n; i++)); do [ "${labels[$i]}" = "$anchor" ] && base=${med[$i]}; done
+	rows+=("== $name (median of $REPS, ms; ratio to $anchor)")
+	for ((i = 0; i < n; i++)); do
+		local ratio="-"
+		if [ -n "$base" ] && [[ ${med[$i]} =~ ^[0-9.]+$ ]]; then
+			ratio=$(awk -v a="${med[$i]}" -v b="$base" 'BEGIN {printf "%.2fx", a / b}')
+		fi
+		rows+=("$(printf '  %-50s %10s %8s' "${labels[$i]}" "${med[$i]}" "$ratio")")
+	done
+}
+
+serial="SET max_parallel_workers_per_gather = 0;"
+par="SET max_parallel_workers_per_gather = $WORKERS; SET max_parallel_workers = $WORKERS; SET min_parallel_table_scan_size = 0; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;"
+gpu="SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0;"
+cpu="SET gpuselect.device = cpu;"
+
+for n in $SIZES; do
+	t=bulk_f8_$n
+	if ! $PSQL -Atc "SELECT 1 FROM pg_class WHERE relname = '$t'" | grep -q 1; then
+		echo "creating $t ($n rows)" >&2
+		$PSQL -c "CREATE TABLE $t (x float8) WITH (autovacuum_enabled = off)" \
+			-c "INSERT INTO $t SELECT random() * 1e6 FROM generate_series(1, $n)" \
+			-c "VACUUM (FREEZE, ANALYZE) $t" || exit 1
+	fi
+	for mode in serial parallel; do
+		if [ $mode = serial ]; then s=$serial; else s=$par; fi
+		block "$n rows, $mode" "sum(x)" <<EOF
+sum(x)|$s|SELECT sum(x) FROM $t
+bulk scan, GPU service|$s $gpu|SELECT gpu_quantiles(x, $F101) FROM $t
+bulk scan, CPU engine|$s $cpu|SELECT gpu_quantiles(x, $F101) FROM $t
+executor plan, GPU service|$s $gpu SET gpuselect.bulk_scan = off;|SELECT gpu_quantiles(x, $F101) FROM $t
+executor plan, CPU engine|$s $cpu SET gpuselect.bulk_scan = off;|SELECT gpu_quantiles(x, $F101) FROM $t
+EOF
+	done
+done
+
+if [ "$DASH_ROWS" -gt 0 ]; then
+	d=bulk_dash_$DASH_ROWS
+	if ! $PSQL -Atc "SELECT 1 FROM pg_class WHERE relname = '$d'" | grep -q 1; then
+		echo "creating $d ($DASH_ROWS rows)" >&2
+		$PSQL -c "CREATE TABLE $d (ts timestamptz, latency float8) WITH (autovacuum_enabled = off)" \
+			-c "INSERT INTO $d SELECT '2026-01-01'::timestamptz + i * (interval '30 days' / $DASH_ROWS), exp(random() * 5) FROM generate_series(1, $DASH_ROWS) i" \
+			-c "CREATE STATISTICS ${d}_hour ON (date_trunc('hour', ts)) FROM $d" \
+			-c "VACUUM (FREEZE, ANALYZE) $d" || exit 1
+	fi
+	P3="percentile_cont(0.5) WITHIN GROUP (ORDER BY latency), percentile_cont(0.9) WITHIN GROUP (ORDER BY latency), percentile_cont(0.99) WITHIN GROUP (ORDER BY latency)"
+	for mode in serial parallel; do
+		if [ $mode = serial ]; then s=$serial; else s=$par; fi
+		block "dashboard $DASH_ROWS rows, 720 hours, $mode" "sum per hour" <<EOF
+sum per hour|$s|SELECT date_trunc('hour', ts), sum(latency) FROM $d GROUP BY 1
+p50/p90/p99 per hour, bulk scan, GPU|$s $gpu SET gpuselect.accelerate_builtins = on;|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
+p50/p90/p99 per hour, bulk scan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on;|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
+p50/p90/p99 per hour, executor plan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on; SET gpuselect.bulk_scan = off;|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
+Grafana timeGroup sum|$s|SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, sum(latency) FROM $d GROUP BY 1
+Grafana timeGroup p50/p90/p99, bulk, CPU|$s $cpu SET gpuselect.accelerate_builtins = on;|SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, $P3 FROM $d GROUP BY 1
+EOF
+	done
+	block "dashboard built-in (no gpuselect), serial" "sum per hour" <<EOF
+sum per hour|$serial|SELECT date_trunc('hour', ts), sum(latency) FROM $d GROUP BY 1
+built-in p50/p90/p99 per hour|$serial|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
+EOF
+fi
+
+printf '%s\n' "${rows[@]}" | tee -a "$OUTF"
