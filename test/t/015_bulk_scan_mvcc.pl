@@ -93,8 +93,11 @@ CREATE TABLE bulk_skew (v int);
 CREATE SEQUENCE bulk_ids START 100000;
 
 -- gone: dropped below; note: a varlena before x, so x has no cached offset
+-- ts2 (d, lt: its date and timestamp in UTC): two years in random heap
+-- order, every time zone's 2025-2026 transitions, an 1883 one (local mean
+-- time to standard time, not a whole minute), +-infinity
 CREATE TABLE bulk_t (id int8 NOT NULL, a float8, gone int4, note text, x float8,
-                     n int8, k int4, ts timestamptz)
+                     n int8, k int4, ts timestamptz, ts2 timestamptz, d date, lt timestamp)
   WITH (fillfactor = 80, autovacuum_enabled = off);
 INSERT INTO bulk_t
   SELECT g,
@@ -109,8 +112,15 @@ INSERT INTO bulk_t
          (g * 7919) % 100003 - 50000,
          CASE WHEN g % 101 = 0 THEN NULL ELSE g % 7 END,
          CASE WHEN g % 97 = 0 THEN NULL
-              ELSE '2026-03-07 00:00-05'::timestamptz + g * interval '4.32 s' END
-  FROM generate_series(1, 40000) g;
+              ELSE '2026-03-07 00:00-05'::timestamptz + g * interval '4.32 s' END,
+         t2, (t2 AT TIME ZONE 'UTC')::date, t2 AT TIME ZONE 'UTC'
+  FROM (SELECT g,
+               CASE WHEN g % 89 = 0 THEN NULL
+                    WHEN g % 7919 = 0 THEN 'infinity'::timestamptz
+                    WHEN g % 7907 = 0 THEN '-infinity'::timestamptz
+                    WHEN g % 50 = 1 THEN '1883-11-18 15:00+00'::timestamptz + (g / 50) * interval '17 s'
+                    ELSE '2025-01-01 00:00+00'::timestamptz + random() * interval '730 days' END AS t2
+        FROM generate_series(1, 40000) g) s;
 -- y: a default kept as attmissingval for the rows above; z: NULL for them
 ALTER TABLE bulk_t ADD COLUMN y float8 DEFAULT 2.5;
 ALTER TABLE bulk_t ADD COLUMN z int8;
@@ -165,12 +175,13 @@ BEGIN
 		c := (i * 37 + me * 11) % 499;
 		r := random();
 		IF r < 0.25 THEN
-			INSERT INTO bulk_t (id, a, note, x, n, k, ts, y, z)
+			INSERT INTO bulk_t (id, a, note, x, n, k, ts, y, z, ts2)
 			  SELECT nextval('bulk_ids') * nw + me, CASE WHEN g = 1 THEN NULL ELSE g * 0.125 END,
 			         repeat('i', g * 7), CASE WHEN g = 2 THEN NULL ELSE random() * 2e6 - 1e6 END,
 			         (random() * 100000)::int8 - 50000, g % 7,
 			         '2026-03-07 00:00-05'::timestamptz + random() * interval '49 hours',
-			         random() * 10, CASE WHEN g = 3 THEN NULL ELSE g END
+			         random() * 10, CASE WHEN g = 3 THEN NULL ELSE g END,
+			         '2025-01-01 00:00+00'::timestamptz + random() * interval '730 days'
 			  FROM generate_series(1, 6) g;
 			INSERT INTO bulk_pt (id, x, n, ts)
 			  SELECT nextval('bulk_ids') * nw + me, random() * 2e6 - 1e6, g,
@@ -323,6 +334,73 @@ my @shapes = (
 	{ name => 'builtin_101', accel => 1,
 	  q => "SELECT percentile_disc($F101) WITHIN GROUP (ORDER BY x), percentile_cont($F3) WITHIN GROUP (ORDER BY x)"
 		. " FROM bulk_t" },
+	# GROUP BY a floor of one column (light: not run while the writers run):
+	# the scan caches the column range of a group, found by probing the
+	# expression, stopping at the session zone's offset changes (tz: the
+	# session's TimeZone for the shape)
+	{ name => 'zone_day_lord_howe', light => 1, tz => 'Australia/Lord_Howe',
+	  q => "SELECT date_trunc('day', ts2) AS b, gpu_quantiles(x, $F3), gpu_quantile(n, 0.5) FROM bulk_t"
+		. " WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('day', ts2) AS b, percentile_disc($F3) WITHIN GROUP (ORDER BY x),"
+		. " percentile_disc(0.5) WITHIN GROUP (ORDER BY n) FROM bulk_t WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_hour_lord_howe', light => 1, tz => 'Australia/Lord_Howe',
+	  q => "SELECT date_trunc('hour', ts2) AS b, gpu_median(x) FROM bulk_t"
+		. " WHERE ts2 >= '2026-03-25' AND ts2 < '2026-04-15' OR ts2 >= '2026-09-25' AND ts2 < '2026-10-10' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('hour', ts2) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_t"
+		. " WHERE ts2 >= '2026-03-25' AND ts2 < '2026-04-15' OR ts2 >= '2026-09-25' AND ts2 < '2026-10-10' GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_hour_casablanca', light => 1, tz => 'Africa/Casablanca',
+	  q => "SELECT date_trunc('hour', ts2) AS b, gpu_median(x) FROM bulk_t"
+		. " WHERE ts2 >= '2026-02-10' AND ts2 < '2026-03-30' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('hour', ts2) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_t"
+		. " WHERE ts2 >= '2026-02-10' AND ts2 < '2026-03-30' GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_minute_lmt', light => 1, tz => 'America/New_York',
+	  q => "SELECT date_trunc('minute', ts2) AS b, gpu_median(x) FROM bulk_t WHERE ts2 < '1900-01-01' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('minute', ts2) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_t"
+		. " WHERE ts2 < '1900-01-01' GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_date_chatham', light => 1, tz => 'Pacific/Chatham',
+	  q => "SELECT ts2::date AS b, gpu_quantile(x, 0.9) FROM bulk_t WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT ts2::date AS b, percentile_disc(0.9) WITHIN GROUP (ORDER BY x) FROM bulk_t WHERE ts2 > '2025-01-01'"
+		. " GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_week_st_johns', light => 1, tz => 'America/St_Johns',
+	  q => "SELECT date_trunc('week', ts2) AS b, gpu_quantiles(x, $F3) FROM bulk_t WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('week', ts2) AS b, percentile_disc($F3) WITHIN GROUP (ORDER BY x) FROM bulk_t"
+		. " WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_local_timestamp_dublin', light => 1, tz => 'Europe/Dublin',
+	  q => "SELECT date_trunc('hour', ts2::timestamp) AS b, gpu_median(x) FROM bulk_t"
+		. " WHERE ts2 >= '2026-10-20' AND ts2 < '2026-11-05' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('hour', ts2::timestamp) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_t"
+		. " WHERE ts2 >= '2026-10-20' AND ts2 < '2026-11-05' GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_explicit', light => 1,
+	  q => "SELECT date_trunc('day', ts2, 'Australia/Lord_Howe') AS b, gpu_median(x) FROM bulk_t"
+		. " WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('day', ts2, 'Australia/Lord_Howe') AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x)"
+		. " FROM bulk_t WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1" },
+	{ name => 'date_bin_odd', light => 1,
+	  q => "SELECT date_bin('25 minutes', ts2, '2001-01-01 00:07:00+00') AS b, gpu_median(x) FROM bulk_t"
+		. " WHERE ts2 BETWEEN '2026-03-01' AND '2026-03-11' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_bin('25 minutes', ts2, '2001-01-01 00:07:00+00') AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x)"
+		. " FROM bulk_t WHERE ts2 BETWEEN '2026-03-01' AND '2026-03-11' GROUP BY 1 ORDER BY 1" },
+	{ name => 'epoch_floor', light => 1,
+	  q => "SELECT floor(extract(epoch FROM ts2) / 86400) * 86400 AS b, gpu_quantile(x, 0.5) FROM bulk_t"
+		. " WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT floor(extract(epoch FROM ts2) / 86400) * 86400 AS b, percentile_disc(0.5) WITHIN GROUP (ORDER BY x)"
+		. " FROM bulk_t WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1" },
+	{ name => 'integer_division', light => 1,
+	  q => "SELECT n / 1000 AS b, gpu_median(x), gpu_quantile(ts, 0.5) FROM bulk_t GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT n / 1000 AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.5) WITHIN GROUP (ORDER BY ts)"
+		. " FROM bulk_t GROUP BY 1 ORDER BY 1" },
+	{ name => 'date_month', light => 1, tz => 'Europe/Dublin',
+	  q => "SELECT date_trunc('month', d::timestamp) AS b, gpu_median(x) FROM bulk_t GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('month', d::timestamp) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x)"
+		. " FROM bulk_t GROUP BY 1 ORDER BY 1" },
+	{ name => 'date_week_zone', light => 1, tz => 'Pacific/Chatham',
+	  q => "SELECT date_trunc('week', d) AS b, gpu_median(x) FROM bulk_t GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('week', d) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_t GROUP BY 1 ORDER BY 1" },
+	{ name => 'timestamp_hour', light => 1,
+	  q => "SELECT date_trunc('hour', lt) AS b, gpu_median(x) FROM bulk_t WHERE lt >= '2026-03-26' AND lt < '2026-04-03'"
+		. " GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('hour', lt) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_t"
+		. " WHERE lt >= '2026-03-26' AND lt < '2026-04-03' GROUP BY 1 ORDER BY 1" },
 	# the scan takes no inheritance (yet): the executor, compared with itself
 	{ name => 'partitioned', scan => 'no',
 	  q => "SELECT gpu_quantiles(x, $F3), gpu_median(n) FROM bulk_pt",
@@ -389,6 +467,29 @@ sub prelude
 
 my $CUSTOM = qr/Custom Scan \(gpuselect\)/;
 
+# a shape's session time zone, and back to the prelude's
+sub tz_on
+{
+	my ($s, $local) = @_;
+	return $s->{tz} ? 'SET ' . ($local ? 'LOCAL ' : '') . "TimeZone = '$s->{tz}';\n" : '';
+}
+
+sub tz_off
+{
+	my ($s, $local) = @_;
+	return $s->{tz} ? 'SET ' . ($local ? 'LOCAL ' : '') . "TimeZone = 'America/New_York';\n" : '';
+}
+
+# the shapes a round runs: the light ones only serially and while nothing
+# writes (whether the planner takes the bulk scan for them with workers is
+# a matter of costs)
+my $with_light = 1;
+sub round_shapes
+{
+	my ($par) = @_;
+	return grep { !$_->{light} || ($with_light && !$par) } @shapes;
+}
+
 # psql output with \echo ==TAG lines -> { TAG => text }
 sub sections
 {
@@ -435,16 +536,16 @@ sub snapshot_round
 {
 	my ($iso, $par, $label, $pre, $end) = @_;
 	my $sql = prelude($par) . "BEGIN ISOLATION LEVEL $iso;\n" . ($pre // '');
-	for my $s (@shapes)
+	for my $s (round_shapes($par))
 	{
 		my $acc = $s->{accel} ? 1 : 0;
 		my $n = $s->{name};
-		$sql .= bulk(1, 1) . accel($acc, 1)
+		$sql .= tz_on($s, 1) . bulk(1, 1) . accel($acc, 1)
 		  . "\\echo ==$n:plan\nEXPLAIN (COSTS OFF) " . stmt($s, 'on') . ";\n"
 		  . "\\echo ==$n:on\n" . stmt($s, 'on') . ";\n"
 		  . bulk(0, 1) . "\\echo ==$n:off\n" . stmt($s, 'off') . ";\n"
 		  . accel(0, 1) . "\\echo ==$n:ref\n" . stmt($s, 'ref') . ";\n"
-		  . bulk(1, 1) . accel($acc, 1) . "\\echo ==$n:on2\n" . stmt($s, 'on') . ";\n";
+		  . bulk(1, 1) . accel($acc, 1) . "\\echo ==$n:on2\n" . stmt($s, 'on') . ";\n" . tz_off($s, 1);
 	}
 	$sql .= ($end // "COMMIT;\n");
 	my ($rc, $out) = psql($sql);
@@ -455,7 +556,7 @@ sub snapshot_round
 		return;
 	}
 	my $sec = sections($out);
-	for my $s (@shapes)
+	for my $s (round_shapes($par))
 	{
 		my $n = $s->{name};
 		my $want = $sec->{"$n:ref"} // '<missing>';
@@ -477,16 +578,16 @@ sub read_committed_round
 {
 	my ($par, $label) = @_;
 	my $sql = prelude($par) . bulk(1, 0);
-	for my $s (@shapes)
+	for my $s (round_shapes($par))
 	{
 		my $st = stmt($s, 'rc');
-		$sql .= accel($s->{accel} ? 1 : 0, 0)
-		  . "\\echo ==$s->{name}:plan\nEXPLAIN (COSTS OFF) $st;\n\\echo ==$s->{name}:rc\n$st;\n";
+		$sql .= tz_on($s, 0) . accel($s->{accel} ? 1 : 0, 0)
+		  . "\\echo ==$s->{name}:plan\nEXPLAIN (COSTS OFF) $st;\n\\echo ==$s->{name}:rc\n$st;\n" . tz_off($s, 0);
 	}
 	# a cursor runs at FETCH, after the writers have committed more, but
 	# under the snapshot of its DECLARE: both sides of the statement must
 	# use that one (a scan that took a fresh snapshot would differ)
-	my @cursors = grep { !$_->{params} && $_->{scan} eq 'yes' } @shapes;
+	my @cursors = grep { !$_->{params} && !$_->{light} && $_->{scan} eq 'yes' } @shapes;
 	$sql .= "\\echo ==cursors\nBEGIN;\n";
 	$sql .= accel($_->{accel} ? 1 : 0, 0) . "DECLARE bulk_c_$_->{name} NO SCROLL CURSOR FOR " . stmt($_, 'rc') . ";\n"
 	  for @cursors;
@@ -501,14 +602,14 @@ sub read_committed_round
 		return;
 	}
 	my $sec = sections($out);
-	for my $s (@shapes)
+	for my $s (round_shapes($par))
 	{
 		my $n = $s->{name};
 		my $res = $sec->{"$n:rc"} // '<missing>';
 		my $ran = plan_as_expected($s, $sec->{"$n:plan"});
 		ok($res eq "same\n" && $ran, "$label $n: " . ($ran || 'UNEXPECTED PLAN') . ', same answer');
 		diag("$label $n: " . substr($res, 0, 2000)) if $res ne "same\n";
-		next if $s->{params} || $s->{scan} ne 'yes';
+		next if $s->{params} || $s->{light} || $s->{scan} ne 'yes';
 		$res = $sec->{"$n:cursor"} // '<missing>';
 		is($res, "same\n", "$label $n: a cursor fetched later, same answer");
 	}
@@ -578,16 +679,16 @@ for my $par (0, 1)
 {
 	my $p = $par ? 'parallel' : 'serial';
 	my $sql = prelude($par);
-	for my $s (@shapes)
+	for my $s (round_shapes($par))
 	{
 		my $n = $s->{name};
-		$sql .= accel($s->{accel} ? 1 : 0, 0)
+		$sql .= tz_on($s, 0) . accel($s->{accel} ? 1 : 0, 0)
 		  . bulk(1, 0) . "\\echo ==$n:on\nEXPLAIN (COSTS OFF) " . stmt($s, 'on') . ";\n"
 		  . "\\echo ==$n:twin\nEXPLAIN (COSTS OFF) " . stmt($s, 'twin') . ";\n"
-		  . bulk(0, 0) . "\\echo ==$n:off\nEXPLAIN (COSTS OFF) " . stmt($s, 'off') . ";\n";
+		  . bulk(0, 0) . "\\echo ==$n:off\nEXPLAIN (COSTS OFF) " . stmt($s, 'off') . ";\n" . tz_off($s, 0);
 	}
 	my $sec = sections(psql_value($sql));
-	for my $s (@shapes)
+	for my $s (round_shapes($par))
 	{
 		my $n = $s->{name};
 		ok(plan_as_expected($s, $sec->{"$n:on"}), "$p $n: the plan with bulk_scan on is the expected one ($s->{scan})");
@@ -601,8 +702,8 @@ for my $par (0, 1)
 	}
 	# EXPLAIN ANALYZE runs the scan and says what it read
 	my ($rc, $out) = psql(prelude($par) . bulk(1, 0)
-		  . join('', map { "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " . stmt($_, 'on') . ";\n" }
-			  grep { !$_->{accel} && $_->{scan} eq 'yes' } @shapes));
+		  . join('', map { tz_on($_, 0) . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " . stmt($_, 'on') . ";\n" . tz_off($_, 0) }
+			  grep { !$_->{accel} && $_->{scan} eq 'yes' } round_shapes($par)));
 	ok($rc == 0 && $out =~ $CUSTOM, "$p: EXPLAIN ANALYZE of every shape runs") or diag(substr($out, -2000));
 }
 
@@ -666,7 +767,9 @@ push @writers, [ 'vacuum', GsTest::psql_bg($vac) ];
 GsTest::wait_for(sub { psql_value(q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL bulk_%'
 	  AND backend_xid IS NOT NULL}) >= 2 }, 30);
 
+$with_light = 0;
 all_rounds("round $_", $_) for 1 .. $rounds;
+$with_light = 1;
 
 phase_done('concurrent rounds');
 psql_value('UPDATE bulk_ctl SET stop = true;');
