@@ -115,7 +115,13 @@ INSERT INTO bulk_t
               ELSE '2026-03-07 00:00-05'::timestamptz + g * interval '4.32 s' END,
          t2, (t2 AT TIME ZONE 'UTC')::date, t2 AT TIME ZONE 'UTC'
   FROM (SELECT g,
-               CASE WHEN g % 89 = 0 THEN NULL
+               -- 1867-10-18/20 in Sitka, in time order (a run of pages): when
+               -- Alaska changed hands its clocks went from Oct 19 15:30 back
+               -- to Oct 18 15:30, so a floor in the session zone is not
+               -- monotone across that change
+               CASE WHEN g BETWEEN 20001 AND 20300
+                      THEN '1867-10-17 11:01:13+00'::timestamptz + (g - 20001) * interval '10 min'
+                    WHEN g % 89 = 0 THEN NULL
                     WHEN g % 7919 = 0 THEN 'infinity'::timestamptz
                     WHEN g % 7907 = 0 THEN '-infinity'::timestamptz
                     WHEN g % 50 = 1 THEN '1883-11-18 15:00+00'::timestamptz + (g / 50) * interval '17 s'
@@ -357,6 +363,14 @@ my @shapes = (
 	  q => "SELECT date_trunc('minute', ts2) AS b, gpu_median(x) FROM bulk_t WHERE ts2 < '1900-01-01' GROUP BY 1 ORDER BY 1",
 	  ref => "SELECT date_trunc('minute', ts2) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bulk_t"
 		. " WHERE ts2 < '1900-01-01' GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_date_sitka_1867', light => 1, tz => 'America/Sitka',
+	  q => "SELECT ts2::date AS b, gpu_median(x), gpu_quantile(ts2, 0.5) FROM bulk_t WHERE ts2 < '1880-01-01' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT ts2::date AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.5) WITHIN GROUP (ORDER BY ts2)"
+		. " FROM bulk_t WHERE ts2 < '1880-01-01' GROUP BY 1 ORDER BY 1" },
+	{ name => 'zone_day_sitka_1867', light => 1, tz => 'America/Sitka',
+	  q => "SELECT date_trunc('day', ts2) AS b, gpu_median(x) FROM bulk_t WHERE ts2 < '1880-01-01' GROUP BY 1 ORDER BY 1",
+	  ref => "SELECT date_trunc('day', ts2) AS b, percentile_cont(0.5) WITHIN GROUP (ORDER BY x)"
+		. " FROM bulk_t WHERE ts2 < '1880-01-01' GROUP BY 1 ORDER BY 1" },
 	{ name => 'zone_date_chatham', light => 1, tz => 'Pacific/Chatham',
 	  q => "SELECT ts2::date AS b, gpu_quantile(x, 0.9) FROM bulk_t WHERE ts2 > '2025-01-01' GROUP BY 1 ORDER BY 1",
 	  ref => "SELECT ts2::date AS b, percentile_disc(0.9) WITHIN GROUP (ORDER BY x) FROM bulk_t WHERE ts2 > '2025-01-01'"
