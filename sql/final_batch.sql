@@ -79,9 +79,6 @@ SELECT fb_threads() AS threads_after_batches;
 SET gpuselect.finalize_threads = 3;
 SET enable_sort = off;
 SET max_parallel_workers_per_gather = 0;
--- the executor's hashed aggregation, which spills (the bulk scan's serial
--- states are not in its hash table)
-SET gpuselect.bulk_scan = off;
 SELECT count(*) AS differ FROM
   (SELECT grp, percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY f8) AS p,
           percentile_disc(0.5) WITHIN GROUP (ORDER BY i4 DESC) AS d FROM fb GROUP BY grp) a
@@ -90,7 +87,6 @@ SELECT count(*) AS differ FROM
   USING (grp)
 WHERE a.p IS DISTINCT FROM b.p OR a.d IS DISTINCT FROM b.d;
 RESET enable_sort;
-RESET gpuselect.bulk_scan;
 
 -- a bad fraction in one group: the built-in's error, batch on or off
 SET gpuselect.finalize_threads = 3;
@@ -107,6 +103,9 @@ SELECT g / 40000 AS k, (random() * 1e6)::float8 AS f8 FROM generate_series(0, 47
 SELECT value::int8 AS batches_before FROM gpuselect_status() WHERE name = 'final_batches' \gset
 SET work_mem = '1MB';
 SET hash_mem_multiplier = 1;
+-- the executor's hashed aggregation, which spills (the bulk scan's serial
+-- states stay out of its hash table)
+SET gpuselect.bulk_scan = off;
 SET enable_sort = off;
 SET max_parallel_workers_per_gather = 0;
 SELECT count(*) AS differ FROM
@@ -116,6 +115,7 @@ SELECT count(*) AS differ FROM
 WHERE a.p IS DISTINCT FROM b.p;
 SELECT value::int8 - :batches_before >= 2 AS several_batches FROM gpuselect_status() WHERE name = 'final_batches';
 RESET work_mem;
+RESET gpuselect.bulk_scan;
 RESET hash_mem_multiplier;
 
 -- more groups than one engine call takes (4096): the batch goes in slices;

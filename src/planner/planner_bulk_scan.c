@@ -19,15 +19,17 @@
  *
  * When.  Every aggregate of the query level is gpuselect's gpu_median,
  * gpu_quantile or gpu_quantiles, or one of the rewrite's gs_planner_*
- * (planner_aggs.c: the built-ins and ordered-set forms it replaced), without DISTINCT, ORDER BY or FILTER, over a column of one
- * of the eight key types of a heap table or materialized view scanned
- * alone (no join, no inheritance, no TABLESAMPLE), its fraction free of
- * the row; GROUP BY is absent or one expression of that table's columns
- * with its type's default equality, either a non-decreasing function of
- * one column (date_trunc, date_bin, epoch floors, integer division: the
- * list is gs_bulk_monotone's) or of a type that compares bitwise
- * (integers, date, timestamp[tz], bool, oid); the quals are free of volatile functions and
- * sub-plans.  Anything else keeps the executor's plan, and a DEBUG1 line
+ * (planner_aggs.c: the built-ins and ordered-set forms it replaced), or
+ * count(*) beside them, without DISTINCT, ORDER BY or FILTER, over a
+ * column of one of the eight key types of a heap table or materialized
+ * view scanned alone (no join, no inheritance, no TABLESAMPLE), its
+ * fraction free of the row.  GROUP BY is absent or one expression of that
+ * table's columns with its type's default equality: a non-decreasing
+ * function of one column (date_trunc, date_bin, epoch floors, integer
+ * division: gs_bulk_monotone's list), or any expression of a type that
+ * compares bitwise (integers, date, timestamp[tz], bool, oid).  The quals
+ * are free of volatile functions and sub-plans.  Anything else keeps the
+ * executor's plan, and a DEBUG1 line
  * says why (gpuselect.bulk_scan turns the scan off altogether).
  *
  * Expressions.  The quals and fractions go in custom_exprs, where setrefs.c
@@ -143,6 +145,14 @@ gs_bulk_agg_of(Aggref *a, Index relid, GsBulkAggKind *kind, AttrNumber *attno, E
 		*fraction = f;
 	}
 	return true;
+}
+
+/* count(*), which the scan counts per group beside the others */
+static bool
+gs_bulk_count_star(Aggref *a)
+{
+	return a->aggfnoid == F_COUNT_ && a->aggstar && a->aggdistinct == NIL &&
+		a->aggorder == NIL && a->aggfilter == NULL && a->agglevelsup == 0;
 }
 
 /*
@@ -539,7 +549,7 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 		Expr	   *fraction;
 		bool		desc;
 
-		if (!IsA(lfirst(lc), Aggref))
+		if (!IsA(lfirst(lc), Aggref) || gs_bulk_count_star((Aggref *) lfirst(lc)))
 			continue;
 		if (!gs_bulk_agg_of((Aggref *) lfirst(lc), input_rel->relid, &kind, &attno, &fraction, &desc))
 		{
@@ -626,7 +636,9 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		Expr	   *fraction;
 		bool		desc;
 
-		if (IsA(tle->expr, Aggref))
+		if (IsA(tle->expr, Aggref) && gs_bulk_count_star((Aggref *) tle->expr))
+			columns = lappend_int(columns, GS_BULK_COLUMN_COUNT);
+		else if (IsA(tle->expr, Aggref))
 		{
 			if (!gs_bulk_agg_of((Aggref *) tle->expr, rel->relid, &kind, &attno, &fraction, &desc))
 				elog(ERROR, "gpuselect: bulk scan planned over an aggregate it does not build");
@@ -637,7 +649,7 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		}
 		else
 		{
-			columns = lappend_int(columns, -1);
+			columns = lappend_int(columns, GS_BULK_COLUMN_GROUP);
 			group = (Node *) copyObject(tle->expr);
 			fix_opfuncids(group);
 		}

@@ -49,13 +49,14 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "scan/bulk_fetch.h"
 #include "scan/bulk_groups.h"
 
 /* groups of one hash value (one group for bitwise types) */
 typedef struct GsBulkKeyed
 {
 	Datum		key;
-	GsState   **states;
+	GsBulkGroup *group;
 	struct GsBulkKeyed *next;
 } GsBulkKeyed;
 
@@ -103,6 +104,7 @@ struct GsBulkGroups
 	TupleTableSlot *heap_slot;	/* the expression over a row */
 	TupleTableSlot *probe_slot; /* ... over one column value (ranges) */
 	AttrNumber	mono_attno;
+	GsBulkColumn mono_column;
 	Oid			mono_typid;
 	int			zones;
 	GsBulkNewGroup new_group;
@@ -161,6 +163,7 @@ gs_bulk_groups_create(MemoryContext mcxt, EState *estate, Expr *expr, AttrNumber
 	if (mono_attno > 0)
 	{
 		g->mono_typid = TupleDescAttr(reldesc, mono_attno - 1)->atttypid;
+		gs_bulk_column_init(&g->mono_column, reldesc, mono_attno);
 		g->probe_slot = ExecInitExtraTupleSlot(estate, reldesc, &TTSOpsVirtual);
 	}
 	g->new_group = new_group;
@@ -207,7 +210,7 @@ gs_bulk_new_keyed(GsBulkGroups *g, Datum key, bool isnull)
 
 	k->key = isnull ? (Datum) 0 : datumCopy(key, g->typbyval, g->typlen);
 	MemoryContextSwitchTo(old);
-	k->states = g->new_group(g->arg);
+	k->group = g->new_group(g->arg);
 	return k;
 }
 
@@ -423,7 +426,7 @@ gs_bulk_range_miss(GsBulkGroups *g, int64 x, ExprContext *econtext)
 	return k;
 }
 
-GsState **
+GsBulkGroup *
 gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 {
 	TupleDesc	desc = g->heap_slot->tts_tupleDescriptor;
@@ -432,7 +435,7 @@ gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 
 	if (g->mono_attno > 0)
 	{
-		d = heap_getattr(tup, g->mono_attno, desc, &isnull);
+		d = gs_bulk_fetch(&g->mono_column, tup, desc, &isnull);
 		if (!isnull)
 		{
 			int64		x = gs_bulk_point(g->mono_typid, d);
@@ -440,33 +443,33 @@ gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 			if (g->have_range && x >= g->lo && x < g->hi)
 			{
 				g->cached_rows++;
-				return g->cached->states;
+				return g->cached->group;
 			}
-			return gs_bulk_range_miss(g, x, econtext)->states;
+			return gs_bulk_range_miss(g, x, econtext)->group;
 		}
 	}
 	ExecStoreHeapTuple(tup, g->heap_slot, false);
 	econtext->ecxt_scantuple = g->heap_slot;
 	d = ExecEvalExprSwitchContext(g->expr, econtext, &isnull);
 	if (isnull)
-		return gs_bulk_find(g, d, true)->states;
+		return gs_bulk_find(g, d, true)->group;
 	if (g->last != NULL && gs_bulk_key_equal(g, g->last->key, d))
-		return g->last->states;
+		return g->last->group;
 	g->last = gs_bulk_find(g, d, false);	/* never the NULL group */
-	return g->last->states;
+	return g->last->group;
 }
 
 /* ---- output ---------------------------------------------------------- */
 
 bool
-gs_bulk_groups_next(GsBulkGroups *g, GsState ***states, Datum *key, bool *isnull)
+gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull)
 {
 	GsBulkEntry *e;
 
 	if (g->null_group != NULL && !g->null_done)
 	{
 		g->null_done = true;
-		*states = g->null_group->states;
+		*group = g->null_group->group;
 		*key = (Datum) 0;
 		*isnull = true;
 		return true;
@@ -485,9 +488,39 @@ gs_bulk_groups_next(GsBulkGroups *g, GsState ***states, Datum *key, bool *isnull
 			return false;
 		g->iter_chain = e->first;
 	}
-	*states = g->iter_chain->states;
+	*group = g->iter_chain->group;
 	*key = g->iter_chain->key;
 	*isnull = false;
 	g->iter_chain = g->iter_chain->next;
 	return true;
+}
+
+/* ---- columns (bulk_fetch.h) ------------------------------------------ */
+
+/*
+ * The column's offset in a tuple without NULLs: every column before it
+ * fixed-width (dropped ones too: an old tuple still holds their bytes, a
+ * new one has them NULL and takes heap_getattr), each at its alignment,
+ * as heap_getattr's own cached offsets are computed.
+ */
+void
+gs_bulk_column_init(GsBulkColumn *c, TupleDesc desc, AttrNumber attno)
+{
+	int			off = 0;
+
+	c->attno = attno;
+	c->byval = TupleDescAttr(desc, attno - 1)->attbyval;
+	c->len = TupleDescAttr(desc, attno - 1)->attlen;
+	c->offset = -1;
+	for (int j = 0; j < attno; j++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, j);
+
+		if (att->attlen <= 0)
+			return;
+		off = att_align_nominal(off, att->attalign);
+		if (j == attno - 1)
+			c->offset = off;
+		off += att->attlen;
+	}
 }

@@ -18,8 +18,15 @@
 
 typedef struct GsBulkGroups GsBulkGroups;
 
-/* a new group's states (bulk_scan.c), in the groups' memory */
-typedef GsState **(*GsBulkNewGroup) (void *arg);
+/* one group: its rows (count(*)) and a state per gpuselect aggregate */
+typedef struct GsBulkGroup
+{
+	int64		rows;
+	GsState    *states[FLEXIBLE_ARRAY_MEMBER];
+} GsBulkGroup;
+
+/* a new group (bulk_scan.c), in the groups' memory */
+typedef GsBulkGroup *(*GsBulkNewGroup) (void *arg);
 
 /*
  * expr: the GROUP BY expression, over the relation's columns (no parent
@@ -30,10 +37,10 @@ typedef GsState **(*GsBulkNewGroup) (void *arg);
 extern GsBulkGroups *gs_bulk_groups_create(MemoryContext mcxt, EState *estate, Expr *expr,
 										   AttrNumber mono_attno, int zones, TupleDesc reldesc,
 										   GsBulkNewGroup new_group, void *arg);
-/* the states of the row's group (creating it at its first row) */
-extern GsState **gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext);
+/* the row's group (created at its first row) */
+extern GsBulkGroup *gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext);
 /* the groups, one per call after the scan: false at the end */
-extern bool gs_bulk_groups_next(GsBulkGroups *g, GsState ***states, Datum *key, bool *isnull);
+extern bool gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull);
 /* forget every group (a rescan; the memory is the caller's to reset) */
 extern void gs_bulk_groups_forget(GsBulkGroups *g);
 /* rows whose group came from the cached range, and ranges searched (EXPLAIN) */

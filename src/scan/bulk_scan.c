@@ -17,16 +17,16 @@
  * list itself, with the page still pinned (as heapgettup_pagemode does
  * between calls), and then marks the page done (rs_cindex), so the next
  * heap_getnext moves to the next page.  Per row there is no slot, no
- * function call and no copy: heap_getattr reads the aggregated column at
- * its cached offset (past NULLs through the bitmap; a column added later
- * from attmissingval), and its key goes into the group's state
+ * function call and no copy: the aggregated column is read at its fixed
+ * offset where the tuple allows (bulk_fetch.h), through heap_getattr
+ * otherwise (NULLs, a column added later: attmissingval), and its key goes into the group's state
  * (gs_append_datum), i.e. into key-pool chunks the GPU service copies to
  * the device while the scan goes on, when the group will run there.
  *
  * The quals are the executor's own ExprState, over a scan tuple holding
  * just the columns they read (planner file: why).  Which group a row is in
  * is bulk_groups.c's (mostly without evaluating the GROUP BY expression).
- * A query with neither reads only heap_getattr.
+ * A query with neither reads only the aggregated columns.
  *
  * Output.  One row per group: the group value and, per aggregate, its
  * state as the bytea a Finalize Aggregate deserializes.
@@ -63,6 +63,7 @@
 #include "aggs/fn_cache.h"
 #include "aggs/ranks.h"
 #include "base/types.h"
+#include "scan/bulk_fetch.h"
 #include "scan/bulk_groups.h"
 #include "scan/bulk_scan.h"
 #include "state/state.h"
@@ -72,6 +73,7 @@ typedef struct GsBulkAgg
 {
 	GsBulkAggKind kind;
 	AttrNumber	attno;			/* the aggregated column */
+	GsBulkColumn column;		/* ... and how to read it */
 	Oid			typid;
 	GsTypeKind	tkind;
 	bool		descending;		/* the rewrite's ORDER BY x DESC */
@@ -87,7 +89,7 @@ typedef struct GsBulkScanState
 	int			flags;			/* GS_BULK_PARTIAL, GS_BULK_GROUPED */
 	int			naggs;
 	GsBulkAgg  *aggs;
-	List	   *columns;		/* per scan-tuple column: -1 group, k aggregate k */
+	List	   *columns;		/* per output column: GS_BULK_COLUMN_*, or k: aggregate k */
 	int			noutput;		/* leading scan-tuple columns that are output */
 
 	ExprState  *qual;			/* NULL: none */
@@ -101,7 +103,7 @@ typedef struct GsBulkScanState
 	ParallelTableScanDesc pscan;	/* parallel: the shared block allocation */
 	bool		scanned;
 
-	GsState   **single;			/* no GROUP BY: the one group, once a row came */
+	GsBulkGroup *single;		/* no GROUP BY: the one group, once a row came */
 	bool		single_done;
 
 	/* EXPLAIN ANALYZE, summed over rescans */
@@ -123,7 +125,7 @@ static void gs_bulk_init_dsm(CustomScanState *node, ParallelContext *pcxt, void 
 static void gs_bulk_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void gs_bulk_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
 static void gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es);
-static GsState **gs_bulk_new_group(void *arg);
+static GsBulkGroup *gs_bulk_new_group(void *arg);
 
 const CustomScanMethods gs_bulk_scan_methods = {
 	.CustomName = GS_BULK_SCAN_NAME,
@@ -179,6 +181,7 @@ gs_bulk_begin_aggs(GsBulkScanState *bs, List *aggs, List *fractions)
 		a->kind = (GsBulkAggKind) intVal(linitial(agg));
 		a->attno = (AttrNumber) intVal(lsecond(agg));
 		a->descending = intVal(lthird(agg)) != 0;
+		gs_bulk_column_init(&a->column, desc, a->attno);
 		if (a->attno < 1 || a->attno > desc->natts)
 			elog(ERROR, "gpuselect: bulk scan column %d out of range", a->attno);
 		a->typid = TupleDescAttr(desc, a->attno - 1)->atttypid;
@@ -309,20 +312,22 @@ gs_bulk_new_state(GsBulkScanState *bs, GsBulkAgg *a)
 	return st;
 }
 
-static GsState **
+static GsBulkGroup *
 gs_bulk_new_group(void *arg)
 {
 	GsBulkScanState *bs = (GsBulkScanState *) arg;
-	GsState   **states = (GsState **) MemoryContextAlloc(bs->statecxt,
-														 sizeof(GsState *) * bs->naggs);
+	GsBulkGroup *group = (GsBulkGroup *) MemoryContextAlloc(bs->statecxt,
+															offsetof(GsBulkGroup, states) +
+															sizeof(GsState *) * bs->naggs);
 
+	group->rows = 0;
 	for (int i = 0; i < bs->naggs; i++)
-		states[i] = gs_bulk_new_state(bs, &bs->aggs[i]);
-	return states;
+		group->states[i] = gs_bulk_new_state(bs, &bs->aggs[i]);
+	return group;
 }
 
-/* the states of the group the current row belongs to */
-static inline GsState **
+/* the group the current row belongs to */
+static pg_attribute_always_inline GsBulkGroup *
 gs_bulk_group_of(GsBulkScanState *bs, HeapTuple tup, ExprContext *econtext)
 {
 	if (bs->groups != NULL)
@@ -355,35 +360,38 @@ gs_bulk_qual(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *ec
 	return ExecQual(bs->qual, econtext);
 }
 
-static inline void
+/* one visible tuple: the hot loop's body, inlined into the page loop */
+static pg_attribute_always_inline void
 gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
 {
-	GsState   **states;
+	GsBulkGroup *group;
 
 	if (bs->qual != NULL && !gs_bulk_qual(bs, tup, desc, econtext))
 		return;
 	bs->rows++;
-	states = gs_bulk_group_of(bs, tup, econtext);
+	group = gs_bulk_group_of(bs, tup, econtext);
+	group->rows++;
 	for (int i = 0; i < bs->naggs; i++)
 	{
 		bool		isnull;
-		Datum		d = heap_getattr(tup, bs->aggs[i].attno, desc, &isnull);
+		Datum		d = gs_bulk_fetch(&bs->aggs[i].column, tup, desc, &isnull);
 
 		if (!isnull)
 		{
-			gs_append_datum(states[i], bs->aggs[i].tkind, d);
+			gs_append_datum(group->states[i], bs->aggs[i].tkind, d);
 			bs->keys++;
 		}
 	}
 }
 
 /*
- * The rest of the page heap_getnext has just returned the first visible
- * tuple of, and mark the page done.  Page mode listed its visible tuples
- * under the buffer's share lock; the pin heap_getnext keeps holds them.
+ * The page heap_getnext has just returned the first visible tuple of, that
+ * tuple included, and mark the page done.  Page mode listed its visible
+ * tuples under the buffer's share lock; the pin heap_getnext keeps holds
+ * them.
  */
 static void
-gs_bulk_rest_of_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *econtext)
+gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *econtext)
 {
 	Page		page = BufferGetPage(hs->rs_cbuf);
 	HeapTupleData tup;
@@ -393,7 +401,7 @@ gs_bulk_rest_of_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprC
 	if (PageIsAllVisible(page))
 		bs->pages_all_visible++;
 	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
-	for (int i = (int) hs->rs_cindex + 1; i < ntuples; i++)
+	for (int i = (int) hs->rs_cindex; i < ntuples; i++)
 	{
 		OffsetNumber off = hs->rs_vistuples[i];
 		ItemId		lp = PageGetItemId(page, off);
@@ -401,9 +409,9 @@ gs_bulk_rest_of_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprC
 		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 		tup.t_len = ItemIdGetLength(lp);
 		ItemPointerSet(&tup.t_self, hs->rs_cblock, off);
-		bs->tuples++;
 		gs_bulk_row(bs, &tup, desc, econtext);
 	}
+	bs->tuples += ntuples - (int) hs->rs_cindex;
 	hs->rs_cindex = ntuples - 1;
 }
 
@@ -426,11 +434,14 @@ gs_bulk_scan_run(GsBulkScanState *bs)
 	{
 		HeapScanDesc hs = (HeapScanDesc) bs->scan;
 
-		bs->tuples++;
-		gs_bulk_row(bs, tup, desc, econtext);
 		/* without page mode (no MVCC snapshot) heap_getnext goes row by row */
 		if (hs->rs_base.rs_flags & SO_ALLOW_PAGEMODE)
-			gs_bulk_rest_of_page(bs, hs, desc, econtext);
+			gs_bulk_page(bs, hs, desc, econtext);
+		else
+		{
+			bs->tuples++;
+			gs_bulk_row(bs, tup, desc, econtext);
+		}
 		ResetExprContext(econtext);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -451,16 +462,16 @@ gs_bulk_state_datum(GsBulkScanState *bs, GsState *st)
 
 /* the next group to emit: its states, value and NULL-ness; false at the end */
 static bool
-gs_bulk_next_group(GsBulkScanState *bs, GsState ***states, Datum *key, bool *keynull)
+gs_bulk_next_group(GsBulkScanState *bs, GsBulkGroup **group, Datum *key, bool *keynull)
 {
 	if (bs->groups != NULL)
-		return gs_bulk_groups_next(bs->groups, states, key, keynull);
+		return gs_bulk_groups_next(bs->groups, group, key, keynull);
 	*key = (Datum) 0;
 	*keynull = false;
 	if (bs->single == NULL || bs->single_done)
 		return false;
 	bs->single_done = true;
-	*states = bs->single;
+	*group = bs->single;
 	return true;
 }
 
@@ -470,7 +481,7 @@ gs_bulk_next(ScanState *ss)
 	GsBulkScanState *bs = (GsBulkScanState *) ss;
 	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
 	MemoryContext old;
-	GsState   **states;
+	GsBulkGroup *group;
 	Datum		key;
 	bool		keynull;
 	ListCell   *lc;
@@ -482,7 +493,7 @@ gs_bulk_next(ScanState *ss)
 		bs->scanned = true;
 	}
 	ExecClearTuple(slot);
-	if (!gs_bulk_next_group(bs, &states, &key, &keynull))
+	if (!gs_bulk_next_group(bs, &group, &key, &keynull))
 		return slot;
 	/* serialized states live until the next row (ExecScan resets this) */
 	old = MemoryContextSwitchTo(ss->ps.ps_ExprContext->ecxt_per_tuple_memory);
@@ -491,8 +502,17 @@ gs_bulk_next(ScanState *ss)
 	{
 		int			role = lfirst_int(lc);
 
-		slot->tts_values[col] = role < 0 ? key : gs_bulk_state_datum(bs, states[role]);
-		slot->tts_isnull[col] = role < 0 ? keynull : false;
+		if (role == GS_BULK_COLUMN_GROUP)
+		{
+			slot->tts_values[col] = key;
+			slot->tts_isnull[col] = keynull;
+		}
+		else
+		{
+			slot->tts_values[col] = role == GS_BULK_COLUMN_COUNT ? Int64GetDatum(group->rows) :
+				gs_bulk_state_datum(bs, group->states[role]);
+			slot->tts_isnull[col] = false;
+		}
 		col++;
 	}
 	MemoryContextSwitchTo(old);
@@ -596,7 +616,7 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	foreach(lc, bs->columns)
 	{
-		if (lfirst_int(lc) < 0)
+		if (lfirst_int(lc) == GS_BULK_COLUMN_GROUP)
 		{
 			TargetEntry *tle = list_nth_node(TargetEntry, cs->custom_scan_tlist, col);
 

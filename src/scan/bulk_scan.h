@@ -18,8 +18,9 @@
  *   mono       a List: Integer attno of the one column the group expression
  *              is a non-decreasing function of (0: none), Integer zones
  *              (GS_BULK_ZONE_*, bulk_groups.h): see bulk_groups.c
- *   columns    an integer List, per output column of custom_scan_tlist: -1
- *              the group expression, k >= 0 aggregate k's state
+ *   columns    an integer List, per output column of custom_scan_tlist:
+ *              GS_BULK_COLUMN_GROUP the group expression, GS_BULK_COLUMN_COUNT
+ *              count(*), k >= 0 aggregate k's state
  * custom_exprs is a List of two: the quals (implicit AND, in the planner's
  * order) and one fraction expression per aggregate (NULL for gpu_median).
  */
@@ -30,6 +31,9 @@
 #include "nodes/extensible.h"
 
 #define GS_BULK_SCAN_NAME	"gpuselect"
+
+#define GS_BULK_COLUMN_GROUP	(-1)
+#define GS_BULK_COLUMN_COUNT	(-2)
 
 #define GS_BULK_PARTIAL		0x01
 #define GS_BULK_GROUPED		0x02

@@ -72,6 +72,8 @@ block() {
 		fi
 		rows+=("$(printf '  %-50s %10s %8s' "${labels[$i]}" "${med[$i]}" "$ratio")")
 	done
+	# each block as it ends (a run cut short still leaves the blocks done)
+	printf '%s\n' "${rows[@]: -$((n + 1))}" >>"$OUTF"
 }
 
 serial="SET max_parallel_workers_per_gather = 0;"
@@ -126,4 +128,4 @@ built-in p50/p90/p99 per hour|$serial|SELECT date_trunc('hour', ts), $P3 FROM $d
 EOF
 fi
 
-printf '%s\n' "${rows[@]}" | tee -a "$OUTF"
+printf '%s\n' "${rows[@]}"
