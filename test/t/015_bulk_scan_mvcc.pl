@@ -92,17 +92,18 @@ INSERT INTO bulk_ctl VALUES (false, false);
 CREATE TABLE bulk_skew (v int);
 CREATE SEQUENCE bulk_ids START 100000;
 
--- gone: dropped below; note: a varlena before x, so x has no cached offset
+-- gone: dropped below (a, after it, is at a fixed offset that counts it);
+-- note: a varlena before x, so x has no fixed offset
 -- ts2 (d, lt: its date and timestamp in UTC): two years in random heap
 -- order, every time zone's 2025-2026 transitions, an 1883 one (local mean
 -- time to standard time, not a whole minute), +-infinity
-CREATE TABLE bulk_t (id int8 NOT NULL, a float8, gone int4, note text, x float8,
+CREATE TABLE bulk_t (id int8 NOT NULL, gone int4, a float8, note text, x float8,
                      n int8, k int4, ts timestamptz, ts2 timestamptz, d date, lt timestamp)
   WITH (fillfactor = 80, autovacuum_enabled = off);
 INSERT INTO bulk_t
   SELECT g,
-         CASE WHEN g % 11 = 0 THEN NULL ELSE (g % 1000) / 8.0 END,
          g,
+         CASE WHEN g % 11 = 0 THEN NULL ELSE (g % 1000) / 8.0 END,
          CASE WHEN g % 5 = 0 THEN NULL ELSE repeat(chr(97 + g % 26), g % 40) END,
          CASE WHEN g % 13 = 0 THEN NULL
               WHEN g % 4001 = 0 THEN 'NaN'::float8
