@@ -276,10 +276,10 @@ my @shapes = (
 	  ref => "SELECT percentile_disc($F101) WITHIN GROUP (ORDER BY x) FROM bulk_t" },
 	{ name => 'columns',
 	  q => "SELECT gpu_median(x), gpu_quantile(n, 0.37), gpu_quantile(ts, 0.9), gpu_median(y),"
-		. " gpu_quantiles(z, $F3), gpu_median(a) FROM bulk_t",
+		. " gpu_quantiles(z, $F3), gpu_median(a), count(*) FROM bulk_t",
 	  ref => "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.37) WITHIN GROUP (ORDER BY n),"
 		. " percentile_disc(0.9) WITHIN GROUP (ORDER BY ts), percentile_cont(0.5) WITHIN GROUP (ORDER BY y),"
-		. " percentile_disc($F3) WITHIN GROUP (ORDER BY z), percentile_cont(0.5) WITHIN GROUP (ORDER BY a) FROM bulk_t" },
+		. " percentile_disc($F3) WITHIN GROUP (ORDER BY z), percentile_cont(0.5) WITHIN GROUP (ORDER BY a), count(*) FROM bulk_t" },
 	{ name => 'where_comparisons',
 	  q => "SELECT gpu_quantiles(x, $F3), gpu_quantile(n, 0.5) FROM bulk_t"
 		. " WHERE x > -250000 AND n < 20000 AND ts >= '2026-03-07 12:00-05'",
@@ -309,9 +309,9 @@ my @shapes = (
 	  ref => "SELECT percentile_disc(\$2) WITHIN GROUP (ORDER BY x), percentile_disc(0.5) WITHIN GROUP (ORDER BY n)"
 		. " FROM bulk_t WHERE x > \$1 AND ts < \$3" },
 	{ name => 'group_hour',
-	  q => "SELECT date_trunc('hour', ts) AS h, gpu_quantiles(x, $F3), gpu_quantile(n, 0.5) FROM bulk_t GROUP BY 1 ORDER BY 1",
+	  q => "SELECT date_trunc('hour', ts) AS h, gpu_quantiles(x, $F3), gpu_quantile(n, 0.5), count(*) FROM bulk_t GROUP BY 1 ORDER BY 1",
 	  ref => "SELECT date_trunc('hour', ts) AS h, percentile_disc($F3) WITHIN GROUP (ORDER BY x),"
-		. " percentile_disc(0.5) WITHIN GROUP (ORDER BY n) FROM bulk_t GROUP BY 1 ORDER BY 1" },
+		. " percentile_disc(0.5) WITHIN GROUP (ORDER BY n), count(*) FROM bulk_t GROUP BY 1 ORDER BY 1" },
 	{ name => 'group_hour_qual', scan => 'any',
 	  q => "SELECT date_trunc('hour', ts) AS h, gpu_median(x) FROM bulk_t"
 		. " WHERE date_trunc('hour', ts) >= '2026-03-08 00:00-05' AND ts IS NOT NULL GROUP BY 1 ORDER BY 1",
