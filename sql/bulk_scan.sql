@@ -93,6 +93,7 @@ INSERT INTO checks VALUES
  ($$SELECT n, gpu_median(x), gpu_quantile(x, 0.9) FROM bs WHERE x > 100 GROUP BY n$$),
  ($$SELECT late, gpu_quantile(x, 0.25) FROM bs WHERE late <> 42 AND id < 3000 GROUP BY late$$),
  ($$SELECT n, gpu_median(x) FROM bs WHERE n > 2 AND x < 500 GROUP BY n HAVING gpu_median(x) > 10$$),
+ ($$SELECT n + 1, gpu_median(x) FROM bs GROUP BY n HAVING n > 1 AND count(*) > 5$$),
  ($$SELECT gpu_quantile(x, 0.5) FROM bs WHERE id < 0$$),
  ($$SELECT n, gpu_quantile(x, 0.5) FROM bs WHERE id < 0 GROUP BY n$$),
  ($$SELECT gpu_median(x) FROM bs WHERE x IS NULL$$),
@@ -142,6 +143,42 @@ RESET max_parallel_workers_per_gather;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+
+-- a partitioned table (a sub-partitioned part; one partition's columns in
+-- another order) and an inheritance tree: one scan per leaf under an Append
+CREATE TABLE bp (ts timestamptz, x float8, k int) PARTITION BY RANGE (ts);
+CREATE TABLE bp1 PARTITION OF bp FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
+CREATE TABLE bp2 PARTITION OF bp FOR VALUES FROM ('2026-02-01') TO ('2026-03-01') PARTITION BY HASH (k);
+CREATE TABLE bp2a PARTITION OF bp2 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE bp2b (x float8, k int, ts timestamptz);
+ALTER TABLE bp2 ATTACH PARTITION bp2b FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO bp SELECT '2026-01-01'::timestamptz + i * interval '7 min', (i * 7919) % 997, i % 5
+FROM generate_series(1, 12000) i;
+CREATE TABLE bi (x float8, k int);
+CREATE TABLE bi_child (extra text) INHERITS (bi);
+INSERT INTO bi SELECT i % 101, i % 3 FROM generate_series(1, 3000) i;
+INSERT INTO bi_child SELECT i % 103, i % 4, 'e' FROM generate_series(1, 3000) i;
+ANALYZE bp, bi, bi_child;
+EXPLAIN (COSTS OFF) SELECT date_trunc('day', ts), gpu_median(x) FROM bp WHERE k < 4 GROUP BY 1;
+CREATE TABLE pchecks (q text);
+INSERT INTO pchecks VALUES
+ ($$SELECT date_trunc('day', ts), gpu_median(x), count(*) FROM bp GROUP BY 1$$),
+ ($$SELECT k, gpu_quantiles(x, '{0.1,0.9}') FROM bp WHERE ts > '2026-02-10' GROUP BY k$$),
+ ($$SELECT gpu_quantile(x, 0.5) FROM bp WHERE x < 0$$),
+ ($$SELECT gpu_quantile(x, 1.5) FROM bp WHERE x < 0$$),
+ ($$SELECT k, gpu_median(x), count(*) FROM bi GROUP BY k$$),
+ ($$SELECT gpu_quantile(x, 0.3) FROM ONLY bi$$);
+SELECT q, bulk_check(q) FROM pchecks;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT q, bulk_check(q) FROM pchecks;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+DROP TABLE pchecks, bp, bi CASCADE;
 
 -- a correlated subquery: the scan is rescanned with each outer value
 SELECT bulk_check($$SELECT o.k, (SELECT gpu_median(x) FROM bs WHERE bs.n = o.k) FROM generate_series(0, 5) o(k)$$);

@@ -166,7 +166,11 @@ gs_agg_source_aggref(FunctionCallInfo fcinfo)
 		}
 		if (!IsA(expr, Var) || var->varno != OUTER_VAR)
 			return NULL;
-		ps = outerPlanState(ps);
+		/* an Append (of bulk scans, one per partition): its first child */
+		if (IsA(ps, AppendState))
+			ps = ((AppendState *) ps)->as_nplans > 0 ? ((AppendState *) ps)->appendplans[0] : NULL;
+		else
+			ps = outerPlanState(ps);
 		if (ps == NULL || var->varattno < 1 || var->varattno > list_length(ps->plan->targetlist))
 			return NULL;
 		expr = list_nth_node(TargetEntry, ps->plan->targetlist, var->varattno - 1)->expr;

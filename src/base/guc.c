@@ -22,6 +22,7 @@ bool		gs_guc_debug = false;
 bool		gs_guc_accelerate_builtins = false;
 bool		gs_guc_estimate_time_buckets = true;
 bool		gs_guc_bulk_scan = true;
+bool		gs_guc_prefault_pool_chunks = true;
 bool		gs_guc_huge_pages = true;
 int			gs_guc_finalize_threads = -1;
 int			gs_guc_max_finalize_threads = 8;
@@ -205,6 +206,20 @@ gs_guc_define(void)
 	 * USERSET: advice to the kernel about this backend's own memory; it
 	 * changes how fast a large aggregate's memory is mapped, never an answer.
 	 */
+	/*
+	 * USERSET: advice to the kernel about memory this backend writes (the
+	 * key-pool chunks its scans fill, service_scan.c); never an answer.
+	 */
+	DefineCustomBoolVariable("gpuselect.prefault_pool_chunks",
+							 "Map a key-pool chunk's pages in one call before a scan fills it.",
+							 "madvise(MADV_POPULATE_WRITE) on each GPU service key-pool chunk a backend takes: "
+							 "one system call instead of a page fault per 4 kB page it writes (Linux 5.14 and later).",
+							 &gs_guc_prefault_pool_chunks,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("gpuselect.huge_pages",
 							 "Ask for transparent huge pages for the large chunks of values an aggregate holds.",
 							 "madvise(MADV_HUGEPAGE) on chunks of 4 MB and more (keys and stored values): "

@@ -97,6 +97,8 @@ extern bool gs_guc_estimate_time_buckets;
 /* gpuselect.bulk_scan: plan the bulk scan (planner_bulk_scan.c) */
 extern bool gs_guc_bulk_scan;
 extern bool gs_guc_huge_pages;
+/* gpuselect.prefault_pool_chunks: MADV_POPULATE_WRITE on key-pool chunks */
+extern bool gs_guc_prefault_pool_chunks;
 extern int	gs_guc_finalize_threads;	/* -1: max_parallel_workers_per_gather */
 extern int	gs_guc_max_finalize_threads;	/* superuser cap of the above */
 extern int	gs_guc_work_mem;	/* kB, -1: work_mem */

@@ -22,6 +22,8 @@
  *   - GS_PROCESSED_GROUP_CLAUSE (16): the planner's GROUP BY with redundant
  *     keys removed is root->processed_groupClause; before 16 the planner
  *     used parse->groupClause itself.
+ *   - GS_ADJUST_APPENDREL_MULTILEVEL (16): adjust_appendrel_attrs_multilevel
+ *     takes the child and top RelOptInfos; before 16 their relids.
  *   - GS_HAVE_DSM_REGISTRY (17): GetNamedDSMSegment (storage/dsm_registry.h)
  *     gives a library that is not preloaded a named, server-wide piece of
  *     shared memory; before 17 shm_budget.c takes its few bytes from the main
@@ -90,6 +92,15 @@ typedef BackendId ProcNumber;
 #define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->processed_groupClause)
 #else
 #define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->parse->groupClause)
+#endif
+
+/* ---- 16: adjust_appendrel_attrs_multilevel takes RelOptInfos ---- */
+#if PG_VERSION_NUM >= 160000
+#define GS_ADJUST_APPENDREL_MULTILEVEL(root, node, child, top) \
+	adjust_appendrel_attrs_multilevel((root), (node), (child), (top))
+#else
+#define GS_ADJUST_APPENDREL_MULTILEVEL(root, node, child, top) \
+	adjust_appendrel_attrs_multilevel((root), (node), (child)->relids, (top)->relids)
 #endif
 
 /* ---- 17: the DSM registry (named shared memory without preloading) ---- */

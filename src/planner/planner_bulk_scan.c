@@ -22,8 +22,9 @@
  * (planner_aggs.c: the built-ins and ordered-set forms it replaced), or
  * count(*) beside them, without DISTINCT, ORDER BY or FILTER, over a
  * column of one of the eight key types of a heap table or materialized
- * view scanned alone (no join, no inheritance, no TABLESAMPLE), its
- * fraction free of the row.  GROUP BY is absent or one expression of that
+ * view scanned alone (no join, no TABLESAMPLE) or every leaf of a
+ * partitioned table or inheritance tree (an Append of one scan per leaf),
+ * its fraction free of the row.  GROUP BY is absent or one expression of that
  * table's columns with its type's default equality: a non-decreasing
  * function of one column (date_trunc, date_bin, epoch floors, integer
  * division: gs_bulk_monotone's list), or any expression of a type that
@@ -55,6 +56,7 @@
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
 #include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -185,8 +187,9 @@ gs_bulk_partial_target(PlannerInfo *root, PathTarget *final, Node *having, List 
 		rest = lappend(rest, having);
 	items = pull_var_clause((Node *) rest, PVC_INCLUDE_AGGREGATES |
 							PVC_RECURSE_WINDOWFUNCS | PVC_INCLUDE_PLACEHOLDERS);
+	/* a Var outside the aggregates must be a GROUP BY column (HAVING g > 1) */
 	foreach(lc, items)
-		if (!IsA(lfirst(lc), Aggref))
+		if (!IsA(lfirst(lc), Aggref) && !list_member(t->exprs, lfirst(lc)))
 			return NULL;
 	add_new_columns_to_pathtarget(t, items);
 	foreach(lc, t->exprs)
@@ -203,6 +206,7 @@ gs_bulk_partial_target(PlannerInfo *root, PathTarget *final, Node *having, List 
 }
 
 /* a heap table or materialized view, scanned alone */
+/* a heap table or materialized view (a table alone, or a leaf of a tree) */
 static bool
 gs_bulk_rel_ok(PlannerInfo *root, RelOptInfo *rel)
 {
@@ -210,16 +214,45 @@ gs_bulk_rel_ok(PlannerInfo *root, RelOptInfo *rel)
 	Relation	r;
 	bool		heap;
 
-	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION)
+	if ((rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
+		rel->rtekind != RTE_RELATION)
 		return gs_bulk_decline("not a scan of one table");
 	rte = planner_rt_fetch(rel->relid, root);
 	if (rte->inh || rte->tablesample != NULL ||
 		(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW))
-		return gs_bulk_decline("an inheritance tree, a sample or not a table");
+		return gs_bulk_decline("a sample, or not a table");
 	r = table_open(rte->relid, NoLock);
 	heap = r->rd_rel->relam == HEAP_TABLE_AM_OID;
 	table_close(r, NoLock);
 	return heap ? true : gs_bulk_decline("not a heap table");
+}
+
+/*
+ * The tables a scan of rel reads: rel itself, or the leaves of the
+ * partitioned table or inheritance tree it is the parent of (partitions
+ * pruned at plan time left out; a parent's own rows are a leaf of it).
+ */
+static void
+gs_bulk_leaves(PlannerInfo *root, RelOptInfo *rel, List **leaves)
+{
+	ListCell   *lc;
+
+	if (!planner_rt_fetch(rel->relid, root)->inh)
+	{
+		*leaves = lappend(*leaves, rel);
+		return;
+	}
+	foreach(lc, root->append_rel_list)
+	{
+		AppendRelInfo *ai = lfirst_node(AppendRelInfo, lc);
+		RelOptInfo *child;
+
+		if (ai->parent_relid != rel->relid)
+			continue;
+		child = root->simple_rel_array[ai->child_relid];
+		if (child != NULL && !IS_DUMMY_REL(child))
+			gs_bulk_leaves(root, child, leaves);
+	}
 }
 
 static bool
@@ -382,38 +415,45 @@ gs_bulk_monotone(Node *e, Index relid, Var **var, int *zones)
 }
 
 /*
- * The GROUP BY expression, if any: *group NULL for none, *mono its column
- * when it is non-decreasing in one (0 if not), *zones; false to decline.
- * Without a column, the scan evaluates it per row and compares values as
- * Datums: only types whose equality is bitwise.  With one, a miss looks
- * values up with the type's hash and equality (bulk_groups.c).
+ * The GROUP BY expression (of the parent, for a tree), if any: *group NULL
+ * for none, *sgc its clause; false to decline.
  */
 static bool
-gs_bulk_group_ok(PlannerInfo *root, RelOptInfo *rel, List *group_clause, Node **group,
-				 AttrNumber *mono, int *zones)
+gs_bulk_group_expr(PlannerInfo *root, List *group_clause, Node **group, SortGroupClause **sgc)
 {
-	SortGroupClause *sgc;
-	Node	   *expr;
-	Oid			typid;
+	*group = NULL;
+	*sgc = NULL;
+	if (group_clause == NIL)
+		return true;
+	if (list_length(group_clause) > 1)
+		return gs_bulk_decline("GROUP BY more than one expression");
+	*sgc = linitial_node(SortGroupClause, group_clause);
+	*group = get_sortgroupclause_expr(*sgc, root->parse->targetList);
+	if (!contain_var_clause(*group) || contain_volatile_functions(*group) ||
+		contain_subplans(*group) || expression_returns_set(*group) ||
+		gs_bulk_has_param(*group, NULL))
+		return gs_bulk_decline("GROUP BY expression not computable per row alone");
+	return true;
+}
+
+/*
+ * The group expression over one table (translated to its columns): *mono
+ * its column when it is non-decreasing in one (0 if not), *zones; false to
+ * decline.  Without a column, the scan evaluates it per row and compares
+ * values as Datums: only types whose equality is bitwise.  With one, a
+ * miss looks values up with the type's hash and equality (bulk_groups.c).
+ */
+static bool
+gs_bulk_group_ok(RelOptInfo *rel, Node *expr, SortGroupClause *sgc, AttrNumber *mono, int *zones)
+{
+	Oid			typid = exprType(expr);
 	TypeCacheEntry *tc;
 	ListCell   *lc;
 	Var		   *var = NULL;
 	bool		bitwise;
 
-	*group = NULL;
 	*mono = 0;
 	*zones = 0;
-	if (group_clause == NIL)
-		return true;
-	if (list_length(group_clause) > 1)
-		return gs_bulk_decline("GROUP BY more than one expression");
-	sgc = linitial_node(SortGroupClause, group_clause);
-	expr = get_sortgroupclause_expr(sgc, root->parse->targetList);
-	typid = exprType(expr);
-	if (!contain_var_clause(expr) || contain_volatile_functions(expr) ||
-		contain_subplans(expr) || expression_returns_set(expr) ||
-		gs_bulk_has_param(expr, NULL))
-		return gs_bulk_decline("GROUP BY expression not computable per row alone");
 	if (!IsA(expr, Var) && gs_bulk_monotone(expr, rel->relid, &var, zones))
 		*mono = var->varattno;
 	else
@@ -428,7 +468,6 @@ gs_bulk_group_ok(PlannerInfo *root, RelOptInfo *rel, List *group_clause, Node **
 	foreach(lc, rel->baserestrictinfo)
 		if (!IsA(expr, Var) && gs_bulk_contains_expr((Node *) lfirst_node(RestrictInfo, lc)->clause, expr))
 			return gs_bulk_decline("a qual computes the GROUP BY expression");
-	*group = expr;
 	return true;
 }
 
@@ -506,13 +545,97 @@ gs_bulk_add_final(PlannerInfo *root, RelOptInfo *grouped_rel, Path *in, GroupPat
 	memset(&costs, 0, sizeof(costs));
 	get_agg_clause_costs(root, AGGSPLIT_FINAL_DESERIAL, &costs);
 	/* serially the states stay in the scan's memory, not the hash table's */
-	if (!in->parallel_aware && !IsA(in, GatherPath))
+	if (!IsA(in, GatherPath))
 		costs.transitionSpace = 0;
 	add(grouped_rel, (Path *)
 		create_agg_path(root, grouped_rel, in, grouped_rel->reltarget,
 						group_clause != NIL ? AGG_HASHED : AGG_PLAIN, AGGSPLIT_FINAL_DESERIAL,
 						group_clause, (List *) extra->havingQual, &costs, groups),
 		input_rows, charge);
+}
+
+/* an expression of the top table, for one of its leaves */
+static Node *
+gs_bulk_for_leaf(PlannerInfo *root, Node *node, RelOptInfo *leaf, RelOptInfo *top)
+{
+	return leaf == top ? node : GS_ADJUST_APPENDREL_MULTILEVEL(root, node, leaf, top);
+}
+
+/*
+ * The scan of one table (a leaf of top, or top itself): NULL when the scan
+ * cannot take it.  workers > 0: the parallel-aware one.
+ */
+static Path *
+gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarget *top_target,
+				  Node *top_group, SortGroupClause *sgc, double groups, int workers)
+{
+	PathTarget *target = copy_pathtarget(top_target);
+	Node	   *group = top_group ? gs_bulk_for_leaf(root, top_group, leaf, top) : NULL;
+	AttrNumber	mono = 0;
+	int			zones = 0;
+	int			naggs = 0;
+	ListCell   *lc;
+
+	if (!gs_bulk_rel_ok(root, leaf) || !gs_bulk_quals_ok(leaf) ||
+		(group != NULL && !gs_bulk_group_ok(leaf, group, sgc, &mono, &zones)))
+		return NULL;
+	target->exprs = (List *) gs_bulk_for_leaf(root, (Node *) top_target->exprs, leaf, top);
+	foreach(lc, target->exprs)
+	{
+		GsBulkAggKind kind;
+		AttrNumber	attno;
+		Expr	   *fraction;
+		bool		desc;
+
+		if (!IsA(lfirst(lc), Aggref) || gs_bulk_count_star((Aggref *) lfirst(lc)))
+			continue;
+		if (!gs_bulk_agg_of((Aggref *) lfirst(lc), leaf->relid, &kind, &attno, &fraction, &desc))
+		{
+			gs_bulk_decline("an aggregate the scan does not build");
+			return NULL;
+		}
+		naggs++;
+	}
+	if (naggs == 0)
+		return NULL;
+	return (Path *) gs_bulk_path(leaf, target, naggs, groups, workers, group != NULL, mono, zones);
+}
+
+/*
+ * The scans of every leaf, under an Append for a tree (the leaves' partial
+ * states of one group meet in the Finalize Aggregate, which combines
+ * them): NULL when the scan cannot take one of them.
+ */
+static Path *
+gs_bulk_scans(PlannerInfo *root, RelOptInfo *top, RelOptInfo *grouped_rel, PathTarget *target,
+			  Node *group, SortGroupClause *sgc, double groups, int workers)
+{
+	List	   *leaves = NIL;
+	List	   *paths = NIL;
+	AppendPath *append;
+	ListCell   *lc;
+
+	gs_bulk_leaves(root, top, &leaves);
+	if (leaves == NIL)
+		return NULL;
+	foreach(lc, leaves)
+	{
+		Path	   *p = gs_bulk_leaf_path(root, (RelOptInfo *) lfirst(lc), top, target, group, sgc,
+										  groups, workers);
+
+		if (p == NULL)
+			return NULL;
+		paths = lappend(paths, p);
+	}
+	if (!planner_rt_fetch(top->relid, root)->inh)
+		return (Path *) linitial(paths);
+	if (workers > 0)
+		append = create_append_path(root, grouped_rel, NIL, paths, NIL, NULL, workers, true, -1);
+	else
+		append = create_append_path(root, grouped_rel, paths, NIL, NIL, NULL, 0, false, -1);
+	/* it outputs the partial states, not the grouped relation's row */
+	append->path.pathtarget = target;
+	return (Path *) append;
 }
 
 void
@@ -523,18 +646,19 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 	List	   *group_clause = GS_PROCESSED_GROUP_CLAUSE(root);
 	PathTarget *target;
 	Node	   *group;
-	AttrNumber	mono;
-	int			zones;
-	ListCell   *lc;
-	int			naggs = 0;
-	double		input_rows;
+	SortGroupClause *sgc;
+	Path	   *scan;
 
 	if (!gs_guc_bulk_scan || root->parse->groupingSets != NIL || root->parse->hasTargetSRFs ||
 		IS_OTHER_REL(grouped_rel) || extra->patype != PARTITIONWISE_AGGREGATE_NONE ||
 		(extra->flags & GROUPING_CAN_PARTIAL_AGG) == 0 || input_rel->cheapest_total_path == NULL)
 		return;
-	if (!gs_bulk_rel_ok(root, input_rel) || !gs_bulk_quals_ok(input_rel) ||
-		!gs_bulk_group_ok(root, input_rel, group_clause, &group, &mono, &zones))
+	if (input_rel->reloptkind != RELOPT_BASEREL || input_rel->rtekind != RTE_RELATION)
+	{
+		gs_bulk_decline("not a scan of one table");
+		return;
+	}
+	if (!gs_bulk_group_expr(root, group_clause, &group, &sgc))
 		return;
 	target = gs_bulk_partial_target(root, grouped_rel->reltarget, extra->havingQual, group_clause);
 	if (target == NULL)
@@ -542,45 +666,29 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 		gs_bulk_decline("a column outside the aggregates and GROUP BY");
 		return;
 	}
-	foreach(lc, target->exprs)
-	{
-		GsBulkAggKind kind;
-		AttrNumber	attno;
-		Expr	   *fraction;
-		bool		desc;
-
-		if (!IsA(lfirst(lc), Aggref) || gs_bulk_count_star((Aggref *) lfirst(lc)))
-			continue;
-		if (!gs_bulk_agg_of((Aggref *) lfirst(lc), input_rel->relid, &kind, &attno, &fraction, &desc))
-		{
-			gs_bulk_decline("an aggregate the scan does not build");
-			return;
-		}
-		naggs++;
-	}
-	if (naggs == 0)
-		return;
 	if (group == NULL)
 		groups = 1;
-	input_rows = input_rel->rows;
 
-	gs_bulk_add_final(root, grouped_rel,
-					  (Path *) gs_bulk_path(input_rel, target, naggs, groups, 0, group != NULL, mono, zones),
-					  extra, group_clause, groups, charge, add, input_rows);
+	scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgc, groups, 0);
+	if (scan == NULL)
+		return;
+	gs_bulk_add_final(root, grouped_rel, scan, extra, group_clause, groups, charge, add,
+					  input_rel->rows);
 	if (grouped_rel->consider_parallel && input_rel->consider_parallel &&
 		input_rel->partial_pathlist != NIL)
 	{
 		int			workers = ((Path *) linitial(input_rel->partial_pathlist))->parallel_workers;
 		double		gathered;
-		Path	   *scan;
 
 		if (workers < 1)
 			return;
-		scan = (Path *) gs_bulk_path(input_rel, target, naggs, groups, workers, group != NULL, mono, zones);
+		scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgc, groups, workers);
+		if (scan == NULL)
+			return;
 		gathered = groups * (workers + (parallel_leader_participation ? 1 : 0));
 		gs_bulk_add_final(root, grouped_rel,
 						  (Path *) create_gather_path(root, grouped_rel, scan, target, NULL, &gathered),
-						  extra, group_clause, groups, charge, add, input_rows);
+						  extra, group_clause, groups, charge, add, input_rel->rows);
 	}
 }
 
