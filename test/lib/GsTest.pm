@@ -7,7 +7,7 @@ use strict;
 use warnings;
 use File::Temp qw(tempfile);
 use Exporter 'import';
-our @EXPORT = qw(psql psql_ok psql_value force_parallel create_parallel_table parallel_table_queries);
+our @EXPORT = qw(psql psql_ok psql_value force_parallel force_parallel_executor create_parallel_table parallel_table_queries);
 
 my $PSQL = $ENV{GS_PSQL} // 'psql';
 
@@ -56,6 +56,17 @@ sub force_parallel
 	  . "SET parallel_setup_cost = 0;\n"
 	  . "SET parallel_tuple_cost = 0;\n"
 	  . "SET min_parallel_table_scan_size = 0;\n";
+}
+
+# force_parallel_executor($workers) -> force_parallel's settings with the
+# bulk scan off: the parallel plan is the executor's Partial Aggregate under
+# a Gather, whose transport of partial states (handover, shared segments,
+# the arena, key-pool leases) the test is about.  The bulk scan's own
+# parallel plans are tested by sql/bulk_scan.sql and t/017.
+sub force_parallel_executor
+{
+	my ($workers) = @_;
+	return force_parallel($workers) . "SET gpuselect.bulk_scan = off;\n";
 }
 
 # create_parallel_table($name) -> the table the parallel-plan tests share:

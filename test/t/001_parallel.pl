@@ -22,7 +22,7 @@ CREATE TABLE gs_par AS
 ANALYZE gs_par;
 });
 
-my $par = force_parallel(2) . q{SET parallel_leader_participation = off;
+my $par = force_parallel_executor(2) . q{SET parallel_leader_participation = off;
 };
 
 my $fr = q{ARRAY[0, 0.001, 0.01, 0.1, 0.25, 0.333, 0.5, 0.75, 0.9, 0.99, 0.999, 1]::float8[]};

@@ -68,7 +68,7 @@ ANALYZE gs_ser;
 	# LOAD: the GUC exists once the module is loaded in the session
 	my $par = q{
 LOAD 'gpuselect';
-} . force_parallel(2);
+} . force_parallel_executor(2);
 	my $q = 'SELECT gpu_median(x)::text FROM gs_ser;';
 	my $want = psql_value('SET max_parallel_workers_per_gather = 0; '
 		  . 'SELECT (percentile_cont(0.5) WITHIN GROUP (ORDER BY x))::text FROM gs_ser;');

@@ -30,7 +30,7 @@ CREATE TABLE gs_ho AS
 ANALYZE gs_ho;
 });
 
-my $par = force_parallel(2) . q{SET gpuselect.device = 'cpu';
+my $par = force_parallel_executor(2) . q{SET gpuselect.device = 'cpu';
 };
 my $taken = q{SELECT 'taken:' || value FROM gpuselect_status() WHERE name = 'states_taken_over';};
 

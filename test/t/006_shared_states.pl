@@ -20,7 +20,7 @@ create_parallel_table('gs_sh');
 # bug: statement_timeout makes it an ERROR instead of a stuck test.
 # The leader's key arena (007_arena.pl) would take these states from the
 # second query of a session on: off here, so the segments are what is tested.
-my $par = force_parallel(2) . "SET gpuselect.device = 'cpu'; SET gpuselect.gpu_min_rows = 0;\n"
+my $par = force_parallel_executor(2) . "SET gpuselect.device = 'cpu'; SET gpuselect.gpu_min_rows = 0;\n"
   . "SET statement_timeout = '120s'; SET gpuselect.parallel_arena_size = 0;\n";
 my $shared = q{SELECT 'shared:' || value FROM gpuselect_status() WHERE name = 'states_shared';};
 sub split_out

@@ -20,7 +20,7 @@ create_parallel_table('gs_ar');
 
 # the CPU path: this cluster has no GPU service (with one, partial states
 # lease key-pool chunks and the arena takes only the rest: 106_service_leases.pl)
-my $par = force_parallel(2) . "SET gpuselect.device = 'cpu'; SET gpuselect.gpu_min_rows = 0;\n"
+my $par = force_parallel_executor(2) . "SET gpuselect.device = 'cpu'; SET gpuselect.gpu_min_rows = 0;\n"
   . "SET statement_timeout = '120s';\n";
 my $status = q{SELECT 'st:' || string_agg(name || '=' || coalesce(value, ''), ',' ORDER BY name) FROM gpuselect_status()
   WHERE name IN ('states_in_arena', 'states_shared', 'parallel_arena_bytes', 'parallel_arena_used_bytes',

@@ -20,7 +20,7 @@ my $fr = q{ARRAY[0, 0.01, 0.5, 0.99, 1]::float8[]};
 my $ours = "SELECT grp, gpu_quantiles(x, $fr), gpu_median(i4) FROM $t GROUP BY grp ORDER BY grp";
 my $builtin = psql_value("SELECT grp, percentile_disc($fr) WITHIN GROUP (ORDER BY x), "
 	  . "percentile_cont(0.5) WITHIN GROUP (ORDER BY i4) FROM $t GROUP BY grp ORDER BY grp;");
-my $setup = "LOAD 'gpuselect';\nSET gpuselect.device = 'cpu';\n" . force_parallel(2)
+my $setup = "LOAD 'gpuselect';\nSET gpuselect.device = 'cpu';\n" . force_parallel_executor(2)
   . "SET gpuselect.finalize_threads = 2;\n";
 
 sub batches

@@ -43,7 +43,7 @@ my $fr = q{ARRAY[0, 0.001, 0.25, 0.5, 0.75, 0.999, 1]::float8[]};
 my $gpu = "SELECT concat_ws(' | ', gpu_quantiles(x, $fr), gpu_quantile(x, 0.3)) FROM gs_cap;\n";
 my $want = psql_value("SELECT concat_ws(' | ', percentile_disc($fr) WITHIN GROUP (ORDER BY x),"
 	  . " percentile_disc(0.3) WITHIN GROUP (ORDER BY x)) FROM gs_cap;");
-my $par = force_parallel(2) . "SET gpuselect.device = 'cpu'; SET gpuselect.gpu_min_rows = 0;\n"
+my $par = force_parallel_executor(2) . "SET gpuselect.device = 'cpu'; SET gpuselect.gpu_min_rows = 0;\n"
   . "SET statement_timeout = '120s';\n";
 
 sub status

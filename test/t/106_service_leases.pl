@@ -58,7 +58,7 @@ LANGUAGE sql PARALLEL SAFE AS $$
 
 my ($gpuq, $builtin) = parallel_table_queries('gs_l');
 my $want = psql_value("SET max_parallel_workers_per_gather = 0; $builtin;");
-my $par = force_parallel(2) . "SET gpuselect.gpu_min_rows = 0; SET statement_timeout = '120s';\n";
+my $par = force_parallel_executor(2) . "SET gpuselect.gpu_min_rows = 0; SET statement_timeout = '120s';\n";
 my $after = "SELECT 'after=' || value FROM gpuselect_status() WHERE name = 'key_pool_used_bytes';";
 
 like(psql_value($par . "EXPLAIN (COSTS OFF) $gpuq;"), qr/Workers Planned: 2.*Partial Aggregate/s,
@@ -88,6 +88,27 @@ for my $lp ('on', 'off')
 	is($s1->{key_pool_leases_swept} - $s0->{key_pool_leases_swept}, 0,
 		"leader participation $lp: every lease adopted, none swept");
 	ok(baseline(), "leader participation $lp: the pool is back at baseline");
+}
+
+# -- the bulk scan's parallel plan (Custom Scan (gpuselect) in each
+# participant): its partial states lease chunks under the same rule
+{
+	my $bulk = force_parallel(2) . "SET gpuselect.gpu_min_rows = 0; SET statement_timeout = '120s';\n";
+	like(psql_value($bulk . "EXPLAIN (COSTS OFF) $gpuq;"), qr/Gather.*Parallel Custom Scan \(gpuselect\)/s,
+		'bulk scan: the plan is parallel');
+	my $s0 = status();
+	is(psql_value($bulk . "SET gpuselect.device = 'gpu';\n$gpuq;\n"
+			. "SELECT value FROM gpuselect_status() WHERE name = 'last_path';"),
+		"$want\nservice", 'bulk scan, parallel: equal to the built-ins, served by the service');
+	my $s1 = status();
+	my $worker = $s1->{service_worker_keys_in_place} - $s0->{service_worker_keys_in_place};
+	my $in_place = $s1->{service_keys_in_place} - $s0->{service_keys_in_place};
+	my $copied = $s1->{service_keys_copied} - $s0->{service_keys_copied};
+	my $prefix = 3 * (2 * 65536 + 131072 + 262144);
+	cmp_ok($worker, '>=', $in_place + $copied - $prefix,
+		'bulk scan: every key past the 256 kB rule was written into leased chunks');
+	is($s1->{key_pool_leases_swept} - $s0->{key_pool_leases_swept}, 0, 'bulk scan: every lease adopted');
+	ok(baseline(), 'bulk scan: the pool is back at baseline');
 }
 
 # -- several statements in one transaction: leases of each are adopted;
