@@ -288,6 +288,9 @@ gs_bulk_new_state(GsBulkScanState *bs, GsBulkAgg *a)
 	st->descending = a->descending;
 	st->fraction_stable = true;	/* evaluated once for the scan */
 	st->partial = (bs->flags & GS_BULK_PARTIAL) != 0;
+	/* as a Partial Aggregate's (plain_aggs.c): an ungrouped one leases
+	 * key-pool chunks from 256 kB on, grouped ones from a chunk's worth */
+	st->arena_ok = st->partial && (bs->flags & GS_BULK_GROUPED) == 0;
 	st->lease_ok = st->partial;
 	if (a->kind == GS_BULK_MEDIAN)
 		return st;
