@@ -490,7 +490,6 @@ gs_bulk_group_ok(RelOptInfo *rel, Node *expr, SortGroupClause *sgc, AttrNumber *
 	TypeCacheEntry *tc;
 	ListCell   *lc;
 	Var		   *var = NULL;
-	bool		bitwise;
 
 	*mono = 0;
 	*zones = 0;
@@ -498,9 +497,7 @@ gs_bulk_group_ok(RelOptInfo *rel, Node *expr, SortGroupClause *sgc, AttrNumber *
 		*mono = var->varattno;
 	else
 		*zones = 0;
-	bitwise = typid == INT2OID || typid == INT4OID || typid == INT8OID || typid == DATEOID ||
-		typid == TIMESTAMPOID || typid == TIMESTAMPTZOID || typid == BOOLOID || typid == OIDOID;
-	if (!bitwise && *mono == 0)
+	if (!gs_bulk_type_bitwise(typid) && *mono == 0)
 		return gs_bulk_decline("GROUP BY a type that does not compare bitwise");
 	tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
 	if (sgc->eqop != tc->eq_opr || !sgc->hashable || !OidIsValid(tc->hash_proc))

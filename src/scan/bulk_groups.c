@@ -127,7 +127,8 @@ struct GsBulkGroups
 	uint64		ranges;
 };
 
-static bool
+/* a by-value type whose equality is bitwise: groups compare as Datums */
+bool
 gs_bulk_type_bitwise(Oid typid)
 {
 	return typid == INT2OID || typid == INT4OID || typid == INT8OID || typid == DATEOID ||

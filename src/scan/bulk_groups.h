@@ -18,6 +18,10 @@
 
 typedef struct GsBulkGroups GsBulkGroups;
 
+/* a by-value type whose equality is bitwise (the group table compares
+ * Datums; the planner takes any GROUP BY expression of such a type) */
+extern bool gs_bulk_type_bitwise(Oid typid);
+
 /* one group: its rows (count(*)) and a state per gpuselect aggregate */
 typedef struct GsBulkGroup
 {

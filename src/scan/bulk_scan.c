@@ -90,7 +90,6 @@ typedef struct GsBulkScanState
 	int			naggs;
 	GsBulkAgg  *aggs;
 	List	   *columns;		/* per output column: GS_BULK_COLUMN_*, or k: aggregate k */
-	int			noutput;		/* leading scan-tuple columns that are output */
 
 	ExprState  *qual;			/* NULL: none */
 	List	   *qual_attnos;	/* the relation's columns the quals read */
@@ -233,7 +232,6 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 
 	bs->flags = intVal(list_nth(priv, GS_BULK_PRIV_FLAGS));
 	bs->columns = (List *) list_nth(priv, GS_BULK_PRIV_COLUMNS);
-	bs->noutput = list_length(bs->columns);
 	/* custom_exprs: the quals, then one fraction expression per aggregate */
 	gs_bulk_begin_aggs(bs, (List *) list_nth(priv, GS_BULK_PRIV_AGGS),
 					   (List *) lsecond(cs->custom_exprs));
