@@ -53,6 +53,7 @@ OBJS = \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
 	src/planner/planner_fraction.o \
+	src/planner/planner_merge.o \
 	src/planner/planner_groups.o \
 	src/planner/planner_bulk_scan.o
 

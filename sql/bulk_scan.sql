@@ -9,12 +9,13 @@
 LOAD 'gpuselect';
 SET client_min_messages = warning;
 SET max_parallel_workers_per_gather = 0;
-CREATE FUNCTION bulk_check(q text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION bulk_check(q text, ordered bool DEFAULT false) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
 	plan text := '';
 	r_on text;
 	r_off text;
+	agg text := CASE WHEN ordered THEN 'array_agg(r::text)' ELSE 'array_agg(r::text ORDER BY r::text)' END;
 BEGIN
 	PERFORM set_config('gpuselect.bulk_scan', 'on', true);
 	PERFORM set_config('enable_seqscan', 'off', true);
@@ -22,14 +23,14 @@ BEGIN
 		plan := plan || line || E'\n';
 	END LOOP;
 	BEGIN
-		EXECUTE 'SELECT array_agg(r::text ORDER BY r::text) FROM (' || q || ') r' INTO r_on;
+		EXECUTE 'SELECT ' || agg || ' FROM (' || q || ') r' INTO r_on;
 	EXCEPTION WHEN OTHERS THEN
 		r_on := 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
 	END;
 	PERFORM set_config('gpuselect.bulk_scan', 'off', true);
 	PERFORM set_config('enable_seqscan', 'on', true);
 	BEGIN
-		EXECUTE 'SELECT array_agg(r::text ORDER BY r::text) FROM (' || q || ') r' INTO r_off;
+		EXECUTE 'SELECT ' || agg || ' FROM (' || q || ') r' INTO r_off;
 	EXCEPTION WHEN OTHERS THEN
 		r_off := 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
 	END;
@@ -147,6 +148,78 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 
+-- groups in the GROUP BY's order: the scan sorts its groups, so that a
+-- sorted Finalize Aggregate (under Gather Merge in parallel) holds one
+-- group's states at a time and an ORDER BY of the group needs no Sort;
+-- bulk_check(q, true) compares the rows in order
+CREATE TABLE ochecks (q text);
+INSERT INTO ochecks VALUES
+ ($$SELECT n, gpu_median(x) FROM bs GROUP BY n ORDER BY n$$),
+ ($$SELECT n, gpu_median(x), count(*) FROM bs GROUP BY n ORDER BY n DESC$$),
+ ($$SELECT n, gpu_median(x) FROM bs GROUP BY n ORDER BY n NULLS FIRST$$),
+ ($$SELECT n, gpu_median(x) FROM bs GROUP BY n ORDER BY n DESC NULLS LAST$$),
+ ($$SELECT date_trunc('hour', ts), gpu_quantile(x, 0.9) FROM bs GROUP BY 1 ORDER BY 1$$),
+ ($$SELECT date_trunc('hour', ts), gpu_quantiles(x, '{0.5,0.99}') FROM bs GROUP BY 1 ORDER BY 1 DESC LIMIT 7$$),
+ ($$SELECT floor(extract(epoch from ts) / 300) * 300, gpu_median(x) FROM bs GROUP BY 1 ORDER BY 1$$),
+ ($$SELECT floor(extract(epoch from ts) / 3600) * 3600, gpu_median(x) FROM bs GROUP BY 1 ORDER BY 1 DESC NULLS LAST$$);
+SELECT q, bulk_check(q, true) FROM ochecks;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+-- (the states, 8 bytes a row, past hash_mem)
+SET work_mem = '64kB';
+SET hash_mem_multiplier = 1;
+EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs GROUP BY n ORDER BY n DESC;
+SELECT q, bulk_check(q, true) FROM ochecks;
+SET gpuselect.accelerate_builtins = on;
+EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_cont(0.99) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1 ORDER BY 1;
+SELECT bulk_check($$SELECT date_trunc('hour', ts), percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_cont(0.99) WITHIN GROUP (ORDER BY x), percentile_disc(0.9) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1 ORDER BY 1$$, true);
+RESET gpuselect.accelerate_builtins;
+RESET work_mem;
+RESET hash_mem_multiplier;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+
+-- EXPLAIN ANALYZE counts every participant's tuples and keys (the workers'
+-- too), and pg_stat's seq_tup_read the tuples the scan read, as a SeqScan's
+CREATE FUNCTION bulk_counts(q text, OUT tuples bigint, OUT keys bigint) LANGUAGE plpgsql AS $$
+DECLARE
+	j jsonb;
+BEGIN
+	PERFORM set_config('enable_seqscan', 'off', true);
+	EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ' || q INTO j;
+	SELECT (n->>'Tuples Visible')::bigint, (n->>'Keys')::bigint INTO tuples, keys
+	FROM jsonb_path_query(j, 'strict $[*].**  ? (@."Custom Plan Provider" == "gpuselect")') n;
+	PERFORM set_config('enable_seqscan', 'on', true);
+END $$;
+SELECT tuples = (SELECT count(*) FROM bs) AS all_tuples, keys = (SELECT count(x) FROM bs) AS all_keys
+FROM bulk_counts('SELECT gpu_median(x) FROM bs');
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET parallel_leader_participation = off;	-- (the workers read every page)
+SELECT tuples = (SELECT count(*) FROM bs) AS all_tuples, keys = (SELECT count(x) FROM bs) AS all_keys
+FROM bulk_counts('SELECT n, gpu_median(x) FROM bs GROUP BY n');
+RESET parallel_leader_participation;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET stats_fetch_consistency = none;
+SELECT pg_stat_force_next_flush();
+SELECT seq_tup_read AS tup_before FROM pg_stat_user_tables WHERE relname = 'bs' \gset
+SELECT bulk_check($$SELECT gpu_median(x) FROM bs$$);
+SELECT pg_stat_force_next_flush();
+-- bulk_check read bs twice: with the scan, then with the executor's plan
+SELECT seq_tup_read - :tup_before = 2 * (SELECT count(*) FROM bs) AS seq_tup_read_counted
+FROM pg_stat_user_tables WHERE relname = 'bs';
+RESET stats_fetch_consistency;
+DROP FUNCTION bulk_counts(text);
+
 -- a partitioned table (a sub-partitioned part; one partition's columns in
 -- another order) and an inheritance tree: one scan per leaf under an Append
 CREATE TABLE bp (ts timestamptz, x float8, k int) PARTITION BY RANGE (ts);
@@ -186,6 +259,6 @@ DROP TABLE pchecks, bp, bi CASCADE;
 -- a correlated subquery: the scan is rescanned with each outer value
 SELECT bulk_check($$SELECT o.k, (SELECT gpu_median(x) FROM bs WHERE bs.n = o.k) FROM generate_series(0, 5) o(k)$$);
 
-DROP TABLE checks;
+DROP TABLE checks, ochecks;
 DROP TABLE bs;
-DROP FUNCTION bulk_check(text);
+DROP FUNCTION bulk_check(text, bool);

@@ -218,6 +218,20 @@ SELECT pg_temp.rw_run('SELECT * FROM rw_view', true) = pg_temp.rw_run('SELECT * 
 SELECT def = pg_get_viewdef('rw_view'::regclass) AS viewdef_unchanged FROM rw_viewdef;
 SELECT strpos(def, 'percentile_cont(') > 0 AND strpos(def, 'gs_planner') = 0 AS viewdef_builtin FROM rw_viewdef;
 
+-- several percentiles of one value, merged into one array aggregate
+-- (planner_merge.c): a dashboard's p50/p90/p99; disc and cont and each
+-- direction apart; a fraction twice; FILTERs apart; in expressions, HAVING
+-- and ORDER BY; groups with no rows (FILTER); every type; parallel plans
+SELECT pg_temp.rw_check('SELECT g, @percentile_cont(0.5) WITHIN GROUP (ORDER BY f8), @percentile_cont(0.9) WITHIN GROUP (ORDER BY f8), @percentile_cont(0.99) WITHIN GROUP (ORDER BY f8) FROM rw GROUP BY g') AS merged_dashboard;
+SELECT pg_temp.rw_check('SELECT h, @percentile_disc(0.5) WITHIN GROUP (ORDER BY i4), @percentile_cont(0.5) WITHIN GROUP (ORDER BY i4), @percentile_disc(0.9) WITHIN GROUP (ORDER BY i4 DESC), @percentile_disc(0.1) WITHIN GROUP (ORDER BY i4), @percentile_disc(0.5) WITHIN GROUP (ORDER BY i4), @percentile_disc(0.2) WITHIN GROUP (ORDER BY i4 DESC), @percentile_cont(1) WITHIN GROUP (ORDER BY i4), @percentile_disc(0) WITHIN GROUP (ORDER BY i4) FROM rw GROUP BY h') AS merged_mixed;
+SELECT pg_temp.rw_check('SELECT g, @percentile_cont(0.25) WITHIN GROUP (ORDER BY f8) FILTER (WHERE h = 1), @percentile_cont(0.75) WITHIN GROUP (ORDER BY f8) FILTER (WHERE h = 1), @percentile_cont(0.75) WITHIN GROUP (ORDER BY f8) FILTER (WHERE g = 99), @percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FILTER (WHERE g = 99), @percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM rw GROUP BY g') AS merged_filters;
+SELECT pg_temp.rw_check('SELECT g, (@percentile_cont(0.9) WITHIN GROUP (ORDER BY f4) - @percentile_cont(0.1) WITHIN GROUP (ORDER BY f4)) * 2 AS spread FROM rw GROUP BY g HAVING @percentile_cont(0.5) WITHIN GROUP (ORDER BY f4) > -1000 ORDER BY @percentile_cont(0.99) WITHIN GROUP (ORDER BY f4), g') AS merged_expressions;
+SELECT col, pg_temp.rw_check(format(
+	'SELECT @percentile_disc(0.1) WITHIN GROUP (ORDER BY %1$s), @percentile_disc(0.6) WITHIN GROUP (ORDER BY %1$s), @percentile_disc(0.6) WITHIN GROUP (ORDER BY %1$s DESC), @percentile_disc(0.95) WITHIN GROUP (ORDER BY %1$s DESC) FROM rw', col)) AS merged_types
+FROM unnest(ARRAY['f8', 'f4', 'i4', 'i2', 'i8', 'd', 'ts', 'tz', 'i::numeric', 'i::text', '(i * interval ''1 minute'')']) col;
+SELECT pg_temp.rw_check('SELECT @percentile_cont(0.5) WITHIN GROUP (ORDER BY i * interval ''1 s''), @percentile_cont(0.9) WITHIN GROUP (ORDER BY i * interval ''1 s'') FROM rw WHERE g = 99') AS merged_no_rows;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY f8), percentile_cont(0.9) WITHIN GROUP (ORDER BY f8) * 1000, percentile_disc(0.5) WITHIN GROUP (ORDER BY f8) FROM rw GROUP BY g;
+
 -- EXPLAIN: hashed and partial plans where the rewrite applies
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
@@ -241,6 +255,7 @@ SELECT pg_temp.rw_check('SELECT @percentile_cont(0.5) WITHIN GROUP (ORDER BY f8)
 SELECT pg_temp.rw_check('SELECT g, @percentile_disc(g / 10.0) WITHIN GROUP (ORDER BY f8), @percentile_cont(ARRAY[g / 10.0]) WITHIN GROUP (ORDER BY i4 DESC) FROM rw GROUP BY g') AS parallel_per_group;
 SELECT pg_temp.rw_check('SELECT g, @percentile_cont(g / 5.0) WITHIN GROUP (ORDER BY f8) FILTER (WHERE g < 5) FROM rw GROUP BY g') AS parallel_bad_no_rows;
 SELECT pg_temp.rw_check('SELECT g, h, @percentile_disc(0.5) WITHIN GROUP (ORDER BY d) FROM rw GROUP BY ROLLUP (g, h)') AS parallel_rollup;
+SELECT pg_temp.rw_check('SELECT g, @percentile_cont(0.5) WITHIN GROUP (ORDER BY f8), @percentile_cont(0.9) WITHIN GROUP (ORDER BY f8), @percentile_disc(0.99) WITHIN GROUP (ORDER BY i8 DESC), @percentile_disc(0.01) WITHIN GROUP (ORDER BY i8 DESC) FROM rw GROUP BY g') AS parallel_merged;
 
 -- gpuselect.approximate does not make a rewritten built-in approximate
 SET gpuselect.approximate = on;

@@ -22,6 +22,12 @@
  *   - GS_PROCESSED_GROUP_CLAUSE (16): the planner's GROUP BY with redundant
  *     keys removed is root->processed_groupClause; before 16 the planner
  *     used parse->groupClause itself.
+ *   - GS_PGSTAT_COUNT_TUPLES_RETURNED (16): n more tuples in pg_stat's
+ *     seq_tup_read, as pgstat_count_heap_getnext counts one; the counter
+ *     is counts.tuples_returned from 16, t_counts.t_tuples_returned before.
+ *   - GS_GROUPBY_PATHKEYS (16): the GROUP BY's own pathkeys are the first
+ *     root->num_groupby_pathkeys of root->group_pathkeys (after them come
+ *     the aggregates' ORDER BY keys); before 16 all of them.
  *   - GS_EXPLAIN_RTABLE_SIZE (18): the range table's length as EXPLAIN
  *     counts it for column prefixes (without the RTE_GROUP entry of 18).
  *   - GS_ADJUST_APPENDREL_MULTILEVEL (16): adjust_appendrel_attrs_multilevel
@@ -96,6 +102,29 @@ typedef BackendId ProcNumber;
 #define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->processed_groupClause)
 #else
 #define GS_PROCESSED_GROUP_CLAUSE(root) ((root)->parse->groupClause)
+#endif
+
+/* ---- 16: the table statistics' counters renamed ---- */
+#if PG_VERSION_NUM >= 160000
+#define GS_PGSTAT_COUNT_TUPLES_RETURNED(rel, n) \
+	do { \
+		if (pgstat_should_count_relation(rel)) \
+			(rel)->pgstat_info->counts.tuples_returned += (n); \
+	} while (0)
+#else
+#define GS_PGSTAT_COUNT_TUPLES_RETURNED(rel, n) \
+	do { \
+		if (pgstat_should_count_relation(rel)) \
+			(rel)->pgstat_info->t_counts.t_tuples_returned += (n); \
+	} while (0)
+#endif
+
+/* ---- 16: root->num_groupby_pathkeys ---- */
+#if PG_VERSION_NUM >= 160000
+#define GS_GROUPBY_PATHKEYS(root) \
+	list_copy_head((root)->group_pathkeys, (root)->num_groupby_pathkeys)
+#else
+#define GS_GROUPBY_PATHKEYS(root) ((root)->group_pathkeys)
 #endif
 
 /* ---- 18: EXPLAIN's count of range table entries leaves out RTE_GROUP ---- */

@@ -99,6 +99,7 @@ typedef struct GsRewriteCtx
 	Oid			quantile_oid;	/* gpu_quantile(anyelement, float8) */
 	Oid			quantiles_oid;	/* gpu_quantiles(anyelement, float8[]) */
 	ParamListInfo bound;		/* the planning call's parameters (a custom plan's) */
+	List	   *merge;			/* this level's GsMergeCandidates (planner_merge.c) */
 } GsRewriteCtx;
 
 /* what an ordered-set Aggref is, as far as the rewrite cares */
@@ -465,6 +466,8 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	Oid			target_oid;
 	Aggref	   *na;
 	Node	   *frac_arg;
+	float8		p = 0;
+	bool		constant = false;
 
 	if (a->aggkind == AGGKIND_NORMAL && ctx->citus)
 		return gs_twin_plain(a, ctx);
@@ -495,7 +498,6 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 		if (IsA(folded, Const))
 		{
 			Const	   *k = (Const *) folded;
-			float8		p;
 
 			/* a NULL or invalid constant: leave its NULL / ERROR to the built-in */
 			if (k->constisnull)
@@ -503,6 +505,7 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 			p = DatumGetFloat8(k->constvalue);
 			if (!(p >= 0.0 && p <= 1.0))
 				return NULL;
+			constant = true;
 		}
 		else
 		{
@@ -555,7 +558,18 @@ gs_rewrite_aggref(Aggref *a, GsRewriteCtx *ctx, bool whole_entry)
 	na->args = list_make2(makeTargetEntry((Expr *) copyObject(x), 1, NULL, false),
 						  makeTargetEntry((Expr *) frac_arg, 2, NULL, false));
 	if (!guard)
+	{
+		/* several such calls of one value share an array aggregate */
+		if (constant && !ctx->citus)
+		{
+			GsMergeCandidate *m = palloc(sizeof(GsMergeCandidate));
+
+			m->aggref = na;
+			m->fraction = p;
+			ctx->merge = lappend(ctx->merge, m);
+		}
 		return (Node *) na;
+	}
 
 	target_oid = gs_extension_func(ctx, "gs_planner_check_fraction", ANYELEMENTOID, FLOAT8OID);
 	if (!OidIsValid(target_oid))
@@ -654,6 +668,7 @@ gs_rewrite_level(Query *q, GsRewriteCtx *ctx)
 {
 	ListCell   *lc;
 
+	ctx->merge = NIL;
 	foreach(lc, q->targetList)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
@@ -664,6 +679,9 @@ gs_rewrite_level(Query *q, GsRewriteCtx *ctx)
 		tle->expr = r ? (Expr *) r : (Expr *) gs_level_mutator((Node *) tle->expr, ctx);
 	}
 	q->havingQual = gs_level_mutator(q->havingQual, ctx);
+	if (list_length(ctx->merge) > 1)
+		gs_merge_percentiles(q, ctx->merge);
+	ctx->merge = NIL;
 }
 
 /* every query level, in place (the caller has copied the tree) */

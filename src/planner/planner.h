@@ -27,6 +27,15 @@ extern bool gs_fraction_cheap_per_row(Node *frac);
  * buckets (planner_groups.c, _PG_init) */
 extern void gs_planner_groups_install_hook(void);
 
+/* planner_merge.c: a rewritten scalar call with a constant fraction */
+typedef struct GsMergeCandidate
+{
+	Aggref	   *aggref;
+	float8		fraction;
+} GsMergeCandidate;
+
+extern void gs_merge_percentiles(Query *q, List *candidates);
+
 /* the bulk scan's paths for a grouped relation (planner_bulk_scan.c),
  * added by planner_groups.c's hook through add (which charges a path
  * like the others when charge) */

@@ -53,6 +53,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -548,9 +549,16 @@ gs_bulk_cost(RelOptInfo *rel, CustomPath *cp, int naggs, double groups, int work
 	cp->path.total_cost = cp->path.startup_cost + groups * cpu_tuple_cost;
 }
 
+/* the groups' order: what a scan promises when its pathkeys are set */
+typedef struct GsBulkOrder
+{
+	List	   *pathkeys;		/* NIL: none */
+	List	   *order;			/* custom_private's (bulk_scan.h) */
+} GsBulkOrder;
+
 static CustomPath *
 gs_bulk_path(RelOptInfo *rel, PathTarget *target, int naggs, double groups, int workers,
-			 bool grouped, AttrNumber mono, int zones)
+			 bool grouped, AttrNumber mono, int zones, const GsBulkOrder *order)
 {
 	CustomPath *cp = makeNode(CustomPath);
 
@@ -562,22 +570,30 @@ gs_bulk_path(RelOptInfo *rel, PathTarget *target, int naggs, double groups, int 
 	/* serially, states travel by reference: never in a worker */
 	cp->path.parallel_safe = workers > 0;
 	cp->path.parallel_workers = workers;
-	cp->path.pathkeys = NIL;
+	cp->path.pathkeys = order->pathkeys;
 	cp->flags = 0;
-	cp->custom_private = list_make2(makeInteger((workers > 0 ? GS_BULK_PARTIAL : 0) |
+	cp->custom_private = list_make3(makeInteger((workers > 0 ? GS_BULK_PARTIAL : 0) |
 												(grouped ? GS_BULK_GROUPED : 0)),
-									list_make2(makeInteger(mono), makeInteger(zones)));
+									list_make2(makeInteger(mono), makeInteger(zones)),
+									order->order);
 	cp->methods = &gs_bulk_path_methods;
 	gs_bulk_cost(rel, cp, naggs, groups, workers);
 	return cp;
 }
 
+/*
+ * The Finalize Aggregate over the scan (serial) or the Gather of its
+ * partial states: hashed, or sorted over groups in order (in->pathkeys,
+ * gs_bulk_sorted_final says when).
+ */
 static void
 gs_bulk_add_final(PlannerInfo *root, RelOptInfo *grouped_rel, Path *in, GroupPathExtraData *extra,
 				  List *group_clause, double groups, bool charge,
 				  void (*add) (RelOptInfo *, Path *, double, bool), double input_rows)
 {
 	AggClauseCosts costs;
+	AggStrategy strategy = group_clause == NIL ? AGG_PLAIN :
+		in->pathkeys != NIL ? AGG_SORTED : AGG_HASHED;
 
 	memset(&costs, 0, sizeof(costs));
 	get_agg_clause_costs(root, AGGSPLIT_FINAL_DESERIAL, &costs);
@@ -586,7 +602,7 @@ gs_bulk_add_final(PlannerInfo *root, RelOptInfo *grouped_rel, Path *in, GroupPat
 		costs.transitionSpace = 0;
 	add(grouped_rel, (Path *)
 		create_agg_path(root, grouped_rel, in, grouped_rel->reltarget,
-						group_clause != NIL ? AGG_HASHED : AGG_PLAIN, AGGSPLIT_FINAL_DESERIAL,
+						strategy, AGGSPLIT_FINAL_DESERIAL,
 						group_clause, (List *) extra->havingQual, &costs, groups),
 		input_rows, charge);
 }
@@ -604,7 +620,8 @@ gs_bulk_for_leaf(PlannerInfo *root, Node *node, RelOptInfo *leaf, RelOptInfo *to
  */
 static Path *
 gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarget *top_target,
-				  Node *top_group, SortGroupClause *sgc, double groups, int workers)
+				  Node *top_group, SortGroupClause *sgc, double groups, int workers,
+				  const GsBulkOrder *order)
 {
 	PathTarget *target = copy_pathtarget(top_target);
 	Node	   *group = top_group ? gs_bulk_for_leaf(root, top_group, leaf, top) : NULL;
@@ -635,7 +652,8 @@ gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarg
 	}
 	if (naggs == 0)
 		return NULL;
-	return (Path *) gs_bulk_path(leaf, target, naggs, groups, workers, group != NULL, mono, zones);
+	return (Path *) gs_bulk_path(leaf, target, naggs, groups, workers, group != NULL, mono, zones,
+								 order);
 }
 
 /*
@@ -645,26 +663,34 @@ gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarg
  */
 static Path *
 gs_bulk_scans(PlannerInfo *root, RelOptInfo *top, RelOptInfo *grouped_rel, PathTarget *target,
-			  Node *group, SortGroupClause *sgc, double groups, int workers)
+			  Node *group, SortGroupClause *sgc, double groups, int workers, bool ordered)
 {
 	List	   *leaves = NIL;
 	List	   *paths = NIL;
 	AppendPath *append;
 	ListCell   *lc;
+	bool		tree = planner_rt_fetch(top->relid, root)->inh;
+	GsBulkOrder order = {NIL, NIL};
 
 	gs_bulk_leaves(root, top, &leaves);
 	if (leaves == NIL)
 		return NULL;
+	/* one table's groups come out in the GROUP BY's order (an Append's do not) */
+	if (ordered && group != NULL && !tree && OidIsValid(sgc->sortop) &&
+		(order.pathkeys = GS_GROUPBY_PATHKEYS(root)) != NIL)
+		order.order = list_make3(makeInteger((int) sgc->sortop),
+								 makeInteger((int) exprCollation(group)),
+								 makeInteger(sgc->nulls_first ? 1 : 0));
 	foreach(lc, leaves)
 	{
 		Path	   *p = gs_bulk_leaf_path(root, (RelOptInfo *) lfirst(lc), top, target, group, sgc,
-										  groups, workers);
+										  groups, workers, &order);
 
 		if (p == NULL)
 			return NULL;
 		paths = lappend(paths, p);
 	}
-	if (!planner_rt_fetch(top->relid, root)->inh)
+	if (!tree)
 		return (Path *) linitial(paths);
 	if (workers > 0)
 		append = create_append_path(root, grouped_rel, NIL, paths, NIL, NULL, workers, true, -1);
@@ -673,6 +699,29 @@ gs_bulk_scans(PlannerInfo *root, RelOptInfo *top, RelOptInfo *grouped_rel, PathT
 	/* it outputs the partial states, not the grouped relation's row */
 	append->path.pathtarget = target;
 	return (Path *) append;
+}
+
+/*
+ * A parallel plan's Finalize Aggregate: sorted, over a Gather Merge of
+ * groups the scans emit in order, when the groups' deserialized partial
+ * states would not fit hash_mem.  A hashed one holds every group's states
+ * at once and past hash_mem spills them to disk and reads them again (a
+ * dashboard's 720 hours of keys: twice the time); a sorted one holds one
+ * group's at a time.  Where they fit, hashed: its groups are selected all
+ * at once on helper threads (final_batch.c).  Serially the states reach the
+ * Finalize Aggregate by reference, outside its memory: always hashed.
+ * The estimate: a key of 8 bytes per row and aggregate.
+ */
+static bool
+gs_bulk_sorted_final(RelOptInfo *input_rel, PathTarget *target)
+{
+	double		states = 0;
+	ListCell   *lc;
+
+	foreach(lc, target->exprs)
+		if (IsA(lfirst(lc), Aggref) && !gs_bulk_count_star((Aggref *) lfirst(lc)))
+			states += 1;
+	return input_rel->rows * states * 8.0 > (double) get_hash_memory_limit();
 }
 
 void
@@ -706,7 +755,7 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 	if (group == NULL)
 		groups = 1;
 
-	scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgc, groups, 0);
+	scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgc, groups, 0, false);
 	if (scan == NULL)
 		return;
 	gs_bulk_add_final(root, grouped_rel, scan, extra, group_clause, groups, charge, add,
@@ -719,11 +768,14 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 
 		if (workers < 1)
 			return;
-		scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgc, groups, workers);
+		scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgc, groups, workers,
+							 gs_bulk_sorted_final(input_rel, target));
 		if (scan == NULL)
 			return;
 		gathered = groups * (workers + (parallel_leader_participation ? 1 : 0));
-		gs_bulk_add_final(root, grouped_rel,
+		gs_bulk_add_final(root, grouped_rel, scan->pathkeys != NIL ?
+						  (Path *) create_gather_merge_path(root, grouped_rel, scan, target,
+															scan->pathkeys, NULL, &gathered) :
 						  (Path *) create_gather_path(root, grouped_rel, scan, target, NULL, &gathered),
 						  extra, group_clause, groups, charge, add, input_rel->rows);
 	}
@@ -808,6 +860,8 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->custom_exprs = list_make2(quals, fractions);
 	cs->custom_private = list_make5(makeInteger(flags), aggs, group,
 								   copyObject(lsecond(best_path->custom_private)), columns);
+	cs->custom_private = lappend(cs->custom_private,
+								 copyObject(lthird(best_path->custom_private)));
 	cs->custom_relids = NULL;
 	cs->methods = &gs_bulk_scan_methods;
 	return &cs->scan.plan;

@@ -44,6 +44,7 @@
 #include "nodes/nodeFuncs.h"
 #include "pgtime.h"
 #include "utils/datum.h"
+#include "utils/sortsupport.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -122,6 +123,10 @@ struct GsBulkGroups
 	bool		null_done;
 	gs_bulk_hash_iterator iter;
 	GsBulkKeyed *iter_chain;
+	GsBulkKeyed **sorted;		/* gs_bulk_groups_sort's order, NULL: the table's */
+	int			nsorted;
+	int			next_sorted;
+	bool		null_first;		/* ... and where the NULL group goes in it */
 
 	uint64		cached_rows;
 	uint64		ranges;
@@ -183,6 +188,9 @@ gs_bulk_groups_forget(GsBulkGroups *g)
 	g->iter_started = false;
 	g->null_done = false;
 	g->iter_chain = NULL;
+	g->sorted = NULL;
+	g->nsorted = 0;
+	g->next_sorted = 0;
 }
 
 void
@@ -462,11 +470,87 @@ gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 
 /* ---- output ---------------------------------------------------------- */
 
+static int
+gs_bulk_keyed_cmp(const void *a, const void *b, void *arg)
+{
+	return ApplySortComparator((*(GsBulkKeyed *const *) a)->key, false,
+							   (*(GsBulkKeyed *const *) b)->key, false, (SortSupport) arg);
+}
+
+/*
+ * Emit the groups in the order of sortop (an ordering operator of the
+ * value's type) under collation, NULL first or last: the order the
+ * planner's pathkeys promise above the scan (planner_bulk_scan.c), so
+ * that a Gather Merge and a sorted Finalize Aggregate can take them.
+ */
+void
+gs_bulk_groups_sort(GsBulkGroups *g, Oid sortop, Oid collation, bool nulls_first)
+{
+	SortSupportData ssup;
+	MemoryContext old = MemoryContextSwitchTo(g->mcxt);
+	GsBulkKeyed *k;
+	GsBulkEntry *e;
+	gs_bulk_hash_iterator it;
+	int			n = 0;
+
+	memset(&ssup, 0, sizeof(ssup));
+	ssup.ssup_cxt = CurrentMemoryContext;
+	ssup.ssup_collation = collation;
+	ssup.ssup_nulls_first = nulls_first;
+	PrepareSortSupportFromOrderingOp(sortop, &ssup);
+	g->null_first = nulls_first;
+	if (g->table != NULL)
+	{
+		gs_bulk_hash_start_iterate(g->table, &it);
+		while ((e = gs_bulk_hash_iterate(g->table, &it)) != NULL)
+			for (k = e->first; k != NULL; k = k->next)
+				n++;
+	}
+	g->sorted = palloc(sizeof(GsBulkKeyed *) * Max(n, 1));
+	g->nsorted = 0;
+	if (g->table != NULL)
+	{
+		gs_bulk_hash_start_iterate(g->table, &it);
+		while ((e = gs_bulk_hash_iterate(g->table, &it)) != NULL)
+			for (k = e->first; k != NULL; k = k->next)
+				g->sorted[g->nsorted++] = k;
+	}
+	qsort_arg(g->sorted, g->nsorted, sizeof(GsBulkKeyed *), gs_bulk_keyed_cmp, &ssup);
+	g->next_sorted = 0;
+	MemoryContextSwitchTo(old);
+}
+
+/* the next group of gs_bulk_groups_sort's order */
+static bool
+gs_bulk_groups_next_sorted(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull)
+{
+	bool		null_now = g->null_group != NULL && !g->null_done &&
+		(g->null_first || g->next_sorted >= g->nsorted);
+
+	if (null_now)
+	{
+		g->null_done = true;
+		*group = g->null_group->group;
+		*key = (Datum) 0;
+		*isnull = true;
+		return true;
+	}
+	if (g->next_sorted >= g->nsorted)
+		return false;
+	*group = g->sorted[g->next_sorted]->group;
+	*key = g->sorted[g->next_sorted]->key;
+	*isnull = false;
+	g->next_sorted++;
+	return true;
+}
+
 bool
 gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull)
 {
 	GsBulkEntry *e;
 
+	if (g->sorted != NULL)
+		return gs_bulk_groups_next_sorted(g, group, key, isnull);
 	if (g->null_group != NULL && !g->null_done)
 	{
 		g->null_done = true;

@@ -45,6 +45,8 @@ extern GsBulkGroups *gs_bulk_groups_create(MemoryContext mcxt, EState *estate, E
 extern GsBulkGroup *gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext);
 /* the groups, one per call after the scan: false at the end */
 extern bool gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull);
+/* emit them in sortop's order under collation (after the scan) */
+extern void gs_bulk_groups_sort(GsBulkGroups *g, Oid sortop, Oid collation, bool nulls_first);
 /* forget every group (a rescan; the memory is the caller's to reset) */
 extern void gs_bulk_groups_forget(GsBulkGroups *g);
 /* rows whose group came from the cached range, and ranges searched (EXPLAIN) */

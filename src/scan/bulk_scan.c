@@ -45,9 +45,12 @@
 #else
 #include "commands/explain.h"
 #endif
+#include "access/parallel.h"
 #include "access/relscan.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
+#include "pgstat.h"
+#include "port/atomics.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -83,6 +86,32 @@ typedef struct GsBulkAgg
 	Datum		fraction_value; /* float8, or an array in the states' memory */
 } GsBulkAgg;
 
+/* what EXPLAIN ANALYZE counts, per participant (summed over rescans) */
+typedef struct GsBulkCounts
+{
+	uint64		pages;
+	uint64		pages_all_visible;
+	uint64		tuples;			/* visible */
+	uint64		rows;			/* passed the quals */
+	uint64		keys;			/* non-NULL values appended */
+	uint64		range_rows;		/* rows whose group came from a cached range */
+	uint64		ranges;			/* ... ranges searched */
+} GsBulkCounts;
+
+#define GS_BULK_NCOUNTS (sizeof(GsBulkCounts) / sizeof(uint64))
+
+/*
+ * A parallel scan's shared memory: the workers' counts, added up as each
+ * finishes its scan (a worker has no EXPLAIN of its own: the leader prints
+ * everyone's), then the table AM's block allocation.
+ */
+typedef struct GsBulkShared
+{
+	pg_atomic_uint64 counts[GS_BULK_NCOUNTS];
+} GsBulkShared;
+
+#define GS_BULK_SHARED_SIZE MAXALIGN(sizeof(GsBulkShared))
+
 typedef struct GsBulkScanState
 {
 	CustomScanState css;
@@ -105,13 +134,15 @@ typedef struct GsBulkScanState
 	GsBulkGroup *single;		/* no GROUP BY: the one group, once a row came */
 	bool		single_done;
 
-	/* EXPLAIN ANALYZE, summed over rescans */
+	/* EXPLAIN ANALYZE: this process's, and the workers' (parallel) */
 	uint64		pages;
 	uint64		pages_all_visible;
 	uint64		tuples;			/* visible */
 	uint64		rows;			/* passed the quals */
 	uint64		keys;			/* non-NULL values appended */
 	double		scan_ms;
+	GsBulkShared *shared;		/* parallel: NULL serially */
+	GsBulkCounts workers;		/* the leader: theirs, taken from shared */
 } GsBulkScanState;
 
 static Node *gs_bulk_create_state(CustomScan *cscan);
@@ -123,6 +154,8 @@ static Size gs_bulk_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
 static void gs_bulk_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void gs_bulk_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void gs_bulk_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
+static void gs_bulk_shutdown(CustomScanState *node);
+static void gs_bulk_publish_counts(GsBulkScanState *bs);
 static void gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es);
 static GsBulkGroup *gs_bulk_new_group(void *arg);
 
@@ -141,6 +174,7 @@ static const CustomExecMethods gs_bulk_exec_methods = {
 	.InitializeDSMCustomScan = gs_bulk_init_dsm,
 	.ReInitializeDSMCustomScan = gs_bulk_reinit_dsm,
 	.InitializeWorkerCustomScan = gs_bulk_init_worker,
+	.ShutdownCustomScan = gs_bulk_shutdown,
 	.ExplainCustomScan = gs_bulk_explain,
 };
 
@@ -481,6 +515,8 @@ gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *
 		}
 	}
 	bs->tuples += ntuples - (int) hs->rs_cindex;
+	/* pg_stat's seq_tup_read, as heap_getnext counts each tuple it returns */
+	GS_PGSTAT_COUNT_TUPLES_RETURNED(hs->rs_base.rs_rd, ntuples - (int) hs->rs_cindex - 1);
 	hs->rs_cindex = ntuples - 1;
 }
 
@@ -517,6 +553,45 @@ gs_bulk_scan_run(GsBulkScanState *bs)
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	bs->scan_ms += INSTR_TIME_GET_MILLISEC(elapsed);
+}
+
+/* this process's counts */
+static void
+gs_bulk_own_counts(GsBulkScanState *bs, GsBulkCounts *c)
+{
+	c->pages = bs->pages;
+	c->pages_all_visible = bs->pages_all_visible;
+	c->tuples = bs->tuples;
+	c->rows = bs->rows;
+	c->keys = bs->keys;
+	c->range_rows = 0;
+	c->ranges = 0;
+	if (bs->groups != NULL)
+		gs_bulk_groups_counts(bs->groups, &c->range_rows, &c->ranges);
+}
+
+/* a worker, its scan done: its counts into the shared sums */
+static void
+gs_bulk_publish_counts(GsBulkScanState *bs)
+{
+	GsBulkCounts c;
+	uint64	   *v = (uint64 *) &c;
+
+	gs_bulk_own_counts(bs, &c);
+	for (int i = 0; i < GS_BULK_NCOUNTS; i++)
+		pg_atomic_fetch_add_u64(&bs->shared->counts[i], (int64) v[i]);
+}
+
+/* the leader: the workers' sums so far, moved into bs->workers */
+static void
+gs_bulk_collect_counts(GsBulkScanState *bs)
+{
+	uint64	   *w = (uint64 *) &bs->workers;
+
+	if (bs->shared == NULL || IsParallelWorker())
+		return;
+	for (int i = 0; i < GS_BULK_NCOUNTS; i++)
+		w[i] += pg_atomic_exchange_u64(&bs->shared->counts[i], 0);
 }
 
 /* ---- output --------------------------------------------------------- */
@@ -558,7 +633,15 @@ gs_bulk_next(ScanState *ss)
 
 	if (!bs->scanned)
 	{
+		List	   *order = (List *) list_nth(((CustomScan *) ss->ps.plan)->custom_private,
+											  GS_BULK_PRIV_ORDER);
+
 		gs_bulk_scan_run(bs);
+		if (bs->shared != NULL && IsParallelWorker())
+			gs_bulk_publish_counts(bs);
+		if (order != NIL && bs->groups != NULL)
+			gs_bulk_groups_sort(bs->groups, (Oid) intVal(linitial(order)),
+								(Oid) intVal(lsecond(order)), intVal(lthird(order)) != 0);
 		bs->scanned = true;
 	}
 	ExecClearTuple(slot);
@@ -643,8 +726,15 @@ gs_bulk_rescan(CustomScanState *node)
 static Size
 gs_bulk_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return table_parallelscan_estimate(node->ss.ss_currentRelation,
-									   node->ss.ps.state->es_snapshot);
+	return GS_BULK_SHARED_SIZE +
+		table_parallelscan_estimate(node->ss.ss_currentRelation, node->ss.ps.state->es_snapshot);
+}
+
+static void
+gs_bulk_attach_dsm(GsBulkScanState *bs, void *coordinate)
+{
+	bs->shared = (GsBulkShared *) coordinate;
+	bs->pscan = (ParallelTableScanDesc) ((char *) coordinate + GS_BULK_SHARED_SIZE);
 }
 
 static void
@@ -652,7 +742,9 @@ gs_bulk_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	GsBulkScanState *bs = (GsBulkScanState *) node;
 
-	bs->pscan = (ParallelTableScanDesc) coordinate;
+	gs_bulk_attach_dsm(bs, coordinate);
+	for (int i = 0; i < GS_BULK_NCOUNTS; i++)
+		pg_atomic_init_u64(&bs->shared->counts[i], 0);
 	table_parallelscan_initialize(node->ss.ss_currentRelation, bs->pscan,
 								  node->ss.ps.state->es_snapshot);
 }
@@ -660,14 +752,28 @@ gs_bulk_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 static void
 gs_bulk_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
-	table_parallelscan_reinitialize(node->ss.ss_currentRelation,
-									(ParallelTableScanDesc) coordinate);
+	GsBulkScanState *bs = (GsBulkScanState *) node;
+
+	gs_bulk_collect_counts(bs);
+	table_parallelscan_reinitialize(node->ss.ss_currentRelation, bs->pscan);
 }
 
 static void
 gs_bulk_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
-	((GsBulkScanState *) node)->pscan = (ParallelTableScanDesc) coordinate;
+	gs_bulk_attach_dsm((GsBulkScanState *) node, coordinate);
+}
+
+/*
+ * Before the Gather above detaches the shared memory: by now every worker
+ * whose rows the Gather read has published its counts (a worker publishes
+ * before its first row); one a LIMIT stopped early may be missing.
+ */
+static void
+gs_bulk_shutdown(CustomScanState *node)
+{
+	gs_bulk_collect_counts((GsBulkScanState *) node);
+	((GsBulkScanState *) node)->shared = NULL;
 }
 
 /* ---- EXPLAIN -------------------------------------------------------- */
@@ -701,19 +807,21 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Aggregates", NULL, bs->naggs, es);
 	if (es->analyze)
 	{
-		ExplainPropertyUInteger("Pages", NULL, bs->pages, es);
-		ExplainPropertyUInteger("Pages All-Visible", NULL, bs->pages_all_visible, es);
-		ExplainPropertyUInteger("Tuples Visible", NULL, bs->tuples, es);
-		ExplainPropertyUInteger("Rows Aggregated", NULL, bs->rows, es);
-		ExplainPropertyUInteger("Keys", NULL, bs->keys, es);
+		GsBulkCounts c;
+
+		/* every participant's (a Gather's workers too); the time is the leader's */
+		gs_bulk_own_counts(bs, &c);
+		for (int i = 0; i < GS_BULK_NCOUNTS; i++)
+			((uint64 *) &c)[i] += ((uint64 *) &bs->workers)[i];
+		ExplainPropertyUInteger("Pages", NULL, c.pages, es);
+		ExplainPropertyUInteger("Pages All-Visible", NULL, c.pages_all_visible, es);
+		ExplainPropertyUInteger("Tuples Visible", NULL, c.tuples, es);
+		ExplainPropertyUInteger("Rows Aggregated", NULL, c.rows, es);
+		ExplainPropertyUInteger("Keys", NULL, c.keys, es);
 		if (bs->groups != NULL)
 		{
-			uint64		cached,
-						ranges;
-
-			gs_bulk_groups_counts(bs->groups, &cached, &ranges);
-			ExplainPropertyUInteger("Group Ranges", NULL, ranges, es);
-			ExplainPropertyUInteger("Rows In Ranges", NULL, cached, es);
+			ExplainPropertyUInteger("Group Ranges", NULL, c.ranges, es);
+			ExplainPropertyUInteger("Rows In Ranges", NULL, c.range_rows, es);
 		}
 		if (es->timing)
 			ExplainPropertyFloat("Scan Time", "ms", bs->scan_ms, 3, es);

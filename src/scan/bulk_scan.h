@@ -21,6 +21,10 @@
  *   columns    an integer List, per output column of custom_scan_tlist:
  *              GS_BULK_COLUMN_GROUP the group expression, GS_BULK_COLUMN_COUNT
  *              count(*), k >= 0 aggregate k's state
+ *   order      NIL (groups in any order), or a List of three: Integer sortop,
+ *              Integer collation (Oids), Integer nulls_first -- the GROUP BY's order,
+ *              which the path's pathkeys promise (Gather Merge and a sorted
+ *              Finalize Aggregate above; planner file: why)
  * custom_exprs is a List of two: the quals (implicit AND, in the planner's
  * order) and one fraction expression per aggregate (NULL for gpu_median).
  */
@@ -45,6 +49,7 @@ enum
 	GS_BULK_PRIV_GROUP,
 	GS_BULK_PRIV_MONO,
 	GS_BULK_PRIV_COLUMNS,
+	GS_BULK_PRIV_ORDER,
 	GS_BULK_PRIV_COUNT
 };
 
