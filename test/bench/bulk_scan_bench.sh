@@ -127,6 +127,7 @@ if [ "$DASH_ROWS" -gt 0 ]; then
 sum per hour|$s|SELECT date_trunc('hour', ts), sum(latency) FROM $d GROUP BY 1
 p50/p90/p99 per hour, bulk scan, GPU|$s $gpu SET gpuselect.accelerate_builtins = on;|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
 p50/p90/p99 per hour, bulk scan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on;|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
+p50/p90/p99 per hour, bulk, CPU, work_mem 1GB (hashed finalize)|$s $cpu SET gpuselect.accelerate_builtins = on; SET work_mem = '1GB';|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
 p50/p90/p99 per hour, executor plan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on; SET gpuselect.bulk_scan = off;|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
 Grafana timeGroup sum|$s|SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, sum(latency) FROM $d GROUP BY 1
 Grafana timeGroup p50/p90/p99, bulk, CPU|$s $cpu SET gpuselect.accelerate_builtins = on;|SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, $P3 FROM $d GROUP BY 1
