@@ -575,16 +575,32 @@ gs_cuda_device_info(gs_cuda_engine *e, char *name, size_t namelen, size_t *free_
 	}
 }
 
+/*
+ * The larger of the two modes' temporaries as e would lay them out: exact
+ * mode with e's open buckets and sample (gs_exact_scratch), approximate
+ * mode at the most buckets, with as many count blocks as e's SMs hold
+ * (gs_occ_grid: at least 256 threads each) and the 4-byte sample merged
+ * from e's runs.  Without an engine: an H100's (132 SMs, 8 runs).
+ */
 size_t
-gs_cuda_scratch_bytes(size_t n, unsigned key_bytes, size_t nranks)
+gs_cuda_scratch_bytes(const gs_cuda_engine *e, size_t n, unsigned key_bytes, size_t nranks)
 {
+	int			nblk = 132 * 8,
+				runs_max = gs_approx_policy::runs_max;
+
 	if (key_bytes != 4 && key_bytes != 8)
 		key_bytes = 8;
 	if (nranks == 0)
 		nranks = 1;
-	size_t		ex = gs_exact_scratch(n, key_bytes, nranks);
-	size_t		ap = gs_approx_scratch(n, key_bytes, nranks, GS_APPROX_BUCKETS_MAX, 132 * 8,
-									 gs_approx_policy::runs_max, NULL);
+	if (e)
+	{
+		const int	per = e->lim.max_threads_per_sm / gs_count_policy::threads;
+
+		nblk = e->nsm * (per > 1 ? per : 1);
+		runs_max = e->approx_runs_max;
+	}
+	size_t		ex = gs_exact_scratch(e, n, key_bytes, nranks);
+	size_t		ap = gs_approx_scratch(n, key_bytes, nranks, GS_APPROX_BUCKETS_MAX, nblk, runs_max, NULL);
 
 	return ex > ap ? ex : ap;
 }
@@ -608,7 +624,7 @@ gs_cuda_select(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_byt
 			memset(&dflt, 0, sizeof dflt);
 			opt = &dflt;
 		}
-		if ((rc = gs_check_fits(e, gs_exact_scratch(n, key_bytes, nranks), err)) != GS_OK)
+		if ((rc = gs_check_fits(e, gs_exact_scratch(e, n, key_bytes, nranks), err)) != GS_OK)
 			return rc;
 		if (cudaSetDevice(e->dev) != cudaSuccess)
 			return gs_cuda_fail(err, cudaGetLastError(), "cudaSetDevice");
