@@ -105,6 +105,7 @@ gs_count_kernel_gspl(const gs_cuda_engine *e, int P)
 			r.one = false;
 			r.hwords = hwords;
 			r.passes = passes;
+			r.gspl = true;
 			r.smem = gs_count_smem_for(P, 8, cap, false, hwords, true);
 		}
 	}
@@ -140,6 +141,7 @@ gs_count_kernel_mm(const gs_cuda_engine *e, int P)
 		r.one = one;
 		r.hwords = 2 * P;
 		r.passes = 1;
+		r.gspl = false;
 		r.threads = gs_count_threads(e, r.smem);
 		gs_count_pick<K, MM>(r, r.threads, one, packed);
 		if (gs_smem_fits(e, (const void *) r.fn, r.smem))

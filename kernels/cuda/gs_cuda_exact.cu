@@ -107,6 +107,12 @@ gs_exact_caps_of(const gs_cuda_engine *e)
 	return gs_exact_caps_for(e, (unsigned) sizeof(K));
 }
 
+int
+gs_exact_sample_keys(const gs_cuda_engine *e, unsigned kb)
+{
+	return gs_exact_caps_for(e, kb).sample_size;
+}
+
 /*
  * Single rank: once a level has cut the input to at most
  * gs_host_policy::focus_sort_max keys, one radix sort of them replaces the

@@ -179,6 +179,7 @@ struct gs_count_launch
 	bool		one;			/* the one-splitter lookup: oracles are counter words */
 	int			hwords;			/* histogram words per pass (2 P: all of it) */
 	int			passes;			/* windows of hwords buckets, up to 2 P - 1 buckets */
+	bool		gspl;			/* the splitters read in global memory (k_count's GSPL) */
 };
 
 /* the variant for a level of P splitter slots under e->lim; mm:
@@ -198,6 +199,9 @@ gs_status	gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint
 /* peak device temporaries of an exact call with nu distinct ranks on e
  * (its layouts: gs_exact_set_attrs); e NULL: on an H100 */
 size_t		gs_exact_scratch(const gs_cuda_engine *e, size_t n, unsigned kb, size_t nu);
+/* keys of k_sample's one-block sample on e (gs_sample_layout), also its
+ * base case */
+int			gs_exact_sample_keys(const gs_cuda_engine *e, unsigned kb);
 /* the exact kernels' shared-memory limits under e->lim, both key widths,
  * and what exact mode may use there (e->mopen_max, wide_ok, sample_layout;
  * gs_cuda_open) */

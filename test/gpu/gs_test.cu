@@ -324,6 +324,7 @@ extern "C" int gs_cuda_test_last_exact_sorted(gs_cuda_engine *e);
 extern "C" void gs_cuda_test_focus_sort(gs_cuda_engine *e, long long below);
 extern "C" int gs_cuda_test_last_sort_bits(gs_cuda_engine *e);
 extern "C" void gs_cuda_test_focus_z(gs_cuda_engine *e, double z);
+extern "C" void gs_cuda_test_plan(gs_cuda_engine *e, char *buf, size_t len);
 
 template <typename K>
 static void
@@ -1068,6 +1069,12 @@ main(int argc, char **argv)
 		printf("device %s: cc %d.%d, %d SMs, %d threads and %d blocks per SM, shared memory %zu per block, "
 			   "%zu per SM\n", name, lim.cc_major, lim.cc_minor, lim.sm_count, lim.max_threads_per_sm,
 			   lim.max_blocks_per_sm, lim.smem_per_block, lim.smem_per_sm);
+		{
+			char		plan[1024];
+
+			gs_cuda_test_plan(E, plan, sizeof plan);
+			printf("plan: %s\n", plan);
+		}
 	}
 	if (strcmp(mode, "check") == 0)
 	{
