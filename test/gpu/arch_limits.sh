@@ -104,6 +104,8 @@ run_one() {
 	res=$(tail -n 1 "$OUTD/check-$label.log")
 	printf '| %s | %s | exit %d | %s | %s s |\n' "$label" "$res" "$r" "$line" "$(secs "$t0" "$t1")" >> "$summary"
 	echo "$res" > "$OUTD/result-$label.txt"
+	# the layouts the engine chose under those limits (gs_cuda_test_plan)
+	echo "- $label: $(grep -m1 '^plan: ' "$OUTD/check-$label.log" | cut -c7-)" >> "$OUTD/plans.txt"
 	[ $r -eq 0 ] || rc=1
 }
 
@@ -121,7 +123,7 @@ if [ "$what" = all ] || [ "$what" = build ]; then
 	build_one ptx80 CUDA_ARCH= CUDA_PTX=80
 fi
 if [ "$what" = all ] || [ "$what" = run ]; then
-	rm -f "$OUTD"/result-*.txt
+	rm -f "$OUTD"/result-*.txt "$OUTD/plans.txt"
 	echo "| run | harness result | exit | limits the engine planned with | time |" >> "$summary"
 	echo "|---|---|---|---|---:|" >> "$summary"
 	for r in $runs; do
@@ -132,9 +134,14 @@ if [ "$what" = all ] || [ "$what" = run ]; then
 	counts=$(cat "$OUTD"/result-*.txt 2>/dev/null | sort -u | wc -l)
 	if [ "$counts" -gt 1 ]; then
 		echo "runs differ in their results:" >> "$summary"
+		for f in "$OUTD"/result-*.txt; do
+			echo "- $(basename "$f" .txt | cut -c8-): $(cat "$f")" >> "$summary"
+		done
 		rc=1
 	fi
 	echo "identical answers: $([ $rc -eq 0 ] && echo yes || echo NO)" >> "$summary"
+	echo "layouts planned:" >> "$summary"
+	cat "$OUTD/plans.txt" >> "$summary" 2>/dev/null
 fi
 cat "$summary"
 exit $rc
