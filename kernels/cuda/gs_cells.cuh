@@ -113,13 +113,13 @@ gs_cells_packed(int P, int kb)
 	return kb == 4 && P <= 2048;
 }
 
-/* count: K spl[P] (m < P splitters and the padding) | unsigned
- * hist[hwords] (2P, or a window of the buckets: k_count) | tab[cap+1]
- * (uint16, or uint32 packed) */
+/* count: K spl[P] (m < P splitters and the padding; none where k_count
+ * reads them in global memory: gspl) | unsigned hist[hwords] (2P, or a
+ * window of the buckets: k_count) | tab[cap+1] (uint16, or uint32 packed) */
 static __host__ __device__ __forceinline__ size_t
-gs_count_smem_for(int P, int kb, int cap, bool packed, int hwords)
+gs_count_smem_for(int P, int kb, int cap, bool packed, int hwords, bool gspl = false)
 {
-	return gs_align16((size_t) P * kb) + gs_align16((size_t) hwords * 4) +
+	return (gspl ? 0 : gs_align16((size_t) P * kb)) + gs_align16((size_t) hwords * 4) +
 		gs_align16(((size_t) cap + 1) * (packed ? 4 : 2));
 }
 
@@ -164,7 +164,8 @@ struct gs_cells
 {
 	typedef typename std::conditional<PACKED, uint32_t, uint16_t>::type entry_t;
 
-	const K    *spl;			/* m sorted distinct splitters (shared), spl[m] = max */
+	const K    *spl;			/* m sorted distinct splitters (shared; global in
+								 * k_count's GSPL), spl[m] = max */
 	entry_t    *tab;			/* ncells + 1 entries (shared) */
 	K			lo,				/* d0 - 1 (d0 if 0) */
 				lo_b,			/* keys above the gap are clamped to at least lo_b ... */
@@ -483,23 +484,23 @@ gs_cells_fill_empty(const gs_cells<K, ONE, PACKED> &cs, typename gs_cells<K, ONE
 }
 
 /*
- * Block-cooperative (THREADS threads): load the m splitters (dsplit, sorted,
- * distinct, 1 <= m < P) into spl (room for m + 1), choose the fold and fill the
- * table.  Ends with __syncthreads.  Every block of a pass builds the same
- * table (a few microseconds), which costs less than a separate kernel plus a
- * copy from global memory.
+ * Block-cooperative (THREADS threads): over the m splitters spl (sorted,
+ * distinct, 1 <= m < P, and the padding spl[m] = max: gs_cells_load, or
+ * global memory written so), choose the fold and fill the table.  Ends with
+ * __syncthreads.  Every block of a pass builds the same table (a few
+ * microseconds), which costs less than a separate kernel plus a copy from
+ * global memory.
  */
 template <typename K, bool ONE, bool PACKED, int THREADS>
 static __device__ void
-gs_cells_build(gs_cells<K, ONE, PACKED> &cs, K *spl, typename gs_cells<K, ONE, PACKED>::entry_t *tab,
-			   const unsigned long long *dsplit, int m, int cap)
+gs_cells_build(gs_cells<K, ONE, PACKED> &cs, const K *spl, typename gs_cells<K, ONE, PACKED>::entry_t *tab,
+			   int m, int cap)
 {
 	__shared__ typename cub::BlockReduce<gs_gap, THREADS>::TempStorage s_red;
 	__shared__ gs_gap s_widest;
 	__shared__ int s_runs;
 	__shared__ typename cub::BlockScan<int, THREADS>::TempStorage s_scan;
 
-	gs_cells_load<K, THREADS>(spl, dsplit, m);
 	cs.spl = spl;
 
 	gs_cells_widest<K, THREADS>(spl, m, s_red, s_widest);

@@ -425,6 +425,20 @@ k_widen16(const uint16_t *src, uint32_t *dst, gs_ull n)
 		dst[i] = src[i];
 }
 
+/* gs_cuda_test_plan's words on the approximate count at the most buckets */
+template <typename K>
+static size_t
+gs_plan_count(gs_cuda_engine *e, char *buf, size_t len)
+{
+	const gs_count_launch<K> c = gs_count_kernel<K>(e, true, GS_APPROX_BUCKETS_MAX);
+
+	if (c.fn == NULL)
+		return (size_t) snprintf(buf, len, "; approximate %d buckets: none", GS_APPROX_BUCKETS_MAX);
+	return (size_t) snprintf(buf, len, "; approximate %d buckets: %d pass%s, %d cells%s", GS_APPROX_BUCKETS_MAX,
+							 c.passes, c.passes == 1 ? "" : "es", c.cells_cap,
+							 c.gspl ? ", splitters in global memory" : "");
+}
+
 /* ------------------------------------------------------------ C API */
 
 extern "C" {
@@ -575,16 +589,32 @@ gs_cuda_device_info(gs_cuda_engine *e, char *name, size_t namelen, size_t *free_
 	}
 }
 
+/*
+ * The larger of the two modes' temporaries as e would lay them out: exact
+ * mode with e's open buckets and sample (gs_exact_scratch), approximate
+ * mode at the most buckets, with as many count blocks as e's SMs hold
+ * (gs_occ_grid: at least 256 threads each) and the 4-byte sample merged
+ * from e's runs.  Without an engine: an H100's (132 SMs, 8 runs).
+ */
 size_t
-gs_cuda_scratch_bytes(size_t n, unsigned key_bytes, size_t nranks)
+gs_cuda_scratch_bytes(const gs_cuda_engine *e, size_t n, unsigned key_bytes, size_t nranks)
 {
+	int			nblk = 132 * 8,
+				runs_max = gs_approx_policy::runs_max;
+
 	if (key_bytes != 4 && key_bytes != 8)
 		key_bytes = 8;
 	if (nranks == 0)
 		nranks = 1;
-	size_t		ex = gs_exact_scratch(n, key_bytes, nranks);
-	size_t		ap = gs_approx_scratch(n, key_bytes, nranks, GS_APPROX_BUCKETS_MAX, 132 * 8,
-									 gs_approx_policy::runs_max, NULL);
+	if (e)
+	{
+		const int	per = e->lim.max_threads_per_sm / gs_count_policy::threads;
+
+		nblk = e->nsm * (per > 1 ? per : 1);
+		runs_max = e->approx_runs_max;
+	}
+	size_t		ex = gs_exact_scratch(e, n, key_bytes, nranks);
+	size_t		ap = gs_approx_scratch(n, key_bytes, nranks, GS_APPROX_BUCKETS_MAX, nblk, runs_max, NULL);
 
 	return ex > ap ? ex : ap;
 }
@@ -608,7 +638,7 @@ gs_cuda_select(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_byt
 			memset(&dflt, 0, sizeof dflt);
 			opt = &dflt;
 		}
-		if ((rc = gs_check_fits(e, gs_exact_scratch(n, key_bytes, nranks), err)) != GS_OK)
+		if ((rc = gs_check_fits(e, gs_exact_scratch(e, n, key_bytes, nranks), err)) != GS_OK)
 			return rc;
 		if (cudaSetDevice(e->dev) != cudaSuccess)
 			return gs_cuda_fail(err, cudaGetLastError(), "cudaSetDevice");
@@ -911,6 +941,39 @@ gs_cuda_test_focus_z(gs_cuda_engine *e, double z)
 {
 	if (e)
 		e->focus_z = z > 0 ? z : gs_host_policy::focus_z;
+}
+
+/* test hook (not in gs_cuda.h): the layouts e plans with under its limits,
+ * one line (test/gpu/gs_test.cu prints it: arch_limits.sh's logs say which
+ * paths each run took) */
+void		gs_cuda_test_plan(gs_cuda_engine *e, char *buf, size_t len);
+
+void
+gs_cuda_test_plan(gs_cuda_engine *e, char *buf, size_t len)
+{
+	size_t		o = 0;
+
+	if (!e || !buf || len == 0)
+		return;
+	buf[0] = '\0';
+	for (int i = 0; i < 2 && o < len; i++)
+	{
+		const int	kb = i ? 8 : 4;
+		const int	lay = e->sample_layout[i];
+		const int	bits = lay == GS_SAMPLE_SMALL ? gs_sample_small_policy::radix_bits : gs_sample_policy::radix_bits;
+
+		if (lay == GS_SAMPLE_NONE)
+			o += (size_t) snprintf(buf + o, len - o, "%s%d-byte exact: none", i ? "; " : "", kb);
+		else
+			o += (size_t) snprintf(buf + o, len - o,
+								   "%s%d-byte exact: sample %d keys, %d-bit digits, up to %d buckets, wide sample %s",
+								   i ? "; " : "", kb, gs_exact_sample_keys(e, (unsigned) kb), bits, e->mopen_max[i],
+								   e->wide_ok[i] ? "yes" : "no");
+		if (o < len)
+			o += kb == 4 ? gs_plan_count<uint32_t>(e, buf + o, len - o) : gs_plan_count<uint64_t>(e, buf + o, len - o);
+	}
+	if (o < len)
+		snprintf(buf + o, len - o, "; 4-byte approximate sample merged from %d runs", e->approx_runs_max);
 }
 
 /* test hook (not in gs_cuda.h): key bits the last finishing sort sorted on */

@@ -78,8 +78,9 @@ gs_status	gs_cuda_select_approx(gs_cuda_engine *e, const void *d_keys, size_t n,
 								 const uint64_t *ranks, size_t nranks,
 								 const gs_options *opt, gs_approx_pick *out, gs_error *err);
 
-/* Peak device temporaries (bytes, excluding the input) the calls above use. */
-size_t		gs_cuda_scratch_bytes(size_t n, unsigned key_bytes, size_t nranks);
+/* Peak device temporaries (bytes, excluding the input) the calls above use
+ * on e, whose device's limits decide the layouts (NULL: as an H100 would). */
+size_t		gs_cuda_scratch_bytes(const gs_cuda_engine *e, size_t n, unsigned key_bytes, size_t nranks);
 
 /* ---- memory and copies, for callers that stage their own data ---- */
 gs_status	gs_cuda_alloc(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err);

@@ -66,14 +66,63 @@ gs_count_pick(gs_count_launch<K> &r, int t, bool one, bool packed)
 }
 
 /*
+ * The approximate count of 8-byte keys with its splitters in global memory
+ * (k_count's GSPL): where even the histogram's windows leave no room beside
+ * them (P = 8192: 64 KB of splitters, a T4's whole block).  The cell table
+ * and the histogram's windows share the block; of the tables from
+ * gs_cells_cap(P) down to 2048 cells, the largest of those that need the
+ * fewest passes (on a T4, 8192 cells and two windows of the 16383 buckets).
+ * One block of gs_count_policy::threads_full per SM, as the layouts this
+ * large get anyway (gs_count_threads).  fn NULL where none fits.
+ */
+static gs_count_launch<uint64_t>
+gs_count_kernel_gspl(const gs_cuda_engine *e, int P)
+{
+	auto		fn = k_count<uint64_t, true, gs_count_policy::threads_full, false, false, true>;
+	const size_t budget = gs_dyn_budget(e, (const void *) fn);
+	gs_count_launch<uint64_t> r = {};
+
+	r.fn = NULL;
+	if (e->lim.max_threads_per_sm < gs_count_policy::threads_full)
+		return r;
+	for (int cap = gs_cells_cap(P, 8); cap >= 2048; cap /= 2)
+	{
+		const size_t fixed = gs_count_smem_for(P, 8, cap, false, 0, true);
+
+		if (budget < fixed + 4096)
+			continue;
+		int			hwords = (int) ((budget - fixed) / 16 * 4);
+
+		if (hwords > 2 * P)
+			hwords = 2 * P;
+		const int	passes = (2 * P - 1 + hwords - 1) / hwords;
+
+		if (r.fn == NULL || passes < r.passes)
+		{
+			r.fn = fn;
+			r.threads = gs_count_policy::threads_full;
+			r.cells_cap = cap;
+			r.one = false;
+			r.hwords = hwords;
+			r.passes = passes;
+			r.gspl = true;
+			r.smem = gs_count_smem_for(P, 8, cap, false, hwords, true);
+		}
+	}
+	return r;
+}
+
+/*
  * The default layout (gs_cells_cap cells, the lookup gs_cells_one and
  * gs_cells_packed choose, the whole histogram) wherever it fits a block of
  * e->lim (always on the H100); else, in this order, until one fits: plain
  * entries instead of packed (the one-splitter lookup stays), the
  * two-splitter lookup over at most 16384 cells (as for P = 8192), tables
  * halved down to 2048 cells, and (approximate mode) the histogram in
- * windows, one pass over the input each.  Answers are the same whichever:
- * the layout only decides how fast a key finds its bucket.
+ * windows, one pass over the input each, and last (approximate mode, 8-byte
+ * keys) the splitters left in global memory (gs_count_kernel_gspl).
+ * Answers are the same whichever: the layout only decides how fast a key
+ * finds its bucket.
  */
 template <typename K, bool MM>
 static gs_count_launch<K>
@@ -92,6 +141,7 @@ gs_count_kernel_mm(const gs_cuda_engine *e, int P)
 		r.one = one;
 		r.hwords = 2 * P;
 		r.passes = 1;
+		r.gspl = false;
 		r.threads = gs_count_threads(e, r.smem);
 		gs_count_pick<K, MM>(r, r.threads, one, packed);
 		if (gs_smem_fits(e, (const void *) r.fn, r.smem))
@@ -125,6 +175,8 @@ gs_count_kernel_mm(const gs_cuda_engine *e, int P)
 			if (gs_smem_fits(e, (const void *) r.fn, r.smem))
 				return r;
 		}
+		if constexpr (sizeof(K) == 8)
+			return gs_count_kernel_gspl(e, P);
 	}
 	r.fn = NULL;
 	return r;
@@ -188,6 +240,8 @@ gs_count_set_attrs(const gs_cuda_engine *e)
 		ce = gs_count_set_attrs_mm<uint64_t, false>(e);
 	if (ce == cudaSuccess)
 		ce = gs_count_set_attrs_mm<uint64_t, true>(e);
+	if (ce == cudaSuccess)
+		ce = gs_count_set_attr(e, k_count<uint64_t, true, gs_count_policy::threads_full, false, false, true>);
 	return ce;
 }
 

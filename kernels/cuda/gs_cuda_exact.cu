@@ -38,27 +38,79 @@ gs_mopen_for(size_t nu, int mopen_max)
 /*
  * What a card's shared memory allows exact mode (gs_exact_set_attrs): the
  * most open buckets (4096 but where the count or filter pass of 4096 would
- * not fit a block even with the smallest cell table: 8-byte keys on a T4's
- * 64 KB) and whether the wide sample fits (not on 8-byte keys below the
- * A100's 163 KB).  Fewer buckets keep more keys per level: slower, the same
- * answers.  The defaults (no engine): the H100's.
+ * not fit a block even with the smallest cell table, or the sample has
+ * fewer than two keys for each: 8-byte keys on a T4's 64 KB), whether the
+ * wide sample fits (not on 8-byte keys below the A100's 163 KB), and the
+ * size of k_sample's sample (gs_sample_layout: 8192 keys, 4096 of 8 bytes
+ * on a T4), which is also the base case.  Fewer buckets and a smaller
+ * sample keep more keys per level: slower, the same answers.  The defaults
+ * (no engine): the H100's.
  */
 struct gs_exact_caps
 {
 	int			mopen_max;
 	bool		wide_ok;
+	int			sample_size;
 };
 
-static const gs_exact_caps gs_exact_caps_default = {4096, true};
+static const gs_exact_caps gs_exact_caps_default = {4096, true, gs_sample_policy::size};
+
+/* k_sample of one layout (gs_sample_layout) for K: the kernel, its dynamic
+ * shared memory, its sample size */
+template <typename K>
+struct gs_sample_variant
+{
+	void		(*fn) (gs_level_state *, const K *, K *, K *, gs_ull *, gs_ull *, gs_ull *, int *, gs_ull *,
+					   const K *);
+	size_t		smem;
+	int			size;
+};
+
+template <typename K>
+static gs_sample_variant<K>
+gs_sample_variant_of(int layout)
+{
+	typedef gs_sample_smem<K, gs_sample_policy::items> Dflt;
+	typedef gs_sample_smem_small<K> Small;
+	gs_sample_variant<K> v;
+
+	if (layout == GS_SAMPLE_SMALL)
+	{
+		v.fn = k_sample<K, Small::items, false, Small::radix_bits>;
+		v.smem = sizeof(Small);
+		v.size = Small::SIZE;
+	}
+	else
+	{
+		v.fn = k_sample<K, Dflt::items, false, Dflt::radix_bits>;
+		v.smem = sizeof(Dflt);
+		v.size = Dflt::SIZE;
+	}
+	return v;
+}
+
+static gs_exact_caps
+gs_exact_caps_for(const gs_cuda_engine *e, unsigned kb)
+{
+	const int	i = kb == 8;
+	gs_exact_caps c = {e->mopen_max[i], e->wide_ok[i],
+		kb == 8 ? gs_sample_variant_of<uint64_t>(e->sample_layout[i]).size
+		: gs_sample_variant_of<uint32_t>(e->sample_layout[i]).size};
+
+	return c;
+}
 
 template <typename K>
 static gs_exact_caps
 gs_exact_caps_of(const gs_cuda_engine *e)
 {
-	const int	i = sizeof(K) == 8;
-	gs_exact_caps c = {e->mopen_max[i], e->wide_ok[i]};
+	return gs_exact_caps_for(e, (unsigned) sizeof(K));
+}
 
-	return c;
+int
+gs_exact_sample_keys(const gs_cuda_engine *e, unsigned kb)
+{
+	return gs_exact_caps_for(e, kb).sample_size;
 }
 
 /*
@@ -75,19 +127,20 @@ gs_focus_sort_below(const gs_cuda_engine *e)
 	return gs_host_policy::focus_sort_max;
 }
 
-/* capacity (elements) of each of the two ping-pong buffers */
+/* capacity (elements) of each of the two ping-pong buffers: none where
+ * the input is k_sample's base case */
 static size_t
-gs_buf_cap(size_t n, size_t nu, int mopen_max)
+gs_buf_cap(size_t n, size_t nu, gs_exact_caps caps)
 {
 	double		c;
 
-	if (n <= gs_sample_policy::size)
+	if (n <= (size_t) caps.sample_size)
 		return 0;
 	if (nu == 1)
 		c = (double) n / 8.0 + 16384.0;
 	else
 	{
-		double		frac = 1.5 * (double) nu / (double) gs_mopen_for(nu, mopen_max) + 1.0 / 32.0;
+		double		frac = 1.5 * (double) nu / (double) gs_mopen_for(nu, caps.mopen_max) + 1.0 / 32.0;
 
 		if (frac > 1.0)
 			frac = 1.0;
@@ -166,7 +219,7 @@ gs_exact_layout_for(size_t n, size_t nu, gs_exact_caps caps, gs_exact_layout *L)
 	L->off_sample = o;
 	o += wide_bytes;
 	L->small_bytes = o;
-	L->cap = gs_buf_cap(n, nu, caps.mopen_max);
+	L->cap = gs_buf_cap(n, nu, caps);
 }
 
 /* temp storage of the finishing sort (keys only, double buffer: the two
@@ -204,12 +257,12 @@ gs_ora_bytes(size_t n)
 }
 
 size_t
-gs_exact_scratch(size_t n, unsigned kb, size_t nu)
+gs_exact_scratch(const gs_cuda_engine *e, size_t n, unsigned kb, size_t nu)
 {
 	gs_exact_layout L;
 	size_t		sort_keys;
 
-	gs_exact_layout_for(n, nu, gs_exact_caps_default, &L);
+	gs_exact_layout_for(n, nu, e ? gs_exact_caps_for(e, kb) : gs_exact_caps_default, &L);
 	/* the finishing sort: the kept union (many ranks), or at most
 	 * gs_host_policy::focus_sort_max keys of one rank's bucket */
 	sort_keys = nu > 1 || L.cap < gs_host_policy::focus_sort_max ? L.cap : gs_host_policy::focus_sort_max;
@@ -271,11 +324,19 @@ gs_exact_set_attrs_t(gs_cuda_engine *e)
 				runs_fit,
 				merge_fit;
 
-	ce = gs_set_dyn(e, k_sample<K, gs_sample_policy::items>, sizeof(gs_sample_smem<K, gs_sample_policy::items>),
-					&fits);
-	e->sample_ok[i] = fits;
-	if (ce != cudaSuccess)
-		return ce;
+	/* k_sample: the H100's layout where it fits a block, else the T4's
+	 * (gs_sample_small_policy) */
+	e->sample_layout[i] = GS_SAMPLE_NONE;
+	for (int l = GS_SAMPLE_DEFAULT; l < GS_SAMPLE_NONE && e->sample_layout[i] == GS_SAMPLE_NONE; l++)
+	{
+		const gs_sample_variant<K> v = gs_sample_variant_of<K>(l);
+
+		ce = gs_set_dyn(e, v.fn, v.smem, &fits);
+		if (ce != cudaSuccess)
+			return ce;
+		if (fits)
+			e->sample_layout[i] = l;
+	}
 	ce = gs_set_dyn(e, k_sample<K, gs_sample_policy::items_wide, true>,
 					sizeof(gs_sample_smem<K, gs_sample_policy::items_wide>), &runs_fit);
 	if (ce != cudaSuccess)
@@ -289,9 +350,13 @@ gs_exact_set_attrs_t(gs_cuda_engine *e)
 							  (int) gs_dyn_budget(e, (const void *) k_filter<K>));
 	if (ce != cudaSuccess)
 		return ce;
+	/* (at least two sample keys per open bucket, as the H100's 8192 for
+	 * 4096: gs_sample_spread's positions need mopen <= the sample) */
+	const int	sample = gs_sample_variant_of<K>(e->sample_layout[i]).size;
+
 	e->mopen_max[i] = 4096;
 	while (e->mopen_max[i] > 256 &&
-		   (gs_count_kernel<K>(e, false, e->mopen_max[i]).fn == NULL ||
+		   (2 * e->mopen_max[i] > sample || gs_count_kernel<K>(e, false, e->mopen_max[i]).fn == NULL ||
 			!gs_smem_fits(e, (const void *) k_filter<K>, gs_filter_smem(e->mopen_max[i]))))
 		e->mopen_max[i] /= 2;
 	return cudaSuccess;
@@ -601,11 +666,15 @@ gs_exact_setup(gs_exact_call<K> *C)
 	C->wide = gs_wide_sample(C->nu, gs_exact_caps_of<K>(e));
 	C->runs = (K *) (small + L.off_runs);
 	C->sorted_sample = (K *) (small + L.off_sample);
-	C->sample_fn = C->wide ? k_sample<K, gs_sample_policy::items_wide, true> : k_sample<K, gs_sample_policy::items, false>;
-	C->sample_smem = C->wide ? sizeof(gs_sample_smem<K, gs_sample_policy::items_wide>)
-		: sizeof(gs_sample_smem<K, gs_sample_policy::items>);
-	C->sample_size = C->wide ? gs_sample_smem<K, gs_sample_policy::items_wide>::SIZE
-		: gs_sample_smem<K, gs_sample_policy::items>::SIZE;
+	{
+		/* the layout gs_exact_set_attrs chose; levels of 4096 buckets
+		 * may read the wide one, sorted by the grid */
+		const gs_sample_variant<K> v = gs_sample_variant_of<K>(e->sample_layout[sizeof(K) == 8]);
+
+		C->sample_fn = C->wide ? k_sample<K, gs_sample_policy::items_wide, true> : v.fn;
+		C->sample_smem = C->wide ? sizeof(gs_sample_smem<K, gs_sample_policy::items_wide>) : v.smem;
+		C->sample_size = C->wide ? gs_sample_smem<K, gs_sample_policy::items_wide>::SIZE : v.size;
+	}
 	C->keep = C->focused ? 0.05 : fmin(0.5, (C->wide ? 1.1 : 1.3) * (double) C->nu / C->mopen);
 	C->sort_below = e->sort_finish == 2 ? 0.0 :
 		(e->sort_finish == 1 ? 1e30 :
@@ -841,12 +910,11 @@ gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *rank
 			goto done;
 		/* no room for the sort's scratch: select (needs less) */
 	}
-	if (!e->sample_ok[sizeof(K) == 8])
+	if (e->sample_layout[sizeof(K) == 8] == GS_SAMPLE_NONE)
 	{
-		/* k_sample's one-block sample sort (CUB's BlockRadixSort of 512
-		 * threads, 6-bit digits: 66 KB of temporary storage) does not fit a
-		 * T4's 64 KB; the caller's CPU engine gives the answer
-		 * (docs/building.md) */
+		/* not even k_sample's small layout (35 KB: gs_sample_small_policy)
+		 * fits a block, which no device of compute capability 7.5 or later
+		 * has; the caller's CPU engine gives the answer */
 		rc = gs_fail(err, GS_ERR_TOO_LARGE, "exact selection of %zu-byte keys needs more shared memory per block "
 					 "than this device's %zu bytes", sizeof(K), e->lim.smem_per_block);
 		goto done;

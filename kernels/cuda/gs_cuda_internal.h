@@ -49,11 +49,12 @@ struct gs_cuda_engine
 	bool		pdl;
 	/* exact mode, per key width (index kb == 8): the most open buckets a
 	 * spread level may have (gs_mopen_for; 4096 unless the count or filter
-	 * would not fit), whether levels of 4096 buckets may draw the wide
-	 * sample (gs_wide_sample), whether k_sample fits at all */
+	 * would not fit, and at most half the sample), whether levels of 4096
+	 * buckets may draw the wide sample (gs_wide_sample), and k_sample's
+	 * layout (gs_sample_layout: the H100's, a T4's, or none fits) */
 	int			mopen_max[2];
 	bool		wide_ok[2];
-	bool		sample_ok[2];
+	int			sample_layout[2];
 	/* approximate mode: runs the 4-byte sample's merge may hold */
 	int			approx_runs_max;
 	size_t		mem_cap;		/* 0: none */
@@ -69,6 +70,16 @@ struct gs_cuda_engine
 	double		focus_z;		/* single-rank splitters at -/+ focus_z sigma (test hook) */
 	gs_alloc_rec *recs;
 	char		name[256];
+};
+
+/* k_sample's layouts (gs_cuda_exact.cu, gs_exact_set_attrs), the first
+ * that fits a block of e->lim: gs_sample_policy's (8192 keys, 6-bit
+ * digits), gs_sample_small_policy's (5-bit digits; 4096 keys of 8 bytes) */
+enum gs_sample_layout
+{
+	GS_SAMPLE_DEFAULT = 0,
+	GS_SAMPLE_SMALL = 1,
+	GS_SAMPLE_NONE = 2			/* exact mode declines: GS_ERR_TOO_LARGE */
 };
 
 /* ---- errors (gs_cuda.cu) ---- */
@@ -153,7 +164,9 @@ gs_launch(const gs_cuda_engine *e, void (*fn) (Params...), int grid, int threads
  * default layout does not fit a block of e->lim (gs_count_kernel says the
  * order): plain entries instead of packed, the two-splitter lookup, a
  * smaller table, and last the histogram in windows of hwords buckets, one
- * pass over the input each (approximate mode only).
+ * pass over the input each (approximate mode only; for 8-byte keys with
+ * the splitters left in global memory where even that does not fit: a T4
+ * at 8192 buckets).
  */
 template <typename K>
 struct gs_count_launch
@@ -166,6 +179,7 @@ struct gs_count_launch
 	bool		one;			/* the one-splitter lookup: oracles are counter words */
 	int			hwords;			/* histogram words per pass (2 P: all of it) */
 	int			passes;			/* windows of hwords buckets, up to 2 P - 1 buckets */
+	bool		gspl;			/* the splitters read in global memory (k_count's GSPL) */
 };
 
 /* the variant for a level of P splitter slots under e->lim; mm:
@@ -182,10 +196,14 @@ cudaError_t gs_count_set_attrs(const gs_cuda_engine *e);
 template <typename K>
 gs_status	gs_select_exact(gs_cuda_engine *e, const K *d_in, size_t n, const uint64_t *ranks, size_t nranks,
 							uint64_t *out_keys, const gs_options *opt, gs_error *err);
-/* peak device temporaries of an exact call with nu distinct ranks */
-size_t		gs_exact_scratch(size_t n, unsigned kb, size_t nu);
+/* peak device temporaries of an exact call with nu distinct ranks on e
+ * (its layouts: gs_exact_set_attrs); e NULL: on an H100 */
+size_t		gs_exact_scratch(const gs_cuda_engine *e, size_t n, unsigned kb, size_t nu);
+/* keys of k_sample's one-block sample on e (gs_sample_layout), also its
+ * base case */
+int			gs_exact_sample_keys(const gs_cuda_engine *e, unsigned kb);
 /* the exact kernels' shared-memory limits under e->lim, both key widths,
- * and what exact mode may use there (e->mopen_max, wide_ok, sample_ok;
+ * and what exact mode may use there (e->mopen_max, wide_ok, sample_layout;
  * gs_cuda_open) */
 cudaError_t gs_exact_set_attrs(gs_cuda_engine *e);
 

@@ -70,7 +70,8 @@ k_approx_runs(gs_level_state *st, const K *in, gs_ull n, gs_ull s, gs_ull seed, 
 		runs[first + i] = items[i];
 }
 
-/* approx_buckets-1 splitters at sample positions i*s/B (i = 1..B-1), deduplicated */
+/* approx_buckets-1 splitters at sample positions i*s/B (i = 1..B-1),
+ * deduplicated, and the largest key after them */
 template <typename K>
 __global__ void __launch_bounds__(gs_plan_policy::threads)
 k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsplit, gs_ull *hist)
@@ -118,6 +119,11 @@ k_approx_split(gs_level_state *st, const K *sorted, gs_ull s, int B, gs_ull *dsp
 	if (tid == 0)
 	{
 		int			depth = 0;
+
+		/* the padding after the last splitter (total < B slots), which
+		 * k_count's lookup reads where the splitters stay in global memory
+		 * (GSPL: 8-byte keys at 8192 buckets on a T4) */
+		dsplit[total] = gs_key_max<K>::v;
 
 		while ((1 << depth) < total + 1)
 			depth++;

@@ -471,7 +471,7 @@ gs_active_blocks(gs_ull n)
 
 /*
  * dynamic shared memory: gs_count_smem_for(P, sizeof(K), cells_cap, PACKED,
- * hwords) for the P the launch was sized for.  The block histogram holds
+ * hwords, GSPL) for the P the launch was sized for.  The block histogram holds
  * buckets b0 .. b0 + hwords - 1: all 2P words (b0 = 0) but where a card's
  * shared memory is too small for them, where the host runs one pass per
  * window (approximate mode, two-splitter lookup only: gs_count_kernel).
@@ -481,9 +481,14 @@ gs_active_blocks(gs_ull n)
  * (gs_cells.cuh says when it pays), held to 64 registers (1024 threads per
  * SM): left alone, ptxas gave its batch ~100, i.e. half the warps (a minimum
  * of 0 blocks means none, as without the argument).  PACKED: its packed
- * table (approximate count only).
+ * table (approximate count only).  GSPL: the splitters are read where they
+ * are, dsplit in global memory (its padding dsplit[m] = max written by
+ * k_approx_split), not copied into the block: the approximate count of
+ * 8-byte keys at P = 8192, whose 64 KB of splitters alone fill a T4's block
+ * (gs_count_kernel chooses it only where nothing else fits).
  */
-template <typename K, bool MM, int THREADS = gs_count_policy::threads, bool ONE = false, bool PACKED = false>
+template <typename K, bool MM, int THREADS = gs_count_policy::threads, bool ONE = false, bool PACKED = false,
+		  bool GSPL = false>
 __global__ void __launch_bounds__(THREADS, ONE ? 1024 / THREADS : 0)
 k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const gs_ull *dsplit,
 		gs_minmax *blk_mm, uint16_t *ora, int cells_cap, int b0, int hwords)
@@ -513,16 +518,23 @@ k_count(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, const g
 			blk_mm[blockIdx.x].cmn = blk_mm[blockIdx.x].cmx = 0;
 		return;
 	}
-	K		   *spl = reinterpret_cast<K *>(gs_dyn_smem);
-	unsigned   *shist = reinterpret_cast<unsigned *>(gs_dyn_smem + gs_align16((size_t) P * sizeof(K)));
+	static_assert(!GSPL || (sizeof(K) == sizeof(gs_ull) && MM && !ONE),
+				  "splitters in global memory: 8-byte keys (dsplit holds them as they are), approximate count");
+	K		   *sspl = reinterpret_cast<K *>(gs_dyn_smem);
+	unsigned   *shist = reinterpret_cast<unsigned *>(gs_dyn_smem + (GSPL ? 0 : gs_align16((size_t) P * sizeof(K))));
 	entry_t    *tab = reinterpret_cast<entry_t *>(reinterpret_cast<unsigned char *>(shist) +
 												 gs_align16((size_t) hwords * 4));
+	const K    *spl = sspl;
 
 	for (int b = threadIdx.x; b < hwords; b += blockDim.x)
 		shist[b] = 0;
+	if constexpr (GSPL)
+		spl = reinterpret_cast<const K *>(dsplit);
+	else
+		gs_cells_load<K, THREADS>(sspl, dsplit, m);
 	/* this level may have fewer splitters than the launch was sized for;
 	 * its table stays within the launch's (gs_cells_cap is not monotone) */
-	gs_cells_build<K, ONE, PACKED, THREADS>(f.cs, spl, tab, dsplit, m, min(gs_cells_cap(P, (int) sizeof(K)), cells_cap));
+	gs_cells_build<K, ONE, PACKED, THREADS>(f.cs, spl, tab, m, min(gs_cells_cap(P, (int) sizeof(K)), cells_cap));
 	f.cs.qoff = 4u * (unsigned) P;
 	f.shist = shist;
 	f.hb0 = b0;

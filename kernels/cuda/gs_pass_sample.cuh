@@ -12,15 +12,20 @@
 #include "gs_stream.cuh"
 #include "gs_block_select.cuh"
 
-template <typename K, int ITEMS>
+/* k_sample's dynamic shared memory for ITEMS keys a thread, digits of
+ * RADIX_BITS: gs_sample_policy's layout, or gs_sample_small_policy's where
+ * that does not fit a block (gs_exact_set_attrs) */
+template <typename K, int ITEMS, int RADIX_BITS = gs_sample_policy::radix_bits>
 struct gs_sample_smem
 {
 	static constexpr int THREADS = gs_sample_policy::threads;
 	static constexpr int SIZE = THREADS * ITEMS;	/* sample size, also the base case */
+	static constexpr int items = ITEMS,
+				radix_bits = RADIX_BITS;
 	/* 6-bit digits (radix_bits): 11 passes instead of 16 for 64-bit keys, 6
 	 * instead of 8 for 32-bit (the one-block sample sort is on every spread
-	 * level's critical path) */
-	typedef cub::BlockRadixSort<K, THREADS, ITEMS, cub::NullType, gs_sample_policy::radix_bits> Sort;
+	 * level's critical path); 5 on a T4 */
+	typedef cub::BlockRadixSort<K, THREADS, ITEMS, cub::NullType, RADIX_BITS> Sort;
 	typedef gs_block_select<K, THREADS, ITEMS> Select;
 	union
 	{
@@ -30,6 +35,17 @@ struct gs_sample_smem
 	};
 	unsigned	warp_count[THREADS / 32];	/* gs_sample_spread */
 };
+
+/* the small layouts fit the smallest block of the architectures built
+ * (the T4's), with 1 KB to spare for k_sample's static shared memory (its
+ * s_m); the engine checks the real sum at open (gs_exact_set_attrs) */
+template <typename K>
+using gs_sample_smem_small = gs_sample_smem<K, sizeof(K) == 4 ? gs_sample_small_policy::items4
+											: gs_sample_small_policy::items8, gs_sample_small_policy::radix_bits>;
+static_assert(sizeof(gs_sample_smem_small<uint32_t>) + 1024 <= gs_sample_small_policy::smem_floor,
+			  "k_sample's small layout fits a T4's block (4-byte keys)");
+static_assert(sizeof(gs_sample_smem_small<uint64_t>) + 1024 <= gs_sample_small_policy::smem_floor,
+			  "k_sample's small layout fits a T4's block (8-byte keys)");
 
 /*
  * Single rank (Floyd-Rivest style choice of SampleSelect's splitters): two
@@ -42,12 +58,12 @@ struct gs_sample_smem
  * selected, not sorted (gs_block_select.cuh); the base case (the whole level
  * input in the block) selects the rank itself.
  */
-template <typename K, int ITEMS>
+template <typename K, int ITEMS, int RADIX_BITS>
 static __device__ void
-gs_sample_focused(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, K (&items)[ITEMS], bool base,
+gs_sample_focused(gs_level_state *st, gs_sample_smem<K, ITEMS, RADIX_BITS> &sm, K (&items)[ITEMS], bool base,
 				  gs_ull *dsplit, const gs_ull *rank_cur, int *resolved, gs_ull *result)
 {
-	typedef gs_sample_smem<K, ITEMS> Smem;
+	typedef gs_sample_smem<K, ITEMS, RADIX_BITS> Smem;
 	constexpr int SIZE = Smem::SIZE;
 	typename Smem::Select sel(sm.select);
 	const int	nranks = st->nranks;
@@ -120,11 +136,11 @@ gs_sample_focused(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, K (&items)[I
 static_assert((gs_sample_policy::threads / 32) * gs_sample_policy::spread_per_warp >= GS_MAX_SPLIT_EXACT,
 			  "spread positions");
 
-template <typename K, int ITEMS>
+template <typename K, int ITEMS, int RADIX_BITS>
 static __device__ void
-gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS> &sm, gs_ull *dsplit, int *s_m)
+gs_sample_spread(gs_level_state *st, gs_sample_smem<K, ITEMS, RADIX_BITS> &sm, gs_ull *dsplit, int *s_m)
 {
-	constexpr int SIZE = gs_sample_smem<K, ITEMS>::SIZE;
+	constexpr int SIZE = gs_sample_smem<K, ITEMS, RADIX_BITS>::SIZE;
 	constexpr int PER_WARP = gs_sample_policy::spread_per_warp;
 	constexpr int ROUNDS = PER_WARP / 32;
 	const int	tid = threadIdx.x;
@@ -300,15 +316,16 @@ k_sample_merge(const gs_level_state *st, const K *runs, K *sorted)
 	}
 }
 
-/* PRE: the sample comes sorted from k_sample_runs / k_sample_merge (pre) */
-template <typename K, int ITEMS, bool PRE = false>
+/* PRE: the sample comes sorted from k_sample_runs / k_sample_merge (pre);
+ * dynamic shared memory: sizeof(gs_sample_smem<K, ITEMS, RADIX_BITS>) */
+template <typename K, int ITEMS, bool PRE = false, int RADIX_BITS = gs_sample_policy::radix_bits>
 __global__ void __launch_bounds__(gs_sample_policy::threads)
 k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull *dsplit,
 		 gs_ull *rank_cur, int *resolved, gs_ull *result, const K *pre)
 {
 	gs_pdl_enter();
 	constexpr int THREADS = gs_sample_policy::threads;
-	typedef gs_sample_smem<K, ITEMS> S;
+	typedef gs_sample_smem<K, ITEMS, RADIX_BITS> S;
 	extern __shared__ __align__(16) unsigned char gs_dyn_smem[];
 	S		   &sm = *reinterpret_cast<S *>(gs_dyn_smem);
 	__shared__ int s_m;
@@ -349,7 +366,7 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 
 	if (st->focused)
 	{
-		gs_sample_focused<K, ITEMS>(st, sm, items, base, dsplit, rank_cur, resolved, result);
+		gs_sample_focused<K, ITEMS, RADIX_BITS>(st, sm, items, base, dsplit, rank_cur, resolved, result);
 		if (base)
 			return;
 	}
@@ -384,7 +401,7 @@ k_sample(gs_level_state *st, const K *in, K *bufA, K *bufB, gs_ull *hist, gs_ull
 			}
 			return;
 		}
-		gs_sample_spread<K, ITEMS>(st, sm, dsplit, &s_m);
+		gs_sample_spread<K, ITEMS, RADIX_BITS>(st, sm, dsplit, &s_m);
 	}
 	__syncthreads();
 	if (tid == 0)

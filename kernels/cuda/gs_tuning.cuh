@@ -48,6 +48,30 @@ struct gs_sample_policy
 	static constexpr int spread_per_warp = 256;
 };
 
+/*
+ * k_sample where the layout above does not fit a block (gs_exact_set_attrs
+ * tries this one next): the T4's 64 KB, against which CUB's BlockRadixSort
+ * of 512 threads with 6-bit digits needs 66 KB of temporary storage (its
+ * ranking counters: 33 lanes x 512 threads x 4 bytes), whatever the key.
+ * 5-bit digits halve the counters (17 lanes: 34 KB); 4 bits would save 1 KB
+ * more, since the key exchange (8192 4-byte or 4096 8-byte keys, 33 KB)
+ * then sets the size.  8-byte keys draw 4096 keys (512 x 8): 8192 of them
+ * are 64 KB alone.  Speed only, the answers are the same: 7 passes instead
+ * of 6 for 4-byte keys, 13 for 8-byte keys of half as many (not measured: no
+ * T4); spread levels keep two sample keys per open bucket (gs_exact_set_attrs
+ * holds mopen_max to half the sample).  Shared memory: 34,976 bytes
+ * either width (sizeof gs_sample_smem), + 16 static (sm_75 and sm_90).
+ */
+struct gs_sample_small_policy
+{
+	static constexpr int radix_bits = 5;
+	static constexpr int items4 = 16;	/* 4-byte keys: 8192 sample keys */
+	static constexpr int items8 = 8;	/* 8-byte keys: 4096 */
+	/* the smallest opt-in shared memory per block of the architectures
+	 * built (sm_75: 64 KB); static_asserts in gs_pass_sample.cuh */
+	static constexpr size_t smem_floor = 64 * 1024;
+};
+
 /* the wide sample (items_wide) sorted by a grid: k_sample_runs draws and
  * sorts runs, k_sample_merge merges them (gs_pass_sample.cuh); the three
  * sample kernels ~34 us per level against 57 for the one-block sort (§8 D:

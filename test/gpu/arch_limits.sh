@@ -11,22 +11,27 @@
 #   binary's GPU code (its .nv_fatbin section).
 # run: the harness's correctness checks (`gs_test.bin check`: every answer
 #   against a sort of the same input, approximate picks against the CPU
-#   engine) four times on the same inputs (one GS_SEED):
+#   engine) five times on the same inputs (one GS_SEED):
 #     default   the device's own limits
+#     sm_75     planned with a T4's limits (GS_DEVICE_LIMITS=sm_75: 64 KB of
+#               shared memory per block and per SM, 1024 threads per SM):
+#               k_sample's small layout, splitters of 8-byte keys in global
+#               memory at 8192 buckets (docs/building.md has the table)
 #     sm_86     planned with an A10's limits (GS_DEVICE_LIMITS=sm_86: 99 KB
 #               of shared memory per block, 100 KB and 1536 threads per SM)
 #     sm_80     planned with an A100's (163 KB per block)
 #     ptx80-jit the compute_80 PTX build, JIT-compiled (CUDA_FORCE_PTX_JIT=1)
-#   Each run checks every answer against the same reference, so four clean
-#   runs are four identical sets of answers; the script also compares the
-#   runs' pass counts.  Prints a table; logs under $OUT/arch_limits.
+#   Each run checks every answer against the same reference, so clean runs
+#   are identical sets of answers; the script also compares the runs' pass
+#   counts (every run's, sm_75's too).  Prints a table; logs under
+#   $OUT/arch_limits.
 #
 # Knobs: GS_ARCH_CHECK=small (n <= 100000; default: the full check),
-# GS_ARCH_RUNS="default sm_86 sm_80 ptx80-jit" (add sm_75 or sm_89 to see
-# those cards' limits; sm_75 declines most exact calls (GS_ERR_TOO_LARGE: docs/building.md), so its run fails there),
-# GS_SEED (default fixed), NVCC, GS_ARCH_ALL_LIST (the "all" build's
-# CUDA_ARCH; default every architecture of kernels/engines.mk).  build and run may be separate calls (the
-# binaries stay under test/gpu/build, which run reuses).
+# GS_ARCH_RUNS="default sm_75 sm_86 sm_80 ptx80-jit" (add sm_89 to see an
+# L4's limits), GS_SEED (default fixed), NVCC, GS_ARCH_ALL_LIST (the "all"
+# build's CUDA_ARCH; default every architecture of kernels/engines.mk).
+# build and run may be separate calls (the binaries stay under
+# test/gpu/build, which run reuses).
 set -u
 cd "$(dirname "$0")/../.."
 what=${1:-all}
@@ -35,7 +40,7 @@ B=test/gpu/build
 mkdir -p "$OUTD" "$B"
 export GS_SEED=${GS_SEED:-20261127}
 check=${GS_ARCH_CHECK:-}
-runs=${GS_ARCH_RUNS:-default sm_86 sm_80 ptx80-jit}
+runs=${GS_ARCH_RUNS:-default sm_75 sm_86 sm_80 ptx80-jit}
 summary=$OUTD/summary.md
 rc=0
 
@@ -99,6 +104,8 @@ run_one() {
 	res=$(tail -n 1 "$OUTD/check-$label.log")
 	printf '| %s | %s | exit %d | %s | %s s |\n' "$label" "$res" "$r" "$line" "$(secs "$t0" "$t1")" >> "$summary"
 	echo "$res" > "$OUTD/result-$label.txt"
+	# the layouts the engine chose under those limits (gs_cuda_test_plan)
+	echo "- $label: $(grep -m1 '^plan: ' "$OUTD/check-$label.log" | cut -c7-)" >> "$OUTD/plans.txt"
 	[ $r -eq 0 ] || rc=1
 }
 
@@ -116,7 +123,7 @@ if [ "$what" = all ] || [ "$what" = build ]; then
 	build_one ptx80 CUDA_ARCH= CUDA_PTX=80
 fi
 if [ "$what" = all ] || [ "$what" = run ]; then
-	rm -f "$OUTD"/result-*.txt
+	rm -f "$OUTD"/result-*.txt "$OUTD/plans.txt"
 	echo "| run | harness result | exit | limits the engine planned with | time |" >> "$summary"
 	echo "|---|---|---|---|---:|" >> "$summary"
 	for r in $runs; do
@@ -127,9 +134,14 @@ if [ "$what" = all ] || [ "$what" = run ]; then
 	counts=$(cat "$OUTD"/result-*.txt 2>/dev/null | sort -u | wc -l)
 	if [ "$counts" -gt 1 ]; then
 		echo "runs differ in their results:" >> "$summary"
+		for f in "$OUTD"/result-*.txt; do
+			echo "- $(basename "$f" .txt | cut -c8-): $(cat "$f")" >> "$summary"
+		done
 		rc=1
 	fi
 	echo "identical answers: $([ $rc -eq 0 ] && echo yes || echo NO)" >> "$summary"
+	echo "layouts planned:" >> "$summary"
+	cat "$OUTD/plans.txt" >> "$summary" 2>/dev/null
 fi
 cat "$summary"
 exit $rc

@@ -324,6 +324,7 @@ extern "C" int gs_cuda_test_last_exact_sorted(gs_cuda_engine *e);
 extern "C" void gs_cuda_test_focus_sort(gs_cuda_engine *e, long long below);
 extern "C" int gs_cuda_test_last_sort_bits(gs_cuda_engine *e);
 extern "C" void gs_cuda_test_focus_z(gs_cuda_engine *e, double z);
+extern "C" void gs_cuda_test_plan(gs_cuda_engine *e, char *buf, size_t len);
 
 template <typename K>
 static void
@@ -589,19 +590,21 @@ run_type(int type, int dist, uint64_t n, bool with_cpu)
 
 /* ------------------------------------------------------------ block select */
 
-/* one block of 512 threads x 16 keys selects ranks r[0], r[1] of in[0..8192) */
-template <typename K>
+/* one block of 512 threads x ITEMS keys selects ranks r[0], r[1] of
+ * in[0..512 ITEMS): 16 (k_sample's 8192 keys), 8 (its 4096 8-byte keys on
+ * a T4: gs_sample_small_policy) */
+template <typename K, int ITEMS>
 __global__ void __launch_bounds__(512)
 k_test_select(const K *in, unsigned r0, unsigned r1, int nt, K *out)
 {
-	typedef gs_block_select<K, 512, 16> Sel;
+	typedef gs_block_select<K, 512, ITEMS> Sel;
 	__shared__ typename Sel::TempStorage ts;
-	K			items[16];
+	K			items[ITEMS];
 	unsigned	r[2] = {r0, r1};
 	K			v[2];
 
-	for (int i = 0; i < 16; i++)
-		items[i] = in[threadIdx.x * 16 + i];
+	for (int i = 0; i < ITEMS; i++)
+		items[i] = in[threadIdx.x * ITEMS + i];
 	Sel(ts).select(items, nt, r, v);
 	if (threadIdx.x == 0)
 	{
@@ -613,11 +616,11 @@ k_test_select(const K *in, unsigned r0, unsigned r1, int nt, K *out)
 /* gs_block_select (the single-rank levels' splitters) against std::sort:
  * a wrong splitter would only slow the engine down, never change an answer,
  * so the end-to-end checks cannot see it */
-template <typename K>
+template <typename K, int ITEMS>
 static void
 block_select_checks(void)
 {
-	const int	S = 8192;
+	const int	S = 512 * ITEMS;
 	std::vector<K> h(S), sorted;
 	K		   *d_in,
 			   *d_out;
@@ -649,16 +652,18 @@ block_select_checks(void)
 		sorted = h;
 		std::sort(sorted.begin(), sorted.end());
 		CK(cudaMemcpy(d_in, h.data(), S * sizeof(K), cudaMemcpyHostToDevice));
-		const unsigned pairs[][2] = {{0, S - 1}, {S / 2, S / 2}, {1, 2}, {3000, 5000}, {S - 1, 0}, {4095, 4096}};
+		const unsigned pairs[][2] = {{0, S - 1}, {S / 2, S / 2}, {1, 2}, {3 * S / 8, 5 * S / 8}, {S - 1, 0},
+			{S / 2 - 1, S / 2}};
 
 		for (auto &pr : pairs)
 			for (int nt = 1; nt <= 2; nt++)
 			{
-				k_test_select<K><<<1, 512>>>(d_in, pr[0], pr[1], nt, d_out);
+				k_test_select<K, ITEMS><<<1, 512>>>(d_in, pr[0], pr[1], nt, d_out);
 				CK(cudaGetLastError());
 				CK(cudaMemcpy(got, d_out, sizeof got, cudaMemcpyDeviceToHost));
 				check(got[0] == sorted[pr[0]] && (nt == 1 || got[1] == sorted[pr[1]]),
-					  "block select kb=%d shape=%d ranks %u,%u nt=%d", (int) sizeof(K), shape, pr[0], pr[1], nt);
+					  "block select kb=%d items=%d shape=%d ranks %u,%u nt=%d", (int) sizeof(K), ITEMS, shape, pr[0],
+					  pr[1], nt);
 			}
 	}
 	CK(cudaFree(d_in));
@@ -754,7 +759,7 @@ api_checks(void)
 	gs_cuda_free(E, d);
 	gs_cuda_memory_in_use(E, &dev, &host);
 	check(dev == 0 && host == 0, "leak: %zu %zu", dev, host);
-	check(gs_cuda_scratch_bytes((size_t) 1 << 28, 8, 1) > 0, "scratch bytes");
+	check(gs_cuda_scratch_bytes(E, (size_t) 1 << 28, 8, 1) > 0, "scratch bytes");
 }
 
 /* ------------------------------------------------------------ bench */
@@ -930,7 +935,7 @@ bench_one(FILE *md, const char *tname, int type, int dist, uint64_t n)
 		t_apx = median(t);
 		sumerr /= (double) (REPS + WARM) * ranks.size();
 	}
-	double		scratch = (double) gs_cuda_scratch_bytes(n, sizeof(K), 1) / ((double) n * sizeof(K));
+	double		scratch = (double) gs_cuda_scratch_bytes(E, n, sizeof(K), 1) / ((double) n * sizeof(K));
 	char		line[512];
 
 	snprintf(line, sizeof line,
@@ -1064,6 +1069,12 @@ main(int argc, char **argv)
 		printf("device %s: cc %d.%d, %d SMs, %d threads and %d blocks per SM, shared memory %zu per block, "
 			   "%zu per SM\n", name, lim.cc_major, lim.cc_minor, lim.sm_count, lim.max_threads_per_sm,
 			   lim.max_blocks_per_sm, lim.smem_per_block, lim.smem_per_sm);
+		{
+			char		plan[1024];
+
+			gs_cuda_test_plan(E, plan, sizeof plan);
+			printf("plan: %s\n", plan);
+		}
 	}
 	if (strcmp(mode, "check") == 0)
 	{
@@ -1073,9 +1084,12 @@ main(int argc, char **argv)
 		bool		race = argc > 2 && strcmp(argv[2], "race") == 0;
 
 		api_checks();
-		block_select_checks<uint32_t>();
-		block_select_checks<uint64_t>();
-		uint64_t	sizes[] = {0, 1, 2, 3, 31, 1000, 9000, 100000, 1 << 20, 1 << 24, 1 << 26, 1 << 28};
+		block_select_checks<uint32_t, 16>();
+		block_select_checks<uint64_t, 16>();
+		block_select_checks<uint64_t, 8>();
+		/* 6000: above the 4096-key base case of 8-byte keys on a T4
+		 * (GS_DEVICE_LIMITS=sm_75), below the 8192 of the others */
+		uint64_t	sizes[] = {0, 1, 2, 3, 31, 1000, 6000, 9000, 100000, 1 << 20, 1 << 24, 1 << 26, 1 << 28};
 		int			nsz = sizeof sizes / sizeof sizes[0];
 
 		for (int si = 0; si < nsz; si++)
