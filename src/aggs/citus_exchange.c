@@ -1,0 +1,789 @@
+/*
+ * citus_exchange.c — exact percentiles over a Citus distributed table, with
+ * only reductions and the values near the wanted ranks travelling to the
+ * coordinator (issue 34; docs/citus.md, "The exchange").
+ *
+ * The planner (planner/planner_citus.c) replaces an ungrouped query's
+ * gpu_median / gpu_quantile(s) (and the built-ins the rewrite replaced) over
+ * one hash-distributed table by gs_citus_exchange(...), which runs rounds
+ * through SPI, each an ordinary distributed query that Citus already knows
+ * how to run:
+ *
+ *   count   SELECT count(x) FROM t WHERE quals                  -> n
+ *   sample  SELECT k FROM t WHERE ... AND random() < m/c          (~m keys)
+ *   counts  SELECT width_bucket(k, S), count(*) [, min(k), max(k)]
+ *           FROM t WHERE ... GROUP BY 1                           (per shard:
+ *           a row per bucket; Citus adds them up on the coordinator)
+ *   gather  SELECT k FROM t WHERE ... AND <k in the wanted buckets>
+ *
+ * k is the sort key: for the eight key types gs_citus_key(x), gpuselect's
+ * order-preserving key as int8 (so -0 sits below +0 and NaN above +Inf,
+ * exactly as the aggregates order them), for numeric and interval the value
+ * itself.  The splitters S come from the sorted sample, around each wanted
+ * rank's expected position (a window of +-4 standard deviations of its
+ * position in the sample); the counts say which bucket holds each rank, and
+ * the next level's candidates are only those buckets (every earlier level's
+ * width_bucket test stays in the WHERE).  Once the candidates number at
+ * most GS_X_GATHER_LIMIT they are gathered and sorted here, and a rank's
+ * value is read off at its position among them.  A bucket whose min equals
+ * its max (heavy duplicates) answers its ranks without being gathered; the
+ * min/max columns are asked for only when the sample shows repeated values
+ * or the last level did not halve the candidates.
+ *
+ * Fewer than gpuselect.citus_exchange_min_rows values, or a round whose
+ * counts do not add up (a concurrent write between two rounds: each Citus
+ * statement takes its own snapshot on the workers), and every value is
+ * gathered in one round instead -- one statement, consistent, and the same
+ * bytes as the partial aggregates send.
+ *
+ * Answers: ranks are PostgreSQL's (ranks.c), values the stored datums (keys
+ * mapped back), percentile_cont interpolated as ranks.c / datum_final.c do,
+ * so they equal the built-ins' and the plain aggregates' bit for bit.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/plancache.h"
+#include "utils/typcache.h"
+
+#include "base/guc.h"
+#include "base/types.h"
+#include "aggs/ranks.h"
+
+PG_FUNCTION_INFO_V1(gs_citus_key);
+PG_FUNCTION_INFO_V1(gs_citus_exchange);
+
+#define GS_X_SAMPLE			2048	/* keys sampled per level */
+#define GS_X_GATHER_LIMIT	8192	/* candidates gathered at once */
+#define GS_X_RANK_SPLITTERS	32	/* splitters per wanted rank and level */
+#define GS_X_MAX_LEVELS		8	/* then the candidates are gathered */
+
+#define GS_X_SIGN			UINT64CONST(0x8000000000000000)
+
+/* ---------------- the key function the workers run ---------------- */
+
+/*
+ * gs_citus_key(x) -> int8: gpuselect's key of x (gs_keys.h), sign-flipped
+ * so that int8's order is the key's unsigned order.
+ */
+Datum
+gs_citus_key(PG_FUNCTION_ARGS)
+{
+	GsTypeKind *kind = (GsTypeKind *) fcinfo->flinfo->fn_extra;
+	Datum		d = PG_GETARG_DATUM(0);
+	uint64		key = 0;
+
+	if (kind == NULL)
+	{
+		Oid			t = get_fn_expr_argtype(fcinfo->flinfo, 0);
+		GsTypeKind	k;
+		uint8		kb;
+		bool		num;
+
+		if (!OidIsValid(t) || !gs_type_kind_from_oid(getBaseType(t), &k, &kb, &num) ||
+			k == GS_T_DATUM)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("gs_citus_key: type %s has no gpuselect key",
+							OidIsValid(t) ? format_type_be(t) : "unknown")));
+		kind = (GsTypeKind *) MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(GsTypeKind));
+		*kind = k;
+		fcinfo->flinfo->fn_extra = kind;
+	}
+	switch (*kind)
+	{
+		case GS_T_INT2:
+			key = gs_key_from_int16(DatumGetInt16(d));
+			break;
+		case GS_T_INT4:
+		case GS_T_DATE:
+			key = gs_key_from_int32(DatumGetInt32(d));
+			break;
+		case GS_T_INT8:
+		case GS_T_TIMESTAMP:
+		case GS_T_TIMESTAMPTZ:
+			key = gs_key_from_int64(DatumGetInt64(d));
+			break;
+		case GS_T_FLOAT4:
+			key = gs_key_from_float4(DatumGetFloat4(d));
+			break;
+		case GS_T_FLOAT8:
+			key = gs_key_from_float8(DatumGetFloat8(d));
+			break;
+		case GS_T_DATUM:
+			break;
+	}
+	PG_RETURN_INT64((int64) (key ^ GS_X_SIGN));
+}
+
+/* ---------------- the rounds ---------------- */
+
+typedef struct GsXchg
+{
+	char	   *rel;			/* the table, schema-qualified and quoted */
+	char	   *kexpr;			/* the sort key k of a row */
+	char	   *where;			/* quals AND x IS NOT NULL */
+	StringInfoData cand;		/* " AND width_bucket(k, S) = ANY(W)" per level */
+	/* k's type */
+	bool		keyed;			/* k is gs_citus_key(x), int8 */
+	Oid			ktype;
+	int16		klen;
+	bool		kbyval;
+	char		kalign;
+	FmgrInfo   *cmp;			/* k's btree comparison (not keyed) */
+	/* what came back, for the report line */
+	int			rounds;
+	int			levels;
+	int64		rows;
+	int64		bytes;
+	int64		count_rows;		/* of it: the counts rounds' rows (combined) */
+	int64		count_bytes;
+	bool		all;			/* every value gathered */
+	const char *why_all;
+} GsXchg;
+
+static int
+gs_x_cmp(const void *a, const void *b, void *arg)
+{
+	GsXchg	   *x = (GsXchg *) arg;
+	Datum		da = *(const Datum *) a;
+	Datum		db = *(const Datum *) b;
+
+	if (x->keyed)
+	{
+		int64		ia = DatumGetInt64(da);
+		int64		ib = DatumGetInt64(db);
+
+		return ia < ib ? -1 : ia > ib ? 1 : 0;
+	}
+	return DatumGetInt32(FunctionCall2Coll(x->cmp, InvalidOid, da, db));
+}
+
+/* one round: a read-only distributed query; its rows counted as they come */
+static SPITupleTable *
+gs_x_run(GsXchg *x, const char *sql, bool counts)
+{
+	int			rc;
+	SPITupleTable *tt;
+	int64		bytes = 0;
+
+	CHECK_FOR_INTERRUPTS();
+	elog(DEBUG2, "gpuselect: Citus exchange round: %s", sql);
+	rc = SPI_execute(sql, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "gpuselect: Citus exchange round failed: %s", SPI_result_code_string(rc));
+	tt = SPI_tuptable;
+	/* as Citus counts them: the binary size of every non-NULL field */
+	for (uint64 i = 0; i < SPI_processed; i++)
+		for (int a = 1; a <= tt->tupdesc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(tt->tupdesc, a - 1);
+			bool		isnull;
+			Datum		d = SPI_getbinval(tt->vals[i], tt->tupdesc, a, &isnull);
+
+			if (isnull)
+				continue;
+			bytes += att->attlen > 0 ? att->attlen : (int64) VARSIZE_ANY_EXHDR(DatumGetPointer(d));
+		}
+	x->rounds++;
+	x->rows += SPI_processed;
+	x->bytes += bytes;
+	if (counts)
+	{
+		x->count_rows += SPI_processed;
+		x->count_bytes += bytes;
+	}
+	return tt;
+}
+
+/* column 1 of every row: non-NULL keys, copied; *m their number */
+static Datum *
+gs_x_fetch_keys(GsXchg *x, const char *sql, int64 *m)
+{
+	SPITupleTable *tt = gs_x_run(x, sql, false);
+	uint64		nr = SPI_processed;
+	Datum	   *v = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
+
+	for (uint64 i = 0; i < nr; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull);
+
+		if (isnull)
+			elog(ERROR, "gpuselect: Citus exchange: a NULL key came back");
+		v[i] = datumCopy(d, x->kbyval, x->klen);
+	}
+	SPI_freetuptable(tt);
+	*m = (int64) nr;
+	return v;
+}
+
+/* a sorted key array as an SQL literal of k's array type */
+static char *
+gs_x_array_literal(GsXchg *x, Datum *v, int n, Oid elemtype, int16 len, bool byval, char align)
+{
+	ArrayType  *arr = construct_array(v, n, elemtype, len, byval, align);
+	Oid			arrtype = get_array_type(elemtype);
+	Oid			outfn;
+	bool		varlena;
+	char	   *text;
+
+	getTypeOutputInfo(arrtype, &outfn, &varlena);
+	text = OidOutputFunctionCall(outfn, PointerGetDatum(arr));
+	return psprintf("%s::%s", quote_literal_cstr(text), format_type_be_qualified(arrtype));
+}
+
+/* every candidate, sorted (the candidates of the levels so far; *m) */
+static Datum *
+gs_x_gather(GsXchg *x, int64 *m)
+{
+	char	   *sql = psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where, x->cand.data);
+	Datum	   *v = gs_x_fetch_keys(x, sql, m);
+
+	qsort_arg(v, *m, sizeof(Datum), gs_x_cmp, x);
+	return v;
+}
+
+/*
+ * The splitters of one level: around each open rank's expected position in
+ * the sorted sample s[0..m).  Sorted and distinct (*ns); *dups: a sample
+ * value repeats within a window (heavy duplicates: ask for min/max).
+ */
+static Datum *
+gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const bool *done,
+			   int nr, int *ns, bool *dups)
+{
+	Datum	   *sp = (Datum *) palloc(sizeof(Datum) * (nr * (GS_X_RANK_SPLITTERS + 2) + 1));
+	int			n = 0;
+
+	*dups = false;
+	for (int i = 0; i < nr; i++)
+	{
+		double		q;
+		double		sigma;
+		int64		e;
+		int64		w;
+		int64		lo;
+		int64		hi;
+		int64		st;
+
+		if (done[i])
+			continue;
+		q = ((double) cr[i] + 0.5) / (double) total;
+		e = (int64) (q * (double) m);
+		sigma = sqrt((double) m * q * (1.0 - q));
+		w = (int64) ceil(4.0 * sigma) + 2;
+		lo = Max(0, e - w);
+		hi = Min(m - 1, e + w);
+		st = Max(1, (hi - lo + 1) / GS_X_RANK_SPLITTERS);
+		for (int64 j = lo; j <= hi; j += st)
+			sp[n++] = s[j];
+		sp[n++] = s[hi];
+		for (int64 j = lo + 1; j <= hi && !*dups; j++)
+			*dups = gs_x_cmp(&s[j - 1], &s[j], x) == 0;
+	}
+	qsort_arg(sp, n, sizeof(Datum), gs_x_cmp, x);
+	*ns = 0;
+	for (int i = 0; i < n; i++)
+		if (*ns == 0 || gs_x_cmp(&sp[*ns - 1], &sp[i], x) != 0)
+			sp[(*ns)++] = sp[i];
+	return sp;
+}
+
+/*
+ * The values of the open ranks cr[] (positions among the n non-NULL values,
+ * ascending) into out[].  false: the rounds' counts disagreed (a concurrent
+ * write); the caller gathers everything instead.
+ */
+static bool
+gs_x_levels(GsXchg *x, int64 total, int64 *cr, bool *done, int nr, Datum *out)
+{
+	bool		force_minmax = false;
+
+	for (int level = 0;; level++)
+	{
+		char	   *sql;
+		Datum	   *s;
+		int64		m;
+		Datum	   *sp;
+		int			ns;
+		bool		minmax;
+		SPITupleTable *tt;
+		int64	   *cnt;
+		Datum	   *mins;
+		Datum	   *maxs;
+		bool	   *wanted;
+		int64		sum = 0;
+		int64		newtotal = 0;
+		int64	   *below;
+		int64	   *kept_below;
+		StringInfoData wl;
+		bool		any_open = false;
+
+		for (int i = 0; i < nr; i++)
+			any_open |= !done[i];
+		if (!any_open)
+			return true;
+		if (total <= GS_X_GATHER_LIMIT || level >= GS_X_MAX_LEVELS)
+		{
+			Datum	   *v = gs_x_gather(x, &m);
+
+			if (m != total)
+				return false;
+			for (int i = 0; i < nr; i++)
+				if (!done[i])
+				{
+					out[i] = v[cr[i]];
+					done[i] = true;
+				}
+			return true;
+		}
+		x->levels++;
+
+		/* the sample: about GS_X_SAMPLE of the candidates */
+		sql = psprintf("SELECT %s FROM %s WHERE %s%s AND random() < %.17g",
+					   x->kexpr, x->rel, x->where, x->cand.data,
+					   (double) GS_X_SAMPLE / (double) total);
+		s = gs_x_fetch_keys(x, sql, &m);
+		if (m == 0)
+			continue;			/* bad luck: sample again (bounded by the levels) */
+		qsort_arg(s, m, sizeof(Datum), gs_x_cmp, x);
+		sp = gs_x_splitters(x, s, m, total, cr, done, nr, &ns, &minmax);
+		minmax |= force_minmax;
+
+		/* the counts between the splitters (bucket b: S[b-1] <= k < S[b]) */
+		{
+			char	   *lit = gs_x_array_literal(x, sp, ns, x->ktype, x->klen, x->kbyval, x->kalign);
+
+			sql = psprintf("SELECT width_bucket(%s, %s), count(*)%s%s%s FROM %s WHERE %s%s GROUP BY 1",
+						   x->kexpr, lit, minmax ? ", min(" : "", minmax ? x->kexpr : "",
+						   minmax ? psprintf("), max(%s)", x->kexpr) : "",
+						   x->rel, x->where, x->cand.data);
+			tt = gs_x_run(x, sql, true);
+			cnt = (int64 *) palloc0(sizeof(int64) * (ns + 1));
+			mins = (Datum *) palloc0(sizeof(Datum) * (ns + 1));
+			maxs = (Datum *) palloc0(sizeof(Datum) * (ns + 1));
+			for (uint64 r = 0; r < SPI_processed; r++)
+			{
+				bool		isnull;
+				int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
+
+				if (isnull || b < 0 || b > ns)
+					elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
+				cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+				if (minmax)
+				{
+					mins[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull),
+										x->kbyval, x->klen);
+					maxs[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull),
+										x->kbyval, x->klen);
+				}
+				sum += cnt[b];
+			}
+			SPI_freetuptable(tt);
+			if (sum != total)
+				return false;
+
+			/* which buckets hold an open rank; those of equal keys answer */
+			wanted = (bool *) palloc0(sizeof(bool) * (ns + 1));
+			below = (int64 *) palloc(sizeof(int64) * (ns + 1));
+			sum = 0;
+			for (int b = 0; b <= ns; b++)
+			{
+				below[b] = sum;
+				sum += cnt[b];
+			}
+			for (int i = 0; i < nr; i++)
+			{
+				int			b = 0;
+
+				if (done[i])
+					continue;
+				while (b < ns && below[b] + cnt[b] <= cr[i])
+					b++;
+				if (minmax && gs_x_cmp(&mins[b], &maxs[b], x) == 0)
+				{
+					out[i] = mins[b];
+					done[i] = true;
+				}
+				else
+					wanted[b] = true;
+			}
+			/* the next candidates: the wanted buckets, in order */
+			kept_below = (int64 *) palloc(sizeof(int64) * (ns + 1));
+			initStringInfo(&wl);
+			for (int b = 0; b <= ns; b++)
+			{
+				kept_below[b] = newtotal;
+				if (!wanted[b])
+					continue;
+				appendStringInfo(&wl, "%s%d", wl.len ? "," : "", b);
+				newtotal += cnt[b];
+			}
+			for (int i = 0; i < nr; i++)
+			{
+				int			b = 0;
+
+				if (done[i])
+					continue;
+				while (b < ns && below[b] + cnt[b] <= cr[i])
+					b++;
+				cr[i] = cr[i] - below[b] + kept_below[b];
+			}
+			if (newtotal > 0)
+				appendStringInfo(&x->cand, " AND width_bucket(%s, %s) IN (%s)", x->kexpr, lit, wl.data);
+		}
+		force_minmax = newtotal > total / 2;
+		total = newtotal;
+	}
+}
+
+/* ---------------- the answer ---------------- */
+
+/* what is asked: the SQL function's arguments, checked */
+typedef struct GsXSpec
+{
+	bool		cont;
+	bool		desc;
+	bool		multi;
+	Datum	   *fr;
+	bool	   *frnull;
+	int			np;
+	ArrayType  *param;			/* multi: the fraction array as given */
+	Oid			rettype;
+	GsTypeInfo	t;				/* the value's type */
+} GsXSpec;
+
+/* the engine ranks of the answer, in spec order (2 per fraction for cont) */
+static int
+gs_x_spec_ranks(const GsXSpec *sp, int64 n, int64 *ranks, GsContRows *cr)
+{
+	int			k = 0;
+
+	for (int i = 0; i < sp->np; i++)
+	{
+		float8		p;
+
+		if (sp->frnull[i])
+			continue;
+		p = DatumGetFloat8(sp->fr[i]);
+		if (sp->cont)
+		{
+			gs_cont_rows(p, n, &cr[i]);
+			ranks[k++] = (int64) gs_engine_rank(cr[i].first, n, sp->desc);
+			ranks[k++] = (int64) gs_engine_rank(cr[i].second, n, sp->desc);
+		}
+		else
+			ranks[k++] = (int64) gs_engine_rank(gs_disc_rank(p, n), n, sp->desc);
+	}
+	return k;
+}
+
+/* k's value -> the column's value */
+static Datum
+gs_x_value(const GsXchg *x, const GsXSpec *sp, Datum k)
+{
+	if (!x->keyed)
+		return k;
+	return gs_key_to_datum(sp->t.kind, (uint64) DatumGetInt64(k) ^ GS_X_SIGN);
+}
+
+static Datum
+gs_x_cont_value(const GsXchg *x, const GsXSpec *sp, const GsContRows *cr, Datum lo, Datum hi)
+{
+	if (x->keyed)
+	{
+		uint64		keys[2];
+
+		keys[0] = (uint64) DatumGetInt64(lo) ^ GS_X_SIGN;
+		keys[1] = (uint64) DatumGetInt64(hi) ^ GS_X_SIGN;
+		return Float8GetDatum(gs_cont_from_keys(sp->t.kind, cr, keys));
+	}
+	/* interval, as gs_datum_final_cont_interval */
+	if (cr->first == cr->second)
+		return datumCopy(lo, false, sizeof(Interval));
+	return gs_interval_lerp(lo, hi, cr->proportion);
+}
+
+/* the result from the values vals[] of ranks[] (spec order), in the caller's context */
+static Datum
+gs_x_result(const GsXchg *x, const GsXSpec *sp, const GsContRows *cr, Datum *vals)
+{
+	Datum	   *res = (Datum *) palloc(sizeof(Datum) * Max(sp->np, 1));
+	bool	   *resnull = (bool *) palloc(sizeof(bool) * Max(sp->np, 1));
+	Oid			elem = sp->cont && x->keyed ? FLOAT8OID : sp->t.typid;
+	int16		len;
+	bool		byval;
+	char		align;
+
+	for (int i = 0, k = 0; i < sp->np; i++)
+	{
+		resnull[i] = sp->frnull[i];
+		if (resnull[i])
+		{
+			res[i] = (Datum) 0;
+			continue;
+		}
+		if (sp->cont)
+		{
+			res[i] = gs_x_cont_value(x, sp, &cr[i], vals[k], vals[k + 1]);
+			k += 2;
+		}
+		else
+			res[i] = gs_x_value(x, sp, vals[k++]);
+	}
+	get_typlenbyvalalign(elem, &len, &byval, &align);
+	if (!sp->multi)
+		return datumCopy(res[0], byval, len);
+	if (sp->np == 0)
+		return PointerGetDatum(construct_empty_array(sp->t.elemtypid));
+	return PointerGetDatum(construct_md_array(res, resnull, ARR_NDIM(sp->param), ARR_DIMS(sp->param),
+											  ARR_LBOUND(sp->param),
+											  sp->cont && x->keyed ? FLOAT8OID : sp->t.elemtypid,
+											  len, byval, align));
+}
+
+/*
+ * Every value, sorted, in one round (*n: how many came: the caller computes
+ * the ranks from it); why: for the report line.
+ */
+static Datum *
+gs_x_gather_all(GsXchg *x, int64 *n, const char *why)
+{
+	resetStringInfo(&x->cand);
+	x->all = true;
+	x->why_all = why;
+	return gs_x_gather(x, n);
+}
+
+/* ---------------- the SQL function ---------------- */
+
+static void
+gs_x_parse_spec(FunctionCallInfo fcinfo, GsXSpec *sp)
+{
+	char	   *form = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	Oid			elem;
+	uint8		kb;
+	bool		num;
+
+	memset(sp, 0, sizeof(*sp));
+	if (strcmp(form, "disc") == 0 || strcmp(form, "disc desc") == 0)
+		sp->cont = false;
+	else if (strcmp(form, "cont") == 0 || strcmp(form, "cont desc") == 0)
+		sp->cont = true;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gs_citus_exchange: unknown form \"%s\"", form)));
+	sp->desc = strstr(form, "desc") != NULL;
+	sp->rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	elem = get_element_type(sp->rettype);
+	sp->multi = OidIsValid(elem);
+	if (!sp->multi)
+		elem = sp->rettype;
+	/* the value's type: a twin type (cont: float8 or interval) */
+	if (!OidIsValid(elem) || getBaseType(elem) != elem ||
+		!gs_type_kind_from_oid(elem, &sp->t.kind, &kb, &num) ||
+		(sp->t.kind == GS_T_DATUM && elem != NUMERICOID && elem != INTERVALOID) ||
+		(sp->cont && elem != FLOAT8OID && elem != INTERVALOID))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("gs_citus_exchange: unsupported result type %s",
+						format_type_be(sp->rettype))));
+	sp->t.typid = sp->t.elemtypid = elem;
+	get_typlenbyvalalign(elem, &sp->t.typlen, &sp->t.typbyval, &sp->t.typalign);
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("gs_citus_exchange: no fractions")));
+	sp->param = PG_GETARG_ARRAYTYPE_P(4);
+	if (ARR_ELEMTYPE(sp->param) != FLOAT8OID)
+		elog(ERROR, "gs_citus_exchange: fractions must be float8[]");
+	deconstruct_array(sp->param, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &sp->fr, &sp->frnull, &sp->np);
+	if (!sp->multi && (sp->np != 1 || sp->frnull[0]))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gs_citus_exchange: a scalar form takes one fraction")));
+}
+
+/* the value expression's type, from the parsed (not planned) query */
+static void
+gs_x_check_value_type(const char *rel, const char *value, Oid want)
+{
+	SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT %s FROM %s", value, rel), 0, NULL);
+	List	   *srcs;
+	CachedPlanSource *ps;
+
+	if (plan == NULL)
+		elog(ERROR, "gs_citus_exchange: %s", SPI_result_code_string(SPI_result));
+	srcs = SPI_plan_get_plan_sources(plan);
+	if (list_length(srcs) != 1 ||
+		(ps = (CachedPlanSource *) linitial(srcs))->resultDesc == NULL ||
+		ps->resultDesc->natts != 1 ||
+		TupleDescAttr(ps->resultDesc, 0)->atttypid != want)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("gs_citus_exchange: the value is not of type %s", format_type_be(want))));
+	SPI_freeplan(plan);
+}
+
+/*
+ * gs_citus_exchange(rel regclass, value text, quals text, form text,
+ *                   fractions float8[], result anyelement) RETURNS anyelement
+ *
+ * value and quals are SQL over rel's columns (the planner deparsed them);
+ * form "disc", "disc desc", "cont" or "cont desc"; result a NULL of the
+ * result type: the value's type, float8 for cont over float8, or an array
+ * of either for several fractions.
+ */
+Datum
+gs_citus_exchange(PG_FUNCTION_ARGS)
+{
+	GsXSpec		sp;
+	GsXchg		x;
+	MemoryContext upper = CurrentMemoryContext;
+	int			guc_nest;
+	int64		n;
+	int64	   *ranks;
+	GsContRows *cr;
+	int			nr;
+	Datum	   *vals = NULL;
+	Datum		result = (Datum) 0;
+	bool		isnull = false;
+	char	   *sql;
+	SPITupleTable *tt;
+	bool		cnull;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("gs_citus_exchange: NULL argument")));
+	gs_x_parse_spec(fcinfo, &sp);
+
+	memset(&x, 0, sizeof(x));
+	{
+		Oid			relid = PG_GETARG_OID(0);
+		char	   *relname = get_rel_name(relid);
+		char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(1));
+		char	   *quals = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
+		char	   *nsp;
+
+		if (relname == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("gs_citus_exchange: relation %u does not exist", relid)));
+		x.rel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), relname);
+		x.keyed = sp.t.kind != GS_T_DATUM;
+		nsp = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+		x.kexpr = x.keyed ? psprintf("%s.gs_citus_key(%s)", quote_identifier(nsp), value)
+			: psprintf("(%s)", value);
+		x.where = psprintf("%s%s%s(%s) IS NOT NULL", quals[0] ? "(" : "", quals,
+						   quals[0] ? ") AND " : "", value);
+		x.ktype = x.keyed ? INT8OID : sp.t.typid;
+		get_typlenbyvalalign(x.ktype, &x.klen, &x.kbyval, &x.kalign);
+		if (!x.keyed)
+		{
+			TypeCacheEntry *tc = lookup_type_cache(x.ktype, TYPECACHE_CMP_PROC_FINFO);
+
+			if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
+				elog(ERROR, "gs_citus_exchange: no comparison for %s", format_type_be(x.ktype));
+			x.cmp = &tc->cmp_proc_finfo;
+		}
+
+		/*
+		 * Literals (the planner's deparsed constants and the splitters) read
+		 * back exactly: the settings the planner deparsed under.
+		 */
+		guc_nest = NewGUCNestLevel();
+		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "gs_citus_exchange: SPI_connect failed");
+		initStringInfo(&x.cand);
+		gs_x_check_value_type(x.rel, value, sp.t.typid);
+
+		/* round 1: how many values */
+		sql = psprintf("SELECT count(%s) FROM %s%s%s", value, x.rel, quals[0] ? " WHERE " : "", quals);
+		tt = gs_x_run(&x, sql, false);
+		n = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &cnull));
+		SPI_freetuptable(tt);
+	}
+
+	if (n == 0)
+		isnull = true;			/* no rows: NULL, before the fractions are checked */
+	else
+	{
+		Datum	   *all = NULL;
+
+		/* the fractions in percentile_disc/cont's order (range errors) */
+		for (int i = 0; i < sp.np; i++)
+			if (!sp.frnull[i])
+				gs_check_fraction(DatumGetFloat8(sp.fr[i]));
+		ranks = (int64 *) palloc(sizeof(int64) * 2 * Max(sp.np, 1));
+		cr = (GsContRows *) palloc0(sizeof(GsContRows) * Max(sp.np, 1));
+		if (n < gs_guc_citus_exchange_min_rows)
+			all = gs_x_gather_all(&x, &n, "fewer values than gpuselect.citus_exchange_min_rows");
+		else
+		{
+			bool	   *done;
+			int64	   *pos;
+
+			nr = gs_x_spec_ranks(&sp, n, ranks, cr);
+			vals = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
+			done = (bool *) palloc0(sizeof(bool) * Max(nr, 1));
+			pos = (int64 *) palloc(sizeof(int64) * Max(nr, 1));
+			memcpy(pos, ranks, sizeof(int64) * nr);
+			if (!gs_x_levels(&x, n, pos, done, nr, vals))
+				all = gs_x_gather_all(&x, &n, "the rounds' counts disagreed (a concurrent write)");
+		}
+		if (all != NULL)
+		{
+			if (n == 0)
+				isnull = true;
+			else
+			{
+				nr = gs_x_spec_ranks(&sp, n, ranks, cr);
+				vals = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
+				for (int i = 0; i < nr; i++)
+					vals[i] = all[ranks[i]];
+			}
+		}
+		if (!isnull)
+		{
+			MemoryContext spi = MemoryContextSwitchTo(upper);
+
+			result = gs_x_result(&x, &sp, cr, vals);
+			MemoryContextSwitchTo(spi);
+		}
+	}
+
+	ereport(gs_guc_debug ? NOTICE : DEBUG1,
+			(errmsg("gpuselect: Citus exchange over %s: %lld values, %s; %d rounds, %lld rows and %lld bytes received "
+					"(counts: %lld rows, %lld bytes, before Citus added them up at most that times the shards)",
+					x.rel, (long long) n,
+					x.all ? psprintf("all gathered: %s", x.why_all) : psprintf("%d levels", x.levels),
+					x.rounds, (long long) x.rows, (long long) x.bytes,
+					(long long) x.count_rows, (long long) x.count_bytes)));
+	SPI_finish();
+	AtEOXact_GUC(true, guc_nest);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
