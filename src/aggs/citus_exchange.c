@@ -11,8 +11,8 @@
  *
  *   count   SELECT count(x) FROM t WHERE quals                  -> n
  *   sample  SELECT k FROM t WHERE ... AND random() < m/c          (~m keys)
- *   counts  SELECT width_bucket(k, S), count(*) [, min(k), max(k)]
- *           FROM t WHERE ... GROUP BY 1                           (per shard:
+ *   counts  SELECT <k's bucket among S>, count(*) FROM t WHERE ...
+ *           GROUP BY 1                                            (per shard:
  *           a row per bucket; Citus adds them up on the coordinator)
  *   gather  SELECT k FROM t WHERE ... AND <k in the wanted buckets>
  *
@@ -21,14 +21,16 @@
  * exactly as the aggregates order them), for numeric and interval the value
  * itself.  The splitters S come from the sorted sample, around each wanted
  * rank's expected position (a window of +-4 standard deviations of its
- * position in the sample); the counts say which bucket holds each rank, and
- * the next level's candidates are only those buckets (every earlier level's
- * width_bucket test stays in the WHERE).  Once the candidates number at
- * most GS_X_GATHER_LIMIT they are gathered and sorted here, and a rank's
- * value is read off at its position among them.  A bucket whose min equals
- * its max (heavy duplicates) answers its ranks without being gathered; the
- * min/max columns are asked for only when the sample shows repeated values
- * or the last level did not halve the candidates.
+ * position in the sample, at most GS_X_RANK_SPLITTERS of them, and the
+ * sample value at that position); every splitter also bounds a bucket of
+ * the keys equal to it (gs_x_buckets), so a heavy duplicate is answered by
+ * its count alone.  The counts say which bucket holds each rank; the next
+ * level's candidates are only those buckets (each level's bucket ranges
+ * stay in the WHERE).  Once the candidates number at most
+ * GS_X_GATHER_LIMIT they are gathered and sorted here, and a rank's value
+ * is read off at its position among them.  A level that does not halve the
+ * candidates (it should not happen) makes the next one ask for each
+ * bucket's min and max too, which answer a bucket of equal keys.
  *
  * Fewer than gpuselect.citus_exchange_min_rows values, or a round whose
  * counts do not add up (a concurrent write between two rounds: each Citus
@@ -65,8 +67,8 @@ PG_FUNCTION_INFO_V1(gs_citus_key);
 PG_FUNCTION_INFO_V1(gs_citus_exchange);
 
 #define GS_X_SAMPLE			2048	/* keys sampled per level */
-#define GS_X_GATHER_LIMIT	8192	/* candidates gathered at once */
-#define GS_X_RANK_SPLITTERS	32	/* splitters per wanted rank and level */
+#define GS_X_GATHER_LIMIT	16384	/* candidates gathered at once */
+#define GS_X_RANK_SPLITTERS	64	/* splitters per wanted rank and level */
 #define GS_X_MAX_LEVELS		8	/* then the candidates are gathered */
 
 #define GS_X_SIGN			UINT64CONST(0x8000000000000000)
@@ -149,6 +151,8 @@ typedef struct GsXchg
 	int64		bytes;
 	int64		count_rows;		/* of it: the counts rounds' rows (combined) */
 	int64		count_bytes;
+	int64		sql_bytes;		/* the rounds' query text (Citus: once per shard) */
+	int64		shards;
 	bool		all;			/* every value gathered */
 	const char *why_all;
 } GsXchg;
@@ -197,6 +201,7 @@ gs_x_run(GsXchg *x, const char *sql, bool counts)
 			bytes += att->attlen > 0 ? att->attlen : (int64) VARSIZE_ANY_EXHDR(DatumGetPointer(d));
 		}
 	x->rounds++;
+	x->sql_bytes += strlen(sql);
 	x->rows += SPI_processed;
 	x->bytes += bytes;
 	if (counts)
@@ -229,12 +234,26 @@ gs_x_fetch_keys(GsXchg *x, const char *sql, int64 *m)
 	return v;
 }
 
-/* a sorted key array as an SQL literal of k's array type */
+/* a value of k as an SQL literal */
 static char *
-gs_x_array_literal(GsXchg *x, Datum *v, int n, Oid elemtype, int16 len, bool byval, char align)
+gs_x_literal(GsXchg *x, Datum v)
 {
-	ArrayType  *arr = construct_array(v, n, elemtype, len, byval, align);
-	Oid			arrtype = get_array_type(elemtype);
+	Oid			outfn;
+	bool		varlena;
+
+	if (x->keyed)
+		return psprintf(INT64_FORMAT, DatumGetInt64(v));
+	getTypeOutputInfo(x->ktype, &outfn, &varlena);
+	return psprintf("%s::%s", quote_literal_cstr(OidOutputFunctionCall(outfn, v)),
+					format_type_be_qualified(x->ktype));
+}
+
+/* a sorted array of k's values as an SQL literal */
+static char *
+gs_x_array_literal(GsXchg *x, Datum *v, int n)
+{
+	ArrayType  *arr = construct_array(v, n, x->ktype, x->klen, x->kbyval, x->kalign);
+	Oid			arrtype = get_array_type(x->ktype);
 	Oid			outfn;
 	bool		varlena;
 	char	   *text;
@@ -255,19 +274,49 @@ gs_x_gather(GsXchg *x, int64 *m)
 	return v;
 }
 
+/* how many times v is in the sorted sample s[0..m) */
+static int64
+gs_x_sample_count(GsXchg *x, const Datum *s, int64 m, Datum v)
+{
+	int64		lo = 0;
+	int64		hi = m;
+	int64		first;
+
+	while (lo < hi)				/* first s[i] >= v */
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (gs_x_cmp(&s[mid], &v, x) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	hi = m;
+	while (lo < hi)				/* first s[i] > v */
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (gs_x_cmp(&s[mid], &v, x) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - first;
+}
+
 /*
  * The splitters of one level: around each open rank's expected position in
- * the sorted sample s[0..m).  Sorted and distinct (*ns); *dups: a sample
- * value repeats within a window (heavy duplicates: ask for min/max).
+ * the sorted sample s[0..m) (and the value at that position itself, so that
+ * a heavy duplicate there gets a bucket of its own).  Sorted, distinct; *ns.
  */
 static Datum *
 gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const bool *done,
-			   int nr, int *ns, bool *dups)
+			   int nr, int *ns)
 {
-	Datum	   *sp = (Datum *) palloc(sizeof(Datum) * (nr * (GS_X_RANK_SPLITTERS + 2) + 1));
+	Datum	   *sp = (Datum *) palloc(sizeof(Datum) * (nr * (GS_X_RANK_SPLITTERS + 4) + 1));
 	int			n = 0;
 
-	*dups = false;
 	for (int i = 0; i < nr; i++)
 	{
 		double		q;
@@ -281,7 +330,7 @@ gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const
 		if (done[i])
 			continue;
 		q = ((double) cr[i] + 0.5) / (double) total;
-		e = (int64) (q * (double) m);
+		e = Min(m - 1, (int64) (q * (double) m));
 		sigma = sqrt((double) m * q * (1.0 - q));
 		w = (int64) ceil(4.0 * sigma) + 2;
 		lo = Max(0, e - w);
@@ -290,8 +339,7 @@ gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const
 		for (int64 j = lo; j <= hi; j += st)
 			sp[n++] = s[j];
 		sp[n++] = s[hi];
-		for (int64 j = lo + 1; j <= hi && !*dups; j++)
-			*dups = gs_x_cmp(&s[j - 1], &s[j], x) == 0;
+		sp[n++] = s[e];
 	}
 	qsort_arg(sp, n, sizeof(Datum), gs_x_cmp, x);
 	*ns = 0;
@@ -302,34 +350,139 @@ gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const
 }
 
 /*
- * The values of the open ranks cr[] (positions among the n non-NULL values,
+ * One level's buckets, in k's order, each either the keys equal to one
+ * value or those strictly between two (or below the first, above the
+ * last).  Keys (int8) have successors: thresholds v, v + 1 for a
+ * splitter v the sample holds more than once make width_bucket's bucket
+ * [v, v + 1) an equality bucket.
+ * numeric and interval have none: bucket 2b - (k = S[b]) over
+ * width_bucket's b, so k equal to a splitter gets the odd bucket below
+ * the open interval above it.
+ */
+typedef struct GsXBuckets
+{
+	int			nb;				/* buckets 0 .. nb - 1 */
+	char	   *expr;			/* a row's bucket, SQL */
+	Datum	   *t;				/* keyed: the thresholds; else the splitters */
+	int			nt;
+} GsXBuckets;
+
+static void
+gs_x_buckets(GsXchg *x, Datum *sp, int ns, const Datum *s, int64 m, GsXBuckets *bk)
+{
+	char	   *lit;
+
+	if (x->keyed)
+	{
+		bk->t = (Datum *) palloc(sizeof(Datum) * 2 * ns);
+		bk->nt = 0;
+		for (int i = 0; i < ns; i++)
+		{
+			int64		v = DatumGetInt64(sp[i]);
+
+			bk->t[bk->nt++] = sp[i];
+			/* only a value the sample holds twice may be heavy: a bucket
+			 * for each value would double the counts' rows */
+			if (v < PG_INT64_MAX && (i + 1 == ns || DatumGetInt64(sp[i + 1]) > v + 1) &&
+				gs_x_sample_count(x, s, m, sp[i]) >= 2)
+				bk->t[bk->nt++] = Int64GetDatum(v + 1);
+		}
+		bk->nb = bk->nt + 1;
+		lit = gs_x_array_literal(x, bk->t, bk->nt);
+		bk->expr = psprintf("width_bucket(%s, %s)", x->kexpr, lit);
+		return;
+	}
+	bk->t = sp;
+	bk->nt = ns;
+	bk->nb = 2 * ns + 1;
+	lit = gs_x_array_literal(x, sp, ns);
+	bk->expr = psprintf("(2 * width_bucket(%1$s, %2$s) - coalesce((%1$s = (%2$s)[width_bucket(%1$s, %2$s)])::int, 0))",
+						x->kexpr, lit);
+}
+
+/* bucket b's keys are all equal: that value into *v */
+static bool
+gs_x_bucket_equal(GsXchg *x, const GsXBuckets *bk, int b, Datum *v)
+{
+	if (x->keyed)
+	{
+		if (b < 1 || b >= bk->nt ||
+			DatumGetInt64(bk->t[b]) != DatumGetInt64(bk->t[b - 1]) + 1)
+			return false;
+		*v = bk->t[b - 1];
+		return true;
+	}
+	if (b % 2 == 0)
+		return false;
+	*v = bk->t[(b + 1) / 2 - 1];
+	return true;
+}
+
+/* bucket b as a condition on k (appended to the candidates' filter) */
+static char *
+gs_x_bucket_cond(GsXchg *x, const GsXBuckets *bk, int b)
+{
+	const char *k = x->kexpr;
+
+	if (x->keyed)
+	{
+		if (b == 0)
+			return psprintf("%s < %s", k, gs_x_literal(x, bk->t[0]));
+		if (b == bk->nt)
+			return psprintf("%s >= %s", k, gs_x_literal(x, bk->t[b - 1]));
+		return psprintf("(%s >= %s AND %s < %s)", k, gs_x_literal(x, bk->t[b - 1]),
+						k, gs_x_literal(x, bk->t[b]));
+	}
+	if (b == 0)
+		return psprintf("%s < %s", k, gs_x_literal(x, bk->t[0]));
+	if (b % 2 == 1)
+		return psprintf("%s = %s", k, gs_x_literal(x, bk->t[(b + 1) / 2 - 1]));
+	if (b == 2 * bk->nt)
+		return psprintf("%s > %s", k, gs_x_literal(x, bk->t[bk->nt - 1]));
+	return psprintf("(%s > %s AND %s < %s)", k, gs_x_literal(x, bk->t[b / 2 - 1]),
+					k, gs_x_literal(x, bk->t[b / 2]));
+}
+
+/* the bucket holding candidate position r, given the bucket counts */
+static int
+gs_x_bucket_of(const int64 *below, const int64 *cnt, int nb, int64 r)
+{
+	int			b = 0;
+
+	while (b < nb - 1 && below[b] + cnt[b] <= r)
+		b++;
+	return b;
+}
+
+/*
+ * The values of the open ranks cr[] (positions among the total candidates,
  * ascending) into out[].  false: the rounds' counts disagreed (a concurrent
  * write); the caller gathers everything instead.
  */
 static bool
 gs_x_levels(GsXchg *x, int64 total, int64 *cr, bool *done, int nr, Datum *out)
 {
-	bool		force_minmax = false;
+	bool		minmax = false;
 
 	for (int level = 0;; level++)
 	{
+		bool		any_open = false;
 		char	   *sql;
 		Datum	   *s;
 		int64		m;
 		Datum	   *sp;
 		int			ns;
-		bool		minmax;
+		GsXBuckets	bk;
 		SPITupleTable *tt;
 		int64	   *cnt;
+		int64	   *below;
+		int64	   *kept_below;
 		Datum	   *mins;
 		Datum	   *maxs;
 		bool	   *wanted;
 		int64		sum = 0;
 		int64		newtotal = 0;
-		int64	   *below;
-		int64	   *kept_below;
-		StringInfoData wl;
-		bool		any_open = false;
+		StringInfoData conds;
 
 		for (int i = 0; i < nr; i++)
 			any_open |= !done[i];
@@ -359,92 +512,91 @@ gs_x_levels(GsXchg *x, int64 total, int64 *cr, bool *done, int nr, Datum *out)
 		if (m == 0)
 			continue;			/* bad luck: sample again (bounded by the levels) */
 		qsort_arg(s, m, sizeof(Datum), gs_x_cmp, x);
-		sp = gs_x_splitters(x, s, m, total, cr, done, nr, &ns, &minmax);
-		minmax |= force_minmax;
+		sp = gs_x_splitters(x, s, m, total, cr, done, nr, &ns);
+		gs_x_buckets(x, sp, ns, s, m, &bk);
 
-		/* the counts between the splitters (bucket b: S[b-1] <= k < S[b]) */
+		/* the counts per bucket (min/max too where the last level stalled) */
+		sql = psprintf("SELECT %s, count(*)%s FROM %s WHERE %s%s GROUP BY 1",
+					   bk.expr, minmax ? psprintf(", min(%s), max(%s)", x->kexpr, x->kexpr) : "",
+					   x->rel, x->where, x->cand.data);
+		tt = gs_x_run(x, sql, true);
+		cnt = (int64 *) palloc0(sizeof(int64) * bk.nb);
+		mins = (Datum *) palloc0(sizeof(Datum) * bk.nb);
+		maxs = (Datum *) palloc0(sizeof(Datum) * bk.nb);
+		for (uint64 r = 0; r < SPI_processed; r++)
 		{
-			char	   *lit = gs_x_array_literal(x, sp, ns, x->ktype, x->klen, x->kbyval, x->kalign);
+			bool		isnull;
+			int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
 
-			sql = psprintf("SELECT width_bucket(%s, %s), count(*)%s%s%s FROM %s WHERE %s%s GROUP BY 1",
-						   x->kexpr, lit, minmax ? ", min(" : "", minmax ? x->kexpr : "",
-						   minmax ? psprintf("), max(%s)", x->kexpr) : "",
-						   x->rel, x->where, x->cand.data);
-			tt = gs_x_run(x, sql, true);
-			cnt = (int64 *) palloc0(sizeof(int64) * (ns + 1));
-			mins = (Datum *) palloc0(sizeof(Datum) * (ns + 1));
-			maxs = (Datum *) palloc0(sizeof(Datum) * (ns + 1));
-			for (uint64 r = 0; r < SPI_processed; r++)
+			if (isnull || b < 0 || b >= bk.nb)
+				elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
+			cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+			if (minmax)
 			{
-				bool		isnull;
-				int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
-
-				if (isnull || b < 0 || b > ns)
-					elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
-				cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
-				if (minmax)
-				{
-					mins[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull),
-										x->kbyval, x->klen);
-					maxs[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull),
-										x->kbyval, x->klen);
-				}
-				sum += cnt[b];
+				mins[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull),
+									x->kbyval, x->klen);
+				maxs[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull),
+									x->kbyval, x->klen);
 			}
-			SPI_freetuptable(tt);
-			if (sum != total)
-				return false;
-
-			/* which buckets hold an open rank; those of equal keys answer */
-			wanted = (bool *) palloc0(sizeof(bool) * (ns + 1));
-			below = (int64 *) palloc(sizeof(int64) * (ns + 1));
-			sum = 0;
-			for (int b = 0; b <= ns; b++)
-			{
-				below[b] = sum;
-				sum += cnt[b];
-			}
-			for (int i = 0; i < nr; i++)
-			{
-				int			b = 0;
-
-				if (done[i])
-					continue;
-				while (b < ns && below[b] + cnt[b] <= cr[i])
-					b++;
-				if (minmax && gs_x_cmp(&mins[b], &maxs[b], x) == 0)
-				{
-					out[i] = mins[b];
-					done[i] = true;
-				}
-				else
-					wanted[b] = true;
-			}
-			/* the next candidates: the wanted buckets, in order */
-			kept_below = (int64 *) palloc(sizeof(int64) * (ns + 1));
-			initStringInfo(&wl);
-			for (int b = 0; b <= ns; b++)
-			{
-				kept_below[b] = newtotal;
-				if (!wanted[b])
-					continue;
-				appendStringInfo(&wl, "%s%d", wl.len ? "," : "", b);
-				newtotal += cnt[b];
-			}
-			for (int i = 0; i < nr; i++)
-			{
-				int			b = 0;
-
-				if (done[i])
-					continue;
-				while (b < ns && below[b] + cnt[b] <= cr[i])
-					b++;
-				cr[i] = cr[i] - below[b] + kept_below[b];
-			}
-			if (newtotal > 0)
-				appendStringInfo(&x->cand, " AND width_bucket(%s, %s) IN (%s)", x->kexpr, lit, wl.data);
+			sum += cnt[b];
 		}
-		force_minmax = newtotal > total / 2;
+		SPI_freetuptable(tt);
+		if (sum != total)
+			return false;
+
+		/* which buckets hold an open rank; those of equal keys answer it */
+		below = (int64 *) palloc(sizeof(int64) * bk.nb);
+		wanted = (bool *) palloc0(sizeof(bool) * bk.nb);
+		sum = 0;
+		for (int b = 0; b < bk.nb; b++)
+		{
+			below[b] = sum;
+			sum += cnt[b];
+		}
+		for (int i = 0; i < nr; i++)
+		{
+			int			b;
+			Datum		v = (Datum) 0;
+
+			if (done[i])
+				continue;
+			b = gs_x_bucket_of(below, cnt, bk.nb, cr[i]);
+			if (minmax && gs_x_cmp(&mins[b], &maxs[b], x) == 0)
+				v = mins[b];
+			if (gs_x_bucket_equal(x, &bk, b, &v) ||
+				(minmax && gs_x_cmp(&mins[b], &maxs[b], x) == 0))
+			{
+				out[i] = v;
+				done[i] = true;
+			}
+			else
+				wanted[b] = true;
+		}
+
+		/* the next candidates: the wanted buckets, in order */
+		kept_below = (int64 *) palloc(sizeof(int64) * bk.nb);
+		initStringInfo(&conds);
+		for (int b = 0; b < bk.nb; b++)
+		{
+			kept_below[b] = newtotal;
+			if (!wanted[b])
+				continue;
+			appendStringInfo(&conds, "%s%s", conds.len ? " OR " : "", gs_x_bucket_cond(x, &bk, b));
+			newtotal += cnt[b];
+		}
+		for (int i = 0; i < nr; i++)
+		{
+			int			b;
+
+			if (done[i])
+				continue;
+			b = gs_x_bucket_of(below, cnt, bk.nb, cr[i]);
+			cr[i] = cr[i] - below[b] + kept_below[b];
+		}
+		if (newtotal > 0)
+			appendStringInfo(&x->cand, " AND (%s)", conds.data);
+		/* no progress (should not happen: heavy values get buckets of their own) */
+		minmax = newtotal > total / 2;
 		total = newtotal;
 	}
 }
@@ -719,6 +871,14 @@ gs_citus_exchange(PG_FUNCTION_ARGS)
 		initStringInfo(&x.cand);
 		gs_x_check_value_type(x.rel, value, sp.t.typid);
 
+		/* the shards, for the report line only */
+		tt = gs_x_run(&x, psprintf("SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = %u", relid),
+					  false);
+		x.shards = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &cnull));
+		SPI_freetuptable(tt);
+		x.rounds = 0;
+		x.rows = x.bytes = x.sql_bytes = 0;
+
 		/* round 1: how many values */
 		sql = psprintf("SELECT count(%s) FROM %s%s%s", value, x.rel, quals[0] ? " WHERE " : "", quals);
 		tt = gs_x_run(&x, sql, false);
@@ -775,12 +935,15 @@ gs_citus_exchange(PG_FUNCTION_ARGS)
 	}
 
 	ereport(gs_guc_debug ? NOTICE : DEBUG1,
-			(errmsg("gpuselect: Citus exchange over %s: %lld values, %s; %d rounds, %lld rows and %lld bytes received "
-					"(counts: %lld rows, %lld bytes, before Citus added them up at most that times the shards)",
+			(errmsg("gpuselect: Citus exchange over %s: %lld values, %s; %d rounds received %lld rows, %lld bytes",
 					x.rel, (long long) n,
-					x.all ? psprintf("all gathered: %s", x.why_all) : psprintf("%d levels", x.levels),
-					x.rounds, (long long) x.rows, (long long) x.bytes,
-					(long long) x.count_rows, (long long) x.count_bytes)));
+					x.all ? psprintf("all gathered (%s)", x.why_all) : psprintf("%d levels", x.levels),
+					x.rounds, (long long) x.rows, (long long) x.bytes),
+			 errdetail("Of them the counts rounds: %lld rows, %lld bytes as Citus combined them, "
+					   "at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.",
+					   (long long) x.count_rows, (long long) x.count_bytes,
+					   (long long) (x.count_bytes * x.shards), (long long) x.shards,
+					   (long long) x.sql_bytes)));
 	SPI_finish();
 	AtEOXact_GUC(true, guc_nest);
 	if (isnull)
