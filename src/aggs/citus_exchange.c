@@ -26,11 +26,12 @@
  * the keys equal to it (gs_x_buckets), so a heavy duplicate is answered by
  * its count alone.  The counts say which bucket holds each rank; the next
  * level's candidates are only those buckets (each level's bucket ranges
- * stay in the WHERE).  Once the candidates number at most
- * GS_X_GATHER_LIMIT they are gathered and sorted here, and a rank's value
- * is read off at its position among them.  A level that does not halve the
- * candidates (it should not happen) makes the next one ask for each
- * bucket's min and max too, which answer a bucket of equal keys.
+ * stay in the WHERE).  Once the candidates number at most 16384
+ * (gpuselect.test_citus_gather_limit) they are gathered and sorted here,
+ * and a rank's value is read off at its position among them.  A level
+ * that does not halve the candidates (it should not happen) makes the next
+ * one ask for each bucket's min and max too, which answer a bucket of
+ * equal keys.
  *
  * Fewer than gpuselect.citus_exchange_min_rows values, or a round whose
  * counts do not add up (a concurrent write between two rounds: each Citus
@@ -67,7 +68,6 @@ PG_FUNCTION_INFO_V1(gs_citus_key);
 PG_FUNCTION_INFO_V1(gs_citus_exchange);
 
 #define GS_X_SAMPLE			2048	/* keys sampled per level */
-#define GS_X_GATHER_LIMIT	16384	/* candidates gathered at once */
 #define GS_X_RANK_SPLITTERS	64	/* splitters per wanted rank and level */
 #define GS_X_MAX_LEVELS		8	/* then the candidates are gathered */
 
@@ -488,7 +488,7 @@ gs_x_levels(GsXchg *x, int64 total, int64 *cr, bool *done, int nr, Datum *out)
 			any_open |= !done[i];
 		if (!any_open)
 			return true;
-		if (total <= GS_X_GATHER_LIMIT || level >= GS_X_MAX_LEVELS)
+		if (total <= gs_guc_test_citus_gather_limit || level >= GS_X_MAX_LEVELS)
 		{
 			Datum	   *v = gs_x_gather(x, &m);
 

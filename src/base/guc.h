@@ -62,6 +62,9 @@
  *                                    a memory-context log request (0: never)
  *   gpuselect.test_terminate_at_poll the Nth interrupt poll finds a
  *                                    termination request (0: never)
+ *   gpuselect.test_citus_gather_limit  the Citus exchange gathers its
+ *                                    candidates once this few (default
+ *                                    16384): levels on little data
  *   gpuselect.test_cpu_path          the CPU engine's exact path: auto,
  *                                    select or sort
  *
@@ -117,6 +120,7 @@ extern int	gs_guc_parallel_arena_size;	/* MB */
 extern int	gs_guc_max_shared_memory;	/* MB; -1: a quarter of /dev/shm */
 extern char *gs_guc_parallel_arena;
 extern int	gs_guc_test_cancel_at_poll;
+extern int	gs_guc_test_citus_gather_limit;
 extern int	gs_guc_test_terminate_at_poll;
 extern int	gs_guc_test_cpu_path;	/* GS_CPU_PATH_* (gs_engine.h) */
 

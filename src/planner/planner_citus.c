@@ -253,7 +253,7 @@ gs_exch_call(Aggref *a, GsExchCtx *ctx)
 	ctx->all_builtin &= builtin;
 	ctx->naggs++;
 
-	value = deparse_expression(x, ctx->dpcontext, false, false);
+	value = deparse_expression(x, ctx->dpcontext, false, true);
 	args = list_make4(makeConst(REGCLASSOID, -1, InvalidOid, sizeof(Oid),
 								ObjectIdGetDatum(ctx->relid), false, true),
 					  makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
@@ -381,7 +381,7 @@ gs_citus_exchange_plan(Query *parse, ParamListInfo bound, Oid ext_nsp)
 	quals = makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
 					  CStringGetTextDatum(parse->jointree->quals == NULL ? "" :
 										  deparse_expression(parse->jointree->quals,
-															 ctx.dpcontext, false, false)),
+															 ctx.dpcontext, false, true)),
 					  false, false);
 	AtEOXact_GUC(true, guc_nest);
 
