@@ -645,7 +645,13 @@ gs_level_mutator(Node *node, GsRewriteCtx *ctx)
 	}
 	/* (an Aggref's arguments hold no aggregate of this level) */
 	if (IsA(node, Aggref))
-		return gs_hoist_quantile_fraction(node, ctx);
+	{
+		/* inside an expression too: gpu_quantile(s) on Citus, its twin */
+		Node	   *r = ((Aggref *) node)->aggkind == AGGKIND_NORMAL && ctx->citus ?
+			gs_twin_plain((Aggref *) node, ctx) : NULL;
+
+		return r ? r : gs_hoist_quantile_fraction(node, ctx);
+	}
 	node = expression_tree_mutator(node, gs_level_mutator, ctx);
 	return IsA(node, WindowFunc) ? gs_hoist_quantile_fraction(node, ctx) : node;
 }

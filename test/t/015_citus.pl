@@ -104,6 +104,11 @@ for my $t (qw(dist ref))
 		  . " WHERE i4 > 1000 GROUP BY grp ORDER BY grp",
 		"SELECT grp, percentile_disc($fr) WITHIN GROUP (ORDER BY f8), percentile_disc(0.25) WITHIN GROUP (ORDER BY n DESC) FROM $t"
 		  . " WHERE i4 > 1000 GROUP BY grp ORDER BY grp"],
+	  # the aggregate inside an expression (its typed twin all the same)
+	  ["SELECT grp, gpu_quantiles(f8, $fr) IS NOT NULL, gpu_quantile(i4, 0.3) + 1, (gpu_quantiles(n, $fr))[2] FROM $t"
+		  . " GROUP BY grp ORDER BY grp",
+		"SELECT grp, percentile_disc($fr) WITHIN GROUP (ORDER BY f8) IS NOT NULL, percentile_disc(0.3) WITHIN GROUP (ORDER BY i4) + 1,"
+		  . " (percentile_disc($fr) WITHIN GROUP (ORDER BY n))[2] FROM $t GROUP BY grp ORDER BY grp"],
 	  # GROUP BY an expression (per day)
 	  ["SELECT date_trunc('day', ts) AS day, gpu_quantile(f8, 0.9), gpu_median(f4) FROM $t GROUP BY 1 ORDER BY 1",
 		"SELECT date_trunc('day', ts) AS day, percentile_disc(0.9) WITHIN GROUP (ORDER BY f8),"
@@ -124,7 +129,7 @@ for my $t (qw(dist ref))
 		  . " SELECT sum(m), percentile_cont(0.5) WITHIN GROUP (ORDER BY m) FROM c"];
 }
 # the built-ins' own syntax under gpuselect.accelerate_builtins
-for my $q (@pairs[0, 10 .. 17])
+for my $q (@pairs[0, 10 .. 18])
 {
 	push @pairs, ["SET gpuselect.accelerate_builtins = on; $q->[1]", $q->[1]];
 }

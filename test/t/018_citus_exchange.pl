@@ -89,6 +89,10 @@ my @pairs = (
 	["SELECT gpu_median(f8), gpu_median(iv), gpu_quantile(i4, 0.3), gpu_quantile(n, 1) FROM xt WHERE i2 > -7000",
 		"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8), percentile_cont(0.5) WITHIN GROUP (ORDER BY iv),"
 		  . " percentile_disc(0.3) WITHIN GROUP (ORDER BY i4), percentile_disc(1) WITHIN GROUP (ORDER BY n) FROM xt WHERE i2 > -7000"],
+	# aggregates inside expressions
+	["SELECT gpu_median(f8) * 2, gpu_quantile(i4, 0.3)::text || 'x', (gpu_quantiles(tz, $fr))[3] FROM xt",
+		"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) * 2, percentile_disc(0.3) WITHIN GROUP (ORDER BY i4)::text || 'x',"
+		  . " (percentile_disc($fr) WITHIN GROUP (ORDER BY tz))[3] FROM xt"],
 	# no rows; only NULLs; a NULL fraction; an empty and a 2-D fraction array
 	["SELECT gpu_quantiles(f8, $fr), gpu_median(f8) FROM xt WHERE id < 0",
 		"SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8), percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM xt WHERE id < 0"],
@@ -197,14 +201,17 @@ my $bg;
 {
 	local $ENV{PGHOST} = $nodes[0]{host};
 	local $ENV{PGPORT} = $nodes[0]{port};
-	$bg = GsTest::psql_bg("${ex}SET gpuselect.test_citus_gather_limit = 3; $slow;");
+	# its rounds in the coordinator's log, to stop the worker after the first
+	$bg = GsTest::psql_bg("${ex}SET gpuselect.test_citus_gather_limit = 3; SET log_min_messages = debug2; $slow;");
 }
-sleep 4;		# past the first rounds
+ok(GsTest::wait_for(sub { `cat $nodes[0]{h}{log}` =~ /Citus exchange round: SELECT public\.gs_citus_key/ }, 60),
+	'the exchange is past its count round');
 my $w = $nodes[2]{h};
 GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-m', 'immediate', '-w', 'stop'));
 my ($rc, $out) = GsTest::psql_wait($bg);
 isnt($rc, 0, 'worker stopped mid-exchange: the query fails');
 like($out, qr/ERROR:/, 'with an ERROR');
+like($out, qr/CONTEXT:  SQL statement "SELECT (public\.gs_citus_key|width_bucket)/, 'in a later round of the exchange');
 diag("the coordinator's error: $out");
 unlike($out, qr/server closed the connection unexpectedly|terminated by signal/, 'the coordinator did not crash');
 GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-l', $w->{log}, '-w', 'start')) == 0
