@@ -26,8 +26,10 @@
  * the keys equal to it (gs_x_buckets), so a heavy duplicate is answered by
  * its count alone.  The counts say which bucket holds each rank; the next
  * level's candidates are only those buckets (each level's bucket ranges
- * stay in the WHERE).  Once the candidates number at most 16384
- * (gpuselect.test_citus_gather_limit) they are gathered and sorted here,
+ * stay in the WHERE).  Once the candidates number at most 12288
+ * (gpuselect.test_citus_gather_limit; 96 kB of keys: at 2M values and a
+ * few fractions one level comes close, and the bound keeps the bytes
+ * under 1% of them) they are gathered and sorted here,
  * and a rank's value is read off at its position among them.  A level
  * that does not halve the candidates (it should not happen) makes the next
  * one ask for each bucket's min and max too, which answer a bucket of

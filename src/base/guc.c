@@ -35,7 +35,7 @@ int			gs_guc_parallel_arena_size = 256;
 int			gs_guc_max_shared_memory = -1;
 char	   *gs_guc_parallel_arena = NULL;
 int			gs_guc_test_cancel_at_poll = 0;
-int			gs_guc_test_citus_gather_limit = 16384;
+int			gs_guc_test_citus_gather_limit = 12288;
 int			gs_guc_test_terminate_at_poll = 0;
 int			gs_guc_test_cpu_path = GS_CPU_PATH_AUTO;
 
@@ -409,11 +409,11 @@ gs_guc_define(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuselect.test_citus_gather_limit",
-							"Test hook: the Citus exchange gathers its candidates once they number this many (default 16384).",
+							"Test hook: the Citus exchange gathers its candidates once they number this many (default 12288).",
 							"Lower, the exchange runs more levels on little data, so tests reach buckets, levels and "
 							"interpolation between ranks in different buckets without millions of rows.",
 							&gs_guc_test_citus_gather_limit,
-							16384, 1, INT_MAX,
+							12288, 1, INT_MAX,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 

@@ -64,7 +64,7 @@
  *                                    termination request (0: never)
  *   gpuselect.test_citus_gather_limit  the Citus exchange gathers its
  *                                    candidates once this few (default
- *                                    16384): levels on little data
+ *                                    12288): levels on little data
  *   gpuselect.test_cpu_path          the CPU engine's exact path: auto,
  *                                    select or sort
  *

@@ -116,7 +116,7 @@ my @pairs = (
 		"SELECT percentile_cont($fr) WITHIN GROUP (ORDER BY iv), percentile_disc(0.77) WITHIN GROUP (ORDER BY n DESC) FROM xt"],
 );
 
-for my $limit (16384, 3)
+for my $limit (12288, 3)
 {
 	for my $p (@pairs)
 	{
@@ -131,7 +131,7 @@ for my $limit (16384, 3)
 my $zq = "SELECT gpu_quantiles(z, '{0.05, 0.2, 0.3, 0.45, 0.5, 0.55}'), gpu_median(z) FROM dup";
 my $today = on(0, "SET gpuselect.citus_exchange = off; $zq;");
 like($today, qr/-0.*\b0\b/, 'the ranks fall on -0 and on +0');
-for my $limit (16384, 3)
+for my $limit (12288, 3)
 {
 	is(on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit; $zq;"), $today,
 		"gather limit $limit: -0 below +0, as the partial aggregates");
