@@ -794,6 +794,112 @@ gs_x_check_value_type(const char *rel, const char *value, Oid want)
 }
 
 /*
+ * The exchange's setup: the SQL pieces, k's type, the settings literals are
+ * read back under (the planner deparsed under the same), SPI, and round 1:
+ * how many values (returned).  *guc_nest: the settings' nest level.
+ */
+static int64
+gs_x_begin(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *relname = get_rel_name(relid);
+	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *quals = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *nsp = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+	SPITupleTable *tt;
+	bool		isnull;
+	int64		n;
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("gs_citus_exchange: relation %u does not exist", relid)));
+	memset(x, 0, sizeof(*x));
+	x->rel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), relname);
+	x->keyed = sp->t.kind != GS_T_DATUM;
+	x->kexpr = x->keyed ? psprintf("%s.gs_citus_key(%s)", quote_identifier(nsp), value)
+		: psprintf("(%s)", value);
+	x->where = psprintf("%s%s%s(%s) IS NOT NULL", quals[0] ? "(" : "", quals,
+						quals[0] ? ") AND " : "", value);
+	x->ktype = x->keyed ? INT8OID : sp->t.typid;
+	get_typlenbyvalalign(x->ktype, &x->klen, &x->kbyval, &x->kalign);
+	if (!x->keyed)
+	{
+		TypeCacheEntry *tc = lookup_type_cache(x->ktype, TYPECACHE_CMP_PROC_FINFO);
+
+		if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
+			elog(ERROR, "gs_citus_exchange: no comparison for %s", format_type_be(x->ktype));
+		x->cmp = &tc->cmp_proc_finfo;
+	}
+
+	/* literals (deparsed constants, splitters) read back exactly */
+	*guc_nest = NewGUCNestLevel();
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "gs_citus_exchange: SPI_connect failed");
+	initStringInfo(&x->cand);
+	gs_x_check_value_type(x->rel, value, sp->t.typid);
+
+	/* the shards, for the report line only (a local catalog) */
+	tt = gs_x_run(x, psprintf("SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = %u",
+							  relid), false);
+	x->shards = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+	SPI_freetuptable(tt);
+	x->rounds = 0;
+	x->rows = x->bytes = x->sql_bytes = 0;
+
+	/* round 1: how many values */
+	tt = gs_x_run(x, psprintf("SELECT count(%s) FROM %s%s%s", value, x->rel,
+							  quals[0] ? " WHERE " : "", quals), false);
+	n = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+	SPI_freetuptable(tt);
+	return n;
+}
+
+/*
+ * The values of the answer's ranks (spec order; ranks[] and cr[] filled,
+ * *nr of them) among *n > 0 values: by levels, or every value gathered
+ * (few, or the rounds disagreed: then *n is what came, maybe 0, and NULL
+ * is returned for no values).
+ */
+static Datum *
+gs_x_values(GsXchg *x, const GsXSpec *sp, int64 *n, int64 *ranks, GsContRows *cr, int *nr)
+{
+	Datum	   *all;
+	Datum	   *vals;
+
+	if (*n < gs_guc_citus_exchange_min_rows)
+		all = gs_x_gather_all(x, n, "fewer values than gpuselect.citus_exchange_min_rows");
+	else
+	{
+		bool	   *done;
+		int64	   *pos;
+
+		*nr = gs_x_spec_ranks(sp, *n, ranks, cr);
+		vals = (Datum *) palloc(sizeof(Datum) * Max(*nr, 1));
+		done = (bool *) palloc0(sizeof(bool) * Max(*nr, 1));
+		pos = (int64 *) palloc(sizeof(int64) * Max(*nr, 1));
+		memcpy(pos, ranks, sizeof(int64) * *nr);
+		if (gs_x_levels(x, *n, pos, done, *nr, vals))
+			return vals;
+		all = gs_x_gather_all(x, n, "the rounds' counts disagreed (a concurrent write)");
+	}
+	if (*n == 0)
+		return NULL;
+	*nr = gs_x_spec_ranks(sp, *n, ranks, cr);
+	vals = (Datum *) palloc(sizeof(Datum) * Max(*nr, 1));
+	for (int i = 0; i < *nr; i++)
+		vals[i] = all[ranks[i]];
+	return vals;
+}
+
+/*
  * gs_citus_exchange(rel regclass, value text, quals text, form text,
  *                   fractions float8[], result anyelement) RETURNS anyelement
  *
@@ -810,128 +916,35 @@ gs_citus_exchange(PG_FUNCTION_ARGS)
 	MemoryContext upper = CurrentMemoryContext;
 	int			guc_nest;
 	int64		n;
-	int64	   *ranks;
-	GsContRows *cr;
-	int			nr;
-	Datum	   *vals = NULL;
 	Datum		result = (Datum) 0;
-	bool		isnull = false;
-	char	   *sql;
-	SPITupleTable *tt;
-	bool		cnull;
+	bool		isnull = true;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("gs_citus_exchange: NULL argument")));
 	gs_x_parse_spec(fcinfo, &sp);
+	n = gs_x_begin(fcinfo, &sp, &x, &guc_nest);
 
-	memset(&x, 0, sizeof(x));
+	/* no values: NULL, before the fractions are checked (as the built-ins) */
+	if (n > 0)
 	{
-		Oid			relid = PG_GETARG_OID(0);
-		char	   *relname = get_rel_name(relid);
-		char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(1));
-		char	   *quals = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
-		char	   *nsp;
-
-		if (relname == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("gs_citus_exchange: relation %u does not exist", relid)));
-		x.rel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), relname);
-		x.keyed = sp.t.kind != GS_T_DATUM;
-		nsp = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
-		x.kexpr = x.keyed ? psprintf("%s.gs_citus_key(%s)", quote_identifier(nsp), value)
-			: psprintf("(%s)", value);
-		x.where = psprintf("%s%s%s(%s) IS NOT NULL", quals[0] ? "(" : "", quals,
-						   quals[0] ? ") AND " : "", value);
-		x.ktype = x.keyed ? INT8OID : sp.t.typid;
-		get_typlenbyvalalign(x.ktype, &x.klen, &x.kbyval, &x.kalign);
-		if (!x.keyed)
-		{
-			TypeCacheEntry *tc = lookup_type_cache(x.ktype, TYPECACHE_CMP_PROC_FINFO);
-
-			if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
-				elog(ERROR, "gs_citus_exchange: no comparison for %s", format_type_be(x.ktype));
-			x.cmp = &tc->cmp_proc_finfo;
-		}
-
-		/*
-		 * Literals (the planner's deparsed constants and the splitters) read
-		 * back exactly: the settings the planner deparsed under.
-		 */
-		guc_nest = NewGUCNestLevel();
-		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "gs_citus_exchange: SPI_connect failed");
-		initStringInfo(&x.cand);
-		gs_x_check_value_type(x.rel, value, sp.t.typid);
-
-		/* the shards, for the report line only */
-		tt = gs_x_run(&x, psprintf("SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = %u", relid),
-					  false);
-		x.shards = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &cnull));
-		SPI_freetuptable(tt);
-		x.rounds = 0;
-		x.rows = x.bytes = x.sql_bytes = 0;
-
-		/* round 1: how many values */
-		sql = psprintf("SELECT count(%s) FROM %s%s%s", value, x.rel, quals[0] ? " WHERE " : "", quals);
-		tt = gs_x_run(&x, sql, false);
-		n = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &cnull));
-		SPI_freetuptable(tt);
-	}
-
-	if (n == 0)
-		isnull = true;			/* no rows: NULL, before the fractions are checked */
-	else
-	{
-		Datum	   *all = NULL;
+		int64	   *ranks = (int64 *) palloc(sizeof(int64) * 2 * Max(sp.np, 1));
+		GsContRows *cr = (GsContRows *) palloc0(sizeof(GsContRows) * Max(sp.np, 1));
+		int			nr = 0;
+		Datum	   *vals;
 
 		/* the fractions in percentile_disc/cont's order (range errors) */
 		for (int i = 0; i < sp.np; i++)
 			if (!sp.frnull[i])
 				gs_check_fraction(DatumGetFloat8(sp.fr[i]));
-		ranks = (int64 *) palloc(sizeof(int64) * 2 * Max(sp.np, 1));
-		cr = (GsContRows *) palloc0(sizeof(GsContRows) * Max(sp.np, 1));
-		if (n < gs_guc_citus_exchange_min_rows)
-			all = gs_x_gather_all(&x, &n, "fewer values than gpuselect.citus_exchange_min_rows");
-		else
-		{
-			bool	   *done;
-			int64	   *pos;
-
-			nr = gs_x_spec_ranks(&sp, n, ranks, cr);
-			vals = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
-			done = (bool *) palloc0(sizeof(bool) * Max(nr, 1));
-			pos = (int64 *) palloc(sizeof(int64) * Max(nr, 1));
-			memcpy(pos, ranks, sizeof(int64) * nr);
-			if (!gs_x_levels(&x, n, pos, done, nr, vals))
-				all = gs_x_gather_all(&x, &n, "the rounds' counts disagreed (a concurrent write)");
-		}
-		if (all != NULL)
-		{
-			if (n == 0)
-				isnull = true;
-			else
-			{
-				nr = gs_x_spec_ranks(&sp, n, ranks, cr);
-				vals = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
-				for (int i = 0; i < nr; i++)
-					vals[i] = all[ranks[i]];
-			}
-		}
-		if (!isnull)
+		vals = gs_x_values(&x, &sp, &n, ranks, cr, &nr);
+		if (vals != NULL)
 		{
 			MemoryContext spi = MemoryContextSwitchTo(upper);
 
 			result = gs_x_result(&x, &sp, cr, vals);
+			isnull = false;
 			MemoryContextSwitchTo(spi);
 		}
 	}
