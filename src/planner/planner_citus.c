@@ -21,7 +21,10 @@
  *   - a plain SELECT: no GROUP BY, HAVING, DISTINCT, ORDER BY, LIMIT,
  *     window functions, sub-selects, CTEs, set operations, row locks or
  *     row-level security; one relation in FROM, hash-distributed
- *     (pg_dist_partition.partmethod 'h'), no TABLESAMPLE;
+ *     (pg_dist_partition.partmethod 'h'), no TABLESAMPLE, and the WHERE
+ *     does not pin its distribution column ("id = 5", "id IN (...)":
+ *     Citus then runs the whole query on a shard or a few, and only the
+ *     answer travels);
  *   - the target list's columns appear only inside the aggregates, and
  *     every aggregate is gpu_median, a typed twin of gpu_quantile(s) or a
  *     rewrite target (gs_planner_[builtin_]disc/cont[_desc][_typed]) over a
@@ -49,6 +52,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
+#include "nodes/readfuncs.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -71,22 +75,29 @@ typedef struct GsExchCtx
 	int			naggs;
 } GsExchCtx;
 
-/* Is relid a hash-distributed Citus table (pg_dist_partition, partmethod 'h')? */
+/*
+ * Is relid a hash-distributed Citus table (pg_dist_partition, partmethod
+ * 'h')?  *distcol: its distribution column (partkey, a Var as
+ * nodeToString wrote it), or InvalidAttrNumber.
+ */
 static bool
-gs_citus_hash_distributed(Oid relid)
+gs_citus_hash_distributed(Oid relid, AttrNumber *distcol)
 {
 	Oid			dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
 	AttrNumber	att_rel;
 	AttrNumber	att_method;
+	AttrNumber	att_key;
 	Relation	rel;
 	SysScanDesc scan;
 	HeapTuple	tup;
 	bool		found = false;
 
+	*distcol = InvalidAttrNumber;
 	if (!OidIsValid(dist))
 		return false;
 	att_rel = get_attnum(dist, "logicalrelid");
 	att_method = get_attnum(dist, "partmethod");
+	att_key = get_attnum(dist, "partkey");
 	if (att_rel == InvalidAttrNumber || att_method == InvalidAttrNumber)
 		return false;
 	rel = table_open(dist, AccessShareLock);
@@ -95,14 +106,75 @@ gs_citus_hash_distributed(Oid relid)
 	{
 		bool		n1;
 		bool		n2;
+		bool		n3 = true;
 		Datum		r = heap_getattr(tup, att_rel, RelationGetDescr(rel), &n1);
 		Datum		m = heap_getattr(tup, att_method, RelationGetDescr(rel), &n2);
+		Datum		k = 0;
 
+		if (att_key != InvalidAttrNumber)
+			k = heap_getattr(tup, att_key, RelationGetDescr(rel), &n3);
 		found = !n1 && !n2 && DatumGetObjectId(r) == relid && DatumGetChar(m) == 'h';
+		if (found && !n3)
+		{
+			Node	   *key = stringToNode(TextDatumGetCString(k));
+
+			if (key != NULL && IsA(key, Var))
+				*distcol = ((Var *) key)->varattno;
+		}
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return found;
+}
+
+/* a column of the distribution column, under binary-compatible casts? */
+static bool
+gs_is_distcol(Node *n, AttrNumber distcol)
+{
+	while (n != NULL && IsA(n, RelabelType))
+		n = (Node *) ((RelabelType *) n)->arg;
+	return n != NULL && IsA(n, Var) && ((Var *) n)->varattno == distcol;
+}
+
+/*
+ * Do the quals pin the distribution column to a value or a list (a
+ * top-level "distcol = c" or "distcol IN (...)")?  Then Citus sends the
+ * whole query to one shard or a few, and only the answer travels: no
+ * exchange.
+ */
+static bool
+gs_quals_pin_distcol(Node *quals, AttrNumber distcol)
+{
+	List	   *conj;
+	ListCell   *lc;
+
+	if (quals == NULL || distcol == InvalidAttrNumber)
+		return false;
+	conj = make_ands_implicit((Expr *) quals);
+	foreach(lc, conj)
+	{
+		Node	   *c = (Node *) lfirst(lc);
+		List	   *args = NIL;
+		Oid			opno = InvalidOid;
+		char	   *name;
+
+		if (IsA(c, OpExpr))
+		{
+			opno = ((OpExpr *) c)->opno;
+			args = ((OpExpr *) c)->args;
+		}
+		else if (IsA(c, ScalarArrayOpExpr) && ((ScalarArrayOpExpr *) c)->useOr)
+		{
+			opno = ((ScalarArrayOpExpr *) c)->opno;
+			args = ((ScalarArrayOpExpr *) c)->args;
+		}
+		if (list_length(args) != 2 || (name = get_opname(opno)) == NULL || strcmp(name, "=") != 0)
+			continue;
+		if ((gs_is_distcol(linitial(args), distcol) && !contain_var_clause(lsecond(args))) ||
+			(gs_is_distcol(lsecond(args), distcol) && !contain_var_clause(linitial(args))))
+			return true;
+	}
+	return false;
 }
 
 /* an expression the rounds may compute on the shards: the relation's
@@ -309,6 +381,7 @@ static bool
 gs_exch_query_ok(Query *q)
 {
 	RangeTblEntry *rte;
+	AttrNumber	distcol;
 
 	if (q->commandType != CMD_SELECT || q->utilityStmt != NULL || !q->hasAggs ||
 		q->hasWindowFuncs || q->hasTargetSRFs || q->hasSubLinks || q->hasDistinctOn ||
@@ -327,7 +400,8 @@ gs_exch_query_ok(Query *q)
 		return false;
 	if (q->jointree->quals != NULL && !gs_exch_shippable(q->jointree->quals))
 		return false;
-	return gs_citus_hash_distributed(rte->relid);
+	return gs_citus_hash_distributed(rte->relid, &distcol) &&
+		!gs_quals_pin_distcol(q->jointree->quals, distcol);
 }
 
 /*

@@ -150,6 +150,10 @@ for my $q ("SET gpuselect.citus_exchange = off; EXPLAIN (VERBOSE, COSTS OFF) SEL
 {
 	like(on(0, "$q;"), qr/worker_binary_partial_agg|worker_partial_agg/, "partial aggregates kept: $q");
 }
+# the distribution column pinned: Citus runs the whole query on one shard
+$plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt WHERE id = 5 AND i4 > 0;");
+like($plan, qr/Task Count: 1/, 'WHERE id = 5: one task, the whole query on a shard');
+unlike($plan, qr/gs_citus_exchange/, 'and no exchange');
 
 # ---- the bytes ----
 on(0, q{
