@@ -22,9 +22,10 @@
  * itself.  The splitters S come from the sorted sample, around each wanted
  * rank's expected position (a window of +-4 standard deviations of its
  * position in the sample, at most GS_X_RANK_SPLITTERS of them, and the
- * sample value at that position); every splitter also bounds a bucket of
- * the keys equal to it (gs_x_buckets), so a heavy duplicate is answered by
- * its count alone.  The counts say which bucket holds each rank; the next
+ * sample value at that position); a splitter the sample repeats (for
+ * numeric and interval every splitter) also bounds a bucket of the keys
+ * equal to it (gs_x_buckets), so a heavy duplicate is answered by its
+ * count alone.  The counts say which bucket holds each rank; the next
  * level's candidates are only those buckets (each level's bucket ranges
  * stay in the WHERE).  Once the candidates number at most 12288
  * (gpuselect.test_citus_gather_limit; 96 kB of keys: at 2M values and a
