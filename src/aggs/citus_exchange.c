@@ -215,6 +215,25 @@ gs_x_run(GsXchg *x, const char *sql, bool counts)
 	return tt;
 }
 
+/*
+ * A round's columns are of the types the rounds ask for, whatever text a
+ * hand-made call passed as the value (its SQL runs with the caller's
+ * rights, but a value of another type must not be read as k's).
+ */
+static void
+gs_x_check_columns(SPITupleTable *tt, int natts, const Oid *types)
+{
+	if (tt->tupdesc->natts != natts)
+		elog(ERROR, "gpuselect: Citus exchange: a round returned %d columns", tt->tupdesc->natts);
+	for (int a = 0; a < natts; a++)
+		if (TupleDescAttr(tt->tupdesc, a)->atttypid != types[a])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("gpuselect: Citus exchange: a round returned %s, not %s",
+							format_type_be(TupleDescAttr(tt->tupdesc, a)->atttypid),
+							format_type_be(types[a]))));
+}
+
 /* column 1 of every row: non-NULL keys, copied; *m their number */
 static Datum *
 gs_x_fetch_keys(GsXchg *x, const char *sql, int64 *m)
@@ -222,6 +241,8 @@ gs_x_fetch_keys(GsXchg *x, const char *sql, int64 *m)
 	SPITupleTable *tt = gs_x_run(x, sql, false);
 	uint64		nr = SPI_processed;
 	Datum	   *v = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
+
+	gs_x_check_columns(tt, 1, &x->ktype);
 
 	for (uint64 i = 0; i < nr; i++)
 	{
@@ -523,6 +544,11 @@ gs_x_levels(GsXchg *x, int64 total, int64 *cr, bool *done, int nr, Datum *out)
 					   bk.expr, minmax ? psprintf(", min(%s), max(%s)", x->kexpr, x->kexpr) : "",
 					   x->rel, x->where, x->cand.data);
 		tt = gs_x_run(x, sql, true);
+		{
+			Oid			types[4] = {INT4OID, INT8OID, x->ktype, x->ktype};
+
+			gs_x_check_columns(tt, minmax ? 4 : 2, types);
+		}
 		cnt = (int64 *) palloc0(sizeof(int64) * bk.nb);
 		mins = (Datum *) palloc0(sizeof(Datum) * bk.nb);
 		maxs = (Datum *) palloc0(sizeof(Datum) * bk.nb);
@@ -850,6 +876,7 @@ gs_x_begin(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
 	/* the shards, for the report line only (a local catalog) */
 	tt = gs_x_run(x, psprintf("SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = %u",
 							  relid), false);
+	gs_x_check_columns(tt, 1, (Oid[]) {INT8OID});
 	x->shards = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
 	SPI_freetuptable(tt);
 	x->rounds = 0;
@@ -858,6 +885,7 @@ gs_x_begin(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
 	/* round 1: how many values */
 	tt = gs_x_run(x, psprintf("SELECT count(%s) FROM %s%s%s", value, x->rel,
 							  quals[0] ? " WHERE " : "", quals), false);
+	gs_x_check_columns(tt, 1, (Oid[]) {INT8OID});
 	n = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
 	SPI_freetuptable(tt);
 	return n;

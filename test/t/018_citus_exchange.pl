@@ -155,6 +155,18 @@ $plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) F
 like($plan, qr/Task Count: 1/, 'WHERE id = 5: one task, the whole query on a shard');
 unlike($plan, qr/gs_citus_exchange/, 'and no exchange');
 
+# hand-made calls: checked, clean ERRORs
+for my $c (["'xt', 'f8', '', 'disc', '{0.5}', NULL::text", qr/unsupported result type text/],
+	["'xt', 'n', '', 'disc', '{0.5}', NULL::float8", qr/the value is not of type double precision/],
+	["'xt', 'f8', '', 'cont', '{0.5}', NULL::numeric", qr/unsupported result type numeric/],
+	["'xt', 'f8 FROM xt; DROP TABLE xt; SELECT f8', '', 'disc', '{0.5}', NULL::float8", qr/ERROR/],
+	["'xt', 'f8', '', 'disc', NULL, NULL::float8", qr/no fractions/])
+{
+	my ($rc, $out) = on(0, "SELECT gs_citus_exchange($c->[0]);", may_fail => 1);
+	like($out, $c->[1], "gs_citus_exchange($c->[0]): an ERROR");
+}
+is(on(0, 'SELECT count(*) FROM xt'), $rows, 'the table is still there');
+
 # ---- the bytes ----
 on(0, q{
 SELECT setseed(0.5);
