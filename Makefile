@@ -48,6 +48,7 @@ OBJS = \
 	src/aggs/moving_aggs.o \
 	src/aggs/final_batch.o \
 	src/aggs/datum_final.o \
+	src/aggs/citus_exchange.o \
 	src/scan/bulk_scan.o \
 	src/scan/bulk_groups.o \
 	src/planner/planner.o \
@@ -55,6 +56,7 @@ OBJS = \
 	src/planner/planner_fraction.o \
 	src/planner/planner_merge.o \
 	src/planner/planner_groups.o \
+	src/planner/planner_citus.o \
 	src/planner/planner_bulk_scan.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))

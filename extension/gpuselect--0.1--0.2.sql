@@ -211,3 +211,25 @@ LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION gpuselect_status() IS
 'gpuselect settings, state, counters and the last selection run of this backend; kind: setting, state, counter, last_run or internal';
+
+-- ---------------------------------------------------------------------
+-- The Citus exchange (src/aggs/citus_exchange.c, src/planner/planner_citus.c,
+-- docs/citus.md).  On an ungrouped query over one hash-distributed table
+-- the planner replaces the percentile aggregates by gs_citus_exchange,
+-- which runs rounds of distributed queries through SPI (a count, a sample,
+-- counts between splitters, the values near the wanted ranks) so that the
+-- coordinator does not receive every value.  gs_citus_key runs on the
+-- workers: gpuselect's order-preserving key of a value, as int8.  Nobody is
+-- meant to call them by hand (gs_citus_exchange runs its SQL arguments
+-- with the caller's privileges, as any query of the caller would).
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gs_citus_key(anyelement)
+RETURNS int8
+AS 'MODULE_PATHNAME', 'gs_citus_key'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_citus_exchange(regclass, text, text, text, float8[], anyelement)
+RETURNS anyelement
+AS 'MODULE_PATHNAME', 'gs_citus_exchange'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;

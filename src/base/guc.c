@@ -22,6 +22,8 @@ bool		gs_guc_debug = false;
 bool		gs_guc_accelerate_builtins = false;
 bool		gs_guc_estimate_time_buckets = true;
 bool		gs_guc_bulk_scan = true;
+bool		gs_guc_citus_exchange = true;
+int			gs_guc_citus_exchange_min_rows = 100000;
 bool		gs_guc_prefault_pool_chunks = true;
 bool		gs_guc_huge_pages = true;
 int			gs_guc_finalize_threads = -1;
@@ -33,6 +35,7 @@ int			gs_guc_parallel_arena_size = 256;
 int			gs_guc_max_shared_memory = -1;
 char	   *gs_guc_parallel_arena = NULL;
 int			gs_guc_test_cancel_at_poll = 0;
+int			gs_guc_test_citus_gather_limit = 12288;
 int			gs_guc_test_terminate_at_poll = 0;
 int			gs_guc_test_cpu_path = GS_CPU_PATH_AUTO;
 
@@ -251,6 +254,33 @@ gs_guc_define(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * USERSET: which way this session's queries over Citus tables run
+	 * (planner_citus.c, aggs/citus_exchange.c); the answers are the same.
+	 */
+	DefineCustomBoolVariable("gpuselect.citus_exchange",
+							 "Answer percentiles over a Citus distributed table by an exchange of counts instead of sending every value to the coordinator.",
+							 "Ungrouped gpu_median, gpu_quantile, gpu_quantiles (and built-ins the rewrite replaced) over one "
+							 "hash-distributed table: a sample, counts between its splitters, then only the values near the "
+							 "wanted ranks (docs/citus.md); off: every value travels, as the partial aggregates send them.",
+							 &gs_guc_citus_exchange,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.citus_exchange_min_rows",
+							"Fewest non-NULL values for which the Citus exchange runs its rounds; fewer are gathered in one round.",
+							"Each round is a distributed query (a scan of every shard and a round trip); below this many "
+							"values sending them all costs less.",
+							&gs_guc_citus_exchange_min_rows,
+							100000,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("gpuselect.estimate_time_buckets",
 							 "Estimate the groups of GROUP BY time buckets (date_trunc, date_bin, floor(extract(epoch ...)/n)) from the column's range.",
 							 "Applies to queries with gpuselect aggregates (or built-ins the rewrite replaced): "
@@ -376,6 +406,15 @@ gs_guc_define(void)
 							&gs_guc_test_max_serial_bytes,
 							0, 0, (int) MaxAllocSize,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_citus_gather_limit",
+							"Test hook: the Citus exchange gathers its candidates once they number this many (default 12288).",
+							"Lower, the exchange runs more levels on little data, so tests reach buckets, levels and "
+							"interpolation between ranks in different buckets without millions of rows.",
+							&gs_guc_test_citus_gather_limit,
+							12288, 1, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuselect.test_cancel_at_poll",

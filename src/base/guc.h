@@ -21,6 +21,11 @@
  *                             from the column's range, for
  *                             queries with gpuselect aggregates
  *                             (planner_groups.c)               (default on)
+ *   gpuselect.citus_exchange  percentiles over a Citus distributed
+ *                             table by an exchange of counts
+ *                             (aggs/citus_exchange.c)          (default on)
+ *   gpuselect.citus_exchange_min_rows  fewer values are gathered in one
+ *                             round                            (default 100000)
  *   gpuselect.finalize_threads  threads besides the backend that
  *                             select a hashed aggregation's groups
  *                             at once (final_batch.c)   (default -1:
@@ -57,6 +62,9 @@
  *                                    a memory-context log request (0: never)
  *   gpuselect.test_terminate_at_poll the Nth interrupt poll finds a
  *                                    termination request (0: never)
+ *   gpuselect.test_citus_gather_limit  the Citus exchange gathers its
+ *                                    candidates once this few (default
+ *                                    12288): levels on little data
  *   gpuselect.test_cpu_path          the CPU engine's exact path: auto,
  *                                    select or sort
  *
@@ -96,6 +104,9 @@ extern void gs_guc_note_load(bool shared_preload);
 extern bool gs_guc_estimate_time_buckets;
 /* gpuselect.bulk_scan: plan the bulk scan (planner_bulk_scan.c) */
 extern bool gs_guc_bulk_scan;
+/* gpuselect.citus_exchange(_min_rows): planner_citus.c, aggs/citus_exchange.c */
+extern bool gs_guc_citus_exchange;
+extern int	gs_guc_citus_exchange_min_rows;
 extern bool gs_guc_huge_pages;
 /* gpuselect.prefault_pool_chunks: MADV_POPULATE_WRITE on key-pool chunks */
 extern bool gs_guc_prefault_pool_chunks;
@@ -109,6 +120,7 @@ extern int	gs_guc_parallel_arena_size;	/* MB */
 extern int	gs_guc_max_shared_memory;	/* MB; -1: a quarter of /dev/shm */
 extern char *gs_guc_parallel_arena;
 extern int	gs_guc_test_cancel_at_poll;
+extern int	gs_guc_test_citus_gather_limit;
 extern int	gs_guc_test_terminate_at_poll;
 extern int	gs_guc_test_cpu_path;	/* GS_CPU_PATH_* (gs_engine.h) */
 

@@ -52,7 +52,8 @@
  *
  * On a query that reads a Citus table, the targets and gpu_quantile(s)
  * become typed twins, which Citus can run on its shards (gs_twin_plain and
- * the comment above it; docs/citus.md).
+ * the comment above it; docs/citus.md); an ungrouped one over one
+ * distributed table then becomes the exchange (planner_citus.c).
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -658,7 +659,13 @@ gs_level_mutator(Node *node, GsRewriteCtx *ctx)
 	}
 	/* (an Aggref's arguments hold no aggregate of this level) */
 	if (IsA(node, Aggref))
-		return gs_hoist_quantile_fraction(node, ctx);
+	{
+		/* inside an expression too: gpu_quantile(s) on Citus, its twin */
+		Node	   *r = ((Aggref *) node)->aggkind == AGGKIND_NORMAL && ctx->citus ?
+			gs_twin_plain((Aggref *) node, ctx) : NULL;
+
+		return r ? r : gs_hoist_quantile_fraction(node, ctx);
+	}
 	node = expression_tree_mutator(node, gs_level_mutator, ctx);
 	return IsA(node, WindowFunc) ? gs_hoist_quantile_fraction(node, ctx) : node;
 }
@@ -717,9 +724,11 @@ gs_candidate_walker(Node *node, void *context)
 	{
 		Aggref	   *a = (Aggref *) node;
 
-		/* a plain aggregate of an extension: gpu_quantile(s) on Citus */
+		/* a plain aggregate of an extension: gpu_quantile(s) on Citus;
+		 * gpu_median there (one argument): the Citus exchange */
 		if (a->aggkind == AGGKIND_NORMAL && a->aggfnoid >= FirstNormalObjectId &&
-			list_length(a->args) == 2)
+			(list_length(a->args) == 2 ||
+			 (list_length(a->args) == 1 && gs_guc_citus_exchange)))
 			return true;
 		if (a->aggkind == AGGKIND_ORDERED_SET &&
 			(a->aggfnoid >= FirstNormalObjectId ||
@@ -752,6 +761,9 @@ static PlannedStmt *
 gs_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
 {
+	Oid			exchange_relid = InvalidOid;
+	PlannedStmt *result;
+
 	if (parse->commandType != CMD_UTILITY && gs_candidate_walker((Node *) parse, NULL))
 	{
 		GsRewriteCtx ctx;
@@ -762,10 +774,23 @@ gs_planner(Query *parse, const char *query_string, int cursorOptions,
 		parse = copyObject(parse);
 		ctx.citus = gs_reads_citus_table(parse);
 		(void) gs_rewrite_walker((Node *) parse, &ctx);
+		/* an ungrouped query over one distributed table: the exchange */
+		if (ctx.citus && gs_guc_citus_exchange)
+		{
+			gs_lookup_extension(&ctx);
+			if (OidIsValid(ctx.ext_oid))
+				exchange_relid = gs_citus_exchange_plan(parse, boundParams, ctx.ext_nsp);
+		}
 	}
 	if (gs_prev_planner_hook)
-		return gs_prev_planner_hook(parse, query_string, cursorOptions, boundParams);
-	return standard_planner(parse, query_string, cursorOptions, boundParams);
+		result = gs_prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	else
+		result = standard_planner(parse, query_string, cursorOptions, boundParams);
+	/* the table the exchange reads is no longer in the plan: DDL on it
+	 * must still invalidate the plan */
+	if (OidIsValid(exchange_relid))
+		result->relationOids = lappend_oid(result->relationOids, exchange_relid);
+	return result;
 }
 
 void

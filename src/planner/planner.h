@@ -44,6 +44,13 @@ extern void gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel,
 								   GroupPathExtraData *extra, double groups, bool charge,
 								   void (*add) (RelOptInfo *, Path *, double, bool));
 
+/*
+ * An ungrouped percentile query over one Citus hash-distributed table
+ * replaced, in place, by the exchange (planner_citus.c); the table's oid
+ * (for the plan's relationOids), or InvalidOid when the query stays.
+ */
+extern Oid	gs_citus_exchange_plan(Query *parse, ParamListInfo bound, Oid ext_nsp);
+
 /* a target aggregate named gs_planner_builtin_*: exact whatever
  * gpuselect.approximate says (planner_aggs.c) */
 #define GS_PLANNER_EXACT	0x01

@@ -13,8 +13,11 @@
 #   query makes Citus send the rows, and both then run on the coordinator.
 # - The plans are the partial ones (the typed twins, planner.c).
 # - The bytes the coordinator receives: Citus's own counter, "Tuple data
-#   received from nodes" of EXPLAIN ANALYZE, for gpu_quantiles and for the
-#   built-in; printed, and gpuselect's must not exceed the built-in's rows.
+#   received from nodes" of EXPLAIN ANALYZE, for gpu_quantiles (the partial
+#   aggregates: gpuselect.citus_exchange off; the exchange, which an
+#   ungrouped query over a distributed table runs by default, is
+#   018_citus_exchange.pl's) and for the built-in; printed, and gpuselect's
+#   must not exceed the built-in's rows.
 # - A worker stopped while a query runs: a clean ERROR on the coordinator,
 #   no crash; with the worker back, the same query answers right.
 use strict;
@@ -101,6 +104,11 @@ for my $t (qw(dist ref))
 		  . " WHERE i4 > 1000 GROUP BY grp ORDER BY grp",
 		"SELECT grp, percentile_disc($fr) WITHIN GROUP (ORDER BY f8), percentile_disc(0.25) WITHIN GROUP (ORDER BY n DESC) FROM $t"
 		  . " WHERE i4 > 1000 GROUP BY grp ORDER BY grp"],
+	  # the aggregate inside an expression (its typed twin all the same)
+	  ["SELECT grp, gpu_quantiles(f8, $fr) IS NOT NULL, gpu_quantile(i4, 0.3) + 1, (gpu_quantiles(n, $fr))[2] FROM $t"
+		  . " GROUP BY grp ORDER BY grp",
+		"SELECT grp, percentile_disc($fr) WITHIN GROUP (ORDER BY f8) IS NOT NULL, percentile_disc(0.3) WITHIN GROUP (ORDER BY i4) + 1,"
+		  . " (percentile_disc($fr) WITHIN GROUP (ORDER BY n))[2] FROM $t GROUP BY grp ORDER BY grp"],
 	  # GROUP BY an expression (per day)
 	  ["SELECT date_trunc('day', ts) AS day, gpu_quantile(f8, 0.9), gpu_median(f4) FROM $t GROUP BY 1 ORDER BY 1",
 		"SELECT date_trunc('day', ts) AS day, percentile_disc(0.9) WITHIN GROUP (ORDER BY f8),"
@@ -121,7 +129,7 @@ for my $t (qw(dist ref))
 		  . " SELECT sum(m), percentile_cont(0.5) WITHIN GROUP (ORDER BY m) FROM c"];
 }
 # the built-ins' own syntax under gpuselect.accelerate_builtins
-for my $q (@pairs[0, 10 .. 17])
+for my $q (@pairs[0, 10 .. 18])
 {
 	push @pairs, ["SET gpuselect.accelerate_builtins = on; $q->[1]", $q->[1]];
 }
@@ -138,7 +146,8 @@ for my $p (@pairs)
 my $plan = on(0, "EXPLAIN (VERBOSE, COSTS OFF) SELECT grp, gpu_quantiles(f8, $fr) FROM dist GROUP BY grp;");
 like($plan, qr/worker_binary_partial_agg\('public\.gs_planner_quantiles_typed\(double precision,double precision\[\]\)'/,
 	'gpu_quantiles: partial states on the shards (the typed twin)');
-$plan = on(0, "SET gpuselect.accelerate_builtins = on;\n"
+# (ungrouped over a distributed table the exchange runs instead: 018_citus_exchange.pl)
+$plan = on(0, "SET gpuselect.accelerate_builtins = on; SET gpuselect.citus_exchange = off;\n"
 	  . "EXPLAIN (VERBOSE, COSTS OFF) SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM dist;");
 like($plan, qr/worker_binary_partial_agg\('public\.gs_planner_builtin_cont_typed\(double precision,double precision\)'/,
 	'accelerate_builtins: the built-in as partial states on the shards');
@@ -149,7 +158,8 @@ like($plan, qr/gs_planner_quantile_gather\(/, 'a type without a twin is gathered
 sub received_bytes
 {
 	my ($q) = @_;
-	my $out = on(0, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q;");
+	# the partial aggregates' bytes: the exchange (018_citus_exchange.pl) off
+	my $out = on(0, "SET gpuselect.citus_exchange = off; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $q;");
 	my ($n, $unit) = $out =~ /Tuple data received from nodes: (\d+) (bytes|kB|MB)/ or return -1;
 	return $n * ({ bytes => 1, kB => 1024, MB => 1024 * 1024 }->{$unit});
 }

@@ -1,0 +1,996 @@
+/*
+ * citus_exchange.c — exact percentiles over a Citus distributed table, with
+ * only reductions and the values near the wanted ranks travelling to the
+ * coordinator (issue 34; docs/citus.md, "The exchange").
+ *
+ * The planner (planner/planner_citus.c) replaces an ungrouped query's
+ * gpu_median / gpu_quantile(s) (and the built-ins the rewrite replaced) over
+ * one hash-distributed table by gs_citus_exchange(...), which runs rounds
+ * through SPI, each an ordinary distributed query that Citus already knows
+ * how to run:
+ *
+ *   count   SELECT count(x) FROM t WHERE quals                  -> n
+ *   sample  SELECT k FROM t WHERE ... AND random() < m/c          (~m keys)
+ *   counts  SELECT <k's bucket among S>, count(*) FROM t WHERE ...
+ *           GROUP BY 1                                            (per shard:
+ *           a row per bucket; Citus adds them up on the coordinator)
+ *   gather  SELECT k FROM t WHERE ... AND <k in the wanted buckets>
+ *
+ * k is the sort key: for the eight key types gs_citus_key(x), gpuselect's
+ * order-preserving key as int8 (so -0 sits below +0 and NaN above +Inf,
+ * exactly as the aggregates order them), for numeric and interval the value
+ * itself.  The splitters S come from the sorted sample, around each wanted
+ * rank's expected position (a window of +-4 standard deviations of its
+ * position in the sample, at most GS_X_RANK_SPLITTERS of them, and the
+ * sample value at that position); a splitter the sample repeats (for
+ * numeric and interval every splitter) also bounds a bucket of the keys
+ * equal to it (gs_x_buckets), so a heavy duplicate is answered by its
+ * count alone.  The counts say which bucket holds each rank; the next
+ * level's candidates are only those buckets (each level's bucket ranges
+ * stay in the WHERE).  Once the candidates number at most 12288
+ * (gpuselect.test_citus_gather_limit; 96 kB of keys: at 2M values and a
+ * few fractions one level comes close, and the bound keeps the bytes
+ * under 1% of them) they are gathered and sorted here,
+ * and a rank's value is read off at its position among them.  A level
+ * that does not halve the candidates (it should not happen) makes the next
+ * one ask for each bucket's min and max too, which answer a bucket of
+ * equal keys.
+ *
+ * Fewer than gpuselect.citus_exchange_min_rows values, or a round whose
+ * counts do not add up (a concurrent write between two rounds: each Citus
+ * statement takes its own snapshot on the workers), and every value is
+ * gathered in one round instead -- one statement, consistent, and the same
+ * bytes as the partial aggregates send.
+ *
+ * Answers: ranks are PostgreSQL's (ranks.c), values the stored datums (keys
+ * mapped back), percentile_cont interpolated as ranks.c / datum_final.c do,
+ * so they equal the built-ins' and the plain aggregates' bit for bit.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/plancache.h"
+#include "utils/typcache.h"
+
+#include "base/guc.h"
+#include "base/types.h"
+#include "aggs/ranks.h"
+
+PG_FUNCTION_INFO_V1(gs_citus_key);
+PG_FUNCTION_INFO_V1(gs_citus_exchange);
+
+#define GS_X_SAMPLE			2048	/* keys sampled per level */
+#define GS_X_RANK_SPLITTERS	64	/* splitters per wanted rank and level */
+#define GS_X_MAX_LEVELS		8	/* then the candidates are gathered */
+
+#define GS_X_SIGN			UINT64CONST(0x8000000000000000)
+
+/* ---------------- the key function the workers run ---------------- */
+
+/*
+ * gs_citus_key(x) -> int8: gpuselect's key of x (gs_keys.h), sign-flipped
+ * so that int8's order is the key's unsigned order.
+ */
+Datum
+gs_citus_key(PG_FUNCTION_ARGS)
+{
+	GsTypeKind *kind = (GsTypeKind *) fcinfo->flinfo->fn_extra;
+	Datum		d = PG_GETARG_DATUM(0);
+	uint64		key = 0;
+
+	if (kind == NULL)
+	{
+		Oid			t = get_fn_expr_argtype(fcinfo->flinfo, 0);
+		GsTypeKind	k;
+		uint8		kb;
+		bool		num;
+
+		if (!OidIsValid(t) || !gs_type_kind_from_oid(getBaseType(t), &k, &kb, &num) ||
+			k == GS_T_DATUM)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("gs_citus_key: type %s has no gpuselect key",
+							OidIsValid(t) ? format_type_be(t) : "unknown")));
+		kind = (GsTypeKind *) MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(GsTypeKind));
+		*kind = k;
+		fcinfo->flinfo->fn_extra = kind;
+	}
+	switch (*kind)
+	{
+		case GS_T_INT2:
+			key = gs_key_from_int16(DatumGetInt16(d));
+			break;
+		case GS_T_INT4:
+		case GS_T_DATE:
+			key = gs_key_from_int32(DatumGetInt32(d));
+			break;
+		case GS_T_INT8:
+		case GS_T_TIMESTAMP:
+		case GS_T_TIMESTAMPTZ:
+			key = gs_key_from_int64(DatumGetInt64(d));
+			break;
+		case GS_T_FLOAT4:
+			key = gs_key_from_float4(DatumGetFloat4(d));
+			break;
+		case GS_T_FLOAT8:
+			key = gs_key_from_float8(DatumGetFloat8(d));
+			break;
+		case GS_T_DATUM:
+			break;
+	}
+	PG_RETURN_INT64((int64) (key ^ GS_X_SIGN));
+}
+
+/* ---------------- the rounds ---------------- */
+
+typedef struct GsXchg
+{
+	char	   *rel;			/* the table, schema-qualified and quoted */
+	char	   *kexpr;			/* the sort key k of a row */
+	char	   *where;			/* quals AND x IS NOT NULL */
+	StringInfoData cand;		/* " AND width_bucket(k, S) = ANY(W)" per level */
+	/* k's type */
+	bool		keyed;			/* k is gs_citus_key(x), int8 */
+	Oid			ktype;
+	int16		klen;
+	bool		kbyval;
+	char		kalign;
+	FmgrInfo   *cmp;			/* k's btree comparison (not keyed) */
+	/* what came back, for the report line */
+	int			rounds;
+	int			levels;
+	int64		rows;
+	int64		bytes;
+	int64		count_rows;		/* of it: the counts rounds' rows (combined) */
+	int64		count_bytes;
+	int64		sql_bytes;		/* the rounds' query text (Citus: once per shard) */
+	int64		shards;
+	bool		all;			/* every value gathered */
+	const char *why_all;
+} GsXchg;
+
+static int
+gs_x_cmp(const void *a, const void *b, void *arg)
+{
+	GsXchg	   *x = (GsXchg *) arg;
+	Datum		da = *(const Datum *) a;
+	Datum		db = *(const Datum *) b;
+
+	if (x->keyed)
+	{
+		int64		ia = DatumGetInt64(da);
+		int64		ib = DatumGetInt64(db);
+
+		return ia < ib ? -1 : ia > ib ? 1 : 0;
+	}
+	return DatumGetInt32(FunctionCall2Coll(x->cmp, InvalidOid, da, db));
+}
+
+/* one round: a read-only distributed query; its rows counted as they come */
+static SPITupleTable *
+gs_x_run(GsXchg *x, const char *sql, bool counts)
+{
+	int			rc;
+	SPITupleTable *tt;
+	int64		bytes = 0;
+
+	CHECK_FOR_INTERRUPTS();
+	elog(DEBUG2, "gpuselect: Citus exchange round: %s", sql);
+	rc = SPI_execute(sql, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "gpuselect: Citus exchange round failed: %s", SPI_result_code_string(rc));
+	tt = SPI_tuptable;
+	/* as Citus counts them: the binary size of every non-NULL field */
+	for (uint64 i = 0; i < SPI_processed; i++)
+		for (int a = 1; a <= tt->tupdesc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(tt->tupdesc, a - 1);
+			bool		isnull;
+			Datum		d = SPI_getbinval(tt->vals[i], tt->tupdesc, a, &isnull);
+
+			if (isnull)
+				continue;
+			bytes += att->attlen > 0 ? att->attlen : (int64) VARSIZE_ANY_EXHDR(DatumGetPointer(d));
+		}
+	x->rounds++;
+	x->sql_bytes += strlen(sql);
+	x->rows += SPI_processed;
+	x->bytes += bytes;
+	if (counts)
+	{
+		x->count_rows += SPI_processed;
+		x->count_bytes += bytes;
+	}
+	return tt;
+}
+
+/*
+ * A round's columns are of the types the rounds ask for, whatever text a
+ * hand-made call passed as the value (its SQL runs with the caller's
+ * rights, but a value of another type must not be read as k's).
+ */
+static void
+gs_x_check_columns(SPITupleTable *tt, int natts, const Oid *types)
+{
+	if (tt->tupdesc->natts != natts)
+		elog(ERROR, "gpuselect: Citus exchange: a round returned %d columns", tt->tupdesc->natts);
+	for (int a = 0; a < natts; a++)
+		if (TupleDescAttr(tt->tupdesc, a)->atttypid != types[a])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("gpuselect: Citus exchange: a round returned %s, not %s",
+							format_type_be(TupleDescAttr(tt->tupdesc, a)->atttypid),
+							format_type_be(types[a]))));
+}
+
+/* column 1 of every row: non-NULL keys, copied; *m their number */
+static Datum *
+gs_x_fetch_keys(GsXchg *x, const char *sql, int64 *m)
+{
+	SPITupleTable *tt = gs_x_run(x, sql, false);
+	uint64		nr = SPI_processed;
+	Datum	   *v = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
+
+	gs_x_check_columns(tt, 1, &x->ktype);
+
+	for (uint64 i = 0; i < nr; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull);
+
+		if (isnull)
+			elog(ERROR, "gpuselect: Citus exchange: a NULL key came back");
+		v[i] = datumCopy(d, x->kbyval, x->klen);
+	}
+	SPI_freetuptable(tt);
+	*m = (int64) nr;
+	return v;
+}
+
+/* a value of k as an SQL literal */
+static char *
+gs_x_literal(GsXchg *x, Datum v)
+{
+	Oid			outfn;
+	bool		varlena;
+
+	if (x->keyed)
+		return psprintf(INT64_FORMAT, DatumGetInt64(v));
+	getTypeOutputInfo(x->ktype, &outfn, &varlena);
+	return psprintf("%s::%s", quote_literal_cstr(OidOutputFunctionCall(outfn, v)),
+					format_type_be_qualified(x->ktype));
+}
+
+/* a sorted array of k's values as an SQL literal */
+static char *
+gs_x_array_literal(GsXchg *x, Datum *v, int n)
+{
+	ArrayType  *arr = construct_array(v, n, x->ktype, x->klen, x->kbyval, x->kalign);
+	Oid			arrtype = get_array_type(x->ktype);
+	Oid			outfn;
+	bool		varlena;
+	char	   *text;
+
+	getTypeOutputInfo(arrtype, &outfn, &varlena);
+	text = OidOutputFunctionCall(outfn, PointerGetDatum(arr));
+	return psprintf("%s::%s", quote_literal_cstr(text), format_type_be_qualified(arrtype));
+}
+
+/* every candidate, sorted (the candidates of the levels so far; *m) */
+static Datum *
+gs_x_gather(GsXchg *x, int64 *m)
+{
+	char	   *sql = psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where, x->cand.data);
+	Datum	   *v = gs_x_fetch_keys(x, sql, m);
+
+	qsort_arg(v, *m, sizeof(Datum), gs_x_cmp, x);
+	return v;
+}
+
+/* how many times v is in the sorted sample s[0..m) */
+static int64
+gs_x_sample_count(GsXchg *x, const Datum *s, int64 m, Datum v)
+{
+	int64		lo = 0;
+	int64		hi = m;
+	int64		first;
+
+	while (lo < hi)				/* first s[i] >= v */
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (gs_x_cmp(&s[mid], &v, x) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	hi = m;
+	while (lo < hi)				/* first s[i] > v */
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (gs_x_cmp(&s[mid], &v, x) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - first;
+}
+
+/*
+ * The splitters of one level: around each open rank's expected position in
+ * the sorted sample s[0..m) (and the value at that position itself, so that
+ * a heavy duplicate there gets a bucket of its own).  Sorted, distinct; *ns.
+ */
+static Datum *
+gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const bool *done,
+			   int nr, int *ns)
+{
+	Datum	   *sp = (Datum *) palloc(sizeof(Datum) * (nr * (GS_X_RANK_SPLITTERS + 4) + 1));
+	int			n = 0;
+
+	for (int i = 0; i < nr; i++)
+	{
+		double		q;
+		double		sigma;
+		int64		e;
+		int64		w;
+		int64		lo;
+		int64		hi;
+		int64		st;
+
+		if (done[i])
+			continue;
+		q = ((double) cr[i] + 0.5) / (double) total;
+		e = Min(m - 1, (int64) (q * (double) m));
+		sigma = sqrt((double) m * q * (1.0 - q));
+		w = (int64) ceil(4.0 * sigma) + 2;
+		lo = Max(0, e - w);
+		hi = Min(m - 1, e + w);
+		st = Max(1, (hi - lo + 1) / GS_X_RANK_SPLITTERS);
+		for (int64 j = lo; j <= hi; j += st)
+			sp[n++] = s[j];
+		sp[n++] = s[hi];
+		sp[n++] = s[e];
+	}
+	qsort_arg(sp, n, sizeof(Datum), gs_x_cmp, x);
+	*ns = 0;
+	for (int i = 0; i < n; i++)
+		if (*ns == 0 || gs_x_cmp(&sp[*ns - 1], &sp[i], x) != 0)
+			sp[(*ns)++] = sp[i];
+	return sp;
+}
+
+/*
+ * One level's buckets, in k's order, each either the keys equal to one
+ * value or those strictly between two (or below the first, above the
+ * last).  Keys (int8) have successors: thresholds v, v + 1 for a
+ * splitter v the sample holds more than once make width_bucket's bucket
+ * [v, v + 1) an equality bucket.
+ * numeric and interval have none: bucket 2b - (k = S[b]) over
+ * width_bucket's b, so k equal to a splitter gets the odd bucket below
+ * the open interval above it.
+ */
+typedef struct GsXBuckets
+{
+	int			nb;				/* buckets 0 .. nb - 1 */
+	char	   *expr;			/* a row's bucket, SQL */
+	Datum	   *t;				/* keyed: the thresholds; else the splitters */
+	int			nt;
+} GsXBuckets;
+
+static void
+gs_x_buckets(GsXchg *x, Datum *sp, int ns, const Datum *s, int64 m, GsXBuckets *bk)
+{
+	char	   *lit;
+
+	if (x->keyed)
+	{
+		bk->t = (Datum *) palloc(sizeof(Datum) * 2 * ns);
+		bk->nt = 0;
+		for (int i = 0; i < ns; i++)
+		{
+			int64		v = DatumGetInt64(sp[i]);
+
+			bk->t[bk->nt++] = sp[i];
+			/* only a value the sample holds twice may be heavy: a bucket
+			 * for each value would double the counts' rows */
+			if (v < PG_INT64_MAX && (i + 1 == ns || DatumGetInt64(sp[i + 1]) > v + 1) &&
+				gs_x_sample_count(x, s, m, sp[i]) >= 2)
+				bk->t[bk->nt++] = Int64GetDatum(v + 1);
+		}
+		bk->nb = bk->nt + 1;
+		lit = gs_x_array_literal(x, bk->t, bk->nt);
+		bk->expr = psprintf("width_bucket(%s, %s)", x->kexpr, lit);
+		return;
+	}
+	bk->t = sp;
+	bk->nt = ns;
+	bk->nb = 2 * ns + 1;
+	lit = gs_x_array_literal(x, sp, ns);
+	bk->expr = psprintf("(2 * width_bucket(%1$s, %2$s) - coalesce((%1$s = (%2$s)[width_bucket(%1$s, %2$s)])::int, 0))",
+						x->kexpr, lit);
+}
+
+/* bucket b's keys are all equal: that value into *v */
+static bool
+gs_x_bucket_equal(GsXchg *x, const GsXBuckets *bk, int b, Datum *v)
+{
+	if (x->keyed)
+	{
+		if (b < 1 || b >= bk->nt ||
+			DatumGetInt64(bk->t[b]) != DatumGetInt64(bk->t[b - 1]) + 1)
+			return false;
+		*v = bk->t[b - 1];
+		return true;
+	}
+	if (b % 2 == 0)
+		return false;
+	*v = bk->t[(b + 1) / 2 - 1];
+	return true;
+}
+
+/* bucket b as a condition on k (appended to the candidates' filter) */
+static char *
+gs_x_bucket_cond(GsXchg *x, const GsXBuckets *bk, int b)
+{
+	const char *k = x->kexpr;
+
+	if (x->keyed)
+	{
+		if (b == 0)
+			return psprintf("%s < %s", k, gs_x_literal(x, bk->t[0]));
+		if (b == bk->nt)
+			return psprintf("%s >= %s", k, gs_x_literal(x, bk->t[b - 1]));
+		return psprintf("(%s >= %s AND %s < %s)", k, gs_x_literal(x, bk->t[b - 1]),
+						k, gs_x_literal(x, bk->t[b]));
+	}
+	if (b == 0)
+		return psprintf("%s < %s", k, gs_x_literal(x, bk->t[0]));
+	if (b % 2 == 1)
+		return psprintf("%s = %s", k, gs_x_literal(x, bk->t[(b + 1) / 2 - 1]));
+	if (b == 2 * bk->nt)
+		return psprintf("%s > %s", k, gs_x_literal(x, bk->t[bk->nt - 1]));
+	return psprintf("(%s > %s AND %s < %s)", k, gs_x_literal(x, bk->t[b / 2 - 1]),
+					k, gs_x_literal(x, bk->t[b / 2]));
+}
+
+/* the bucket holding candidate position r, given the bucket counts */
+static int
+gs_x_bucket_of(const int64 *below, const int64 *cnt, int nb, int64 r)
+{
+	int			b = 0;
+
+	while (b < nb - 1 && below[b] + cnt[b] <= r)
+		b++;
+	return b;
+}
+
+/*
+ * The values of the open ranks cr[] (positions among the total candidates,
+ * ascending) into out[].  false: the rounds' counts disagreed (a concurrent
+ * write); the caller gathers everything instead.
+ */
+static bool
+gs_x_levels(GsXchg *x, int64 total, int64 *cr, bool *done, int nr, Datum *out)
+{
+	bool		minmax = false;
+
+	for (int level = 0;; level++)
+	{
+		bool		any_open = false;
+		char	   *sql;
+		Datum	   *s;
+		int64		m;
+		Datum	   *sp;
+		int			ns;
+		GsXBuckets	bk;
+		SPITupleTable *tt;
+		int64	   *cnt;
+		int64	   *below;
+		int64	   *kept_below;
+		Datum	   *mins;
+		Datum	   *maxs;
+		bool	   *wanted;
+		int64		sum = 0;
+		int64		newtotal = 0;
+		StringInfoData conds;
+
+		for (int i = 0; i < nr; i++)
+			any_open |= !done[i];
+		if (!any_open)
+			return true;
+		if (total <= gs_guc_test_citus_gather_limit || level >= GS_X_MAX_LEVELS)
+		{
+			Datum	   *v = gs_x_gather(x, &m);
+
+			if (m != total)
+				return false;
+			for (int i = 0; i < nr; i++)
+				if (!done[i])
+				{
+					out[i] = v[cr[i]];
+					done[i] = true;
+				}
+			return true;
+		}
+		x->levels++;
+
+		/* the sample: about GS_X_SAMPLE of the candidates */
+		sql = psprintf("SELECT %s FROM %s WHERE %s%s AND random() < %.17g",
+					   x->kexpr, x->rel, x->where, x->cand.data,
+					   (double) GS_X_SAMPLE / (double) total);
+		s = gs_x_fetch_keys(x, sql, &m);
+		if (m == 0)
+			continue;			/* bad luck: sample again (bounded by the levels) */
+		qsort_arg(s, m, sizeof(Datum), gs_x_cmp, x);
+		sp = gs_x_splitters(x, s, m, total, cr, done, nr, &ns);
+		gs_x_buckets(x, sp, ns, s, m, &bk);
+
+		/* the counts per bucket (min/max too where the last level stalled) */
+		sql = psprintf("SELECT %s, count(*)%s FROM %s WHERE %s%s GROUP BY 1",
+					   bk.expr, minmax ? psprintf(", min(%s), max(%s)", x->kexpr, x->kexpr) : "",
+					   x->rel, x->where, x->cand.data);
+		tt = gs_x_run(x, sql, true);
+		{
+			Oid			types[4] = {INT4OID, INT8OID, x->ktype, x->ktype};
+
+			gs_x_check_columns(tt, minmax ? 4 : 2, types);
+		}
+		cnt = (int64 *) palloc0(sizeof(int64) * bk.nb);
+		mins = (Datum *) palloc0(sizeof(Datum) * bk.nb);
+		maxs = (Datum *) palloc0(sizeof(Datum) * bk.nb);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+			int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
+
+			if (isnull || b < 0 || b >= bk.nb)
+				elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
+			cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+			if (minmax)
+			{
+				mins[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull),
+									x->kbyval, x->klen);
+				maxs[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull),
+									x->kbyval, x->klen);
+			}
+			sum += cnt[b];
+		}
+		SPI_freetuptable(tt);
+		if (sum != total)
+			return false;
+
+		/* which buckets hold an open rank; those of equal keys answer it */
+		below = (int64 *) palloc(sizeof(int64) * bk.nb);
+		wanted = (bool *) palloc0(sizeof(bool) * bk.nb);
+		sum = 0;
+		for (int b = 0; b < bk.nb; b++)
+		{
+			below[b] = sum;
+			sum += cnt[b];
+		}
+		for (int i = 0; i < nr; i++)
+		{
+			int			b;
+			Datum		v = (Datum) 0;
+
+			if (done[i])
+				continue;
+			b = gs_x_bucket_of(below, cnt, bk.nb, cr[i]);
+			if (minmax && gs_x_cmp(&mins[b], &maxs[b], x) == 0)
+				v = mins[b];
+			if (gs_x_bucket_equal(x, &bk, b, &v) ||
+				(minmax && gs_x_cmp(&mins[b], &maxs[b], x) == 0))
+			{
+				out[i] = v;
+				done[i] = true;
+			}
+			else
+				wanted[b] = true;
+		}
+
+		/* the next candidates: the wanted buckets, in order */
+		kept_below = (int64 *) palloc(sizeof(int64) * bk.nb);
+		initStringInfo(&conds);
+		for (int b = 0; b < bk.nb; b++)
+		{
+			kept_below[b] = newtotal;
+			if (!wanted[b])
+				continue;
+			appendStringInfo(&conds, "%s%s", conds.len ? " OR " : "", gs_x_bucket_cond(x, &bk, b));
+			newtotal += cnt[b];
+		}
+		for (int i = 0; i < nr; i++)
+		{
+			int			b;
+
+			if (done[i])
+				continue;
+			b = gs_x_bucket_of(below, cnt, bk.nb, cr[i]);
+			cr[i] = cr[i] - below[b] + kept_below[b];
+		}
+		if (newtotal > 0)
+			appendStringInfo(&x->cand, " AND (%s)", conds.data);
+		/* no progress (should not happen: heavy values get buckets of their own) */
+		minmax = newtotal > total / 2;
+		total = newtotal;
+	}
+}
+
+/* ---------------- the answer ---------------- */
+
+/* what is asked: the SQL function's arguments, checked */
+typedef struct GsXSpec
+{
+	bool		cont;
+	bool		desc;
+	bool		multi;
+	Datum	   *fr;
+	bool	   *frnull;
+	int			np;
+	ArrayType  *param;			/* multi: the fraction array as given */
+	Oid			rettype;
+	GsTypeInfo	t;				/* the value's type */
+} GsXSpec;
+
+/* the engine ranks of the answer, in spec order (2 per fraction for cont) */
+static int
+gs_x_spec_ranks(const GsXSpec *sp, int64 n, int64 *ranks, GsContRows *cr)
+{
+	int			k = 0;
+
+	for (int i = 0; i < sp->np; i++)
+	{
+		float8		p;
+
+		if (sp->frnull[i])
+			continue;
+		p = DatumGetFloat8(sp->fr[i]);
+		if (sp->cont)
+		{
+			gs_cont_rows(p, n, &cr[i]);
+			ranks[k++] = (int64) gs_engine_rank(cr[i].first, n, sp->desc);
+			ranks[k++] = (int64) gs_engine_rank(cr[i].second, n, sp->desc);
+		}
+		else
+			ranks[k++] = (int64) gs_engine_rank(gs_disc_rank(p, n), n, sp->desc);
+	}
+	return k;
+}
+
+/* k's value -> the column's value */
+static Datum
+gs_x_value(const GsXchg *x, const GsXSpec *sp, Datum k)
+{
+	if (!x->keyed)
+		return k;
+	return gs_key_to_datum(sp->t.kind, (uint64) DatumGetInt64(k) ^ GS_X_SIGN);
+}
+
+static Datum
+gs_x_cont_value(const GsXchg *x, const GsXSpec *sp, const GsContRows *cr, Datum lo, Datum hi)
+{
+	if (x->keyed)
+	{
+		uint64		keys[2];
+
+		keys[0] = (uint64) DatumGetInt64(lo) ^ GS_X_SIGN;
+		keys[1] = (uint64) DatumGetInt64(hi) ^ GS_X_SIGN;
+		return Float8GetDatum(gs_cont_from_keys(sp->t.kind, cr, keys));
+	}
+	/* interval, as gs_datum_final_cont_interval */
+	if (cr->first == cr->second)
+		return datumCopy(lo, false, sizeof(Interval));
+	return gs_interval_lerp(lo, hi, cr->proportion);
+}
+
+/* the result from the values vals[] of ranks[] (spec order), in the caller's context */
+static Datum
+gs_x_result(const GsXchg *x, const GsXSpec *sp, const GsContRows *cr, Datum *vals)
+{
+	Datum	   *res = (Datum *) palloc(sizeof(Datum) * Max(sp->np, 1));
+	bool	   *resnull = (bool *) palloc(sizeof(bool) * Max(sp->np, 1));
+	Oid			elem = sp->cont && x->keyed ? FLOAT8OID : sp->t.typid;
+	int16		len;
+	bool		byval;
+	char		align;
+
+	for (int i = 0, k = 0; i < sp->np; i++)
+	{
+		resnull[i] = sp->frnull[i];
+		if (resnull[i])
+		{
+			res[i] = (Datum) 0;
+			continue;
+		}
+		if (sp->cont)
+		{
+			res[i] = gs_x_cont_value(x, sp, &cr[i], vals[k], vals[k + 1]);
+			k += 2;
+		}
+		else
+			res[i] = gs_x_value(x, sp, vals[k++]);
+	}
+	get_typlenbyvalalign(elem, &len, &byval, &align);
+	if (!sp->multi)
+		return datumCopy(res[0], byval, len);
+	if (sp->np == 0)
+		return PointerGetDatum(construct_empty_array(sp->t.elemtypid));
+	return PointerGetDatum(construct_md_array(res, resnull, ARR_NDIM(sp->param), ARR_DIMS(sp->param),
+											  ARR_LBOUND(sp->param),
+											  sp->cont && x->keyed ? FLOAT8OID : sp->t.elemtypid,
+											  len, byval, align));
+}
+
+/*
+ * Every value, sorted, in one round (*n: how many came: the caller computes
+ * the ranks from it); why: for the report line.
+ */
+static Datum *
+gs_x_gather_all(GsXchg *x, int64 *n, const char *why)
+{
+	resetStringInfo(&x->cand);
+	x->all = true;
+	x->why_all = why;
+	return gs_x_gather(x, n);
+}
+
+/* ---------------- the SQL function ---------------- */
+
+static void
+gs_x_parse_spec(FunctionCallInfo fcinfo, GsXSpec *sp)
+{
+	char	   *form = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	Oid			elem;
+	uint8		kb;
+	bool		num;
+
+	memset(sp, 0, sizeof(*sp));
+	if (strcmp(form, "disc") == 0 || strcmp(form, "disc desc") == 0)
+		sp->cont = false;
+	else if (strcmp(form, "cont") == 0 || strcmp(form, "cont desc") == 0)
+		sp->cont = true;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gs_citus_exchange: unknown form \"%s\"", form)));
+	sp->desc = strstr(form, "desc") != NULL;
+	sp->rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	elem = get_element_type(sp->rettype);
+	sp->multi = OidIsValid(elem);
+	if (!sp->multi)
+		elem = sp->rettype;
+	/* the value's type: a twin type (cont: float8 or interval) */
+	if (!OidIsValid(elem) || getBaseType(elem) != elem ||
+		!gs_type_kind_from_oid(elem, &sp->t.kind, &kb, &num) ||
+		(sp->t.kind == GS_T_DATUM && elem != NUMERICOID && elem != INTERVALOID) ||
+		(sp->cont && elem != FLOAT8OID && elem != INTERVALOID))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("gs_citus_exchange: unsupported result type %s",
+						format_type_be(sp->rettype))));
+	sp->t.typid = sp->t.elemtypid = elem;
+	get_typlenbyvalalign(elem, &sp->t.typlen, &sp->t.typbyval, &sp->t.typalign);
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("gs_citus_exchange: no fractions")));
+	sp->param = PG_GETARG_ARRAYTYPE_P(4);
+	if (ARR_ELEMTYPE(sp->param) != FLOAT8OID)
+		elog(ERROR, "gs_citus_exchange: fractions must be float8[]");
+	deconstruct_array(sp->param, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &sp->fr, &sp->frnull, &sp->np);
+	if (!sp->multi && (sp->np != 1 || sp->frnull[0]))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gs_citus_exchange: a scalar form takes one fraction")));
+}
+
+/* the value expression's type, from the parsed (not planned) query */
+static void
+gs_x_check_value_type(const char *rel, const char *value, Oid want)
+{
+	SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT %s FROM %s", value, rel), 0, NULL);
+	List	   *srcs;
+	CachedPlanSource *ps;
+
+	if (plan == NULL)
+		elog(ERROR, "gs_citus_exchange: %s", SPI_result_code_string(SPI_result));
+	srcs = SPI_plan_get_plan_sources(plan);
+	if (list_length(srcs) != 1 ||
+		(ps = (CachedPlanSource *) linitial(srcs))->resultDesc == NULL ||
+		ps->resultDesc->natts != 1 ||
+		TupleDescAttr(ps->resultDesc, 0)->atttypid != want)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("gs_citus_exchange: the value is not of type %s", format_type_be(want))));
+	SPI_freeplan(plan);
+}
+
+/*
+ * The exchange's setup: the SQL pieces, k's type, the settings literals are
+ * read back under (the planner deparsed under the same), SPI, and round 1:
+ * how many values (returned).  *guc_nest: the settings' nest level.
+ */
+static int64
+gs_x_begin(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *relname = get_rel_name(relid);
+	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *quals = PG_ARGISNULL(2) ? "" : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *nsp = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+	SPITupleTable *tt;
+	bool		isnull;
+	int64		n;
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("gs_citus_exchange: relation %u does not exist", relid)));
+	memset(x, 0, sizeof(*x));
+	x->rel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), relname);
+	x->keyed = sp->t.kind != GS_T_DATUM;
+	x->kexpr = x->keyed ? psprintf("%s.gs_citus_key(%s)", quote_identifier(nsp), value)
+		: psprintf("(%s)", value);
+	x->where = psprintf("%s%s%s(%s) IS NOT NULL", quals[0] ? "(" : "", quals,
+						quals[0] ? ") AND " : "", value);
+	x->ktype = x->keyed ? INT8OID : sp->t.typid;
+	get_typlenbyvalalign(x->ktype, &x->klen, &x->kbyval, &x->kalign);
+	if (!x->keyed)
+	{
+		TypeCacheEntry *tc = lookup_type_cache(x->ktype, TYPECACHE_CMP_PROC_FINFO);
+
+		if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
+			elog(ERROR, "gs_citus_exchange: no comparison for %s", format_type_be(x->ktype));
+		x->cmp = &tc->cmp_proc_finfo;
+	}
+
+	/* literals (deparsed constants, splitters) read back exactly */
+	*guc_nest = NewGUCNestLevel();
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "gs_citus_exchange: SPI_connect failed");
+	initStringInfo(&x->cand);
+	gs_x_check_value_type(x->rel, value, sp->t.typid);
+
+	/* the shards, for the report line only (a local catalog) */
+	tt = gs_x_run(x, psprintf("SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = %u",
+							  relid), false);
+	gs_x_check_columns(tt, 1, (Oid[]) {INT8OID});
+	x->shards = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+	SPI_freetuptable(tt);
+	x->rounds = 0;
+	x->rows = x->bytes = x->sql_bytes = 0;
+
+	/* round 1: how many values */
+	tt = gs_x_run(x, psprintf("SELECT count(%s) FROM %s%s%s", value, x->rel,
+							  quals[0] ? " WHERE " : "", quals), false);
+	gs_x_check_columns(tt, 1, (Oid[]) {INT8OID});
+	n = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+	SPI_freetuptable(tt);
+	return n;
+}
+
+/*
+ * The values of the answer's ranks (spec order; ranks[] and cr[] filled,
+ * *nr of them) among *n > 0 values: by levels, or every value gathered
+ * (few, or the rounds disagreed: then *n is what came, maybe 0, and NULL
+ * is returned for no values).
+ */
+static Datum *
+gs_x_values(GsXchg *x, const GsXSpec *sp, int64 *n, int64 *ranks, GsContRows *cr, int *nr)
+{
+	Datum	   *all;
+	Datum	   *vals;
+
+	if (*n < gs_guc_citus_exchange_min_rows)
+		all = gs_x_gather_all(x, n, "fewer values than gpuselect.citus_exchange_min_rows");
+	else
+	{
+		bool	   *done;
+		int64	   *pos;
+
+		*nr = gs_x_spec_ranks(sp, *n, ranks, cr);
+		vals = (Datum *) palloc(sizeof(Datum) * Max(*nr, 1));
+		done = (bool *) palloc0(sizeof(bool) * Max(*nr, 1));
+		pos = (int64 *) palloc(sizeof(int64) * Max(*nr, 1));
+		memcpy(pos, ranks, sizeof(int64) * *nr);
+		if (gs_x_levels(x, *n, pos, done, *nr, vals))
+			return vals;
+		all = gs_x_gather_all(x, n, "the rounds' counts disagreed (a concurrent write)");
+	}
+	if (*n == 0)
+		return NULL;
+	*nr = gs_x_spec_ranks(sp, *n, ranks, cr);
+	vals = (Datum *) palloc(sizeof(Datum) * Max(*nr, 1));
+	for (int i = 0; i < *nr; i++)
+		vals[i] = all[ranks[i]];
+	return vals;
+}
+
+/*
+ * gs_citus_exchange(rel regclass, value text, quals text, form text,
+ *                   fractions float8[], result anyelement) RETURNS anyelement
+ *
+ * value and quals are SQL over rel's columns (the planner deparsed them);
+ * form "disc", "disc desc", "cont" or "cont desc"; result a NULL of the
+ * result type: the value's type, float8 for cont over float8, or an array
+ * of either for several fractions.
+ */
+Datum
+gs_citus_exchange(PG_FUNCTION_ARGS)
+{
+	GsXSpec		sp;
+	GsXchg		x;
+	MemoryContext upper = CurrentMemoryContext;
+	int			guc_nest;
+	int64		n;
+	Datum		result = (Datum) 0;
+	bool		isnull = true;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("gs_citus_exchange: NULL argument")));
+	gs_x_parse_spec(fcinfo, &sp);
+	n = gs_x_begin(fcinfo, &sp, &x, &guc_nest);
+
+	/* no values: NULL, before the fractions are checked (as the built-ins) */
+	if (n > 0)
+	{
+		int64	   *ranks = (int64 *) palloc(sizeof(int64) * 2 * Max(sp.np, 1));
+		GsContRows *cr = (GsContRows *) palloc0(sizeof(GsContRows) * Max(sp.np, 1));
+		int			nr = 0;
+		Datum	   *vals;
+
+		/* the fractions in percentile_disc/cont's order (range errors) */
+		for (int i = 0; i < sp.np; i++)
+			if (!sp.frnull[i])
+				gs_check_fraction(DatumGetFloat8(sp.fr[i]));
+		vals = gs_x_values(&x, &sp, &n, ranks, cr, &nr);
+		if (vals != NULL)
+		{
+			MemoryContext spi = MemoryContextSwitchTo(upper);
+
+			result = gs_x_result(&x, &sp, cr, vals);
+			isnull = false;
+			MemoryContextSwitchTo(spi);
+		}
+	}
+
+	ereport(gs_guc_debug ? NOTICE : DEBUG1,
+			(errmsg("gpuselect: Citus exchange over %s: %lld values, %s; %d rounds received %lld rows, %lld bytes",
+					x.rel, (long long) n,
+					x.all ? psprintf("all gathered (%s)", x.why_all) : psprintf("%d levels", x.levels),
+					x.rounds, (long long) x.rows, (long long) x.bytes),
+			 errdetail("Of them the counts rounds: %lld rows, %lld bytes as Citus combined them, "
+					   "at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.",
+					   (long long) x.count_rows, (long long) x.count_bytes,
+					   (long long) (x.count_bytes * x.shards), (long long) x.shards,
+					   (long long) x.sql_bytes)));
+	SPI_finish();
+	AtEOXact_GUC(true, guc_nest);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}

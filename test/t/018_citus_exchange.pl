@@ -1,0 +1,242 @@
+# The Citus exchange (docs/citus.md, src/aggs/citus_exchange.c): an
+# ungrouped percentile query over one hash-distributed table runs as rounds
+# of counts, and only the values near the wanted ranks reach the
+# coordinator.  A coordinator and two workers on this machine, as in
+# 015_citus.pl; skipped when the server under test has no citus extension.
+#
+# - Answers equal the built-ins' on the same data (each side a query of its
+#   own), for every type with a typed twin, with NULLs, NaN, -0, heavy
+#   duplicates, WHERE, no rows; percentile_cont's two rows in different
+#   buckets; with few levels (the default) and many (the test hook
+#   gpuselect.test_citus_gather_limit).  Where ranks fall among equal -0
+#   and +0 the built-in's order is its sort's accident: there the exchange
+#   is compared with the partial aggregates (gpuselect's order, -0 first).
+# - The plans: EXPLAIN shows gs_citus_exchange; GROUP BY, volatile quals
+#   and gpuselect.citus_exchange = off keep the partial aggregates.
+# - The bytes: today's (Citus's counter in EXPLAIN ANALYZE with the
+#   exchange off) and the exchange's (its own report, and Citus's counter
+#   over its rounds, re-run one by one); printed; the exchange's a small
+#   fraction of today's.
+# - A worker stopped mid-exchange: a clean ERROR; with the worker back the
+#   next query answers right.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use GsTest;
+use Test::More;
+
+my ($have) = psql_value(q{SELECT count(*) FROM pg_available_extensions WHERE name = 'citus'});
+plan skip_all => 'no citus extension in this server (test/run-all.sh builds it for GS_CITUS_PG)'
+  if $have == 0;
+
+my @conf = ("shared_preload_libraries = 'citus'", "session_preload_libraries = 'gpuselect'",
+	'max_parallel_workers_per_gather = 0', "citus.shard_count = 8");
+my (@nodes, @handles);
+for my $i (0 .. 2)
+{
+	my $h = GsTest::service_cluster_start(@conf);
+	push @handles, $h;
+	push @nodes, { host => $ENV{PGHOST}, port => $ENV{PGPORT}, h => $h };
+}
+END { GsTest::service_cluster_stop($_) for reverse @handles; }
+
+sub on
+{
+	my ($n, $sql, %opt) = @_;
+	local $ENV{PGHOST} = $nodes[$n]{host};
+	local $ENV{PGPORT} = $nodes[$n]{port};
+	return $opt{may_fail} ? psql($sql) : psql_value($sql);
+}
+
+on($_, 'CREATE EXTENSION citus; CREATE EXTENSION gpuselect;') for 0 .. 2;
+on(0, "SELECT citus_set_coordinator_host('$nodes[0]{host}', $nodes[0]{port});"
+	  . join('', map { "SELECT citus_add_node('$nodes[$_]{host}', $nodes[$_]{port});" } 1, 2));
+
+# every twin type, NULLs, NaN, -0 (and +0) and duplicates; a heavy value
+my $rows = 40000;
+on(0, qq{
+SELECT setseed(0.25);
+CREATE TABLE xt AS
+SELECT g::int8 AS id,
+       CASE WHEN g % 101 = 0 THEN NULL WHEN g % 997 = 0 THEN 'NaN'::float8
+            WHEN g % 499 = 0 THEN '-0'::float8 ELSE round((random() * 2e4 - 1e4)::numeric, 2)::float8 END AS f8,
+       (g % 30011 - 15000)::int2 AS i2, ((g * 7919) % 100003)::int4 AS i4, (g::int8 * 104729) % 1000003 AS i8,
+       CASE WHEN g % 7 = 0 THEN 42 ELSE (random() * 1e3)::float4 END AS f4,
+       ((g % 5000)::numeric / 7)::numeric(12, 3) AS n,
+       date '2026-01-01' + (g % 400) AS d, timestamp '2026-01-01' + g * interval '7 minutes' AS ts,
+       timestamptz '2026-01-01 00:00+00' + g * interval '13 seconds' AS tz,
+       (g % 3000) * interval '1 second' AS iv
+FROM generate_series(1, $rows) g;
+SELECT create_distributed_table('xt', 'id');
+-- heavy duplicates: 80% one value, then -0 / +0 blocks, NaN, NULLs
+CREATE TABLE dup AS
+SELECT g::int8 AS id,
+       CASE WHEN g % 10 < 8 THEN 42.5 WHEN g % 20 = 8 THEN 'NaN' WHEN g % 20 = 18 THEN NULL
+            ELSE g % 1000 END::float8 AS f8,
+       (g % 3)::numeric AS n, CASE WHEN g % 4 = 0 THEN '-0'::float8 WHEN g % 4 = 1 THEN 0 ELSE g END AS z
+FROM generate_series(1, 30000) g;
+SELECT create_distributed_table('dup', 'id');
+});
+
+my $fr = q{'{0, 0.1, 0.25, 0.5, 0.9, 0.99, 1}'::float8[]};
+my $ex = "SET gpuselect.citus_exchange_min_rows = 0;\n";
+
+# [exchange query, built-in query]
+my @pairs = (
+	(map { ["SELECT gpu_quantiles($_, $fr) FROM xt", "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY $_) FROM xt"] }
+		qw(f8 i2 i4 i8 f4 n d ts tz iv)),
+	["SELECT gpu_median(f8), gpu_median(iv), gpu_quantile(i4, 0.3), gpu_quantile(n, 1) FROM xt WHERE i2 > -7000",
+		"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8), percentile_cont(0.5) WITHIN GROUP (ORDER BY iv),"
+		  . " percentile_disc(0.3) WITHIN GROUP (ORDER BY i4), percentile_disc(1) WITHIN GROUP (ORDER BY n) FROM xt WHERE i2 > -7000"],
+	# aggregates inside expressions
+	["SELECT gpu_median(f8) * 2, gpu_quantile(i4, 0.3)::text || 'x', (gpu_quantiles(tz, $fr))[3] FROM xt",
+		"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) * 2, percentile_disc(0.3) WITHIN GROUP (ORDER BY i4)::text || 'x',"
+		  . " (percentile_disc($fr) WITHIN GROUP (ORDER BY tz))[3] FROM xt"],
+	# no rows; only NULLs; a NULL fraction; an empty and a 2-D fraction array
+	["SELECT gpu_quantiles(f8, $fr), gpu_median(f8) FROM xt WHERE id < 0",
+		"SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8), percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM xt WHERE id < 0"],
+	["SELECT gpu_quantiles(f8, $fr) FROM xt WHERE f8 IS NULL",
+		"SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt WHERE f8 IS NULL"],
+	["SELECT gpu_quantiles(i8, '{0.5, NULL}'), gpu_quantiles(i8, '{}'), gpu_quantiles(d, '{{0.2, 0.4}, {0.6, 0.8}}') FROM xt",
+		"SELECT percentile_disc('{0.5, NULL}'::float8[]) WITHIN GROUP (ORDER BY i8), percentile_disc('{}'::float8[]) WITHIN GROUP (ORDER BY i8),"
+		  . " percentile_disc('{{0.2, 0.4}, {0.6, 0.8}}'::float8[]) WITHIN GROUP (ORDER BY d) FROM xt"],
+	# heavy duplicates (and NaN, NULLs) answered by equality buckets
+	["SELECT gpu_quantiles(f8, $fr), gpu_quantiles(n, $fr) FROM dup",
+		"SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8), percentile_disc($fr) WITHIN GROUP (ORDER BY n) FROM dup"],
+	# the built-ins' syntax under accelerate_builtins: DESC, cont, interval
+	["SET gpuselect.accelerate_builtins = on; SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY i8 DESC),"
+		  . " percentile_cont($fr) WITHIN GROUP (ORDER BY f8), percentile_cont(0.37) WITHIN GROUP (ORDER BY iv DESC),"
+		  . " percentile_cont(0.123) WITHIN GROUP (ORDER BY f4) FROM xt WHERE d > '2026-02-01'",
+		"SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY i8 DESC), percentile_cont($fr) WITHIN GROUP (ORDER BY f8),"
+		  . " percentile_cont(0.37) WITHIN GROUP (ORDER BY iv DESC), percentile_cont(0.123) WITHIN GROUP (ORDER BY f4)"
+		  . " FROM xt WHERE d > '2026-02-01'"],
+	["SET gpuselect.accelerate_builtins = on; SELECT percentile_cont($fr) WITHIN GROUP (ORDER BY iv),"
+		  . " percentile_disc(0.77) WITHIN GROUP (ORDER BY n DESC) FROM xt",
+		"SELECT percentile_cont($fr) WITHIN GROUP (ORDER BY iv), percentile_disc(0.77) WITHIN GROUP (ORDER BY n DESC) FROM xt"],
+);
+
+for my $limit (12288, 3)
+{
+	for my $p (@pairs)
+	{
+		my ($gs, $bi) = @$p;
+		my $want = on(0, "$bi;");
+		my ($rc, $got) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit;\n$gs;", may_fail => 1);
+		is($got, $want, "gather limit $limit, same as the built-in: $gs");
+	}
+}
+
+# -0 and +0 in one block of ranks: as the partial aggregates order them
+my $zq = "SELECT gpu_quantiles(z, '{0.05, 0.2, 0.3, 0.45, 0.5, 0.55}'), gpu_median(z) FROM dup";
+my $today = on(0, "SET gpuselect.citus_exchange = off; $zq;");
+like($today, qr/-0.*\b0\b/, 'the ranks fall on -0 and on +0');
+for my $limit (12288, 3)
+{
+	is(on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit; $zq;"), $today,
+		"gather limit $limit: -0 below +0, as the partial aggregates");
+}
+
+# ---- the plans ----
+my $plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 > 10;");
+like($plan, qr/gs_citus_exchange\('xt'::regclass, 'f8'::text, '\(i4 > 10\)'::text, 'disc'::text/,
+	'EXPLAIN shows the exchange, its value and quals');
+$plan = on(0, "SET client_min_messages = debug1; EXPLAIN (COSTS OFF) SELECT gpu_median(f8) FROM xt;", may_fail => 1);
+like($plan, qr/Citus exchange: 1 aggregate\(s\) over "xt"/, 'a DEBUG line says the exchange runs');
+for my $q ("SET gpuselect.citus_exchange = off; EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt",
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt GROUP BY i2 % 3",
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt WHERE random() < 2",
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr), count(*) FROM xt")
+{
+	like(on(0, "$q;"), qr/worker_binary_partial_agg|worker_partial_agg/, "partial aggregates kept: $q");
+}
+# the distribution column pinned: Citus runs the whole query on one shard
+$plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt WHERE id = 5 AND i4 > 0;");
+like($plan, qr/Task Count: 1/, 'WHERE id = 5: one task, the whole query on a shard');
+unlike($plan, qr/gs_citus_exchange/, 'and no exchange');
+
+# hand-made calls: checked, clean ERRORs
+for my $c (["'xt', 'f8', '', 'disc', '{0.5}', NULL::text", qr/unsupported result type text/],
+	["'xt', 'n', '', 'disc', '{0.5}', NULL::float8", qr/the value is not of type double precision/],
+	["'xt', 'f8', '', 'cont', '{0.5}', NULL::numeric", qr/unsupported result type numeric/],
+	["'xt', 'f8 FROM xt; DROP TABLE xt; SELECT f8', '', 'disc', '{0.5}', NULL::float8", qr/ERROR/],
+	["'xt', 'f8', '', 'disc', NULL, NULL::float8", qr/no fractions/])
+{
+	my ($rc, $out) = on(0, "SELECT gs_citus_exchange($c->[0]);", may_fail => 1);
+	like($out, $c->[1], "gs_citus_exchange($c->[0]): an ERROR");
+}
+is(on(0, 'SELECT count(*) FROM xt'), $rows, 'the table is still there');
+
+# ---- the bytes ----
+on(0, q{
+SELECT setseed(0.5);
+CREATE TABLE big AS SELECT g::int8 AS id, round((random() * 2e4 - 1e4)::numeric, 2)::float8 AS f8
+FROM generate_series(1, 400000) g;
+SELECT create_distributed_table('big', 'id');
+});
+my $bq = "SELECT gpu_quantiles(f8, $fr) FROM big";
+sub citus_bytes
+{
+	my ($out) = @_;
+	my ($n, $unit) = $out =~ /Tuple data received from nodes: (\d+) (bytes|kB|MB)/ or return -1;
+	return $n * ({ bytes => 1, kB => 1024, MB => 1024 * 1024 }->{$unit});
+}
+my $today_bytes = citus_bytes(on(0, "SET gpuselect.citus_exchange = off;"
+	  . " EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $bq;"));
+my $report = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $bq;");
+my ($got_rows, $got_bytes) = $report =~ /exchange over public\.big: 400000 values, .* received (\d+) rows, (\d+) bytes/;
+my ($count_bytes, $count_upper) = $report =~ /counts rounds: \d+ rows, (\d+) bytes as Citus combined them, at most (\d+) bytes/;
+ok(defined $got_bytes && defined $count_upper, 'the exchange reports what it received') or diag($report);
+my $upper = $got_bytes - $count_bytes + $count_upper;
+# Citus's own counter over the same rounds, each re-run under EXPLAIN ANALYZE
+my $citus_sum = 0;
+for my $round ($report =~ /gpuselect: Citus exchange round: (SELECT .*)$/mg)
+{
+	next if $round =~ /pg_dist_shard/;
+	my $b = citus_bytes(on(0, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $round;"));
+	$citus_sum += $b if $b > 0;
+}
+is(on(0, "${ex}$bq;"), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM big;"),
+	'400000 rows: same as the built-in');
+diag(sprintf("coordinator received, 400000 float8 rows, 7 fractions: today %d bytes; the exchange %d bytes"
+	  . " (its count, the counts rounds at most %d from the shards: %d bytes in all, %.2f%%);"
+	  . " Citus's counter over its rounds re-run: %d bytes (%.2f%%)",
+	$today_bytes, $got_bytes, $count_upper, $upper, 100 * $upper / $today_bytes,
+	$citus_sum, 100 * $citus_sum / $today_bytes));
+cmp_ok($today_bytes, '>', 3_000_000, "today every key travels ($today_bytes bytes)");
+cmp_ok($upper, '<', $today_bytes / 20, 'the exchange receives under 5% of that');
+cmp_ok($citus_sum, '<', $today_bytes / 20, "and so says Citus's counter over its rounds");
+
+# ---- a worker stopped mid-exchange ----
+# a stable (not volatile: the exchange takes it) slow qual, ~1 s a round
+# (Citus creates it on the workers too)
+on(0, "CREATE FUNCTION slow(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELECT pg_sleep(0.0001) IS NOT NULL';");
+my $slow = "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slow(f8)";
+like(on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) $slow;"), qr/gs_citus_exchange/, 'the slow query runs the exchange');
+my $bg;
+{
+	local $ENV{PGHOST} = $nodes[0]{host};
+	local $ENV{PGPORT} = $nodes[0]{port};
+	# its rounds in the coordinator's log, to stop the worker after the first
+	$bg = GsTest::psql_bg("${ex}SET gpuselect.test_citus_gather_limit = 3; SET log_min_messages = debug2; $slow;");
+}
+ok(GsTest::wait_for(sub { `cat $nodes[0]{h}{log}` =~ /Citus exchange round: SELECT public\.gs_citus_key/ }, 60),
+	'the exchange is past its count round');
+my $w = $nodes[2]{h};
+GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-m', 'immediate', '-w', 'stop'));
+my ($rc, $out) = GsTest::psql_wait($bg);
+isnt($rc, 0, 'worker stopped mid-exchange: the query fails');
+like($out, qr/ERROR:/, 'with an ERROR');
+like($out, qr/CONTEXT:  SQL statement "SELECT (public\.gs_citus_key|width_bucket)/, 'in a later round of the exchange');
+diag("the coordinator's error: $out");
+unlike($out, qr/server closed the connection unexpectedly|terminated by signal/, 'the coordinator did not crash');
+GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-l', $w->{log}, '-w', 'start')) == 0
+  or BAIL_OUT('worker restart failed');
+ok(GsTest::wait_for(sub { my ($r) = on(0, 'SELECT count(*) FROM xt', may_fail => 1); $r == 0 }, 30),
+	'the cluster answers again');
+is(on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 % 3 = 0;"),
+	on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt WHERE i4 % 3 = 0;"),
+	'and the next exchange answers right');
+unlike(`cat $nodes[0]{h}{log}`, qr/terminated by signal/, 'no backend of the coordinator crashed');
+
+done_testing();
