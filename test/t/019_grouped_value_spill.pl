@@ -57,7 +57,10 @@ for my $strategy ('hashed', 'sorted')
 		my @l = split /\n/, $out;
 		my ($maxb, $read) = (pop @l, pop @l);
 		is(join("\n", @l), $want, "$strategy $col: parallel spilled gpu_quantiles per group equals percentile_disc");
-		cmp_ok($read eq 'none' ? -1 : $read, '>=', 8, "$strategy $col: the leader read partial states from files ($read)");
+		# the participant that scanned the most holds at least a third of each
+		# group (~0.4 MB of values or more): its 4 states at least (how the
+		# blocks are shared out varies)
+		cmp_ok($read eq 'none' ? -1 : $read, '>=', 4, "$strategy $col: the leader read partial states from files ($read)");
 		# a worker's state of a group (~0.4 MB of values) used to arrive whole
 		cmp_ok($maxb eq 'none' ? 1e12 : $maxb, '<=', 64 * 1024,
 			"$strategy $col: no partial state reached the leader in memory beyond the limit ($maxb bytes)");
