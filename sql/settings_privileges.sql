@@ -19,12 +19,13 @@ BEGIN;
 SET LOCAL gpuselect.parallel_arena_size = '8GB';
 ROLLBACK;
 ALTER ROLE regress_gs_plain SET gpuselect.parallel_arena_size = '8GB';
--- test hooks and the internal arena handle
+-- test hooks and the internal arena and file set handles
 SET gpuselect.test_max_serial_bytes = 1000;
 SET gpuselect.test_fail_shared_attach = on;
 SET gpuselect.test_cancel_at_poll = 1;
 SET gpuselect.test_terminate_at_poll = 1;
 SET gpuselect.parallel_arena = '1:1';
+SET gpuselect.parallel_fileset = '1';
 -- server-wide (postgresql.conf or ALTER SYSTEM): no session changes it
 SET gpuselect.max_shared_memory = '64GB';
 -- nothing changed

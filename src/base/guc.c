@@ -34,6 +34,7 @@ bool		gs_guc_test_fail_shared_attach = false;
 int			gs_guc_parallel_arena_size = 256;
 int			gs_guc_max_shared_memory = -1;
 char	   *gs_guc_parallel_arena = NULL;
+char	   *gs_guc_parallel_fileset = NULL;
 int			gs_guc_test_cancel_at_poll = 0;
 int			gs_guc_test_citus_gather_limit = 12288;
 int			gs_guc_test_terminate_at_poll = 0;
@@ -394,6 +395,15 @@ gs_guc_define(void)
 							   "Internal: the handle of the leader's key arena, for its parallel workers.",
 							   NULL,
 							   &gs_guc_parallel_arena,
+							   "",
+							   PGC_SUSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("gpuselect.parallel_fileset",
+							   "Internal: the handle of the leader's file set for spilled partial states, for its parallel workers.",
+							   NULL,
+							   &gs_guc_parallel_fileset,
 							   "",
 							   PGC_SUSET,
 							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE,

@@ -71,6 +71,8 @@
  * Internal (set by the leader for its parallel workers, hidden):
  *
  *   gpuselect.parallel_arena         handle of the leader's key arena
+ *   gpuselect.parallel_fileset       handle of the leader's file set for
+ *                                    spilled partial states (shared_fileset.c)
  *
  * Defined by gs_guc_define(), called from _PG_init (gpuselect.c).
  */
@@ -119,6 +121,7 @@ extern bool gs_guc_test_fail_shared_attach;
 extern int	gs_guc_parallel_arena_size;	/* MB */
 extern int	gs_guc_max_shared_memory;	/* MB; -1: a quarter of /dev/shm */
 extern char *gs_guc_parallel_arena;
+extern char *gs_guc_parallel_fileset;
 extern int	gs_guc_test_cancel_at_poll;
 extern int	gs_guc_test_citus_gather_limit;
 extern int	gs_guc_test_terminate_at_poll;

@@ -36,6 +36,8 @@
  *     gives a library that is not preloaded a named, server-wide piece of
  *     shared memory; before 17 shm_budget.c takes its few bytes from the main
  *     segment with ShmemInitStruct instead.
+ *   - GS_EXECUTOR_RUN_PARAMS / _ARGS (18): ExecutorRun (and its hook) lost
+ *     its execute_once argument.
  *   - gs_create_wait_set (17): CreateWaitEventSet takes a ResourceOwner (NULL:
  *     not tracked); a MemoryContext before.  In 18 it is declared in
  *     storage/waiteventset.h, which storage/latch.h includes.
@@ -43,7 +45,7 @@
  * The same in 15 to 18 for what gpuselect uses (the headers compared, and
  * -Werror builds against each): the hooks it installs, ExecutorStart
  * (void in every release; a bool-returning variant in 18's development was
- * reverted before 18.0), planner_hook and create_upper_paths_hook; the
+ * reverted before 18.0), ExecutorRun (but for execute_once, above), planner_hook and create_upper_paths_hook; the
  * planner calls planner_groups.c makes (create_agg_path, create_gather_path,
  * get_agg_clause_costs, examine_variable, DecodeUnits); DefineCustom*Variable and MarkGUCPrefixReserved,
  * dsm_create/attach/pin_mapping/find_mapping and DSM_CREATE_NULL_IF_MAXSEGMENTS,
@@ -151,6 +153,16 @@ typedef BackendId ProcNumber;
 
 /* ---- 17: CreateWaitEventSet(ResourceOwner, n) ---- */
 #include "storage/latch.h"
+/* ---- 18: ExecutorRun without execute_once ---- */
+#if PG_VERSION_NUM >= 180000
+#define GS_EXECUTOR_RUN_PARAMS	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define GS_EXECUTOR_RUN_ARGS	queryDesc, direction, count
+#else
+#define GS_EXECUTOR_RUN_PARAMS	QueryDesc *queryDesc, ScanDirection direction, uint64 count, \
+								bool execute_once
+#define GS_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
+#endif
+
 #if PG_VERSION_NUM >= 170000
 #define gs_create_wait_set(n) CreateWaitEventSet(NULL, (n))
 #else

@@ -433,10 +433,11 @@ gs_svc_copy_chunks(const GsSvcReq *r)
 
 /*
  * Chunks for job j (held OPEN): at once when the pool has them and nobody
- * waits for it; else this backend first gives back every chunk it holds
+ * waits for it; else, first in line, it waits keeping what it holds;
+ * behind someone, this backend first gives back every chunk it holds
  * (gs_service_scan_unload_all: the keys move into its states' memory, and
  * in's segments follow), then waits, holding none, in the pool's queue
- * for all the chunks of the job at once, up to clk's patience.  A cancel
+ * for all the chunks of the job at once; either up to clk's patience.  A cancel
  * while waiting leaves the queue, frees the slot and is re-thrown.
  * Returns the first chunk, -1 when the wait ran out.
  */
@@ -458,14 +459,26 @@ gs_svc_take_chunks(int j, GsSvcReq *r, const GsSvcClock *clk)
 		return -1;
 	PG_TRY();
 	{
-		/* an out-of-memory ERROR here frees the slot too */
-		if (gs_service_scan_unload_all() > 0)
+		/*
+		 * First in line (nobody waits yet) with room for what it holds and
+		 * needs, and no chunk held by this backend's other states (the same
+		 * query's other groups or aggregates, whose final calls come after
+		 * this one: it would wait for itself): it waits keeping its chunks,
+		 * whose keys need no copy out and back in (service_shmem.c says
+		 * why nobody waits for them).  Else every chunk back first (an
+		 * out-of-memory ERROR here frees the slot too).
+		 */
+		if (need + r->nheld > c->nchunks || gs_service_scan_held_elsewhere(r->st) > 0 ||
+			!gs_pool_queue_join_first(j, need))
 		{
-			pfree((void *) r->in->segs);
-			gs_state_input(r->st, r->in);
-			gs_svc_count_chunks(r->st, &r->nheld, &r->unpooled, &r->leased);
+			if (gs_service_scan_unload_all() > 0)
+			{
+				pfree((void *) r->in->segs);
+				gs_state_input(r->st, r->in);
+				gs_svc_count_chunks(r->st, &r->nheld, &r->unpooled, &r->leased);
+			}
+			gs_pool_queue_join(j, r->io_chunks + gs_svc_copy_chunks(r));
 		}
-		gs_pool_queue_join(j, r->io_chunks + gs_svc_copy_chunks(r));
 		for (;;)
 		{
 			ResetLatch(MyLatch);

@@ -306,8 +306,11 @@ extern bool gs_service_in_use(void);
 extern int	gs_pool_alloc(int n, int job);
 /* the pool's queue: join it for n chunks (the caller holds no chunk);
  * take them all once first in line and free (-1: not yet); leave it
- * (taken, timeout, cancel, exit: never raises an ERROR) */
+ * (taken, timeout, cancel, exit: never raises an ERROR).  _join_first:
+ * join only if nobody waits (then the caller may keep the chunks it holds:
+ * it is first in line, and nobody behind it holds any); false: not joined */
 extern void gs_pool_queue_join(int job, int n);
+extern bool gs_pool_queue_join_first(int job, int n);
 extern int	gs_pool_queue_take(int job);
 extern void gs_pool_queue_leave(int job);
 /* chunks went back to the free list outside the functions here (the

@@ -365,8 +365,10 @@ gs_pool_alloc(int n, int job)
 /*
  * The pool's queue.  A backend whose job finds too few free chunks gives
  * back every chunk it holds (service_client.c, gs_service_scan_unload_all)
- * and then waits here for all the chunks of its job at once, so no
- * backend ever waits while it holds chunks another waiter needs (the
+ * -- unless nobody waits yet: the first in line keeps them
+ * (gs_pool_queue_join_first) -- and then waits here for all the chunks of
+ * its job at once, so no backend ever waits while it holds chunks another
+ * waiter needs (the
  * hold-and-wait of issue #29: three scans each holding a third of the
  * pool, each final call waiting for the others' chunks).  Tickets serve
  * the waiters in arrival order: only the first in line may take chunks,
@@ -420,20 +422,52 @@ gs_pool_wake_queue(void)
 		SetLatch(&gs_svc_jobs[first].owner_proc->procLatch);
 }
 
-void
-gs_pool_queue_join(int job, int n)
+/* join the queue (the pool lock held exclusively) */
+static void
+gs_pool_queue_join_locked(int job, int n)
 {
 	GsSvcControl *c = gs_svc_ctl;
 
-	LWLockAcquire(c->lock, LW_EXCLUSIVE);
 	if (gs_svc_jobs[job].wait_ticket == 0)
 	{
 		gs_svc_jobs[job].wait_ticket = ++c->next_ticket;
 		gs_svc_jobs[job].wait_need = n;
 		c->nwaiting++;
 	}
+}
+
+void
+gs_pool_queue_join(int job, int n)
+{
+	GsSvcControl *c = gs_svc_ctl;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	gs_pool_queue_join_locked(job, n);
 	LWLockRelease(c->lock);
 	pg_atomic_fetch_add_u64(&c->pool_waits, 1);
+}
+
+/*
+ * The first in line may wait holding its chunks: everyone who joins after
+ * it gives back what it holds first, and no scan takes chunks while it
+ * waits, so the chunks it needs come back from running jobs and scans
+ * (finite) and from those behind it (none), never from a waiter's hold.
+ * Deciding "first" and joining under one lock hold keeps it to one.
+ */
+bool
+gs_pool_queue_join_first(int job, int n)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	bool		first;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	first = gs_pool_queue_first() < 0;
+	if (first)
+		gs_pool_queue_join_locked(job, n);
+	LWLockRelease(c->lock);
+	if (first)
+		pg_atomic_fetch_add_u64(&c->pool_waits, 1);
+	return first;
 }
 
 int

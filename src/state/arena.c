@@ -35,7 +35,8 @@
  *   - Workers learn its handle from a hidden GUC, gpuselect.parallel_arena,
  *     which the leader sets before the workers start (ExecutorStart hook;
  *     workers receive the leader's settings).  A worker uses the arena only
- *     if its header names the worker's own leader.
+ *     if its header names the worker's own leader.  (The same hook makes
+ *     the query's file set for spilled partial states: shared_fileset.c.)
  *   - Chunks are handed out by an atomic bump offset.  References carry the
  *     arena's serial number (this backend's arenas so far), and the leader
  *     checks handle, serial and bounds before reading: a stale or foreign
@@ -58,8 +59,10 @@
 #include "utils/guc.h"
 
 #include "base/guc.h"
+#include "base/types.h"
 #include "service/service.h"
 #include "state/arena.h"
+#include "state/shared_fileset.h"
 #include "state/service_scan.h"
 #include "state/shared_state.h"
 #include "state/shm_budget.h"
@@ -94,6 +97,8 @@ static char *arena_keys = NULL;
 static dsm_handle arena_handle = 0;
 static bool worker_tried = false;	/* worker: looked for the arena already */
 static ExecutorStart_hook_type prev_executor_start = NULL;
+static ExecutorRun_hook_type prev_executor_run = NULL;
+static bool start_hook_ran = false;	/* gs_arena_executor_start has run here */
 
 /* leader: arenas created so far (their serial numbers) */
 static uint64 arena_serial = 0;
@@ -166,10 +171,22 @@ gs_arena_xact_callback(XactEvent event, void *arg)
 /* the C function behind our aggregates' serialfunc (plain_aggs.c) */
 extern Datum gs_serialize(PG_FUNCTION_ARGS);
 
-/* an Agg node that serializes gpuselect partial states, anywhere below */
+/*
+ * An Agg node that serializes gpuselect partial states, anywhere below;
+ * *values: one of them aggregates a comparison type (GS_T_DATUM: the value
+ * spill's file set, shared_fileset.c, may be wanted).
+ */
+typedef struct GsSerializesOurs
+{
+	bool		ours;
+	bool		values;
+} GsSerializesOurs;
+
 static bool
 gs_arena_serializes_ours(PlanState *ps, void *context)
 {
+	GsSerializesOurs *found = (GsSerializesOurs *) context;
+
 	if (ps == NULL)
 		return false;
 	if (IsA(ps, AggState))
@@ -178,10 +195,24 @@ gs_arena_serializes_ours(PlanState *ps, void *context)
 
 		if (DO_AGGSPLIT_SERIALIZE(agg->aggsplit))
 			for (int i = 0; i < agg->numtrans; i++)
-				if (OidIsValid(agg->pertrans[i].serialfn_oid) &&
-					agg->pertrans[i].serialfn.fn_addr == gs_serialize)
-					return true;
+			{
+				Aggref	   *aggref = agg->pertrans[i].aggref;
+				GsTypeKind	kind;
+				uint8		key_bytes;
+
+				if (!OidIsValid(agg->pertrans[i].serialfn_oid) ||
+					agg->pertrans[i].serialfn.fn_addr != gs_serialize)
+					continue;
+				found->ours = true;
+				if (aggref != NULL && aggref->args != NIL &&
+					gs_type_kind_from_oid(exprType((Node *) linitial_node(TargetEntry, aggref->args)->expr),
+										  &kind, &key_bytes, NULL) &&
+					kind == GS_T_DATUM)
+					found->values = true;
+			}
 	}
+	if (found->ours && found->values)
+		return true;			/* nothing more to learn */
 	return planstate_tree_walker(ps, gs_arena_serializes_ours, context);
 }
 
@@ -248,18 +279,47 @@ gs_arena_create(void)
 
 /* leader: the arena for this parallel query, if it wants one; publish its handle */
 static void
-gs_arena_prepare(QueryDesc *queryDesc)
+gs_arena_prepare(const GsSerializesOurs *found)
 {
 	char		want[16] = "";
 
 	if (arena_hdr == NULL && arena_need > 0 && gs_guc_shared_partial_states &&
-		gs_guc_parallel_arena_size > 0 && gs_arena_serializes_ours(queryDesc->planstate, NULL))
+		gs_guc_parallel_arena_size > 0 && found->ours)
 		gs_arena_create();
 	if (arena_hdr != NULL && gs_guc_parallel_arena_size > 0)
 		snprintf(want, sizeof(want), "%u", (unsigned) arena_handle);
 	/* the setting is transactional: an abort may have undone it */
 	if (strcmp(gs_guc_parallel_arena ? gs_guc_parallel_arena : "", want) != 0)
 		SetConfigOption("gpuselect.parallel_arena", want, PGC_SUSET, PGC_S_SESSION);
+}
+
+/*
+ * Leader: what a query's parallel workers (and its own partial states) need
+ * before they start: key-pool leases, the arena, the value spill's file set.
+ */
+static void
+gs_query_prepare(QueryDesc *queryDesc, int eflags)
+{
+	GsSerializesOurs found = {false, false};
+	bool		publish;
+
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) || IsParallelWorker())
+		return;
+	/* before the workers start: they take the settings as they are then */
+	publish = queryDesc->plannedstmt->parallelModeNeeded && !IsInParallelMode();
+	gs_arena_serializes_ours(queryDesc->planstate, &found);
+	if (publish)
+	{
+		/* with the GPU service, workers lease key-pool chunks for this backend */
+		gs_service_lease_prepare();
+		gs_arena_prepare(&found);
+	}
+	/*
+	 * Partial states of comparison types past gpuselect.work_mem go to files
+	 * of a set the leader creates for the query (serial partial aggregation
+	 * of partitions too, in this process): shared_fileset.c
+	 */
+	gs_shared_fileset_query_start(queryDesc->estate->es_query_cxt, found.values, publish);
 }
 
 static void
@@ -269,15 +329,29 @@ gs_arena_executor_start(QueryDesc *queryDesc, int eflags)
 		prev_executor_start(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
+	start_hook_ran = true;
+	gs_query_prepare(queryDesc, eflags);
+}
 
-	/* before the workers start: they take the settings as they are then */
-	if (queryDesc->plannedstmt->parallelModeNeeded &&
-		!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !IsInParallelMode())
+/*
+ * Not preloaded, this library is loaded by the first query that calls one
+ * of its functions, inside that query's ExecutorStart (ExecInitAgg looks
+ * the functions up), after the hook above would have run: that query is
+ * prepared here, before ExecutePlan enters parallel mode and its workers
+ * take the leader's settings.
+ */
+static void
+gs_arena_executor_run(GS_EXECUTOR_RUN_PARAMS)
+{
+	if (!start_hook_ran)
 	{
-		/* with the GPU service, workers lease key-pool chunks for this backend */
-		gs_service_lease_prepare();
-		gs_arena_prepare(queryDesc);
+		start_hook_ran = true;
+		gs_query_prepare(queryDesc, queryDesc->estate->es_top_eflags);
 	}
+	if (prev_executor_run)
+		prev_executor_run(GS_EXECUTOR_RUN_ARGS);
+	else
+		standard_ExecutorRun(GS_EXECUTOR_RUN_ARGS);
 }
 
 void
@@ -285,6 +359,8 @@ gs_arena_install_hook(void)
 {
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = gs_arena_executor_start;
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = gs_arena_executor_run;
 	RegisterXactCallback(gs_arena_xact_callback, NULL);
 }
 

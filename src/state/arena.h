@@ -23,7 +23,11 @@
 /* deserialized partial states with keys in the arena (gpuselect_status) */
 extern int64 gs_states_in_arena;
 
-/* _PG_init: the ExecutorStart hook that hands the arena to parallel workers */
+/*
+ * _PG_init: the ExecutorStart hook (ExecutorRun for the query that loads the
+ * library) that hands the arena, key-pool leases and the value spill's file
+ * set (shared_fileset.c) to parallel workers
+ */
 extern void gs_arena_install_hook(void);
 
 /*

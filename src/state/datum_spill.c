@@ -25,15 +25,16 @@
  * sample (fixed seed, at most 1023 values, and at most a quarter of the
  * limit -- 64 kB to 256 kB -- of copies: a sample over its bytes drops a
  * random half), which gives the first level its pivots without a pass.
- * Partial states.  A plain aggregate's partial state (a parallel worker's,
- * or the leader's own share) spills too, into the one file of a file set
- * the leader can open (shared_fileset.c); serializing it completes the file
- * and sends only its set's handle, and the leader's state deserialized from
- * it reads the file as a spilled store's, so combining it copies it in
- * passes of one record, into a combined state that spills on its own past
- * the limit (as it does for a worker's chunks, before they are copied).
- * A GROUP BY's partial states stay in memory: its leader may stop reading
- * partial states early, and a worker cannot wait for it (shared_fileset.c).
+ * Partial states.  A partial state (a parallel worker's, or the leader's
+ * own share; with GROUP BY or without) spills too, into a file of the file
+ * set its leader made for the query (shared_fileset.c); serializing it
+ * completes the file and sends only its name, and the leader's state
+ * deserialized from it reads the file as a spilled store's, so combining it
+ * copies it in passes of one record, into a combined state that spills on
+ * its own past the limit (as it does for a worker's chunks, before they are
+ * copied).  Without a set (past gpuselect.max_shared_memory; a state Citus
+ * sends to another server) a partial state stays in memory and travels
+ * whole.
  *
  * The selection over the file: datum_spill_select.c.
  */
@@ -165,10 +166,10 @@ gs_dfile_open(GsDFile *f, MemoryContext mcxt)
 }
 
 void
-gs_dfile_open_shared(GsDFile *f, MemoryContext mcxt, GsSharedFileSet *fs)
+gs_dfile_open_shared(GsDFile *f, MemoryContext mcxt, GsFileSetRef *ref)
 {
 	MemoryContext old = MemoryContextSwitchTo(mcxt);
-	BufFile    *file = gs_shared_fileset_create_file(fs);
+	BufFile    *file = gs_shared_fileset_create_file(ref);
 
 	MemoryContextSwitchTo(old);
 	memset(f, 0, sizeof(*f));
@@ -270,13 +271,19 @@ gs_datum_spill_wanted(const GsState *st, Size more_bytes)
 	const GsDatumStore *s = st->datums;
 	Size		held = more_bytes;
 
-	/* a partial state only where its leader reads every one (arena_ok: no GROUP
-	 * BY); a moving frame's store never (in_memory) */
-	if ((st->partial && !st->arena_ok) || s->spill != NULL || s->in_memory)
+	/* a moving frame's store never (in_memory) */
+	if (s->spill != NULL || s->in_memory)
 		return false;
 	for (int i = 0; i < s->nchunks; i++)
 		held += s->chunks[i].cap;
-	return held > gs_spill_limit_bytes();
+	if (held <= gs_spill_limit_bytes())
+		return false;
+
+	/*
+	 * A partial state only into its leader's file set, and only one that
+	 * stays on this server (lease_ok: not one Citus sends elsewhere)
+	 */
+	return !st->partial || (st->lease_ok && gs_shared_fileset_available());
 }
 
 /* one packed chunk of values to the store's file, each into the sample */
@@ -318,9 +325,9 @@ gs_datum_spill_start(GsState *st)
 	sp = (GsDatumSpill *) MemoryContextAllocZero(st->mcxt, sizeof(GsDatumSpill));
 	if (st->partial)
 	{
-		/* the set first: its mapping must outlive the file (callbacks run last first) */
-		sp->shared = gs_shared_fileset_create(st->mcxt);
-		gs_dfile_open_shared(&sp->file, st->mcxt, sp->shared);
+		/* the leader's set outlives the state: the query's memory holds both */
+		sp->shared = true;
+		gs_dfile_open_shared(&sp->file, st->mcxt, &sp->ref);
 	}
 	else
 		gs_dfile_open(&sp->file, st->mcxt);
@@ -416,16 +423,24 @@ gs_datum_spill_combine_from(GsState *into, const GsState *from)
 	for (int i = 0; i < fs->nchunks; i++)
 		gs_datum_add_values_chunk(into, fs->chunks[i].data, fs->chunks[i].used);
 	into->nrows += from->nrows;
+
+	/* a partial state's file is read once: its disk goes now (shared_fileset.c) */
+	if (fs->spill->shared && fs->spill->exported)
+	{
+		gs_temp_file_close(&fs->spill->file.tf);
+		gs_shared_fileset_delete_file(&fs->spill->ref);
+		fs->spill->file.nrecords = 0;
+	}
 }
 
 /* ---------------- partial states in a file set (datum_state.c's serial form) ---------------- */
 
 void
-gs_datum_spill_export(GsState *st, dsm_handle *handle, int64 *nrecords)
+gs_datum_spill_export(GsState *st, GsFileSetRef *ref, int64 *nrecords)
 {
 	GsDatumSpill *sp = st->datums->spill;
 
-	if (sp == NULL || sp->shared == NULL)
+	if (sp == NULL || !sp->shared)
 		elog(ERROR, "gpuselect: a state spilled to a private file cannot be serialized");
 	if (!sp->exported)
 	{
@@ -435,12 +450,12 @@ gs_datum_spill_export(GsState *st, dsm_handle *handle, int64 *nrecords)
 		gs_temp_file_close(&sp->file.tf);
 		sp->exported = true;
 	}
-	*handle = gs_shared_fileset_handle(sp->shared);
+	*ref = sp->ref;
 	*nrecords = sp->file.nrecords;
 }
 
 void
-gs_datum_spill_open_shared(GsState *st, dsm_handle handle, int64 nrecords, int64 nvals)
+gs_datum_spill_open_shared(GsState *st, const GsFileSetRef *ref, int64 nrecords, int64 nvals)
 {
 	GsDatumStore *s = st->datums;
 	GsDatumSpill *sp;
@@ -450,9 +465,10 @@ gs_datum_spill_open_shared(GsState *st, dsm_handle handle, int64 nrecords, int64
 	if (nrecords < 0 || nvals < nrecords)
 		elog(ERROR, "gpuselect: serialized state has a bad header");
 	sp = (GsDatumSpill *) MemoryContextAllocZero(st->mcxt, sizeof(GsDatumSpill));
-	sp->shared = gs_shared_fileset_attach(handle, st->mcxt);
+	sp->shared = true;
+	sp->ref = *ref;
 	old = MemoryContextSwitchTo(st->mcxt);
-	file = gs_shared_fileset_open_file(sp->shared);
+	file = gs_shared_fileset_open_file(ref);
 	MemoryContextSwitchTo(old);
 	gs_temp_file_adopt(&sp->file.tf, st->mcxt, file);
 	sp->file.nrecords = nrecords;

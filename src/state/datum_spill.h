@@ -17,6 +17,7 @@
 #include "common/pg_prng.h"
 
 #include "state/datum_state.h"
+#include "state/shared_fileset.h"
 #include "state/spill.h"
 
 /* a reservoir sample of the values written to a file */
@@ -51,15 +52,16 @@ typedef struct GsDRecord
 
 /*
  * a spilled store's file and sample (GsDatumStore.spill).  A partial state's
- * file is in a file set the leader can open (shared_fileset.c): written by
- * the state that spilled until it is serialized (exported: read-only,
- * closed), read by the state deserialized from it.
+ * file is in its leader's file set (shared_fileset.c): written by the state
+ * that spilled until it is serialized (exported: read-only, closed), read by
+ * the state deserialized from it.
  */
 typedef struct GsDatumSpill
 {
 	GsDFile		file;
 	GsDSample	sample;
-	struct GsSharedFileSet *shared; /* the file's set, or NULL: a private file */
+	bool		shared;			/* in the leader's file set (ref), not a private file */
+	GsFileSetRef ref;
 	bool		exported;		/* serialized: the file is complete and closed */
 } GsDatumSpill;
 
@@ -72,8 +74,8 @@ extern void gs_dsample_add(GsDSample *sm, const GsDatumStore *s, Datum val, Size
 
 /* a new file (GsTempFile: lives as long as mcxt), a record appended to it */
 extern void gs_dfile_open(GsDFile *f, MemoryContext mcxt);
-/* the same, but the file of a new file set (a partial state's) */
-extern void gs_dfile_open_shared(GsDFile *f, MemoryContext mcxt, struct GsSharedFileSet *fs);
+/* the same, but a new file of the leader's file set (a partial state's), named in *ref */
+extern void gs_dfile_open_shared(GsDFile *f, MemoryContext mcxt, GsFileSetRef *ref);
 extern void gs_dfile_write(GsDFile *f, const char *data, Size used, int64 nvals);
 
 /*

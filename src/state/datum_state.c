@@ -419,9 +419,10 @@ gs_datum_combine(GsState *into, const GsState *from)
  *   nchunks times        uint64 used, then `used` bytes of a chunk, padded to
  *                        MAXALIGN (offsets in a chunk keep their alignment)
  *   or, for a spilled partial state (GS_DSF_SHARED_FILE, nchunks 0):
- *   GsDatumSerialFile    the handle of the file set holding its values
- *                        (shared_fileset.c) and the file's records; the
- *                        leader reads them from there (datum_spill.c)
+ *   GsDatumSerialFile    the file holding its values (the leader's file
+ *                        set's handle, the writer's pid and file number:
+ *                        shared_fileset.c) and its records; the leader
+ *                        reads them from there (datum_spill.c)
  *
  * Host-endian and unversioned like the key states: both ends are one build.
  */
@@ -433,7 +434,7 @@ gs_datum_combine(GsState *into, const GsState *from)
 
 typedef struct GsDatumSerialFile
 {
-	dsm_handle	handle;
+	GsFileSetRef ref;
 	int64		nrecords;
 } GsDatumSerialFile;
 
@@ -479,7 +480,7 @@ gs_datum_serialize(const GsState *st)
 	/* a partial state that spilled: its file completed, only its name travels */
 	if (s->spill != NULL)
 	{
-		gs_datum_spill_export((GsState *) st, &ref.handle, &ref.nrecords);
+		gs_datum_spill_export((GsState *) st, &ref.ref, &ref.nrecords);
 		total += MAXALIGN(sizeof(ref));
 	}
 	else
@@ -576,7 +577,7 @@ gs_datum_deserialize(MemoryContext mcxt, bytea *b)
 			elog(ERROR, "gpuselect: serialized state has a bad length");
 		memcpy(&ref, p, sizeof(ref));
 		/* the values stay in the worker's file until combine copies them */
-		gs_datum_spill_open_shared(st, ref.handle, ref.nrecords, hdr.nrows);
+		gs_datum_spill_open_shared(st, &ref.ref, ref.nrecords, hdr.nrows);
 		return st;
 	}
 	for (int64 i = 0; i < hdr.nchunks; i++)

@@ -20,6 +20,7 @@
 #include "storage/dsm.h"
 #include "utils/sortsupport.h"
 
+#include "state/shared_fileset.h"
 #include "state/state.h"
 
 #define GS_DATUM_CHUNK_MIN	((Size) 1024)
@@ -129,13 +130,13 @@ extern GsDatumChunk *gs_datum_new_chunk(GsState *st, Size cap);
 
 /*
  * A spilled partial state serialized (datum_state.c): its buffer flushed,
- * its file completed and closed; *handle names the file's set
+ * its file completed and closed; *ref names the file in its leader's set
  * (shared_fileset.c), *nrecords its records.  And the leader's side: a
  * state deserialized from such a reference reads that file (as a spilled
  * store whose file is the worker's; combine copies it in passes).
  */
-extern void gs_datum_spill_export(GsState *st, dsm_handle *handle, int64 *nrecords);
-extern void gs_datum_spill_open_shared(GsState *st, dsm_handle handle, int64 nrecords, int64 nvals);
+extern void gs_datum_spill_export(GsState *st, GsFileSetRef *ref, int64 *nrecords);
+extern void gs_datum_spill_open_shared(GsState *st, const GsFileSetRef *ref, int64 nrecords, int64 nvals);
 
 /* serialized form of a GS_T_DATUM state (magic "GSD2"); see datum_state.c */
 extern bool gs_datum_is_serialized(bytea *b);

@@ -224,6 +224,25 @@ gs_service_scan_release(GsState *st)
  * chunks given back.
  */
 int
+gs_service_scan_held_elsewhere(const GsState *except)
+{
+	dlist_iter	it;
+	int			n = 0;
+
+	dlist_foreach(it, &gs_svc_scans)
+	{
+		GsSvcScan  *sc = dlist_container(GsSvcScan, node, it.cur);
+		GsState    *st = sc->st;
+
+		if (st->svc != sc || st == except)
+			continue;
+		for (int i = 0; i < st->nchunks; i++)
+			n += st->chunks[i].pool_ref != 0;
+	}
+	return n;
+}
+
+int
 gs_service_scan_unload_all(void)
 {
 	dlist_iter	it;

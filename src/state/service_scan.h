@@ -20,6 +20,8 @@ extern void gs_service_scan_release(GsState *st);
  * pool chunks gets its keys copied into its own memory and the chunks go
  * back; the number of chunks given back */
 extern int	gs_service_scan_unload_all(void);
+/* key-pool chunks this backend's states other than st hold */
+extern int	gs_service_scan_held_elsewhere(const GsState *st);
 /* partial states (service_scan.c): a leased chunk for st's next keys (NULL:
  * arena or palloc), the leader's preparation at the start of a parallel
  * query, a deserialized chunk adopted by the combined state `into` */

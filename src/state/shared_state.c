@@ -69,10 +69,7 @@ StaticAssertDecl(sizeof(GsSharedHeader) <= GS_SHARED_KEYS_OFFSET,
 
 int64		gs_states_shared = 0;
 
-/*
- * worker: segments created in this transaction, waiting for the leader (a
- * shared partial state's, or a value spill's file set: shared_fileset.c)
- */
+/* worker: segments created in this transaction, waiting for the leader */
 typedef struct GsPendingSegment
 {
 	dsm_segment *seg;
@@ -174,7 +171,13 @@ gs_shared_pending_room(void)
 	}
 }
 
-void
+/*
+ * Worker: keep seg mapped until the leader sets *attached (both in the
+ * segment) and broadcasts cv, at the end of the worker's transaction;
+ * unmapped then, or at once on abort.  The mapping is pinned: the resource
+ * owner leaves it.
+ */
+static void
 gs_shared_hold_until_attached(dsm_segment *seg, pg_atomic_uint32 *attached,
 							  ConditionVariable *cv)
 {

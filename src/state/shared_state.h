@@ -45,15 +45,6 @@ extern char *gs_shared_state_create(Size key_bytes, dsm_handle *handle);
 extern char *gs_shared_state_attach(dsm_handle handle, Size key_bytes,
 									MemoryContext owner);
 
-/*
- * Worker side, any segment the leader attaches (shared_fileset.c's too):
- * keep seg mapped until the leader sets *attached (both in the segment) and
- * broadcasts cv, at the end of the worker's transaction; unmapped then, or
- * at once on abort.  The mapping is pinned: the resource owner leaves it.
- */
-extern void gs_shared_hold_until_attached(dsm_segment *seg, pg_atomic_uint32 *attached,
-										  ConditionVariable *cv);
-
 /* room in /dev/shm (posix segments) for a segment of this many bytes */
 extern bool gs_dsm_room_for(Size bytes);
 

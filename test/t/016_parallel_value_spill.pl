@@ -1,6 +1,6 @@
 # gpuselect.work_mem in parallel plans for the comparison types (text,
-# numeric, interval): a worker's partial state past the limit goes to a file the
-# leader reads (state/shared_fileset.c), so the leader's memory stays
+# numeric, interval): a worker's partial state past the limit goes to a file of
+# the leader's file set (state/shared_fileset.c), so the leader's memory stays
 # bounded; answers equal the built-ins; no file is left after success, an
 # ERROR in a worker mid-scan, or a cancel.
 use strict;
@@ -33,6 +33,11 @@ my $tmpfiles = q{SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false)};
 my $files_read = q{SELECT coalesce((SELECT value FROM gpuselect_status()
   WHERE name = 'states_shared_files'), 'none')};
 
+# the server-wide counter (gpuselect.max_shared_memory), which the file
+# set's segment is charged to, before any query of ours
+my $in_use = q{SELECT value FROM gpuselect_status() WHERE name = 'shared_memory_bytes'};
+my $idle = psql_value($in_use);
+
 my $plan = psql_value("$spill EXPLAIN (COSTS OFF) SELECT gpu_quantiles(t, $fr) FROM pspill;");
 like($plan, qr/Gather.*Partial Aggregate/s, 'the plan is parallel') or diag($plan);
 
@@ -50,6 +55,7 @@ cmp_ok($read eq 'none' ? -1 : $read, '>=', 2, "text: the leader read the partial
 cmp_ok($maxb eq 'none' ? 1e12 : $maxb, '<=', 64 * 1024,
 	"text: no partial state reached the leader in memory beyond the limit ($maxb bytes)");
 is(psql_value($tmpfiles), 0, 'text: success: no temporary file left');
+is(psql_value($in_use), $idle, 'text: success: the shared memory counter is back to idle');
 
 $out = psql_value("$spill SELECT gpu_quantiles(n, $fr) FROM pspill; $files_read;");
 ($answer, $read) = split /\n/, $out;
@@ -85,12 +91,14 @@ my ($rc, $o) = psql("$spill SELECT gpu_quantile(CASE WHEN g = $rows - 10 THEN (1
 	  . "ELSE t END, 0.5) FROM pspill;", on_error_stop => 0);
 like($o, qr/division by zero/, 'ERROR mid-scan after the spill') or diag($o);
 is(psql_value($tmpfiles), 0, 'ERROR: no temporary file left');
+is(psql_value($in_use), $idle, 'ERROR: the shared memory counter is back to idle');
 
 # a cancel: whenever it comes (scan, combine, selection), nothing is left
 ($rc, $o) = psql("$spill SET statement_timeout = '300ms'; "
 	  . "SELECT gpu_quantile(t, 0.5) FROM pspill, generate_series(1, 3);", on_error_stop => 0);
 like($o, qr/57014/, 'statement_timeout: ERROR 57014') or diag($o);
 is(psql_value($tmpfiles), 0, 'cancel: no temporary file left');
+is(psql_value($in_use), $idle, 'cancel: the shared memory counter is back to idle');
 is(psql_value("$spill SELECT gpu_quantiles(t, $fr) FROM pspill;"), $bt, 'the next query answers');
 
 # the leader's peak RSS (VmHWM) in a fresh session, against count(t)
