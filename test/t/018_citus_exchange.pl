@@ -195,8 +195,23 @@ for my $limit (12288, 3)
 		my $want = on(0, "$bi;");
 		my ($rc, $got) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit;\n$gs;", may_fail => 1);
 		is($got, $want, "grouped, gather limit $limit, same as the built-in: $gs");
+		# limit 3: every group of more than 3 values sampled and counted
+		next if $limit != 3 || $gs =~ /id < 0/;
+		my $rep = on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit; SET client_min_messages = notice; SET gpuselect.debug = on;\n$gs;");
+		like($rep, qr/Citus exchange over public\.gt grouped by/, '  ran as the grouped exchange');
+		unlike($rep, qr/today's plan/, '  not as the partial aggregates');
 	}
 }
+# the rounds run on the shards: Citus's plan of a counts round
+my ($rc3, $rounds) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SET client_min_messages = debug2;"
+	  . " SELECT k, gpu_median(lat) FROM gt GROUP BY k;", may_fail => 1);
+my ($counts_round) = $rounds =~ /Citus exchange round: (SELECT \(.*width_bucket\(public\.gs_citus_key.*count\(\*\).*)$/m;
+ok(defined $counts_round, 'a counts round') or diag($rounds);
+my $cplan = on(0, "EXPLAIN (VERBOSE, COSTS OFF) $counts_round;");
+like($cplan, qr/Task Count: 8/, 'the counts round runs on the 8 shards');
+like($cplan, qr/GROUP BY.*\n(.*\n)*.*count\(\*\)/, 'and counts there');
+unlike($cplan, qr/intermediate result|Subplan|repartition/i, 'nothing pulled to the coordinator first');
+diag("a counts round's plan: $cplan");
 $plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT date_trunc('hour', ts), gpu_median(lat) FROM gt GROUP BY 1;");
 like($plan, qr/gs_citus_exchange_grouped\('gt'::regclass, 'lat'::text/, 'EXPLAIN shows the grouped exchange');
 $plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT id, gpu_median(lat) FROM gt GROUP BY id;");
@@ -215,11 +230,13 @@ for my $c (["'xt', 'f8', '', 'disc', '{0.5}', NULL::text", qr/unsupported result
 is(on(0, 'SELECT count(*) FROM xt'), $rows, 'the table is still there');
 
 # ---- the bytes ----
-on(0, q{
+# GS_TEST_CITUS_BIG_ROWS: the table's rows (for measuring by hand)
+my $big = $ENV{GS_TEST_CITUS_BIG_ROWS} || 400000;
+on(0, qq{
 SELECT setseed(0.5);
 CREATE TABLE big AS SELECT g::int8 AS id, round((random() * 2e4 - 1e4)::numeric, 2)::float8 AS f8,
-       timestamptz '2026-03-01 00:00+00' + (g - 1) * interval '216 milliseconds' AS ts
-FROM generate_series(1, 400000) g;
+       timestamptz '2026-03-01 00:00+00' + (g - 1) * interval '86400 seconds' / $big AS ts
+FROM generate_series(1, $big) g;
 SELECT create_distributed_table('big', 'id');
 });
 my $bq = "SELECT gpu_quantiles(f8, $fr) FROM big";
@@ -232,7 +249,7 @@ sub citus_bytes
 my $today_bytes = citus_bytes(on(0, "SET gpuselect.citus_exchange = off;"
 	  . " EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $bq;"));
 my $report = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $bq;");
-my ($got_rows, $got_bytes) = $report =~ /exchange over public\.big: 400000 values, .* received (\d+) rows, (\d+) bytes/;
+my ($got_rows, $got_bytes) = $report =~ /exchange over public\.big: $big values, .* received (\d+) rows, (\d+) bytes/;
 my ($count_bytes, $count_upper) = $report =~ /counts rounds: \d+ rows, (\d+) bytes as Citus combined them, at most (\d+) bytes/;
 ok(defined $got_bytes && defined $count_upper, 'the exchange reports what it received') or diag($report);
 my $upper = $got_bytes - $count_bytes + $count_upper;
@@ -245,8 +262,8 @@ for my $round ($report =~ /gpuselect: Citus exchange round: (SELECT .*)$/mg)
 	$citus_sum += $b if $b > 0;
 }
 is(on(0, "${ex}$bq;"), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM big;"),
-	'400000 rows: same as the built-in');
-diag(sprintf("coordinator received, 400000 float8 rows, 7 fractions: today %d bytes; the exchange %d bytes"
+	"$big rows: same as the built-in");
+diag(sprintf("coordinator received, $big float8 rows, 7 fractions: today %d bytes; the exchange %d bytes"
 	  . " (its count, the counts rounds at most %d from the shards: %d bytes in all, %.2f%%);"
 	  . " Citus's counter over its rounds re-run: %d bytes (%.2f%%)",
 	$today_bytes, $got_bytes, $count_upper, $upper, 100 * $upper / $today_bytes,
@@ -256,15 +273,15 @@ cmp_ok($upper, '<', $today_bytes / 20, 'the exchange receives under 5% of that')
 cmp_ok($citus_sum, '<', $today_bytes / 20, "and so says Citus's counter over its rounds");
 
 # grouped: 24 groups (hours) of ~16700 values, p50 / p90 / p99; and 400
-# groups of 1000 values, gathered whole (the bytes of the partial aggregates)
-for my $g (["date_trunc('hour', ts)", 24, '/ 5'], ["id % 400", 400, '* 1.2'])
+# groups of 1000 values: today's plan (the bytes of the partial aggregates)
+for my $g (["date_trunc('hour', ts)", 24, '/ 5'], ["id % " . ($big / 1000), $big / 1000, '* 1.2'])
 {
 	my ($gexpr, $ng, $bound) = @$g;
 	my $gq = "SELECT $gexpr, gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
 	my $gtoday = citus_bytes(on(0, "SET gpuselect.citus_exchange = off;"
 		  . " EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $gq;"));
 	my $grep = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $gq;");
-	my ($gng, $grows, $gbytes) = $grep =~ /exchange over public\.big grouped by .*: (\d+) groups, 400000 values[^;]*; \d+ rounds received (\d+) rows, (\d+) bytes/;
+	my ($gng, $grows, $gbytes) = $grep =~ /exchange over public\.big grouped by .*: (\d+) groups, $big values[^;]*; \d+ rounds received (\d+) rows, (\d+) bytes/;
 	my ($gcount, $gupper) = $grep =~ /counts rounds: \d+ rows, (\d+) bytes as Citus combined them, at most (\d+) bytes/;
 	ok(defined $gbytes && $gng == $ng, "grouped by $gexpr: the exchange reports $ng groups") or diag($grep);
 	my $gsum = 0;
@@ -276,8 +293,8 @@ for my $g (["date_trunc('hour', ts)", 24, '/ 5'], ["id % 400", 400, '* 1.2'])
 	}
 	is(on(0, "${ex}$gq;"),
 		on(0, "SELECT $gexpr, percentile_disc('{0.5, 0.9, 0.99}'::float8[]) WITHIN GROUP (ORDER BY f8) FROM big GROUP BY 1 ORDER BY 1;"),
-		"grouped by $gexpr, 400000 rows: same as the built-in");
-	diag(sprintf("grouped by %s (%d groups), 400000 float8 rows, 3 fractions: today %d bytes;"
+		"grouped by $gexpr, $big rows: same as the built-in");
+	diag(sprintf("grouped by %s (%d groups), $big float8 rows, 3 fractions: today %d bytes;"
 		  . " the exchange %d bytes (the counts rounds at most %d from the shards: %d in all, %.2f%%);"
 		  . " Citus's counter over its rounds re-run: %d bytes (%.2f%%)",
 		$gexpr, $ng, $gtoday, $gbytes, $gupper, $gbytes - $gcount + $gupper,
