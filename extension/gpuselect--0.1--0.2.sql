@@ -233,3 +233,12 @@ CREATE FUNCTION gs_citus_exchange(regclass, text, text, text, float8[], anyeleme
 RETURNS anyelement
 AS 'MODULE_PATHNAME', 'gs_citus_exchange'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+
+-- GROUP BY one expression: a row per group (the planner reads the query
+-- from this function instead of the table); the last argument is the
+-- aggregate as SQL, today's plan, run where the groups are small
+CREATE FUNCTION gs_citus_exchange_grouped(regclass, text, text, text, float8[], anyelement,
+                                          text, anycompatible, text)
+RETURNS TABLE (g anycompatible, r anyelement)
+AS 'MODULE_PATHNAME', 'gs_citus_exchange_grouped'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE ROWS 100;

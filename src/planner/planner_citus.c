@@ -59,6 +59,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
+#include "utils/typcache.h"
+#include "optimizer/tlist.h"
 
 #include "base/guc.h"
 #include "aggs/ranks.h"
@@ -73,6 +75,10 @@ typedef struct GsExchCtx
 	bool		ok;
 	bool		all_builtin;	/* every aggregate a built-in's (exact anyway) */
 	int			naggs;
+	/* GROUP BY one expression: its rows come from gs_citus_exchange_grouped */
+	Node	   *gexpr;			/* the group expression, or NULL (ungrouped) */
+	FuncExpr   *gcall;			/* grouped: the one aggregate's exchange call */
+	char	   *gagg;			/* grouped: that aggregate as SQL (today's plan) */
 } GsExchCtx;
 
 /*
@@ -294,6 +300,10 @@ gs_exch_call(Aggref *a, GsExchCtx *ctx)
 	x = (Node *) linitial_node(TargetEntry, a->args)->expr;
 	if (!gs_exch_type_ok(exprType(x), cont) || !gs_exch_shippable(x))
 		return NULL;
+	/* grouped: one aggregate, over a type with a key (not numeric, interval) */
+	if (ctx->gexpr != NULL &&
+		(ctx->naggs > 0 || exprType(x) == NUMERICOID || exprType(x) == INTERVALOID))
+		return NULL;
 	if (median)
 	{
 		float8		half = 0.5;
@@ -346,12 +356,23 @@ gs_exch_mutator(Node *node, GsExchCtx *ctx)
 {
 	if (node == NULL || !ctx->ok)
 		return node;
+	/* grouped: the group expression is the function's column 1 */
+	if (ctx->gexpr != NULL && equal(node, ctx->gexpr))
+		return (Node *) makeVar(1, 1, exprType(node), exprTypmod(node), exprCollation(node), 0);
 	if (IsA(node, Aggref))
 	{
 		Node	   *r = gs_exch_call((Aggref *) node, ctx);
 
 		if (r == NULL)
 			ctx->ok = false;
+		else if (ctx->gexpr != NULL)
+		{
+			/* its column 2 */
+			ctx->gcall = (FuncExpr *) r;
+			ctx->gagg = deparse_expression(node, ctx->dpcontext, false, true);
+			r = (Node *) makeVar(1, 2, ((Aggref *) node)->aggtype, -1,
+								 ((Aggref *) node)->aggcollid, 0);
+		}
 		return r ? r : node;
 	}
 	/* a column outside an aggregate, or anything reading the table itself */
@@ -376,19 +397,52 @@ gs_exch_set_quals(Node *node, Const *quals)
 	return expression_tree_walker(node, gs_exch_set_quals, quals);
 }
 
-/* the query's shape: one hash-distributed table, ungrouped, nothing else */
+/*
+ * The group expression of a query grouped by one expression the grouped
+ * exchange takes, else NULL: of the table's columns, shippable, not the
+ * distribution column (Citus runs such a query on the shards whole), of a
+ * base or enum type, not an array, with a btree order and no collation (the
+ * rounds find a row's group by width_bucket over the sorted groups).
+ */
+static Node *
+gs_exch_group_expr(Query *q, AttrNumber distcol)
+{
+	TargetEntry *tle;
+	Node	   *g;
+	Oid			t;
+
+	if (list_length(q->groupClause) != 1 || q->groupingSets != NIL || q->havingQual != NULL)
+		return NULL;
+	tle = get_sortgroupclause_tle(linitial_node(SortGroupClause, q->groupClause), q->targetList);
+	g = (Node *) tle->expr;
+	t = exprType(g);
+	if (!gs_exch_shippable(g) || !contain_var_clause(g) || gs_is_distcol(g, distcol) ||
+		OidIsValid(exprCollation(g)) || type_is_collatable(t) || type_is_array(t) ||
+		(get_typtype(t) != TYPTYPE_BASE && get_typtype(t) != TYPTYPE_ENUM) ||
+		!OidIsValid(lookup_type_cache(t, TYPECACHE_CMP_PROC)->cmp_proc))
+		return NULL;
+	return g;
+}
+
+/*
+ * The query's shape: one hash-distributed table, ungrouped or grouped by
+ * one expression (*gexpr; then ORDER BY and LIMIT may stay: they sort the
+ * function's rows), nothing else.
+ */
 static bool
-gs_exch_query_ok(Query *q)
+gs_exch_query_ok(Query *q, Node **gexpr)
 {
 	RangeTblEntry *rte;
 	AttrNumber	distcol;
+	bool		grouped = q->groupClause != NIL;
 
+	*gexpr = NULL;
 	if (q->commandType != CMD_SELECT || q->utilityStmt != NULL || !q->hasAggs ||
 		q->hasWindowFuncs || q->hasTargetSRFs || q->hasSubLinks || q->hasDistinctOn ||
 		q->hasRecursive || q->hasModifyingCTE || q->hasForUpdate || q->hasRowSecurity ||
-		q->cteList != NIL || q->groupClause != NIL || q->groupingSets != NIL ||
+		q->cteList != NIL || q->groupingSets != NIL ||
 		q->havingQual != NULL || q->windowClause != NIL || q->distinctClause != NIL ||
-		q->sortClause != NIL || q->limitOffset != NULL || q->limitCount != NULL ||
+		(!grouped && (q->sortClause != NIL || q->limitOffset != NULL || q->limitCount != NULL)) ||
 		q->setOperations != NULL || q->rowMarks != NIL || list_length(q->rtable) != 1 ||
 		q->jointree == NULL || list_length(q->jointree->fromlist) != 1 ||
 		!IsA(linitial(q->jointree->fromlist), RangeTblRef) ||
@@ -400,8 +454,63 @@ gs_exch_query_ok(Query *q)
 		return false;
 	if (q->jointree->quals != NULL && !gs_exch_shippable(q->jointree->quals))
 		return false;
-	return gs_citus_hash_distributed(rte->relid, &distcol) &&
-		!gs_quals_pin_distcol(q->jointree->quals, distcol);
+	if (!gs_citus_hash_distributed(rte->relid, &distcol) ||
+		gs_quals_pin_distcol(q->jointree->quals, distcol))
+		return false;
+	if (grouped && (*gexpr = gs_exch_group_expr(q, distcol)) == NULL)
+		return false;
+	return true;
+}
+
+/*
+ * Grouped: FROM gs_citus_exchange_grouped(<the aggregate's exchange call's
+ * arguments>, 'grp', NULL::grp_type, 'the aggregate') AS x(g, r); the target
+ * list already reads g and r (gs_exch_mutator).  The aggregate's SQL is
+ * today's plan, which the exchange runs instead where the groups are small.
+ */
+static bool
+gs_exch_grouped_from(Query *parse, GsExchCtx *ctx, const char *nsp, Const *gtext)
+{
+	Oid			argtypes[9] = {REGCLASSOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8ARRAYOID, ANYELEMENTOID,
+	TEXTOID, ANYCOMPATIBLEOID, TEXTOID};
+	Oid			func = LookupFuncName(list_make2(makeString(pstrdup(nsp)),
+												 makeString("gs_citus_exchange_grouped")),
+									  9, argtypes, true);
+	FuncExpr   *fe;
+	RangeTblFunction *rtf;
+	RangeTblEntry *rte;
+	RangeTblRef *rtr;
+
+	if (!OidIsValid(func) || ctx->gcall == NULL)
+		return false;
+	fe = ctx->gcall;
+	fe->funcid = func;
+	fe->funcresulttype = RECORDOID;
+	fe->funcretset = true;
+	fe->funccollid = InvalidOid;
+	fe->args = lappend(fe->args, gtext);
+	fe->args = lappend(fe->args, makeNullConst(exprType(ctx->gexpr), exprTypmod(ctx->gexpr), InvalidOid));
+	fe->args = lappend(fe->args, makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+										   CStringGetTextDatum(ctx->gagg), false, false));
+
+	rtf = makeNode(RangeTblFunction);
+	rtf->funcexpr = (Node *) fe;
+	rtf->funccolcount = 2;
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_FUNCTION;
+	rte->functions = list_make1(rtf);
+	rte->funcordinality = false;
+	rte->eref = makeAlias("gs_citus_exchange_grouped", list_make2(makeString("g"), makeString("r")));
+	rte->lateral = false;
+	rte->inh = false;
+	rte->inFromCl = true;
+	rtr = makeNode(RangeTblRef);
+	rtr->rtindex = 1;
+
+	parse->rtable = list_make1(rte);
+	parse->jointree = makeFromExpr(list_make1(rtr), NULL);
+	parse->groupClause = NIL;
+	return true;
 }
 
 /*
@@ -418,9 +527,11 @@ gs_citus_exchange_plan(Query *parse, ParamListInfo bound, Oid ext_nsp)
 	ListCell   *lc;
 	int			guc_nest;
 	Const	   *quals;
+	Const	   *gtext = NULL;
 	char	   *relname;
+	Node	   *gexpr;
 
-	if (!gs_guc_citus_exchange || !gs_exch_query_ok(parse))
+	if (!gs_guc_citus_exchange || !gs_exch_query_ok(parse, &gexpr))
 		return InvalidOid;
 	nsp = get_namespace_name(ext_nsp);
 	if (nsp == NULL)
@@ -436,6 +547,7 @@ gs_citus_exchange_plan(Query *parse, ParamListInfo bound, Oid ext_nsp)
 	ctx.bound = bound;
 	ctx.ok = true;
 	ctx.all_builtin = true;
+	ctx.gexpr = gexpr;
 
 	/* deparsed constants must read back exactly (citus_exchange.c sets the same) */
 	guc_nest = NewGUCNestLevel();
@@ -457,19 +569,31 @@ gs_citus_exchange_plan(Query *parse, ParamListInfo bound, Oid ext_nsp)
 										  deparse_expression(parse->jointree->quals,
 															 ctx.dpcontext, false, true)),
 					  false, false);
+	if (gexpr != NULL)
+		gtext = makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+						  CStringGetTextDatum(deparse_expression(gexpr, ctx.dpcontext, false, true)),
+						  false, false);
 	AtEOXact_GUC(true, guc_nest);
 
 	if (!ctx.ok || ctx.naggs == 0 || (gs_guc_approximate && !ctx.all_builtin))
 		return InvalidOid;
-	(void) gs_exch_set_quals((Node *) tlist, quals);
-
-	/* a query without FROM: one row, the exchange's answers */
+	if (gexpr != NULL)
+	{
+		(void) gs_exch_set_quals((Node *) ctx.gcall, quals);
+		if (!gs_exch_grouped_from(parse, &ctx, nsp, gtext))
+			return InvalidOid;
+	}
+	else
+	{
+		(void) gs_exch_set_quals((Node *) tlist, quals);
+		/* a query without FROM: one row, the exchange's answers */
+		parse->rtable = NIL;
+		parse->jointree = makeFromExpr(NIL, NULL);
+	}
 	parse->targetList = tlist;
-	parse->rtable = NIL;
 #if PG_VERSION_NUM >= 160000
 	parse->rteperminfos = NIL;
 #endif
-	parse->jointree = makeFromExpr(NIL, NULL);
 	parse->hasAggs = false;
 	ereport(DEBUG1,
 			(errmsg("gpuselect: Citus exchange: %d aggregate(s) over \"%s\" run as gs_citus_exchange (gpuselect.citus_exchange)",

@@ -144,7 +144,9 @@ like($plan, qr/gs_citus_exchange\('xt'::regclass, 'f8'::text, '\(i4 > 10\)'::tex
 $plan = on(0, "SET client_min_messages = debug1; EXPLAIN (COSTS OFF) SELECT gpu_median(f8) FROM xt;", may_fail => 1);
 like($plan, qr/Citus exchange: 1 aggregate\(s\) over "xt"/, 'a DEBUG line says the exchange runs');
 for my $q ("SET gpuselect.citus_exchange = off; EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt",
-	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt GROUP BY i2 % 3",
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt GROUP BY i2 % 3 HAVING count(*) > 0",
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr), gpu_median(f8) FROM xt GROUP BY i2 % 3",
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(n, $fr) FROM xt GROUP BY i2 % 3",
 	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt WHERE random() < 2",
 	"EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr), count(*) FROM xt")
 {
@@ -154,6 +156,66 @@ for my $q ("SET gpuselect.citus_exchange = off; EXPLAIN (VERBOSE, COSTS OFF) SEL
 $plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt WHERE id = 5 AND i4 > 0;");
 like($plan, qr/Task Count: 1/, 'WHERE id = 5: one task, the whole query on a shard');
 unlike($plan, qr/gs_citus_exchange/, 'and no exchange');
+
+# ---- GROUP BY one expression: the grouped exchange ----
+# groups of many values (levels), of a few (gathered whole), of one, a NULL
+# group, a group whose values are all NULL, heavy duplicates
+on(0, q{
+SELECT setseed(0.125);
+CREATE TABLE gt AS
+SELECT g::int8 AS id,
+       timestamptz '2026-03-01 00:00+00' + g * interval '3 seconds' AS ts,
+       CASE WHEN g % 97 = 0 THEN NULL WHEN g = 7 THEN 100 WHEN g % 1000 = 3 THEN 200 ELSE g % 7 END AS k,
+       CASE WHEN g % 13 = 0 OR g % 1000 = 3 THEN NULL WHEN g % 5 = 0 THEN 42.5
+            ELSE round((random() * 1e4)::numeric, 2)::float8 END AS lat,
+       (g * 7919) % 100003 AS i4, date '2026-01-01' + (g % 300) AS d
+FROM generate_series(1, 30000) g;
+SELECT create_distributed_table('gt', 'id');
+});
+my @gpairs = (
+	["SELECT date_trunc('hour', ts), gpu_quantiles(lat, $fr) FROM gt GROUP BY 1 ORDER BY 1",
+		"SELECT date_trunc('hour', ts), percentile_disc($fr) WITHIN GROUP (ORDER BY lat) FROM gt GROUP BY 1 ORDER BY 1"],
+	["SELECT gpu_median(lat), k FROM gt GROUP BY k ORDER BY k NULLS FIRST",
+		"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY lat), k FROM gt GROUP BY k ORDER BY k NULLS FIRST"],
+	["SELECT k % 3 = 0, gpu_quantile(i4, 0.3) * 2 FROM gt WHERE lat > 100 GROUP BY k % 3 = 0 ORDER BY 1",
+		"SELECT k % 3 = 0, percentile_disc(0.3) WITHIN GROUP (ORDER BY i4) * 2 FROM gt WHERE lat > 100 GROUP BY k % 3 = 0 ORDER BY 1"],
+	["SELECT d - date '2026-01-01' > 150, gpu_quantiles(d, $fr) FROM gt GROUP BY 1 ORDER BY 1",
+		"SELECT d - date '2026-01-01' > 150, percentile_disc($fr) WITHIN GROUP (ORDER BY d) FROM gt GROUP BY 1 ORDER BY 1"],
+	["SET gpuselect.accelerate_builtins = on; SELECT date_trunc('day', ts)::date AS day, percentile_cont(0.9) WITHIN GROUP (ORDER BY lat DESC)"
+		  . " FROM gt GROUP BY day ORDER BY day",
+		"SELECT date_trunc('day', ts)::date AS day, percentile_cont(0.9) WITHIN GROUP (ORDER BY lat DESC) FROM gt GROUP BY day ORDER BY day"],
+	["SELECT k, gpu_quantiles(lat, $fr) FROM gt WHERE id < 0 GROUP BY k",
+		"SELECT k, percentile_disc($fr) WITHIN GROUP (ORDER BY lat) FROM gt WHERE id < 0 GROUP BY k"],
+);
+for my $limit (12288, 3)
+{
+	for my $p (@gpairs)
+	{
+		my ($gs, $bi) = @$p;
+		my $want = on(0, "$bi;");
+		my ($rc, $got) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit;\n$gs;", may_fail => 1);
+		is($got, $want, "grouped, gather limit $limit, same as the built-in: $gs");
+		# limit 3: every group of more than 3 values sampled and counted
+		next if $limit != 3 || $gs =~ /id < 0/;
+		my $rep = on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit; SET client_min_messages = notice; SET gpuselect.debug = on;\n$gs;");
+		like($rep, qr/Citus exchange over public\.gt grouped by/, '  ran as the grouped exchange');
+		unlike($rep, qr/today's plan/, '  not as the partial aggregates');
+	}
+}
+# the rounds run on the shards: Citus's plan of a counts round
+my ($rc3, $rounds) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SET client_min_messages = debug2;"
+	  . " SELECT k, gpu_median(lat) FROM gt GROUP BY k;", may_fail => 1);
+my ($counts_round) = $rounds =~ /Citus exchange round: (SELECT \(.*width_bucket\(public\.gs_citus_key.*count\(\*\).*)$/m;
+ok(defined $counts_round, 'a counts round') or diag($rounds);
+my $cplan = on(0, "EXPLAIN (VERBOSE, COSTS OFF) $counts_round;");
+like($cplan, qr/Task Count: 8/, 'the counts round runs on the 8 shards');
+like($cplan, qr/GROUP BY.*\n(.*\n)*.*count\(\*\)/, 'and counts there');
+unlike($cplan, qr/intermediate result|Subplan|repartition/i, 'nothing pulled to the coordinator first');
+diag("a counts round's plan: $cplan");
+$plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT date_trunc('hour', ts), gpu_median(lat) FROM gt GROUP BY 1;");
+like($plan, qr/gs_citus_exchange_grouped\('gt'::regclass, 'lat'::text/, 'EXPLAIN shows the grouped exchange');
+$plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT id, gpu_median(lat) FROM gt GROUP BY id;");
+unlike($plan, qr/gs_citus_exchange/, 'GROUP BY the distribution column: left to Citus');
 
 # hand-made calls: checked, clean ERRORs
 for my $c (["'xt', 'f8', '', 'disc', '{0.5}', NULL::text", qr/unsupported result type text/],
@@ -168,10 +230,13 @@ for my $c (["'xt', 'f8', '', 'disc', '{0.5}', NULL::text", qr/unsupported result
 is(on(0, 'SELECT count(*) FROM xt'), $rows, 'the table is still there');
 
 # ---- the bytes ----
-on(0, q{
+# GS_TEST_CITUS_BIG_ROWS: the table's rows (for measuring by hand)
+my $big = $ENV{GS_TEST_CITUS_BIG_ROWS} || 400000;
+on(0, qq{
 SELECT setseed(0.5);
-CREATE TABLE big AS SELECT g::int8 AS id, round((random() * 2e4 - 1e4)::numeric, 2)::float8 AS f8
-FROM generate_series(1, 400000) g;
+CREATE TABLE big AS SELECT g::int8 AS id, round((random() * 2e4 - 1e4)::numeric, 2)::float8 AS f8,
+       timestamptz '2026-03-01 00:00+00' + (g - 1) * interval '86400 seconds' / $big AS ts
+FROM generate_series(1, $big) g;
 SELECT create_distributed_table('big', 'id');
 });
 my $bq = "SELECT gpu_quantiles(f8, $fr) FROM big";
@@ -184,7 +249,7 @@ sub citus_bytes
 my $today_bytes = citus_bytes(on(0, "SET gpuselect.citus_exchange = off;"
 	  . " EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $bq;"));
 my $report = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $bq;");
-my ($got_rows, $got_bytes) = $report =~ /exchange over public\.big: 400000 values, .* received (\d+) rows, (\d+) bytes/;
+my ($got_rows, $got_bytes) = $report =~ /exchange over public\.big: $big values, .* received (\d+) rows, (\d+) bytes/;
 my ($count_bytes, $count_upper) = $report =~ /counts rounds: \d+ rows, (\d+) bytes as Citus combined them, at most (\d+) bytes/;
 ok(defined $got_bytes && defined $count_upper, 'the exchange reports what it received') or diag($report);
 my $upper = $got_bytes - $count_bytes + $count_upper;
@@ -197,8 +262,8 @@ for my $round ($report =~ /gpuselect: Citus exchange round: (SELECT .*)$/mg)
 	$citus_sum += $b if $b > 0;
 }
 is(on(0, "${ex}$bq;"), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM big;"),
-	'400000 rows: same as the built-in');
-diag(sprintf("coordinator received, 400000 float8 rows, 7 fractions: today %d bytes; the exchange %d bytes"
+	"$big rows: same as the built-in");
+diag(sprintf("coordinator received, $big float8 rows, 7 fractions: today %d bytes; the exchange %d bytes"
 	  . " (its count, the counts rounds at most %d from the shards: %d bytes in all, %.2f%%);"
 	  . " Citus's counter over its rounds re-run: %d bytes (%.2f%%)",
 	$today_bytes, $got_bytes, $count_upper, $upper, 100 * $upper / $today_bytes,
@@ -207,11 +272,49 @@ cmp_ok($today_bytes, '>', 3_000_000, "today every key travels ($today_bytes byte
 cmp_ok($upper, '<', $today_bytes / 20, 'the exchange receives under 5% of that');
 cmp_ok($citus_sum, '<', $today_bytes / 20, "and so says Citus's counter over its rounds");
 
+# grouped: 24 groups (hours) of ~16700 values, p50 / p90 / p99; and 400
+# groups of 1000 values: today's plan (the bytes of the partial aggregates)
+for my $g (["date_trunc('hour', ts)", 24, '/ 5'], ["id % " . ($big / 1000), $big / 1000, '* 1.2'])
+{
+	my ($gexpr, $ng, $bound) = @$g;
+	my $gq = "SELECT $gexpr, gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
+	my $gtoday = citus_bytes(on(0, "SET gpuselect.citus_exchange = off;"
+		  . " EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $gq;"));
+	my $grep = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $gq;");
+	my ($gng, $grows, $gbytes) = $grep =~ /exchange over public\.big grouped by .*: (\d+) groups, $big values[^;]*; \d+ rounds received (\d+) rows, (\d+) bytes/;
+	my ($gcount, $gupper) = $grep =~ /counts rounds: \d+ rows, (\d+) bytes as Citus combined them, at most (\d+) bytes/;
+	ok(defined $gbytes && $gng == $ng, "grouped by $gexpr: the exchange reports $ng groups") or diag($grep);
+	my $gsum = 0;
+	for my $round ($grep =~ /gpuselect: Citus exchange round: (SELECT .*)$/mg)
+	{
+		next if $round =~ /pg_dist_shard/;
+		my $b = citus_bytes(on(0, "SET gpuselect.citus_exchange = off; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $round;"));
+		$gsum += $b if $b > 0;
+	}
+	is(on(0, "${ex}$gq;"),
+		on(0, "SELECT $gexpr, percentile_disc('{0.5, 0.9, 0.99}'::float8[]) WITHIN GROUP (ORDER BY f8) FROM big GROUP BY 1 ORDER BY 1;"),
+		"grouped by $gexpr, $big rows: same as the built-in");
+	diag(sprintf("grouped by %s (%d groups), $big float8 rows, 3 fractions: today %d bytes;"
+		  . " the exchange %d bytes (the counts rounds at most %d from the shards: %d in all, %.2f%%);"
+		  . " Citus's counter over its rounds re-run: %d bytes (%.2f%%)",
+		$gexpr, $ng, $gtoday, $gbytes, $gupper, $gbytes - $gcount + $gupper,
+		100 * ($gbytes - $gcount + $gupper) / $gtoday, $gsum, 100 * $gsum / $gtoday));
+	cmp_ok($gsum, '<', eval("$gtoday $bound"), "grouped by $gexpr: Citus's counter under today's $bound");
+}
+
 # ---- a worker stopped mid-exchange ----
 # a stable (not volatile: the exchange takes it) slow qual, ~1 s a round
 # (Citus creates it on the workers too)
 on(0, "CREATE FUNCTION slow(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELECT pg_sleep(0.0001) IS NOT NULL';");
-my $slow = "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slow(f8)";
+for my $case (["SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slow(f8)", qr/Citus exchange round: SELECT public\.gs_citus_key/,
+		qr/CONTEXT:  SQL statement "SELECT (public\.gs_citus_key|width_bucket)/, "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 % 3 = 0",
+		"SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt WHERE i4 % 3 = 0"],
+	["SELECT k, gpu_quantiles(lat, $fr) FROM gt WHERE slow(lat) GROUP BY k", qr/Citus exchange round: SELECT \(coalesce\(width_bucket/,
+		qr/CONTEXT:  SQL statement "SELECT \(/, "SELECT k, gpu_median(lat) FROM gt WHERE i4 % 3 = 0 GROUP BY k ORDER BY 1",
+		"SELECT k, percentile_cont(0.5) WITHIN GROUP (ORDER BY lat) FROM gt WHERE i4 % 3 = 0 GROUP BY k ORDER BY 1"])
+{
+my ($slow, $past_count, $later, $next, $next_bi) = @$case;
+my $log_from = -s $nodes[0]{h}{log};	# this case's lines only
 like(on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) $slow;"), qr/gs_citus_exchange/, 'the slow query runs the exchange');
 my $bg;
 {
@@ -220,23 +323,23 @@ my $bg;
 	# its rounds in the coordinator's log, to stop the worker after the first
 	$bg = GsTest::psql_bg("${ex}SET gpuselect.test_citus_gather_limit = 3; SET log_min_messages = debug2; $slow;");
 }
-ok(GsTest::wait_for(sub { `cat $nodes[0]{h}{log}` =~ /Citus exchange round: SELECT public\.gs_citus_key/ }, 60),
+ok(GsTest::wait_for(sub { substr(`cat $nodes[0]{h}{log}`, $log_from) =~ $past_count }, 60),
 	'the exchange is past its count round');
 my $w = $nodes[2]{h};
 GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-m', 'immediate', '-w', 'stop'));
 my ($rc, $out) = GsTest::psql_wait($bg);
 isnt($rc, 0, 'worker stopped mid-exchange: the query fails');
 like($out, qr/ERROR:/, 'with an ERROR');
-like($out, qr/CONTEXT:  SQL statement "SELECT (public\.gs_citus_key|width_bucket)/, 'in a later round of the exchange');
+like($out, $later, 'in a later round of the exchange');
 diag("the coordinator's error: $out");
 unlike($out, qr/server closed the connection unexpectedly|terminated by signal/, 'the coordinator did not crash');
 GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-l', $w->{log}, '-w', 'start')) == 0
   or BAIL_OUT('worker restart failed');
 ok(GsTest::wait_for(sub { my ($r) = on(0, 'SELECT count(*) FROM xt', may_fail => 1); $r == 0 }, 30),
 	'the cluster answers again');
-is(on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 % 3 = 0;"),
-	on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt WHERE i4 % 3 = 0;"),
+is(on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; $next;"), on(0, "$next_bi;"),
 	'and the next exchange answers right');
+}
 unlike(`cat $nodes[0]{h}{log}`, qr/terminated by signal/, 'no backend of the coordinator crashed');
 
 done_testing();
