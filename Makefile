@@ -49,6 +49,7 @@ OBJS = \
 	src/aggs/final_batch.o \
 	src/aggs/datum_final.o \
 	src/aggs/citus_exchange.o \
+	src/aggs/citus_exchange_grouped.o \
 	src/scan/bulk_scan.o \
 	src/scan/bulk_groups.o \
 	src/planner/planner.o \

@@ -1,0 +1,102 @@
+/*
+ * citus_exchange.h -- what the two halves of the Citus exchange share
+ * (aggs/citus_exchange.c: the rounds and the ungrouped query;
+ * aggs/citus_exchange_grouped.c: every group in each round).  Internal:
+ * nothing outside these two files includes it.
+ */
+#ifndef GS_CITUS_EXCHANGE_H
+#define GS_CITUS_EXCHANGE_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+
+#include "aggs/ranks.h"
+#include "base/types.h"
+
+#define GS_X_SAMPLE			2048	/* keys sampled per level */
+#define GS_X_RANK_SPLITTERS	64	/* splitters per wanted rank and level */
+#define GS_X_MAX_LEVELS		8	/* then the candidates are gathered */
+
+#define GS_X_SIGN			UINT64CONST(0x8000000000000000)
+
+typedef struct GsXchg
+{
+	char	   *rel;			/* the table, schema-qualified and quoted */
+	char	   *kexpr;			/* the sort key k of a row */
+	char	   *where;			/* quals AND x IS NOT NULL */
+	char	   *value;			/* x, SQL */
+	char	   *quals;			/* the quals, SQL, or "" */
+	StringInfoData cand;		/* " AND width_bucket(k, S) = ANY(W)" per level */
+	/* k's type */
+	bool		keyed;			/* k is gs_citus_key(x), int8 */
+	Oid			ktype;
+	int16		klen;
+	bool		kbyval;
+	char		kalign;
+	FmgrInfo   *cmp;			/* k's btree comparison (not keyed) */
+	/* what came back, for the report line */
+	int			rounds;
+	int			levels;
+	int64		rows;
+	int64		bytes;
+	int64		count_rows;		/* of it: the counts rounds' rows (combined) */
+	int64		count_bytes;
+	int64		sql_bytes;		/* the rounds' query text (Citus: once per shard) */
+	int64		shards;
+	bool		all;			/* every value gathered */
+	const char *why_all;
+} GsXchg;
+
+/*
+ * One level's buckets, in k's order, each either the keys equal to one
+ * value or those strictly between two (or below the first, above the
+ * last).  Keys (int8) have successors: thresholds v, v + 1 for a
+ * splitter v the sample holds more than once make width_bucket's bucket
+ * [v, v + 1) an equality bucket.
+ * numeric and interval have none: bucket 2b - (k = S[b]) over
+ * width_bucket's b, so k equal to a splitter gets the odd bucket below
+ * the open interval above it.
+ */
+typedef struct GsXBuckets
+{
+	int			nb;				/* buckets 0 .. nb - 1 */
+	char	   *expr;			/* a row's bucket, SQL */
+	Datum	   *t;				/* keyed: the thresholds; else the splitters */
+	int			nt;
+} GsXBuckets;
+
+/* what is asked: the SQL function's arguments, checked */
+typedef struct GsXSpec
+{
+	bool		cont;
+	bool		desc;
+	bool		multi;
+	Datum	   *fr;
+	bool	   *frnull;
+	int			np;
+	ArrayType  *param;			/* multi: the fraction array as given */
+	Oid			rettype;
+	GsTypeInfo	t;				/* the value's type */
+} GsXSpec;
+
+extern SPITupleTable *gs_x_run(GsXchg *x, const char *sql, bool counts);
+extern void gs_x_check_columns(SPITupleTable *tt, int natts, const Oid *types);
+extern int gs_x_cmp(const void *a, const void *b, void *arg);
+extern int gs_x_bucket_of(const int64 *below, const int64 *cnt, int nb, int64 r);
+extern char *gs_x_typed_array_literal(Oid typ, Datum *v, int n);
+extern Datum *gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr,
+							 const bool *done, int nr, int per_rank, int *ns);
+extern int gs_x_spec_ranks(const GsXSpec *sp, int64 n, int64 *ranks, GsContRows *cr);
+extern void gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest);
+extern Datum gs_x_result(const GsXchg *x, const GsXSpec *sp, const GsContRows *cr, Datum *vals);
+extern void gs_x_parse_spec(FunctionCallInfo fcinfo, GsXSpec *sp, Oid rettype);
+extern void gs_x_check_value_type(const char *rel, const char *value, Oid want);
+extern void gs_x_buckets(GsXchg *x, Datum *sp, int ns, const Datum *s, int64 m, GsXBuckets *bk);
+extern bool gs_x_bucket_equal(GsXchg *x, const GsXBuckets *bk, int b, Datum *v);
+extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);
+
+#endif							/* GS_CITUS_EXCHANGE_H */
