@@ -787,6 +787,37 @@ gs_x_check_value_type(const char *rel, const char *value, Oid want)
  * read back under (the planner deparsed under the same), SPI.  *guc_nest:
  * the settings' nest level.
  */
+/*
+ * Settings under which the text of a value reads back as the same value
+ * (floats in full, ISO dates, postgres intervals), saved in a new GUC nest
+ * level, returned for AtEOXact_GUC: the planner deparses constants and the
+ * rounds print splitters under them.
+ */
+int
+gs_x_exact_literals(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+/* the report line's detail: what the counts rounds and the query text cost */
+char *
+gs_x_counts_detail(const GsXchg *x)
+{
+	return psprintf("Of them the counts rounds: %lld rows, %lld bytes as Citus combined them, "
+					"at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.",
+					(long long) x->count_rows, (long long) x->count_bytes,
+					(long long) (x->count_bytes * x->shards), (long long) x->shards,
+					(long long) x->sql_bytes);
+}
+
 void
 gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
 {
@@ -821,13 +852,7 @@ gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
 	}
 
 	/* literals (deparsed constants, splitters) read back exactly */
-	*guc_nest = NewGUCNestLevel();
-	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	*guc_nest = gs_x_exact_literals();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "gs_citus_exchange: SPI_connect failed");
@@ -955,11 +980,7 @@ gs_citus_exchange(PG_FUNCTION_ARGS)
 					x.rel, (long long) n,
 					x.all ? psprintf("all gathered (%s)", x.why_all) : psprintf("%d levels", x.levels),
 					x.rounds, (long long) x.rows, (long long) x.bytes),
-			 errdetail("Of them the counts rounds: %lld rows, %lld bytes as Citus combined them, "
-					   "at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.",
-					   (long long) x.count_rows, (long long) x.count_bytes,
-					   (long long) (x.count_bytes * x.shards), (long long) x.shards,
-					   (long long) x.sql_bytes)));
+			 errdetail_internal("%s", gs_x_counts_detail(&x))));
 	SPI_finish();
 	AtEOXact_GUC(true, guc_nest);
 	if (isnull)

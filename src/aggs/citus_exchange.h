@@ -1,8 +1,9 @@
 /*
  * citus_exchange.h -- what the two halves of the Citus exchange share
  * (aggs/citus_exchange.c: the rounds and the ungrouped query;
- * aggs/citus_exchange_grouped.c: every group in each round).  Internal:
- * nothing outside these two files includes it.
+ * aggs/citus_exchange_grouped.c: every group in each round) and the
+ * planner that writes their calls (planner/planner_citus.c: the literal
+ * settings).  Nothing else includes it.
  */
 #ifndef GS_CITUS_EXCHANGE_H
 #define GS_CITUS_EXCHANGE_H
@@ -98,5 +99,7 @@ extern void gs_x_check_value_type(const char *rel, const char *value, Oid want);
 extern void gs_x_buckets(GsXchg *x, Datum *sp, int ns, const Datum *s, int64 m, GsXBuckets *bk);
 extern bool gs_x_bucket_equal(GsXchg *x, const GsXBuckets *bk, int b, Datum *v);
 extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);
+extern int	gs_x_exact_literals(void);
+extern char *gs_x_counts_detail(const GsXchg *x);
 
 #endif							/* GS_CITUS_EXCHANGE_H */

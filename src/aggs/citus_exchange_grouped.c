@@ -625,11 +625,7 @@ gs_citus_exchange_grouped(PG_FUNCTION_ARGS)
 					x.rel, gr.gexpr, gr.ng + (gr.gs[0].present ? 1 : 0), (long long) total,
 					x.all ? ", small groups: today's plan" : "",
 					x.rounds, (long long) x.rows, (long long) x.bytes),
-			 errdetail("Of them the counts rounds: %lld rows, %lld bytes as Citus combined them, "
-					   "at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.",
-					   (long long) x.count_rows, (long long) x.count_bytes,
-					   (long long) (x.count_bytes * x.shards), (long long) x.shards,
-					   (long long) x.sql_bytes)));
+			 errdetail_internal("%s", gs_x_counts_detail(&x))));
 	SPI_finish();
 	AtEOXact_GUC(true, guc_nest);
 	return (Datum) 0;

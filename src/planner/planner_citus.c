@@ -64,6 +64,7 @@
 
 #include "base/guc.h"
 #include "aggs/ranks.h"
+#include "aggs/citus_exchange.h"
 #include "planner/planner.h"
 
 typedef struct GsExchCtx
@@ -549,14 +550,8 @@ gs_citus_exchange_plan(Query *parse, ParamListInfo bound, Oid ext_nsp)
 	ctx.all_builtin = true;
 	ctx.gexpr = gexpr;
 
-	/* deparsed constants must read back exactly (citus_exchange.c sets the same) */
-	guc_nest = NewGUCNestLevel();
-	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	/* deparsed constants must read back exactly */
+	guc_nest = gs_x_exact_literals();
 	foreach(lc, parse->targetList)
 	{
 		TargetEntry *tle = flatCopyTargetEntry(lfirst_node(TargetEntry, lc));
