@@ -14,6 +14,8 @@
 # CREATE STATISTICS on the hour so sum gets its best plan):
 #   sum(latency) per hour; p50/p90/p99 per hour in the built-in syntax with
 #   accelerate_builtins, bulk on and off; Grafana's $__timeGroup shape.
+# GS_BULK_EXECUTOR=0 leaves the executor plan's rows out.  After each size, a
+# line says where sum(x)'s pages came from (shared buffers or the ring).
 # GS_BULK_AB_PREFAULT=1 adds a block per size: the GPU rows with
 # gpuselect.prefault_pool_chunks on and off.
 # Every query of one block runs in turn, GS_BULK_REPS rounds, in one session
@@ -78,6 +80,13 @@ block() {
 	printf '%s\n' "${rows[@]: -$((n + 1))}" >>"$OUTF"
 }
 
+# GS_BULK_EXECUTOR=0 leaves out today's plan (the executor's) rows
+executor_rows() {
+	[ "${GS_BULK_EXECUTOR:-1}" = 0 ] && return
+	echo "executor plan, GPU service|$1 $gpu SET gpuselect.bulk_scan = off;|SELECT gpu_quantiles(x, $F101) FROM $2"
+	echo "executor plan, CPU engine|$1 $cpu SET gpuselect.bulk_scan = off;|SELECT gpu_quantiles(x, $F101) FROM $2"
+}
+
 serial="SET max_parallel_workers_per_gather = 0;"
 par="SET max_parallel_workers_per_gather = $WORKERS; SET max_parallel_workers = $WORKERS; SET min_parallel_table_scan_size = 0; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;"
 gpu="SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0;"
@@ -97,10 +106,16 @@ for n in $SIZES; do
 sum(x)|$s|SELECT sum(x) FROM $t
 bulk scan, GPU service|$s $gpu|SELECT gpu_quantiles(x, $F101) FROM $t
 bulk scan, CPU engine|$s $cpu|SELECT gpu_quantiles(x, $F101) FROM $t
-executor plan, GPU service|$s $gpu SET gpuselect.bulk_scan = off;|SELECT gpu_quantiles(x, $F101) FROM $t
-executor plan, CPU engine|$s $cpu SET gpuselect.bulk_scan = off;|SELECT gpu_quantiles(x, $F101) FROM $t
+$(executor_rows "$s" "$t")
 EOF
 	done
+	# where the pages came from: shared buffers (hit) or the kernel's page
+	# cache through the scan's ring (read); a table past a quarter of
+	# shared_buffers is read through a 256 kB ring and never stays there
+	rows+=("  pages of $t, serial sum(x): $($PSQL -Atc "SET max_parallel_workers_per_gather = 0" \
+		-c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) SELECT sum(x) FROM $t" | grep -m1 'Buffers:' | tr -s ' '),\
+ shared_buffers $($PSQL -Atc 'SHOW shared_buffers'), table $($PSQL -Atc "SELECT pg_size_pretty(pg_relation_size('$t'))")")
+	printf '%s\n' "${rows[-1]}" >>"$OUTF"
 	if [ "${GS_BULK_AB_PREFAULT:-0}" = 1 ]; then
 		block "$n rows, key-pool prefault A/B" "serial, prefault on" <<EOF
 serial, prefault on|$serial $gpu|SELECT gpu_quantiles(x, $F101) FROM $t

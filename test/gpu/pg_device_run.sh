@@ -81,6 +81,8 @@ if has service-on; then
 		echo "include_if_exists = 'gpuselect-service.conf'" >>"$PGDATA/postgresql.conf"
 	printf "shared_preload_libraries = 'gpuselect'\ngpuselect.service = on\ngpuselect.key_pool_size = '%s'\nmax_connections = 320\n" \
 		"${GS_KEY_POOL_SIZE:-8GB}" >"$PGDATA/gpuselect-service.conf"
+	# GS_SHARED_BUFFERS overrides the bundle's 4GB (the file comes later)
+	[ -n "${GS_SHARED_BUFFERS:-}" ] && echo "shared_buffers = '$GS_SHARED_BUFFERS'" >>"$PGDATA/gpuselect-service.conf"
 	# (postgresql.auto.conf would override it: earlier runs used ALTER SYSTEM)
 	psql -X -q -c "ALTER SYSTEM RESET shared_preload_libraries" -c "ALTER SYSTEM RESET max_connections"
 	pg_restart
