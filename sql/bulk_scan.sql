@@ -183,6 +183,40 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 
+-- aggregate FILTERs: evaluated per row after WHERE, per aggregate (equal
+-- ones once), count(*) FILTER counted beside; serial and parallel
+EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FILTER (WHERE id % 2 = 0), count(*) FILTER (WHERE x > 500) FROM bs WHERE id > 10 GROUP BY n;
+CREATE TABLE fchecks (q text);
+INSERT INTO fchecks VALUES
+ ($$SELECT gpu_quantile(x, 0.9) FILTER (WHERE n >= 3), gpu_median(x) FILTER (WHERE id % 2 = 0), gpu_median(x) FROM bs$$),
+ ($$SELECT gpu_quantiles(x, '{0.5,0.9}') FILTER (WHERE x > 100000), count(*) FILTER (WHERE x > 100000), gpu_median(x) FROM bs$$),
+ ($$SELECT count(*) FILTER (WHERE n = 1), count(*), gpu_median(x) FILTER (WHERE n = 1), count(*) FILTER (WHERE x IS NULL) FROM bs WHERE id < 5000$$),
+ ($$SELECT n, gpu_median(x) FILTER (WHERE x > 500), count(*) FILTER (WHERE x > 500), gpu_quantile(x, 0.1) FILTER (WHERE n > 2) FROM bs GROUP BY n$$),
+ ($$SELECT date_trunc('hour', ts), gpu_quantile(x, 0.5) FILTER (WHERE late = 42), gpu_quantile(ts, 0.5) FILTER (WHERE x < 0), count(*) FROM bs WHERE id > 100 GROUP BY 1$$),
+ ($$SELECT n, gpu_median(x) FILTER (WHERE x > 100000) FROM bs GROUP BY n HAVING count(*) FILTER (WHERE id % 3 = 0) > 10$$),
+ ($$SELECT gpu_median(x) FILTER (WHERE 10 / (n - 2) > 0) FROM bs$$);
+SELECT q, bulk_check(q) FROM fchecks;
+SET gpuselect.accelerate_builtins = on;
+SELECT bulk_check($$SELECT date_trunc('hour', ts), percentile_cont(0.9) WITHIN GROUP (ORDER BY x) FILTER (WHERE n >= 3), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FILTER (WHERE n >= 3), percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FILTER (WHERE n < 2), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1$$) AS builtin_filters;
+RESET gpuselect.accelerate_builtins;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FILTER (WHERE id % 2 = 0) FROM bs GROUP BY n;
+SELECT q, bulk_check(q) FROM fchecks;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+-- FILTERs it does not take: the executor's plan, and the DEBUG1 line why
+SELECT bulk_check($$SELECT gpu_median(x) FILTER (WHERE random() < 2) FROM bs$$) AS volatile_filter;
+SELECT bulk_check($$SELECT date_trunc('hour', ts), gpu_median(x) FILTER (WHERE date_trunc('hour', ts) > '2026-03-08') FROM bs GROUP BY 1$$) AS group_filter;
+SET client_min_messages = debug1;
+EXPLAIN (COSTS OFF) SELECT gpu_median(x) FILTER (WHERE random() < 2) FROM bs;
+SET client_min_messages = warning;
+DROP TABLE fchecks;
+
 -- EXPLAIN ANALYZE counts every participant's tuples and keys (the workers'
 -- too), and pg_stat's seq_tup_read the tuples the scan read, as a SeqScan's
 CREATE FUNCTION bulk_counts(q text, OUT tuples bigint, OUT keys bigint) LANGUAGE plpgsql AS $$

@@ -20,11 +20,12 @@
  * When.  Every aggregate of the query level is gpuselect's gpu_median,
  * gpu_quantile or gpu_quantiles, or one of the rewrite's gs_planner_*
  * (planner_aggs.c: the built-ins and ordered-set forms it replaced), or
- * count(*) beside them, without DISTINCT, ORDER BY or FILTER, over a
+ * count(*) beside them, without DISTINCT or ORDER BY, over a
  * column of one of the eight key types of a heap table or materialized
  * view scanned alone (no join, no TABLESAMPLE) or every leaf of a
  * partitioned table or inheritance tree (an Append of one scan per leaf),
- * its fraction free of the row.  GROUP BY is absent or one expression of that
+ * its fraction free of the row, its FILTER (if any) of the quals' kind
+ * (gs_bulk_filter_ok).  GROUP BY is absent or one expression of that
  * table's columns with its type's default equality: a non-decreasing
  * function of one column (date_trunc, date_bin, epoch floors, integer
  * division: gs_bulk_monotone's list), or any expression of a type that
@@ -111,8 +112,7 @@ gs_bulk_agg_of(Aggref *a, Index relid, GsBulkAggKind *kind, AttrNumber *attno, E
 	int			nargs;
 
 	if (!gs_planner_is_gpuselect_func(a->aggfnoid) || a->aggkind != AGGKIND_NORMAL ||
-		a->aggstar || a->aggdistinct != NIL || a->aggorder != NIL ||
-		a->aggfilter != NULL || a->agglevelsup != 0)
+		a->aggstar || a->aggdistinct != NIL || a->aggorder != NIL || a->agglevelsup != 0)
 		return false;
 	name = get_func_name(a->aggfnoid);
 	if (name == NULL)
@@ -164,12 +164,36 @@ gs_bulk_agg_of(Aggref *a, Index relid, GsBulkAggKind *kind, AttrNumber *attno, E
 	return true;
 }
 
-/* count(*), which the scan counts per group beside the others */
+/* count(*) (FILTER or not), which the scan counts per group beside the others */
 static bool
 gs_bulk_count_star(Aggref *a)
 {
 	return a->aggfnoid == F_COUNT_ && a->aggstar && a->aggdistinct == NIL &&
-		a->aggorder == NIL && a->aggfilter == NULL && a->agglevelsup == 0;
+		a->aggorder == NIL && a->agglevelsup == 0;
+}
+
+static bool gs_bulk_contains_expr(Node *node, void *context);
+
+/*
+ * An aggregate's FILTER the scan evaluates per row after the quals, as it
+ * evaluates them: by the executor's own expression code over the columns it
+ * reads (custom_exprs, planner file header), so with the quals' limits --
+ * no volatile function or sub-plan, and no GROUP BY expression other than
+ * a bare column inside it (setrefs would make it the output column).
+ */
+static bool
+gs_bulk_filter_ok(Aggref *a, List *groups)
+{
+	ListCell   *lc;
+
+	if (a->aggfilter == NULL)
+		return true;
+	if (contain_volatile_functions((Node *) a->aggfilter) || contain_subplans((Node *) a->aggfilter))
+		return gs_bulk_decline("a FILTER with a volatile function or sub-plan");
+	foreach(lc, groups)
+		if (!IsA(lfirst(lc), Var) && gs_bulk_contains_expr((Node *) a->aggfilter, lfirst(lc)))
+			return gs_bulk_decline("a FILTER computes the GROUP BY expression");
+	return true;
 }
 
 /*
@@ -641,7 +665,11 @@ gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarg
 		Expr	   *fraction;
 		bool		desc;
 
-		if (!IsA(lfirst(lc), Aggref) || gs_bulk_count_star((Aggref *) lfirst(lc)))
+		if (!IsA(lfirst(lc), Aggref))
+			continue;
+		if (!gs_bulk_filter_ok((Aggref *) lfirst(lc), group ? list_make1(group) : NIL))
+			return NULL;
+		if (gs_bulk_count_star((Aggref *) lfirst(lc)))
 			continue;
 		if (!gs_bulk_agg_of((Aggref *) lfirst(lc), leaf->relid, &kind, &attno, &fraction, &desc))
 		{
@@ -783,12 +811,12 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 
 /* ---- the plan ------------------------------------------------------- */
 
-/* custom_scan_tlist: the output columns, then the Vars the quals read */
+/* custom_scan_tlist: the output columns, then the Vars the quals and FILTERs read */
 static List *
-gs_bulk_scan_tlist(List *tlist, List *quals)
+gs_bulk_scan_tlist(List *tlist, List *quals, List *filters)
 {
 	List	   *scan_tlist = copyObject(tlist);
-	List	   *vars = pull_var_clause((Node *) quals, 0);
+	List	   *vars = pull_var_clause((Node *) list_make2(quals, filters), 0);
 	ListCell   *lc;
 
 	foreach(lc, vars)
@@ -812,6 +840,28 @@ gs_bulk_scan_tlist(List *tlist, List *quals)
 	return scan_tlist;
 }
 
+/*
+ * An aggregate's FILTER as an index into *filters, the distinct ones (equal
+ * FILTERs are evaluated once per row): -1 for none.
+ */
+static int
+gs_bulk_filter_index(List **filters, Aggref *a)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	if (a->aggfilter == NULL)
+		return -1;
+	foreach(lc, *filters)
+	{
+		if (equal(lfirst(lc), a->aggfilter))
+			return i;
+		i++;
+	}
+	*filters = lappend(*filters, copyObject(a->aggfilter));
+	return i;
+}
+
 static Plan *
 gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			 List *tlist, List *clauses, List *custom_plans)
@@ -820,6 +870,7 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *quals = extract_actual_clauses(clauses, false);
 	List	   *aggs = NIL;
 	List	   *fractions = NIL;
+	List	   *filters = NIL;
 	List	   *columns = NIL;
 	Node	   *group = NULL;
 	int			flags = intVal(linitial(best_path->custom_private));
@@ -834,14 +885,17 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		bool		desc;
 
 		if (IsA(tle->expr, Aggref) && gs_bulk_count_star((Aggref *) tle->expr))
-			columns = lappend_int(columns, GS_BULK_COLUMN_COUNT);
+			columns = lappend_int(columns, ((Aggref *) tle->expr)->aggfilter == NULL ?
+								  GS_BULK_COLUMN_COUNT :
+								  GS_BULK_COLUMN_FILTERED_COUNT(gs_bulk_filter_index(&filters, (Aggref *) tle->expr)));
 		else if (IsA(tle->expr, Aggref))
 		{
 			if (!gs_bulk_agg_of((Aggref *) tle->expr, rel->relid, &kind, &attno, &fraction, &desc))
 				elog(ERROR, "gpuselect: bulk scan planned over an aggregate it does not build");
 			columns = lappend_int(columns, list_length(aggs));
-			aggs = lappend(aggs, list_make3(makeInteger(kind), makeInteger(attno),
-											makeInteger(desc ? 1 : 0)));
+			aggs = lappend(aggs, list_make4(makeInteger(kind), makeInteger(attno),
+											makeInteger(desc ? 1 : 0),
+											makeInteger(gs_bulk_filter_index(&filters, (Aggref *) tle->expr))));
 			fractions = lappend(fractions, copyObject(fraction));
 		}
 		else
@@ -856,8 +910,8 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.scanrelid = rel->relid;
 	cs->flags = best_path->flags;
 	cs->custom_plans = NIL;
-	cs->custom_scan_tlist = gs_bulk_scan_tlist(tlist, quals);
-	cs->custom_exprs = list_make2(quals, fractions);
+	cs->custom_scan_tlist = gs_bulk_scan_tlist(tlist, quals, filters);
+	cs->custom_exprs = list_make3(quals, fractions, filters);
 	cs->custom_private = list_make5(makeInteger(flags), aggs, group,
 								   copyObject(lsecond(best_path->custom_private)), columns);
 	cs->custom_private = lappend(cs->custom_private,

@@ -22,10 +22,12 @@ typedef struct GsBulkGroups GsBulkGroups;
  * Datums; the planner takes any GROUP BY expression of such a type) */
 extern bool gs_bulk_type_bitwise(Oid typid);
 
-/* one group: its rows (count(*)) and a state per gpuselect aggregate */
+/* one group: its rows (count(*)), those passing each aggregate FILTER
+ * (count(*) FILTER), and a state per gpuselect aggregate */
 typedef struct GsBulkGroup
 {
 	int64		rows;
+	int64	   *filtered;		/* one per distinct FILTER; NULL: none */
 	GsState    *states[FLEXIBLE_ARRAY_MEMBER];
 } GsBulkGroup;
 

@@ -80,6 +80,7 @@ typedef struct GsBulkAgg
 	Oid			typid;
 	GsTypeKind	tkind;
 	bool		descending;		/* the rewrite's ORDER BY x DESC */
+	int			filter;			/* its FILTER: bs->filters[filter]; -1: none */
 	ExprState  *fraction;		/* NULL: gpu_median */
 	bool		have_fraction;	/* evaluated, at the first group of a scan */
 	bool		fraction_null;
@@ -121,9 +122,12 @@ typedef struct GsBulkScanState
 	List	   *columns;		/* per output column: GS_BULK_COLUMN_*, or k: aggregate k */
 
 	ExprState  *qual;			/* NULL: none */
-	List	   *qual_attnos;	/* the relation's columns the quals read */
+	int			nfilters;		/* the aggregates' distinct FILTERs */
+	ExprState **filters;
+	bool	   *passed;			/* ... the current row passed filter f */
+	List	   *qual_attnos;	/* the relation's columns the quals and FILTERs read */
 	List	   *qual_columns;	/* ... and where they go in qual_slot */
-	TupleTableSlot *qual_slot;	/* scan-tuple shaped: the quals' input */
+	TupleTableSlot *qual_slot;	/* scan-tuple shaped: their input; NULL: neither */
 	GsBulkGroups *groups;		/* NULL: no GROUP BY (bulk_groups.c) */
 
 	MemoryContext statecxt;		/* groups, states, fractions */
@@ -214,6 +218,7 @@ gs_bulk_begin_aggs(GsBulkScanState *bs, List *aggs, List *fractions)
 		a->kind = (GsBulkAggKind) intVal(linitial(agg));
 		a->attno = (AttrNumber) intVal(lsecond(agg));
 		a->descending = intVal(lthird(agg)) != 0;
+		a->filter = intVal(lfourth(agg));
 		gs_bulk_column_init(&a->column, desc, a->attno);
 		if (a->attno < 1 || a->attno > desc->natts)
 			elog(ERROR, "gpuselect: bulk scan column %d out of range", a->attno);
@@ -226,20 +231,32 @@ gs_bulk_begin_aggs(GsBulkScanState *bs, List *aggs, List *fractions)
 }
 
 /*
- * The quals read a scan tuple shaped like custom_scan_tlist, whose columns
- * past the output ones are Vars of the relation (planner file), as may be
- * an output one (GROUP BY a column): which attribute goes where.
+ * The quals and the aggregates' FILTERs read a scan tuple shaped like
+ * custom_scan_tlist, whose columns past the output ones are Vars of the
+ * relation (planner file), as may be an output one (GROUP BY a column):
+ * which attribute goes where.  A FILTER is a qual of its own (a NULL is
+ * false, as the executor's Agg node takes it).
  */
 static void
-gs_bulk_begin_quals(GsBulkScanState *bs, List *quals, EState *estate)
+gs_bulk_begin_quals(GsBulkScanState *bs, List *quals, List *filters, EState *estate)
 {
 	CustomScan *cs = (CustomScan *) bs->css.ss.ps.plan;
 	ListCell   *lc;
 	int			col = 0;
 
-	if (quals == NIL)
+	if (quals == NIL && filters == NIL)
 		return;
-	bs->qual = ExecInitQual(quals, &bs->css.ss.ps);
+	if (quals != NIL)
+		bs->qual = ExecInitQual(quals, &bs->css.ss.ps);
+	bs->nfilters = list_length(filters);
+	if (bs->nfilters > 0)
+	{
+		bs->filters = (ExprState **) palloc(sizeof(ExprState *) * bs->nfilters);
+		bs->passed = (bool *) palloc0(sizeof(bool) * bs->nfilters);
+	}
+	foreach(lc, filters)
+		bs->filters[foreach_current_index(lc)] =
+			ExecInitQual(list_make1(lfirst(lc)), &bs->css.ss.ps);
 	foreach(lc, cs->custom_scan_tlist)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
@@ -266,10 +283,11 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 
 	bs->flags = intVal(list_nth(priv, GS_BULK_PRIV_FLAGS));
 	bs->columns = (List *) list_nth(priv, GS_BULK_PRIV_COLUMNS);
-	/* custom_exprs: the quals, then one fraction expression per aggregate */
+	/* custom_exprs: the quals, one fraction expression per aggregate, the FILTERs */
 	gs_bulk_begin_aggs(bs, (List *) list_nth(priv, GS_BULK_PRIV_AGGS),
 					   (List *) lsecond(cs->custom_exprs));
-	gs_bulk_begin_quals(bs, (List *) linitial(cs->custom_exprs), estate);
+	gs_bulk_begin_quals(bs, (List *) linitial(cs->custom_exprs),
+						(List *) lthird(cs->custom_exprs), estate);
 	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
 										 ALLOCSET_DEFAULT_SIZES);
 	if (group != NULL)
@@ -357,6 +375,8 @@ gs_bulk_new_group(void *arg)
 															sizeof(GsState *) * bs->naggs);
 
 	group->rows = 0;
+	group->filtered = bs->nfilters == 0 ? NULL :
+		(int64 *) MemoryContextAllocZero(bs->statecxt, sizeof(int64) * bs->nfilters);
 	for (int i = 0; i < bs->naggs; i++)
 		group->states[i] = gs_bulk_new_state(bs, &bs->aggs[i]);
 	return group;
@@ -375,9 +395,9 @@ gs_bulk_group_of(GsBulkScanState *bs, HeapTuple tup, ExprContext *econtext)
 
 /* ---- the scan ------------------------------------------------------- */
 
-/* do the quals pass the tuple?  (the columns they read, into qual_slot) */
-static bool
-gs_bulk_qual(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
+/* the columns the quals and FILTERs read, into qual_slot */
+static void
+gs_bulk_qual_input(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
 {
 	TupleTableSlot *slot = bs->qual_slot;
 	ListCell   *la,
@@ -393,7 +413,6 @@ gs_bulk_qual(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *ec
 	}
 	ExecStoreVirtualTuple(slot);
 	econtext->ecxt_scantuple = slot;
-	return ExecQual(bs->qual, econtext);
 }
 
 /* one visible tuple: the hot loop's body, inlined into the page loop */
@@ -402,16 +421,33 @@ gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *eco
 {
 	GsBulkGroup *group;
 
-	if (bs->qual != NULL && !gs_bulk_qual(bs, tup, desc, econtext))
-		return;
+	if (bs->qual_slot != NULL)
+	{
+		gs_bulk_qual_input(bs, tup, desc, econtext);
+		if (bs->qual != NULL && !ExecQual(bs->qual, econtext))
+			return;
+	}
 	bs->rows++;
 	group = gs_bulk_group_of(bs, tup, econtext);
 	group->rows++;
+	if (bs->nfilters > 0)
+	{
+		/* (the group's lookup may have pointed the context at its own slot) */
+		econtext->ecxt_scantuple = bs->qual_slot;
+		for (int f = 0; f < bs->nfilters; f++)
+		{
+			bs->passed[f] = ExecQual(bs->filters[f], econtext);
+			group->filtered[f] += bs->passed[f] ? 1 : 0;
+		}
+	}
 	for (int i = 0; i < bs->naggs; i++)
 	{
 		bool		isnull;
-		Datum		d = gs_bulk_fetch(&bs->aggs[i].column, tup, desc, &isnull);
+		Datum		d;
 
+		if (bs->aggs[i].filter >= 0 && !bs->passed[bs->aggs[i].filter])
+			continue;
+		d = gs_bulk_fetch(&bs->aggs[i].column, tup, desc, &isnull);
 		if (!isnull)
 		{
 			gs_append_datum(group->states[i], bs->aggs[i].tkind, d);
@@ -499,7 +535,7 @@ gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *
 	if (PageIsAllVisible(page))
 		bs->pages_all_visible++;
 	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
-	if (bs->qual == NULL && bs->groups == NULL && bs->naggs == 1)
+	if (bs->qual_slot == NULL && bs->groups == NULL && bs->naggs == 1)
 		gs_bulk_page_single(bs, hs, page, desc);
 	else
 	{
@@ -661,7 +697,10 @@ gs_bulk_next(ScanState *ss)
 		}
 		else
 		{
-			slot->tts_values[col] = role == GS_BULK_COLUMN_COUNT ? Int64GetDatum(group->rows) :
+			slot->tts_values[col] =
+				role == GS_BULK_COLUMN_COUNT ? Int64GetDatum(group->rows) :
+				role < GS_BULK_COLUMN_COUNT ?
+				Int64GetDatum(group->filtered[GS_BULK_COLUMN_FILTER_OF(role)]) :
 				gs_bulk_state_datum(bs, group->states[role]);
 			slot->tts_isnull[col] = false;
 		}
@@ -788,6 +827,7 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ListCell   *lc;
 	int			col = 0;
 	List	   *quals = (List *) linitial(cs->custom_exprs);
+	List	   *filters = (List *) lthird(cs->custom_exprs);
 
 	foreach(lc, bs->columns)
 	{
@@ -805,6 +845,14 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							deparse_expression((Node *) make_ands_explicit(quals), context, prefix, false),
 							es);
 	ExplainPropertyInteger("Aggregates", NULL, bs->naggs, es);
+	if (filters != NIL)
+	{
+		List	   *shown = NIL;
+
+		foreach(lc, filters)
+			shown = lappend(shown, deparse_expression((Node *) lfirst(lc), context, prefix, false));
+		ExplainPropertyList("Aggregate Filters", shown, es);
+	}
 	if (es->analyze)
 	{
 		GsBulkCounts c;
