@@ -78,7 +78,10 @@ EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs WHERE x > 100 GROUP BY n;
 EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), gpu_quantile(x, 0.9) FROM bs GROUP BY 1;
 -- what the scan does not take keeps the executor's plan
 EXPLAIN (COSTS OFF) SELECT gpu_median(x), count(x) FROM bs;
-SELECT bulk_check($$SELECT n, id % 2, gpu_median(x) FROM bs GROUP BY 1, 2$$) AS two_keys;
+SELECT bulk_check($$SELECT n, id::text, gpu_median(x) FROM bs GROUP BY 1, 2$$) AS text_beside;
+SET client_min_messages = debug1;
+EXPLAIN (COSTS OFF) SELECT n, id::text, gpu_median(x) FROM bs GROUP BY 1, 2;
+SET client_min_messages = warning;
 SET gpuselect.bulk_scan = off;
 EXPLAIN (COSTS OFF) SELECT gpu_quantiles(x, '{0.5,0.9,0.99}') FROM bs;
 RESET gpuselect.bulk_scan;
@@ -161,7 +164,11 @@ INSERT INTO ochecks VALUES
  ($$SELECT date_trunc('hour', ts), gpu_quantile(x, 0.9) FROM bs GROUP BY 1 ORDER BY 1$$),
  ($$SELECT date_trunc('hour', ts), gpu_quantiles(x, '{0.5,0.99}') FROM bs GROUP BY 1 ORDER BY 1 DESC LIMIT 7$$),
  ($$SELECT floor(extract(epoch from ts) / 300) * 300, gpu_median(x) FROM bs GROUP BY 1 ORDER BY 1$$),
- ($$SELECT floor(extract(epoch from ts) / 3600) * 3600, gpu_median(x) FROM bs GROUP BY 1 ORDER BY 1 DESC NULLS LAST$$);
+ ($$SELECT floor(extract(epoch from ts) / 3600) * 3600, gpu_median(x) FROM bs GROUP BY 1 ORDER BY 1 DESC NULLS LAST$$),
+ ($$SELECT date_trunc('hour', ts), n, gpu_quantile(x, 0.95) FROM bs GROUP BY 1, 2 ORDER BY 1, 2$$),
+ ($$SELECT date_trunc('hour', ts), n, gpu_median(x) FROM bs GROUP BY 1, 2 ORDER BY 1 DESC, 2 NULLS FIRST$$),
+ ($$SELECT n, date_trunc('day', ts), gpu_median(x), count(*) FROM bs GROUP BY 2, 1 ORDER BY 1 DESC NULLS LAST, 2 LIMIT 9$$),
+ ($$SELECT floor(extract(epoch from ts) / 3600) * 3600, n, id % 2, gpu_median(x) FROM bs GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT 40$$);
 SELECT q, bulk_check(q, true) FROM ochecks;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
@@ -171,6 +178,7 @@ SET min_parallel_table_scan_size = 0;
 SET work_mem = '64kB';
 SET hash_mem_multiplier = 1;
 EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs GROUP BY n ORDER BY n DESC;
+EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), n, gpu_median(x) FROM bs GROUP BY 1, 2 ORDER BY 1 DESC, 2 NULLS FIRST LIMIT 5;
 SELECT q, bulk_check(q, true) FROM ochecks;
 SET gpuselect.accelerate_builtins = on;
 EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_cont(0.99) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1 ORDER BY 1;
@@ -178,6 +186,40 @@ SELECT bulk_check($$SELECT date_trunc('hour', ts), percentile_cont(0.5) WITHIN G
 RESET gpuselect.accelerate_builtins;
 RESET work_mem;
 RESET hash_mem_multiplier;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+
+-- GROUP BY several expressions (a Grafana multi-series query: a time
+-- bucket and a host): at most one has the cached range, the others are
+-- evaluated per row; NULL is a value of its own in each
+EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), n, gpu_quantile(x, 0.95) FROM bs GROUP BY 1, 2;
+CREATE TABLE mchecks (q text);
+INSERT INTO mchecks VALUES
+ ($$SELECT n, id % 3, gpu_median(x), count(*) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT date_trunc('hour', ts), n, gpu_quantile(x, 0.95) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT n, date_trunc('day', ts), gpu_median(x), count(*) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT date_trunc('day', ts), n, gpu_median(x) FROM bs GROUP BY 2, 1$$),
+ ($$SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, n, gpu_quantiles(x, '{0.5,0.95}') FROM bs GROUP BY 1, 2$$),
+ ($$SELECT date_trunc('hour', ts), date_trunc('day', ts), gpu_median(x) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT n, late, id % 2 = 0, gpu_median(x) FROM bs WHERE id > 100 GROUP BY 1, 2, 3$$),
+ ($$SELECT date_trunc('hour', ts), n, gpu_median(x) FILTER (WHERE id % 2 = 0), count(*) FILTER (WHERE x > 300) FROM bs WHERE id > 50 GROUP BY 1, 2 HAVING count(*) > 2$$),
+ ($$SELECT id / 1000, n, gpu_quantile(ts, 0.5) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT ts::date, n, gpu_median(x) FROM bs WHERE n IS NULL OR ts IS NULL GROUP BY 1, 2$$);
+SET timezone = 'UTC';
+SELECT q, bulk_check(q) FROM mchecks;
+SET timezone = 'America/New_York';
+SELECT q, bulk_check(q) FROM mchecks WHERE q LIKE '%ts%';
+RESET timezone;
+SET gpuselect.accelerate_builtins = on;
+SELECT bulk_check($$SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, n, percentile_cont(0.95) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1, 2 ORDER BY 1$$) AS grafana_series;
+RESET gpuselect.accelerate_builtins;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT q, bulk_check(q) FROM mchecks;
 RESET max_parallel_workers_per_gather;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
@@ -277,7 +319,8 @@ INSERT INTO pchecks VALUES
  ($$SELECT gpu_quantile(x, 0.5) FROM bp WHERE x < 0$$),
  ($$SELECT gpu_quantile(x, 1.5) FROM bp WHERE x < 0$$),
  ($$SELECT k, gpu_median(x), count(*) FROM bi GROUP BY k$$),
- ($$SELECT gpu_quantile(x, 0.3) FROM ONLY bi$$);
+ ($$SELECT gpu_quantile(x, 0.3) FROM ONLY bi$$),
+ ($$SELECT date_trunc('day', ts), k, gpu_median(x) FROM bp GROUP BY 1, 2$$);
 SELECT q, bulk_check(q) FROM pchecks;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
@@ -293,6 +336,6 @@ DROP TABLE pchecks, bp, bi CASCADE;
 -- a correlated subquery: the scan is rescanned with each outer value
 SELECT bulk_check($$SELECT o.k, (SELECT gpu_median(x) FROM bs WHERE bs.n = o.k) FROM generate_series(0, 5) o(k)$$);
 
-DROP TABLE checks, ochecks;
+DROP TABLE checks, ochecks, mchecks;
 DROP TABLE bs;
 DROP FUNCTION bulk_check(text, bool);

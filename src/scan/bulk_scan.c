@@ -279,7 +279,7 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 	GsBulkScanState *bs = (GsBulkScanState *) node;
 	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
 	List	   *priv = cs->custom_private;
-	Node	   *group = (Node *) list_nth(priv, GS_BULK_PRIV_GROUP);
+	List	   *group = (List *) list_nth(priv, GS_BULK_PRIV_GROUP);
 
 	bs->flags = intVal(list_nth(priv, GS_BULK_PRIV_FLAGS));
 	bs->columns = (List *) list_nth(priv, GS_BULK_PRIV_COLUMNS);
@@ -290,11 +290,11 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 						(List *) lthird(cs->custom_exprs), estate);
 	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
 										 ALLOCSET_DEFAULT_SIZES);
-	if (group != NULL)
+	if (group != NIL)
 	{
 		List	   *mono = (List *) list_nth(priv, GS_BULK_PRIV_MONO);
 
-		bs->groups = gs_bulk_groups_create(bs->statecxt, estate, (Expr *) group,
+		bs->groups = gs_bulk_groups_create(bs->statecxt, estate, group, intVal(lthird(mono)),
 										   (AttrNumber) intVal(linitial(mono)),
 										   intVal(lsecond(mono)),
 										   RelationGetDescr(node->ss.ss_currentRelation),
@@ -640,19 +640,44 @@ gs_bulk_state_datum(GsBulkScanState *bs, GsState *st)
 	return PointerGetDatum(gs_state_serialize_local(st));
 }
 
-/* the next group to emit: its states, value and NULL-ness; false at the end */
+/* the next group to emit: its states, values and NULL-ness; false at the end */
 static bool
-gs_bulk_next_group(GsBulkScanState *bs, GsBulkGroup **group, Datum *key, bool *keynull)
+gs_bulk_next_group(GsBulkScanState *bs, GsBulkGroup **group, const Datum **keys,
+				   const bool **nulls)
 {
 	if (bs->groups != NULL)
-		return gs_bulk_groups_next(bs->groups, group, key, keynull);
-	*key = (Datum) 0;
-	*keynull = false;
+		return gs_bulk_groups_next(bs->groups, group, keys, nulls);
+	*keys = NULL;
+	*nulls = NULL;
 	if (bs->single == NULL || bs->single_done)
 		return false;
 	bs->single_done = true;
 	*group = bs->single;
 	return true;
+}
+
+/* custom_private's order (bulk_scan.h): the groups sorted by it */
+static void
+gs_bulk_sort_groups(GsBulkScanState *bs, List *order)
+{
+	int			n = list_length(order);
+	int		   *cols = palloc(sizeof(int) * n);
+	Oid		   *sortops = palloc(sizeof(Oid) * n);
+	Oid		   *collations = palloc(sizeof(Oid) * n);
+	bool	   *nulls_first = palloc(sizeof(bool) * n);
+	ListCell   *lc;
+
+	foreach(lc, order)
+	{
+		List	   *k = (List *) lfirst(lc);
+		int			i = foreach_current_index(lc);
+
+		cols[i] = intVal(linitial(k));
+		sortops[i] = (Oid) intVal(lsecond(k));
+		collations[i] = (Oid) intVal(lthird(k));
+		nulls_first[i] = intVal(lfourth(k)) != 0;
+	}
+	gs_bulk_groups_sort(bs->groups, n, cols, sortops, collations, nulls_first);
 }
 
 static TupleTableSlot *
@@ -662,10 +687,11 @@ gs_bulk_next(ScanState *ss)
 	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
 	MemoryContext old;
 	GsBulkGroup *group;
-	Datum		key;
-	bool		keynull;
+	const Datum *keys;
+	const bool *nulls;
 	ListCell   *lc;
 	int			col = 0;
+	int			key = 0;
 
 	if (!bs->scanned)
 	{
@@ -676,12 +702,11 @@ gs_bulk_next(ScanState *ss)
 		if (bs->shared != NULL && IsParallelWorker())
 			gs_bulk_publish_counts(bs);
 		if (order != NIL && bs->groups != NULL)
-			gs_bulk_groups_sort(bs->groups, (Oid) intVal(linitial(order)),
-								(Oid) intVal(lsecond(order)), intVal(lthird(order)) != 0);
+			gs_bulk_sort_groups(bs, order);
 		bs->scanned = true;
 	}
 	ExecClearTuple(slot);
-	if (!gs_bulk_next_group(bs, &group, &key, &keynull))
+	if (!gs_bulk_next_group(bs, &group, &keys, &nulls))
 		return slot;
 	/* serialized states live until the next row (ExecScan resets this) */
 	old = MemoryContextSwitchTo(ss->ps.ps_ExprContext->ecxt_per_tuple_memory);
@@ -692,8 +717,10 @@ gs_bulk_next(ScanState *ss)
 
 		if (role == GS_BULK_COLUMN_GROUP)
 		{
-			slot->tts_values[col] = key;
-			slot->tts_isnull[col] = keynull;
+			/* the k-th group column is the k-th GROUP BY expression (planner file) */
+			slot->tts_values[col] = keys[key];
+			slot->tts_isnull[col] = nulls[key];
+			key++;
 		}
 		else
 		{
@@ -826,6 +853,7 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	bool		prefix = GS_EXPLAIN_RTABLE_SIZE(es) > 1 || es->verbose;
 	ListCell   *lc;
 	int			col = 0;
+	List	   *keys = NIL;
 	List	   *quals = (List *) linitial(cs->custom_exprs);
 	List	   *filters = (List *) lthird(cs->custom_exprs);
 
@@ -835,11 +863,12 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		{
 			TargetEntry *tle = list_nth_node(TargetEntry, cs->custom_scan_tlist, col);
 
-			ExplainPropertyText("Group Key",
-								deparse_expression((Node *) tle->expr, context, prefix, false), es);
+			keys = lappend(keys, deparse_expression((Node *) tle->expr, context, prefix, false));
 		}
 		col++;
 	}
+	if (keys != NIL)
+		ExplainPropertyList("Group Key", keys, es);
 	if (quals != NIL)
 		ExplainPropertyText("Filter",
 							deparse_expression((Node *) make_ands_explicit(quals), context, prefix, false),
