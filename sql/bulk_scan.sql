@@ -78,7 +78,10 @@ EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs WHERE x > 100 GROUP BY n;
 EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), gpu_quantile(x, 0.9) FROM bs GROUP BY 1;
 -- what the scan does not take keeps the executor's plan
 EXPLAIN (COSTS OFF) SELECT gpu_median(x), count(x) FROM bs;
-SELECT bulk_check($$SELECT n, id % 2, gpu_median(x) FROM bs GROUP BY 1, 2$$) AS two_keys;
+SELECT bulk_check($$SELECT n, id::text, gpu_median(x) FROM bs GROUP BY 1, 2$$) AS text_beside;
+SET client_min_messages = debug1;
+EXPLAIN (COSTS OFF) SELECT n, id::text, gpu_median(x) FROM bs GROUP BY 1, 2;
+SET client_min_messages = warning;
 SET gpuselect.bulk_scan = off;
 EXPLAIN (COSTS OFF) SELECT gpu_quantiles(x, '{0.5,0.9,0.99}') FROM bs;
 RESET gpuselect.bulk_scan;
@@ -161,7 +164,11 @@ INSERT INTO ochecks VALUES
  ($$SELECT date_trunc('hour', ts), gpu_quantile(x, 0.9) FROM bs GROUP BY 1 ORDER BY 1$$),
  ($$SELECT date_trunc('hour', ts), gpu_quantiles(x, '{0.5,0.99}') FROM bs GROUP BY 1 ORDER BY 1 DESC LIMIT 7$$),
  ($$SELECT floor(extract(epoch from ts) / 300) * 300, gpu_median(x) FROM bs GROUP BY 1 ORDER BY 1$$),
- ($$SELECT floor(extract(epoch from ts) / 3600) * 3600, gpu_median(x) FROM bs GROUP BY 1 ORDER BY 1 DESC NULLS LAST$$);
+ ($$SELECT floor(extract(epoch from ts) / 3600) * 3600, gpu_median(x) FROM bs GROUP BY 1 ORDER BY 1 DESC NULLS LAST$$),
+ ($$SELECT date_trunc('hour', ts), n, gpu_quantile(x, 0.95) FROM bs GROUP BY 1, 2 ORDER BY 1, 2$$),
+ ($$SELECT date_trunc('hour', ts), n, gpu_median(x) FROM bs GROUP BY 1, 2 ORDER BY 1 DESC, 2 NULLS FIRST$$),
+ ($$SELECT n, date_trunc('day', ts), gpu_median(x), count(*) FROM bs GROUP BY 2, 1 ORDER BY 1 DESC NULLS LAST, 2 LIMIT 9$$),
+ ($$SELECT floor(extract(epoch from ts) / 3600) * 3600, n, id % 2, gpu_median(x) FROM bs GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT 40$$);
 SELECT q, bulk_check(q, true) FROM ochecks;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
@@ -171,6 +178,7 @@ SET min_parallel_table_scan_size = 0;
 SET work_mem = '64kB';
 SET hash_mem_multiplier = 1;
 EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs GROUP BY n ORDER BY n DESC;
+EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), n, gpu_median(x) FROM bs GROUP BY 1, 2 ORDER BY 1 DESC, 2 NULLS FIRST LIMIT 5;
 SELECT q, bulk_check(q, true) FROM ochecks;
 SET gpuselect.accelerate_builtins = on;
 EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_cont(0.99) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1 ORDER BY 1;
@@ -182,6 +190,74 @@ RESET max_parallel_workers_per_gather;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
+
+-- GROUP BY several expressions (a Grafana multi-series query: a time
+-- bucket and a host): at most one has the cached range, the others are
+-- evaluated per row; NULL is a value of its own in each
+EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), n, gpu_quantile(x, 0.95) FROM bs GROUP BY 1, 2;
+CREATE TABLE mchecks (q text);
+INSERT INTO mchecks VALUES
+ ($$SELECT n, id % 3, gpu_median(x), count(*) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT date_trunc('hour', ts), n, gpu_quantile(x, 0.95) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT n, date_trunc('day', ts), gpu_median(x), count(*) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT date_trunc('day', ts), n, gpu_median(x) FROM bs GROUP BY 2, 1$$),
+ ($$SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, n, gpu_quantiles(x, '{0.5,0.95}') FROM bs GROUP BY 1, 2$$),
+ ($$SELECT date_trunc('hour', ts), date_trunc('day', ts), gpu_median(x) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT n, late, id % 2 = 0, gpu_median(x) FROM bs WHERE id > 100 GROUP BY 1, 2, 3$$),
+ ($$SELECT date_trunc('hour', ts), n, gpu_median(x) FILTER (WHERE id % 2 = 0), count(*) FILTER (WHERE x > 300) FROM bs WHERE id > 50 GROUP BY 1, 2 HAVING count(*) > 2$$),
+ ($$SELECT id / 1000, n, gpu_quantile(ts, 0.5) FROM bs GROUP BY 1, 2$$),
+ ($$SELECT ts::date, n, gpu_median(x) FROM bs WHERE n IS NULL OR ts IS NULL GROUP BY 1, 2$$);
+SET timezone = 'UTC';
+SELECT q, bulk_check(q) FROM mchecks;
+SET timezone = 'America/New_York';
+SELECT q, bulk_check(q) FROM mchecks WHERE q LIKE '%ts%';
+RESET timezone;
+SET gpuselect.accelerate_builtins = on;
+SELECT bulk_check($$SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, n, percentile_cont(0.95) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1, 2 ORDER BY 1$$) AS grafana_series;
+RESET gpuselect.accelerate_builtins;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT q, bulk_check(q) FROM mchecks;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+
+-- aggregate FILTERs: evaluated per row after WHERE, per aggregate (equal
+-- ones once), count(*) FILTER counted beside; serial and parallel
+EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FILTER (WHERE id % 2 = 0), count(*) FILTER (WHERE x > 500) FROM bs WHERE id > 10 GROUP BY n;
+CREATE TABLE fchecks (q text);
+INSERT INTO fchecks VALUES
+ ($$SELECT gpu_quantile(x, 0.9) FILTER (WHERE n >= 3), gpu_median(x) FILTER (WHERE id % 2 = 0), gpu_median(x) FROM bs$$),
+ ($$SELECT gpu_quantiles(x, '{0.5,0.9}') FILTER (WHERE x > 100000), count(*) FILTER (WHERE x > 100000), gpu_median(x) FROM bs$$),
+ ($$SELECT count(*) FILTER (WHERE n = 1), count(*), gpu_median(x) FILTER (WHERE n = 1), count(*) FILTER (WHERE x IS NULL) FROM bs WHERE id < 5000$$),
+ ($$SELECT n, gpu_median(x) FILTER (WHERE x > 500), count(*) FILTER (WHERE x > 500), gpu_quantile(x, 0.1) FILTER (WHERE n > 2) FROM bs GROUP BY n$$),
+ ($$SELECT date_trunc('hour', ts), gpu_quantile(x, 0.5) FILTER (WHERE late = 42), gpu_quantile(ts, 0.5) FILTER (WHERE x < 0), count(*) FROM bs WHERE id > 100 GROUP BY 1$$),
+ ($$SELECT n, gpu_median(x) FILTER (WHERE x > 100000) FROM bs GROUP BY n HAVING count(*) FILTER (WHERE id % 3 = 0) > 10$$),
+ ($$SELECT gpu_median(x) FILTER (WHERE 10 / (n - 2) > 0) FROM bs$$);
+SELECT q, bulk_check(q) FROM fchecks;
+SET gpuselect.accelerate_builtins = on;
+SELECT bulk_check($$SELECT date_trunc('hour', ts), percentile_cont(0.9) WITHIN GROUP (ORDER BY x) FILTER (WHERE n >= 3), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FILTER (WHERE n >= 3), percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FILTER (WHERE n < 2), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1$$) AS builtin_filters;
+RESET gpuselect.accelerate_builtins;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FILTER (WHERE id % 2 = 0) FROM bs GROUP BY n;
+SELECT q, bulk_check(q) FROM fchecks;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+-- FILTERs it does not take: the executor's plan, and the DEBUG1 line why
+SELECT bulk_check($$SELECT gpu_median(x) FILTER (WHERE random() < 2) FROM bs$$) AS volatile_filter;
+SELECT bulk_check($$SELECT date_trunc('hour', ts), gpu_median(x) FILTER (WHERE date_trunc('hour', ts) > '2026-03-08') FROM bs GROUP BY 1$$) AS group_filter;
+SET client_min_messages = debug1;
+EXPLAIN (COSTS OFF) SELECT gpu_median(x) FILTER (WHERE random() < 2) FROM bs;
+SET client_min_messages = warning;
+DROP TABLE fchecks;
 
 -- EXPLAIN ANALYZE counts every participant's tuples and keys (the workers'
 -- too), and pg_stat's seq_tup_read the tuples the scan read, as a SeqScan's
@@ -243,7 +319,8 @@ INSERT INTO pchecks VALUES
  ($$SELECT gpu_quantile(x, 0.5) FROM bp WHERE x < 0$$),
  ($$SELECT gpu_quantile(x, 1.5) FROM bp WHERE x < 0$$),
  ($$SELECT k, gpu_median(x), count(*) FROM bi GROUP BY k$$),
- ($$SELECT gpu_quantile(x, 0.3) FROM ONLY bi$$);
+ ($$SELECT gpu_quantile(x, 0.3) FROM ONLY bi$$),
+ ($$SELECT date_trunc('day', ts), k, gpu_median(x) FROM bp GROUP BY 1, 2$$);
 SELECT q, bulk_check(q) FROM pchecks;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
@@ -259,6 +336,6 @@ DROP TABLE pchecks, bp, bi CASCADE;
 -- a correlated subquery: the scan is rescanned with each outer value
 SELECT bulk_check($$SELECT o.k, (SELECT gpu_median(x) FROM bs WHERE bs.n = o.k) FROM generate_series(0, 5) o(k)$$);
 
-DROP TABLE checks, ochecks;
+DROP TABLE checks, ochecks, mchecks;
 DROP TABLE bs;
 DROP FUNCTION bulk_check(text, bool);

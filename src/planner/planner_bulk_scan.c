@@ -20,15 +20,17 @@
  * When.  Every aggregate of the query level is gpuselect's gpu_median,
  * gpu_quantile or gpu_quantiles, or one of the rewrite's gs_planner_*
  * (planner_aggs.c: the built-ins and ordered-set forms it replaced), or
- * count(*) beside them, without DISTINCT, ORDER BY or FILTER, over a
+ * count(*) beside them, without DISTINCT or ORDER BY, over a
  * column of one of the eight key types of a heap table or materialized
  * view scanned alone (no join, no TABLESAMPLE) or every leaf of a
  * partitioned table or inheritance tree (an Append of one scan per leaf),
- * its fraction free of the row.  GROUP BY is absent or one expression of that
- * table's columns with its type's default equality: a non-decreasing
- * function of one column (date_trunc, date_bin, epoch floors, integer
- * division: gs_bulk_monotone's list), or any expression of a type that
- * compares bitwise (integers, date, timestamp[tz], bool, oid).  The quals
+ * its fraction free of the row, its FILTER (if any) of the quals' kind
+ * (gs_bulk_filter_ok).  GROUP BY is absent or expressions of that
+ * table's columns with their types' default equality: at most one a
+ * non-decreasing function of one column (date_trunc, date_bin, epoch
+ * floors, integer division: gs_bulk_monotone's list), which gets the cached
+ * range, the others of a type that compares bitwise (integers, date,
+ * timestamp[tz], bool, oid), evaluated per row (gs_bulk_group_ok).  The quals
  * are free of volatile functions and sub-plans.  Anything else keeps the
  * executor's plan, and a DEBUG1 line
  * says why (gpuselect.bulk_scan turns the scan off altogether).
@@ -38,12 +40,15 @@
  * dependencies): it makes their Vars point into custom_scan_tlist, so the
  * Vars they read are added there as junk columns after the output ones,
  * and the scan fills just those for the quals (and an output column that
- * is a bare Var: GROUP BY a column).  A qual must therefore not contain a
- * group expression that is not a bare Var, which setrefs would turn into
- * a reference to the output column.  The group expression itself stays in
- * custom_private (setrefs would turn it into that reference too): it
- * may hold no parameter, so nothing in it needs fixing, and its Vars read
- * the heap tuple whatever their varno.
+ * is a bare Var: GROUP BY a column).  A qual (or FILTER) must therefore not
+ * contain a group expression that is not a bare Var, which setrefs would
+ * turn into a reference to the output column.  The group expressions
+ * themselves stay in custom_private (setrefs would turn them into that
+ * reference too): they may hold no parameter, so nothing in them needs
+ * fixing, and their Vars read the heap tuple whatever their varno.  They
+ * go there in the order of their output columns; the path names the one
+ * with the range and the sort keys by sortgroupref, which gs_bulk_plan
+ * turns into positions in that list.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -111,8 +116,7 @@ gs_bulk_agg_of(Aggref *a, Index relid, GsBulkAggKind *kind, AttrNumber *attno, E
 	int			nargs;
 
 	if (!gs_planner_is_gpuselect_func(a->aggfnoid) || a->aggkind != AGGKIND_NORMAL ||
-		a->aggstar || a->aggdistinct != NIL || a->aggorder != NIL ||
-		a->aggfilter != NULL || a->agglevelsup != 0)
+		a->aggstar || a->aggdistinct != NIL || a->aggorder != NIL || a->agglevelsup != 0)
 		return false;
 	name = get_func_name(a->aggfnoid);
 	if (name == NULL)
@@ -164,12 +168,36 @@ gs_bulk_agg_of(Aggref *a, Index relid, GsBulkAggKind *kind, AttrNumber *attno, E
 	return true;
 }
 
-/* count(*), which the scan counts per group beside the others */
+/* count(*) (FILTER or not), which the scan counts per group beside the others */
 static bool
 gs_bulk_count_star(Aggref *a)
 {
 	return a->aggfnoid == F_COUNT_ && a->aggstar && a->aggdistinct == NIL &&
-		a->aggorder == NIL && a->aggfilter == NULL && a->agglevelsup == 0;
+		a->aggorder == NIL && a->agglevelsup == 0;
+}
+
+static bool gs_bulk_contains_expr(Node *node, void *context);
+
+/*
+ * An aggregate's FILTER the scan evaluates per row after the quals, as it
+ * evaluates them: by the executor's own expression code over the columns it
+ * reads (custom_exprs, planner file header), so with the quals' limits --
+ * no volatile function or sub-plan, and no GROUP BY expression other than
+ * a bare column inside it (setrefs would make it the output column).
+ */
+static bool
+gs_bulk_filter_ok(Aggref *a, List *groups)
+{
+	ListCell   *lc;
+
+	if (a->aggfilter == NULL)
+		return true;
+	if (contain_volatile_functions((Node *) a->aggfilter) || contain_subplans((Node *) a->aggfilter))
+		return gs_bulk_decline("a FILTER with a volatile function or sub-plan");
+	foreach(lc, groups)
+		if (!IsA(lfirst(lc), Var) && gs_bulk_contains_expr((Node *) a->aggfilter, lfirst(lc)))
+			return gs_bulk_decline("a FILTER computes the GROUP BY expression");
+	return true;
 }
 
 /*
@@ -456,56 +484,85 @@ gs_bulk_monotone(Node *e, Index relid, Var **var, int *zones)
 }
 
 /*
- * The GROUP BY expression (of the parent, for a tree), if any: *group NULL
- * for none, *sgc its clause; false to decline.
+ * The GROUP BY expressions (of the parent, for a tree), in its order, and
+ * their clauses: NIL for none; false to decline.
  */
 static bool
-gs_bulk_group_expr(PlannerInfo *root, List *group_clause, Node **group, SortGroupClause **sgc)
+gs_bulk_group_exprs(PlannerInfo *root, List *group_clause, List **groups, List **sgcs)
 {
-	*group = NULL;
-	*sgc = NULL;
-	if (group_clause == NIL)
-		return true;
-	if (list_length(group_clause) > 1)
-		return gs_bulk_decline("GROUP BY more than one expression");
-	*sgc = linitial_node(SortGroupClause, group_clause);
-	*group = get_sortgroupclause_expr(*sgc, root->parse->targetList);
-	if (!contain_var_clause(*group) || contain_volatile_functions(*group) ||
-		contain_subplans(*group) || expression_returns_set(*group) ||
-		gs_bulk_has_param(*group, NULL))
-		return gs_bulk_decline("GROUP BY expression not computable per row alone");
+	ListCell   *lc;
+
+	*groups = NIL;
+	*sgcs = group_clause;
+	foreach(lc, group_clause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		Node	   *group = get_sortgroupclause_expr(sgc, root->parse->targetList);
+
+		if (!contain_var_clause(group) || contain_volatile_functions(group) ||
+			contain_subplans(group) || expression_returns_set(group) ||
+			gs_bulk_has_param(group, NULL))
+			return gs_bulk_decline("GROUP BY expression not computable per row alone");
+		*groups = lappend(*groups, group);
+	}
 	return true;
 }
 
 /*
- * The group expression over one table (translated to its columns): *mono
- * its column when it is non-decreasing in one (0 if not), *zones; false to
- * decline.  Without a column, the scan evaluates it per row and compares
- * values as Datums: only types whose equality is bitwise.  With one, a
- * miss looks values up with the type's hash and equality (bulk_groups.c).
+ * Where the scan finds a row's group (bulk_groups.c): the column with a
+ * cached range and its time zones, and which GROUP BY expression has it
+ * (by its sortgroupref: the plan's columns are in another order).
+ */
+typedef struct GsBulkMono
+{
+	AttrNumber	attno;			/* 0: none */
+	int			zones;
+	Index		ref;
+} GsBulkMono;
+
+/*
+ * The group expressions over one table (translated to its columns): the
+ * first that is non-decreasing in one column gets the cached range; the
+ * scan evaluates the others per row and compares their values as Datums:
+ * only types whose equality is bitwise (text, numeric, ... are declined
+ * there: their values would need the type's hash, equality and copies per
+ * row).  The range's values are looked up with the type's hash and
+ * equality (bulk_groups.c).  False to decline.
  */
 static bool
-gs_bulk_group_ok(RelOptInfo *rel, Node *expr, SortGroupClause *sgc, AttrNumber *mono, int *zones)
+gs_bulk_group_ok(RelOptInfo *rel, List *exprs, List *sgcs, GsBulkMono *mono)
 {
-	Oid			typid = exprType(expr);
-	TypeCacheEntry *tc;
-	ListCell   *lc;
-	Var		   *var = NULL;
+	ListCell   *le,
+			   *ls,
+			   *lc;
 
-	*mono = 0;
-	*zones = 0;
-	if (!IsA(expr, Var) && gs_bulk_monotone(expr, rel->relid, &var, zones))
-		*mono = var->varattno;
-	else
-		*zones = 0;
-	if (!gs_bulk_type_bitwise(typid) && *mono == 0)
-		return gs_bulk_decline("GROUP BY a type that does not compare bitwise");
-	tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
-	if (sgc->eqop != tc->eq_opr || !sgc->hashable || !OidIsValid(tc->hash_proc))
-		return gs_bulk_decline("GROUP BY with another equality");
-	foreach(lc, rel->baserestrictinfo)
-		if (!IsA(expr, Var) && gs_bulk_contains_expr((Node *) lfirst_node(RestrictInfo, lc)->clause, expr))
-			return gs_bulk_decline("a qual computes the GROUP BY expression");
+	memset(mono, 0, sizeof(*mono));
+	forboth(le, exprs, ls, sgcs)
+	{
+		Node	   *expr = (Node *) lfirst(le);
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, ls);
+		Oid			typid = exprType(expr);
+		TypeCacheEntry *tc;
+		Var		   *var = NULL;
+		int			zones = 0;
+
+		if (mono->attno == 0 && !IsA(expr, Var) && gs_bulk_monotone(expr, rel->relid, &var, &zones))
+		{
+			mono->attno = var->varattno;
+			mono->zones = zones;
+			mono->ref = sgc->tleSortGroupRef;
+		}
+		else if (!gs_bulk_type_bitwise(typid))
+			return gs_bulk_decline(list_length(exprs) == 1 ?
+								   "GROUP BY a type that does not compare bitwise" :
+								   "GROUP BY a type that does not compare bitwise (text, numeric, ...) beside another expression, other than one time bucket");
+		tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
+		if (sgc->eqop != tc->eq_opr || !sgc->hashable || !OidIsValid(tc->hash_proc))
+			return gs_bulk_decline("GROUP BY with another equality");
+		foreach(lc, rel->baserestrictinfo)
+			if (!IsA(expr, Var) && gs_bulk_contains_expr((Node *) lfirst_node(RestrictInfo, lc)->clause, expr))
+				return gs_bulk_decline("a qual computes the GROUP BY expression");
+	}
 	return true;
 }
 
@@ -553,12 +610,14 @@ gs_bulk_cost(RelOptInfo *rel, CustomPath *cp, int naggs, double groups, int work
 typedef struct GsBulkOrder
 {
 	List	   *pathkeys;		/* NIL: none */
-	List	   *order;			/* custom_private's (bulk_scan.h) */
+	List	   *order;			/* per GROUP BY expression: sortgroupref, sortop,
+								 * collation, nulls_first (gs_bulk_plan makes
+								 * custom_private's, bulk_scan.h) */
 } GsBulkOrder;
 
 static CustomPath *
 gs_bulk_path(RelOptInfo *rel, PathTarget *target, int naggs, double groups, int workers,
-			 bool grouped, AttrNumber mono, int zones, const GsBulkOrder *order)
+			 bool grouped, const GsBulkMono *mono, const GsBulkOrder *order)
 {
 	CustomPath *cp = makeNode(CustomPath);
 
@@ -574,7 +633,8 @@ gs_bulk_path(RelOptInfo *rel, PathTarget *target, int naggs, double groups, int 
 	cp->flags = 0;
 	cp->custom_private = list_make3(makeInteger((workers > 0 ? GS_BULK_PARTIAL : 0) |
 												(grouped ? GS_BULK_GROUPED : 0)),
-									list_make2(makeInteger(mono), makeInteger(zones)),
+									list_make3(makeInteger(mono->attno), makeInteger(mono->zones),
+											   makeInteger((int) mono->ref)),
 									order->order);
 	cp->methods = &gs_bulk_path_methods;
 	gs_bulk_cost(rel, cp, naggs, groups, workers);
@@ -620,18 +680,17 @@ gs_bulk_for_leaf(PlannerInfo *root, Node *node, RelOptInfo *leaf, RelOptInfo *to
  */
 static Path *
 gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarget *top_target,
-				  Node *top_group, SortGroupClause *sgc, double groups, int workers,
+				  List *top_groups, List *sgcs, double groups, int workers,
 				  const GsBulkOrder *order)
 {
 	PathTarget *target = copy_pathtarget(top_target);
-	Node	   *group = top_group ? gs_bulk_for_leaf(root, top_group, leaf, top) : NULL;
-	AttrNumber	mono = 0;
-	int			zones = 0;
+	List	   *group = (List *) gs_bulk_for_leaf(root, (Node *) top_groups, leaf, top);
+	GsBulkMono	mono = {0, 0, 0};
 	int			naggs = 0;
 	ListCell   *lc;
 
 	if (!gs_bulk_rel_ok(root, leaf) || !gs_bulk_quals_ok(leaf) ||
-		(group != NULL && !gs_bulk_group_ok(leaf, group, sgc, &mono, &zones)))
+		(group != NIL && !gs_bulk_group_ok(leaf, group, sgcs, &mono)))
 		return NULL;
 	target->exprs = (List *) gs_bulk_for_leaf(root, (Node *) top_target->exprs, leaf, top);
 	foreach(lc, target->exprs)
@@ -641,7 +700,11 @@ gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarg
 		Expr	   *fraction;
 		bool		desc;
 
-		if (!IsA(lfirst(lc), Aggref) || gs_bulk_count_star((Aggref *) lfirst(lc)))
+		if (!IsA(lfirst(lc), Aggref))
+			continue;
+		if (!gs_bulk_filter_ok((Aggref *) lfirst(lc), group))
+			return NULL;
+		if (gs_bulk_count_star((Aggref *) lfirst(lc)))
 			continue;
 		if (!gs_bulk_agg_of((Aggref *) lfirst(lc), leaf->relid, &kind, &attno, &fraction, &desc))
 		{
@@ -652,8 +715,41 @@ gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarg
 	}
 	if (naggs == 0)
 		return NULL;
-	return (Path *) gs_bulk_path(leaf, target, naggs, groups, workers, group != NULL, mono, zones,
-								 order);
+	return (Path *) gs_bulk_path(leaf, target, naggs, groups, workers, group != NIL, &mono, order);
+}
+
+/*
+ * The GROUP BY's order, every expression by its clause's sortop, collation
+ * and NULLs first or last, as the planner's group pathkeys say: only where
+ * there is a pathkey per expression (none was redundant, e.g. equal to a
+ * constant in WHERE), so that the k-th pathkey is the k-th clause's order.
+ * Otherwise none (hashed).
+ */
+static void
+gs_bulk_order(PlannerInfo *root, List *group, List *sgcs, GsBulkOrder *order)
+{
+	List	   *pathkeys = GS_GROUPBY_PATHKEYS(root);
+	ListCell   *le,
+			   *ls;
+
+	if (pathkeys == NIL || list_length(pathkeys) != list_length(sgcs))
+		return;
+	forboth(le, group, ls, sgcs)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, ls);
+
+		if (!OidIsValid(sgc->sortop))
+		{
+			order->order = NIL;
+			return;
+		}
+		order->order = lappend(order->order,
+							   list_make4(makeInteger((int) sgc->tleSortGroupRef),
+										  makeInteger((int) sgc->sortop),
+										  makeInteger((int) exprCollation((Node *) lfirst(le))),
+										  makeInteger(sgc->nulls_first ? 1 : 0)));
+	}
+	order->pathkeys = pathkeys;
 }
 
 /*
@@ -663,7 +759,7 @@ gs_bulk_leaf_path(PlannerInfo *root, RelOptInfo *leaf, RelOptInfo *top, PathTarg
  */
 static Path *
 gs_bulk_scans(PlannerInfo *root, RelOptInfo *top, RelOptInfo *grouped_rel, PathTarget *target,
-			  Node *group, SortGroupClause *sgc, double groups, int workers, bool ordered)
+			  List *group, List *sgcs, double groups, int workers, bool ordered)
 {
 	List	   *leaves = NIL;
 	List	   *paths = NIL;
@@ -676,14 +772,11 @@ gs_bulk_scans(PlannerInfo *root, RelOptInfo *top, RelOptInfo *grouped_rel, PathT
 	if (leaves == NIL)
 		return NULL;
 	/* one table's groups come out in the GROUP BY's order (an Append's do not) */
-	if (ordered && group != NULL && !tree && OidIsValid(sgc->sortop) &&
-		(order.pathkeys = GS_GROUPBY_PATHKEYS(root)) != NIL)
-		order.order = list_make3(makeInteger((int) sgc->sortop),
-								 makeInteger((int) exprCollation(group)),
-								 makeInteger(sgc->nulls_first ? 1 : 0));
+	if (ordered && group != NIL && !tree)
+		gs_bulk_order(root, group, sgcs, &order);
 	foreach(lc, leaves)
 	{
-		Path	   *p = gs_bulk_leaf_path(root, (RelOptInfo *) lfirst(lc), top, target, group, sgc,
+		Path	   *p = gs_bulk_leaf_path(root, (RelOptInfo *) lfirst(lc), top, target, group, sgcs,
 										  groups, workers, &order);
 
 		if (p == NULL)
@@ -731,8 +824,8 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 {
 	List	   *group_clause = GS_PROCESSED_GROUP_CLAUSE(root);
 	PathTarget *target;
-	Node	   *group;
-	SortGroupClause *sgc;
+	List	   *group;
+	List	   *sgcs;
 	Path	   *scan;
 
 	if (!gs_guc_bulk_scan || root->parse->groupingSets != NIL || root->parse->hasTargetSRFs ||
@@ -744,7 +837,7 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 		gs_bulk_decline("not a scan of one table");
 		return;
 	}
-	if (!gs_bulk_group_expr(root, group_clause, &group, &sgc))
+	if (!gs_bulk_group_exprs(root, group_clause, &group, &sgcs))
 		return;
 	target = gs_bulk_partial_target(root, grouped_rel->reltarget, extra->havingQual, group_clause);
 	if (target == NULL)
@@ -752,10 +845,10 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 		gs_bulk_decline("a column outside the aggregates and GROUP BY");
 		return;
 	}
-	if (group == NULL)
+	if (group == NIL)
 		groups = 1;
 
-	scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgc, groups, 0, false);
+	scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgcs, groups, 0, false);
 	if (scan == NULL)
 		return;
 	gs_bulk_add_final(root, grouped_rel, scan, extra, group_clause, groups, charge, add,
@@ -768,7 +861,7 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 
 		if (workers < 1)
 			return;
-		scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgc, groups, workers,
+		scan = gs_bulk_scans(root, input_rel, grouped_rel, target, group, sgcs, groups, workers,
 							 gs_bulk_sorted_final(input_rel, target));
 		if (scan == NULL)
 			return;
@@ -783,12 +876,12 @@ gs_bulk_scan_add_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *gro
 
 /* ---- the plan ------------------------------------------------------- */
 
-/* custom_scan_tlist: the output columns, then the Vars the quals read */
+/* custom_scan_tlist: the output columns, then the Vars the quals and FILTERs read */
 static List *
-gs_bulk_scan_tlist(List *tlist, List *quals)
+gs_bulk_scan_tlist(List *tlist, List *quals, List *filters)
 {
 	List	   *scan_tlist = copyObject(tlist);
-	List	   *vars = pull_var_clause((Node *) quals, 0);
+	List	   *vars = pull_var_clause((Node *) list_make2(quals, filters), 0);
 	ListCell   *lc;
 
 	foreach(lc, vars)
@@ -812,6 +905,70 @@ gs_bulk_scan_tlist(List *tlist, List *quals)
 	return scan_tlist;
 }
 
+/*
+ * An aggregate's FILTER as an index into *filters, the distinct ones (equal
+ * FILTERs are evaluated once per row): -1 for none.
+ */
+static int
+gs_bulk_filter_index(List **filters, Aggref *a)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	if (a->aggfilter == NULL)
+		return -1;
+	foreach(lc, *filters)
+	{
+		if (equal(lfirst(lc), a->aggfilter))
+			return i;
+		i++;
+	}
+	*filters = lappend(*filters, copyObject(a->aggfilter));
+	return i;
+}
+
+/* the group column (output order) of a GROUP BY clause's sortgroupref */
+static int
+gs_bulk_group_column(List *refs, int ref)
+{
+	ListCell   *lc;
+
+	foreach(lc, refs)
+		if (lfirst_int(lc) == ref)
+			return foreach_current_index(lc);
+	elog(ERROR, "gpuselect: bulk scan GROUP BY reference %d not in its columns", ref);
+	return -1;
+}
+
+/* custom_private's mono: the path's, its sortgroupref made a group column */
+static List *
+gs_bulk_plan_mono(List *path_mono, List *refs)
+{
+	int			attno = intVal(linitial(path_mono));
+
+	return list_make3(makeInteger(attno), makeInteger(intVal(lsecond(path_mono))),
+					  makeInteger(attno > 0 ? gs_bulk_group_column(refs, intVal(lthird(path_mono))) : -1));
+}
+
+/* custom_private's order: the path's, sortgrouprefs made group columns */
+static List *
+gs_bulk_plan_order(List *path_order, List *refs)
+{
+	List	   *order = NIL;
+	ListCell   *lc;
+
+	foreach(lc, path_order)
+	{
+		List	   *k = (List *) lfirst(lc);
+
+		order = lappend(order, list_make4(makeInteger(gs_bulk_group_column(refs, intVal(linitial(k)))),
+										  makeInteger(intVal(lsecond(k))),
+										  makeInteger(intVal(lthird(k))),
+										  makeInteger(intVal(lfourth(k)))));
+	}
+	return order;
+}
+
 static Plan *
 gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			 List *tlist, List *clauses, List *custom_plans)
@@ -820,8 +977,10 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *quals = extract_actual_clauses(clauses, false);
 	List	   *aggs = NIL;
 	List	   *fractions = NIL;
+	List	   *filters = NIL;
 	List	   *columns = NIL;
-	Node	   *group = NULL;
+	List	   *group = NIL;
+	List	   *refs = NIL;
 	int			flags = intVal(linitial(best_path->custom_private));
 	ListCell   *lc;
 
@@ -834,21 +993,28 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		bool		desc;
 
 		if (IsA(tle->expr, Aggref) && gs_bulk_count_star((Aggref *) tle->expr))
-			columns = lappend_int(columns, GS_BULK_COLUMN_COUNT);
+			columns = lappend_int(columns, ((Aggref *) tle->expr)->aggfilter == NULL ?
+								  GS_BULK_COLUMN_COUNT :
+								  GS_BULK_COLUMN_FILTERED_COUNT(gs_bulk_filter_index(&filters, (Aggref *) tle->expr)));
 		else if (IsA(tle->expr, Aggref))
 		{
 			if (!gs_bulk_agg_of((Aggref *) tle->expr, rel->relid, &kind, &attno, &fraction, &desc))
 				elog(ERROR, "gpuselect: bulk scan planned over an aggregate it does not build");
 			columns = lappend_int(columns, list_length(aggs));
-			aggs = lappend(aggs, list_make3(makeInteger(kind), makeInteger(attno),
-											makeInteger(desc ? 1 : 0)));
+			aggs = lappend(aggs, list_make4(makeInteger(kind), makeInteger(attno),
+											makeInteger(desc ? 1 : 0),
+											makeInteger(gs_bulk_filter_index(&filters, (Aggref *) tle->expr))));
 			fractions = lappend(fractions, copyObject(fraction));
 		}
 		else
 		{
+			Node	   *g = (Node *) copyObject(tle->expr);
+
+			/* the group expressions in the output columns' order */
 			columns = lappend_int(columns, GS_BULK_COLUMN_GROUP);
-			group = (Node *) copyObject(tle->expr);
-			fix_opfuncids(group);
+			fix_opfuncids(g);
+			group = lappend(group, g);
+			refs = lappend_int(refs, (int) tle->ressortgroupref);
 		}
 	}
 	cs->scan.plan.targetlist = tlist;
@@ -856,12 +1022,13 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.scanrelid = rel->relid;
 	cs->flags = best_path->flags;
 	cs->custom_plans = NIL;
-	cs->custom_scan_tlist = gs_bulk_scan_tlist(tlist, quals);
-	cs->custom_exprs = list_make2(quals, fractions);
+	cs->custom_scan_tlist = gs_bulk_scan_tlist(tlist, quals, filters);
+	cs->custom_exprs = list_make3(quals, fractions, filters);
 	cs->custom_private = list_make5(makeInteger(flags), aggs, group,
-								   copyObject(lsecond(best_path->custom_private)), columns);
+								   gs_bulk_plan_mono(lsecond(best_path->custom_private), refs),
+								   columns);
 	cs->custom_private = lappend(cs->custom_private,
-								 copyObject(lthird(best_path->custom_private)));
+								 gs_bulk_plan_order(lthird(best_path->custom_private), refs));
 	cs->custom_relids = NULL;
 	cs->methods = &gs_bulk_scan_methods;
 	return &cs->scan.plan;

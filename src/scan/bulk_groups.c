@@ -31,8 +31,14 @@
  * evaluated per row over the heap tuple; the planner then only allows
  * by-value types whose equality is bitwise, so the table compares Datums.
  * With a range, the value may be of any hashable type (numeric for the
- * epoch shapes): looked up once per miss with the type's hash and equality
- * functions.
+ * epoch shapes), compared with the type's hash and equality functions.
+ *
+ * Several expressions (GROUP BY a time bucket, a host id).  A group is the
+ * tuple of their values, NULL a value of its own in each (the executor's
+ * grouping: NULLs are not distinct).  At most one expression has the range
+ * (the planner picks it); the others are evaluated per row.  The table is
+ * keyed by a hash of the whole tuple; groups of one hash are told apart by
+ * comparing every value.  The previous row's group is tried first.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -53,57 +59,66 @@
 #include "scan/bulk_fetch.h"
 #include "scan/bulk_groups.h"
 
-/* groups of one hash value (one group for bitwise types) */
+/* one group's values and states; groups of one hash value chained */
 typedef struct GsBulkKeyed
 {
-	Datum		key;
 	GsBulkGroup *group;
 	struct GsBulkKeyed *next;
+	Datum	   *keys;			/* per expression; copies in the groups' memory */
+	bool	   *nulls;
 } GsBulkKeyed;
 
 typedef struct GsBulkEntry
 {
-	uint64		h;				/* the Datum (bitwise types) or its hash */
+	uint64		h;				/* the values' hash (one bitwise value: itself) */
 	char		status;			/* simplehash's */
 	GsBulkKeyed *first;
 } GsBulkEntry;
 
 /* a 64-bit finalizer (splitmix64's): bucket floors differ in high bits */
-static inline uint32
-gs_bulk_mix(uint64 k)
+static inline uint64
+gs_bulk_mix64(uint64 k)
 {
 	k ^= k >> 30;
 	k *= UINT64CONST(0xbf58476d1ce4e5b9);
 	k ^= k >> 27;
 	k *= UINT64CONST(0x94d049bb133111eb);
 	k ^= k >> 31;
-	return (uint32) k;
+	return k;
 }
 
 #define SH_PREFIX gs_bulk_hash
 #define SH_ELEMENT_TYPE GsBulkEntry
 #define SH_KEY_TYPE uint64
 #define SH_KEY h
-#define SH_HASH_KEY(tb, k) gs_bulk_mix(k)
+#define SH_HASH_KEY(tb, k) ((uint32) gs_bulk_mix64(k))
 #define SH_EQUAL(tb, a, b) ((a) == (b))
 #define SH_SCOPE static inline
 #define SH_DECLARE
 #define SH_DEFINE
 #include "lib/simplehash.h"
 
-struct GsBulkGroups
+/* one GROUP BY expression */
+typedef struct GsBulkKeyCol
 {
-	MemoryContext mcxt;			/* groups, keys, the hash table */
 	ExprState  *expr;
-	Oid			typid;			/* the expression's */
+	Oid			typid;
 	int16		typlen;
 	bool		typbyval;
 	bool		bitwise;		/* by value, equality is bitwise */
 	FmgrInfo	eq;				/* else: the type's equality and hash */
 	FmgrInfo	hash;
 	Oid			collation;
-	TupleTableSlot *heap_slot;	/* the expression over a row */
-	TupleTableSlot *probe_slot; /* ... over one column value (ranges) */
+} GsBulkKeyCol;
+
+struct GsBulkGroups
+{
+	MemoryContext mcxt;			/* groups, keys, the hash table */
+	int			ncols;
+	GsBulkKeyCol *cols;
+	TupleTableSlot *heap_slot;	/* the expressions over a row */
+	TupleTableSlot *probe_slot; /* ... the range's over one column value */
+	int			mono_col;		/* the expression with the range; -1: none */
 	AttrNumber	mono_attno;
 	GsBulkColumn mono_column;
 	Oid			mono_typid;
@@ -112,21 +127,25 @@ struct GsBulkGroups
 	void	   *arg;
 
 	gs_bulk_hash_hash *table;
-	GsBulkKeyed *null_group;
-	GsBulkKeyed *last;			/* the previous row's group (no range) */
+	Datum	   *row_keys;		/* the current row's values */
+	bool	   *row_nulls;
+	GsBulkKeyed *last;			/* the previous row's group */
 	bool		have_range;
-	int64		lo;				/* [lo, hi): the column values of cached */
-	int64		hi;
-	GsBulkKeyed *cached;
+	int64		lo;				/* [lo, hi): the column values where mono_col's */
+	int64		hi;				/* expression is range_key */
+	Datum		range_key;
+	bool		range_key_copied;	/* a copy of ours (several expressions, by reference) */
+	GsBulkKeyed *cached;		/* one expression: range_key's group */
 
 	bool		iter_started;
-	bool		null_done;
 	gs_bulk_hash_iterator iter;
 	GsBulkKeyed *iter_chain;
 	GsBulkKeyed **sorted;		/* gs_bulk_groups_sort's order, NULL: the table's */
 	int			nsorted;
 	int			next_sorted;
-	bool		null_first;		/* ... and where the NULL group goes in it */
+	int			nsortkeys;		/* ... by these expressions */
+	int		   *sort_cols;
+	SortSupport sort_keys;
 
 	uint64		cached_rows;
 	uint64		ranges;
@@ -140,34 +159,50 @@ gs_bulk_type_bitwise(Oid typid)
 		typid == TIMESTAMPOID || typid == TIMESTAMPTZOID || typid == BOOLOID || typid == OIDOID;
 }
 
-GsBulkGroups *
-gs_bulk_groups_create(MemoryContext mcxt, EState *estate, Expr *expr, AttrNumber mono_attno,
-					  int zones, TupleDesc reldesc, GsBulkNewGroup new_group, void *arg)
+static void
+gs_bulk_key_col_init(GsBulkKeyCol *c, Expr *expr)
 {
-	GsBulkGroups *g = (GsBulkGroups *) palloc0(sizeof(GsBulkGroups));
-
-	g->mcxt = mcxt;
 	/* no parent: compiled for any slot, not for the node's scan tuple */
-	g->expr = ExecInitExpr(expr, NULL);
-	g->typid = exprType((Node *) expr);
-	g->collation = exprCollation((Node *) expr);
-	get_typlenbyval(g->typid, &g->typlen, &g->typbyval);
-	g->bitwise = gs_bulk_type_bitwise(g->typid);
-	if (!g->bitwise)
+	c->expr = ExecInitExpr(expr, NULL);
+	c->typid = exprType((Node *) expr);
+	c->collation = exprCollation((Node *) expr);
+	get_typlenbyval(c->typid, &c->typlen, &c->typbyval);
+	c->bitwise = gs_bulk_type_bitwise(c->typid);
+	if (!c->bitwise)
 	{
-		TypeCacheEntry *tc = lookup_type_cache(g->typid, TYPECACHE_EQ_OPR_FINFO |
+		TypeCacheEntry *tc = lookup_type_cache(c->typid, TYPECACHE_EQ_OPR_FINFO |
 											   TYPECACHE_HASH_PROC_FINFO);
 
 		if (!OidIsValid(tc->eq_opr_finfo.fn_oid) || !OidIsValid(tc->hash_proc_finfo.fn_oid))
-			elog(ERROR, "gpuselect: bulk scan GROUP BY type %u is not hashable", g->typid);
-		fmgr_info_copy(&g->eq, &tc->eq_opr_finfo, CurrentMemoryContext);
-		fmgr_info_copy(&g->hash, &tc->hash_proc_finfo, CurrentMemoryContext);
+			elog(ERROR, "gpuselect: bulk scan GROUP BY type %u is not hashable", c->typid);
+		fmgr_info_copy(&c->eq, &tc->eq_opr_finfo, CurrentMemoryContext);
+		fmgr_info_copy(&c->hash, &tc->hash_proc_finfo, CurrentMemoryContext);
 	}
+}
+
+GsBulkGroups *
+gs_bulk_groups_create(MemoryContext mcxt, EState *estate, List *exprs, int mono_col,
+					  AttrNumber mono_attno, int zones, TupleDesc reldesc,
+					  GsBulkNewGroup new_group, void *arg)
+{
+	GsBulkGroups *g = (GsBulkGroups *) palloc0(sizeof(GsBulkGroups));
+	ListCell   *lc;
+
+	g->mcxt = mcxt;
+	g->ncols = list_length(exprs);
+	g->cols = (GsBulkKeyCol *) palloc0(sizeof(GsBulkKeyCol) * g->ncols);
+	foreach(lc, exprs)
+		gs_bulk_key_col_init(&g->cols[foreach_current_index(lc)], (Expr *) lfirst(lc));
+	g->row_keys = (Datum *) palloc0(sizeof(Datum) * g->ncols);
+	g->row_nulls = (bool *) palloc0(sizeof(bool) * g->ncols);
 	g->heap_slot = ExecInitExtraTupleSlot(estate, reldesc, &TTSOpsHeapTuple);
+	g->mono_col = mono_attno > 0 ? mono_col : -1;
 	g->mono_attno = mono_attno;
 	g->zones = zones;
 	if (mono_attno > 0)
 	{
+		if (mono_col < 0 || mono_col >= g->ncols)
+			elog(ERROR, "gpuselect: bulk scan range expression %d out of range", mono_col);
 		g->mono_typid = TupleDescAttr(reldesc, mono_attno - 1)->atttypid;
 		gs_bulk_column_init(&g->mono_column, reldesc, mono_attno);
 		g->probe_slot = ExecInitExtraTupleSlot(estate, reldesc, &TTSOpsVirtual);
@@ -181,12 +216,11 @@ void
 gs_bulk_groups_forget(GsBulkGroups *g)
 {
 	g->table = NULL;
-	g->null_group = NULL;
 	g->last = NULL;
 	g->have_range = false;
+	g->range_key_copied = false;	/* (gone with the groups' memory) */
 	g->cached = NULL;
 	g->iter_started = false;
-	g->null_done = false;
 	g->iter_chain = NULL;
 	g->sorted = NULL;
 	g->nsorted = 0;
@@ -203,52 +237,84 @@ gs_bulk_groups_counts(GsBulkGroups *g, uint64 *cached_rows, uint64 *ranges)
 /* ---- the table ------------------------------------------------------ */
 
 static bool
-gs_bulk_key_equal(GsBulkGroups *g, Datum a, Datum b)
+gs_bulk_key_equal(const GsBulkKeyCol *c, Datum a, Datum b)
 {
-	if (g->bitwise)
+	if (c->bitwise)
 		return a == b;
-	return DatumGetBool(FunctionCall2Coll(&g->eq, g->collation, a, b));
+	return DatumGetBool(FunctionCall2Coll((FmgrInfo *) &c->eq, c->collation, a, b));
 }
 
-/* a new group; its value copied unless NULL */
+/* are a group's values the row's?  (NULL equals NULL, as in grouping) */
+static bool
+gs_bulk_keyed_is(GsBulkGroups *g, const GsBulkKeyed *k, const Datum *keys, const bool *nulls)
+{
+	for (int i = 0; i < g->ncols; i++)
+	{
+		if (k->nulls[i] != nulls[i])
+			return false;
+		if (!nulls[i] && !gs_bulk_key_equal(&g->cols[i], k->keys[i], keys[i]))
+			return false;
+	}
+	return true;
+}
+
+/* the values' hash: one bitwise value is itself (no two groups share it) */
+static uint64
+gs_bulk_keys_hash(GsBulkGroups *g, const Datum *keys, const bool *nulls)
+{
+	uint64		h = 0;
+
+	for (int i = 0; i < g->ncols; i++)
+	{
+		const GsBulkKeyCol *c = &g->cols[i];
+		uint64		v = nulls[i] ? UINT64CONST(0x9e3779b97f4a7c15) :
+			c->bitwise ? (uint64) keys[i] :
+			(uint64) DatumGetUInt32(FunctionCall1Coll((FmgrInfo *) &c->hash, c->collation, keys[i]));
+
+		if (g->ncols == 1)
+			return v;
+		h = gs_bulk_mix64(h ^ v) + i;
+	}
+	return h;
+}
+
+/* a new group; its values copied */
 static GsBulkKeyed *
-gs_bulk_new_keyed(GsBulkGroups *g, Datum key, bool isnull)
+gs_bulk_new_keyed(GsBulkGroups *g, const Datum *keys, const bool *nulls)
 {
 	GsBulkKeyed *k = (GsBulkKeyed *) MemoryContextAllocZero(g->mcxt, sizeof(GsBulkKeyed));
 	MemoryContext old = MemoryContextSwitchTo(g->mcxt);
 
-	k->key = isnull ? (Datum) 0 : datumCopy(key, g->typbyval, g->typlen);
+	k->keys = (Datum *) palloc(sizeof(Datum) * g->ncols);
+	k->nulls = (bool *) palloc(sizeof(bool) * g->ncols);
+	for (int i = 0; i < g->ncols; i++)
+	{
+		k->nulls[i] = nulls[i];
+		k->keys[i] = nulls[i] ? (Datum) 0 :
+			datumCopy(keys[i], g->cols[i].typbyval, g->cols[i].typlen);
+	}
 	MemoryContextSwitchTo(old);
 	k->group = g->new_group(g->arg);
 	return k;
 }
 
-/* the group of a value, created at its first row */
+/* the group of these values, created at its first row */
 static GsBulkKeyed *
-gs_bulk_find(GsBulkGroups *g, Datum key, bool isnull)
+gs_bulk_find(GsBulkGroups *g, const Datum *keys, const bool *nulls)
 {
 	GsBulkEntry *e;
 	GsBulkKeyed *k;
-	uint64		h;
 	bool		found;
 
-	if (isnull)
-	{
-		if (g->null_group == NULL)
-			g->null_group = gs_bulk_new_keyed(g, (Datum) 0, true);
-		return g->null_group;
-	}
 	if (g->table == NULL)
 		g->table = gs_bulk_hash_create(g->mcxt, 256, NULL);
-	h = g->bitwise ? (uint64) key :
-		(uint64) DatumGetUInt32(FunctionCall1Coll(&g->hash, g->collation, key));
-	e = gs_bulk_hash_insert(g->table, h, &found);
+	e = gs_bulk_hash_insert(g->table, gs_bulk_keys_hash(g, keys, nulls), &found);
 	if (!found)
 		e->first = NULL;
 	for (k = e->first; k != NULL; k = k->next)
-		if (gs_bulk_key_equal(g, k->key, key))
+		if (gs_bulk_keyed_is(g, k, keys, nulls))
 			return k;
-	k = gs_bulk_new_keyed(g, key, false);
+	k = gs_bulk_new_keyed(g, keys, nulls);
 	k->next = e->first;
 	e->first = k;
 	return k;
@@ -356,7 +422,7 @@ gs_bulk_zone_window(int64 x, int64 *limit)
 	return true;
 }
 
-/* f(x): the expression for a row whose column is x */
+/* f(x): the range's expression for a row whose column is x */
 static Datum
 gs_bulk_eval_at(GsBulkGroups *g, int64 x, ExprContext *econtext, bool *isnull)
 {
@@ -368,7 +434,7 @@ gs_bulk_eval_at(GsBulkGroups *g, int64 x, ExprContext *econtext, bool *isnull)
 	slot->tts_isnull[g->mono_attno - 1] = false;
 	ExecStoreVirtualTuple(slot);
 	econtext->ecxt_scantuple = slot;
-	return ExecEvalExprSwitchContext(g->expr, econtext, isnull);
+	return ExecEvalExprSwitchContext(g->cols[g->mono_col].expr, econtext, isnull);
 }
 
 static bool
@@ -377,7 +443,7 @@ gs_bulk_same_at(GsBulkGroups *g, int64 x, Datum b, ExprContext *econtext)
 	bool		isnull;
 	Datum		d = gs_bulk_eval_at(g, x, econtext, &isnull);
 
-	return !isnull && gs_bulk_key_equal(g, d, b);
+	return !isnull && gs_bulk_key_equal(&g->cols[g->mono_col], d, b);
 }
 
 /*
@@ -415,56 +481,105 @@ gs_bulk_run_end(GsBulkGroups *g, int64 x, int64 limit, Datum b, ExprContext *eco
 	return good + 1;
 }
 
-/* a row whose column value x missed the cached range */
-static GsBulkKeyed *
+/*
+ * A row whose column value x missed the cached range: the range's
+ * expression's value for it into row_keys[mono_col], and the range of x
+ * that has that value cached (not for a NULL, or near a limit: this row
+ * only).  One expression: its group cached with it.
+ */
+static void
 gs_bulk_range_miss(GsBulkGroups *g, int64 x, ExprContext *econtext)
 {
+	int			m = g->mono_col;
+	const GsBulkKeyCol *c = &g->cols[m];
 	bool		isnull;
 	Datum		b = gs_bulk_eval_at(g, x, econtext, &isnull);
-	GsBulkKeyed *k = gs_bulk_find(g, b, isnull);
 	int64		limit;
+	MemoryContext old;
 
+	g->row_keys[m] = b;
+	g->row_nulls[m] = isnull;
 	if (isnull || !gs_bulk_window(g->mono_typid, x, &limit) ||
 		((g->zones & GS_BULK_ZONE_SESSION) && !gs_bulk_zone_window(x, &limit)))
-		return k;				/* this row only */
-	g->hi = gs_bulk_run_end(g, x, limit, k->key, econtext);
+		return;
+	if (g->ncols == 1)
+	{
+		g->cached = gs_bulk_find(g, g->row_keys, g->row_nulls);
+		g->range_key = g->cached->keys[0];
+	}
+	else
+	{
+		/* the range's own copy (a group's is made when it is created) */
+		if (g->range_key_copied)
+			pfree(DatumGetPointer(g->range_key));
+		old = MemoryContextSwitchTo(g->mcxt);
+		g->range_key = datumCopy(b, c->typbyval, c->typlen);
+		MemoryContextSwitchTo(old);
+		g->range_key_copied = !c->typbyval;
+	}
+	g->hi = gs_bulk_run_end(g, x, limit, g->range_key, econtext);
 	g->lo = x;
-	g->cached = k;
 	g->have_range = true;
 	g->ranges++;
-	return k;
+}
+
+/* where the range's expression's value for a row came from */
+typedef enum GsBulkRangeKey
+{
+	GS_BULK_RANGE_NONE,			/* the column is NULL: evaluate it with the others */
+	GS_BULK_RANGE_MISS,			/* evaluated at the column value (a new range) */
+	GS_BULK_RANGE_HIT			/* the cached range's */
+} GsBulkRangeKey;
+
+/* the range's expression for the row, into row_keys[mono_col] */
+static GsBulkRangeKey
+gs_bulk_range_key(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
+{
+	bool		isnull;
+	Datum		d = gs_bulk_fetch(&g->mono_column, tup, g->heap_slot->tts_tupleDescriptor, &isnull);
+	int64		x;
+
+	if (isnull)
+		return GS_BULK_RANGE_NONE;
+	x = gs_bulk_point(g->mono_typid, d);
+	if (g->have_range && x >= g->lo && x < g->hi)
+	{
+		g->cached_rows++;
+		g->row_keys[g->mono_col] = g->range_key;
+		g->row_nulls[g->mono_col] = false;
+		return GS_BULK_RANGE_HIT;
+	}
+	gs_bulk_range_miss(g, x, econtext);
+	return GS_BULK_RANGE_MISS;
 }
 
 GsBulkGroup *
 gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 {
-	TupleDesc	desc = g->heap_slot->tts_tupleDescriptor;
-	bool		isnull;
-	Datum		d;
+	GsBulkRangeKey from = GS_BULK_RANGE_NONE;
+	bool		stored = false;
 
-	if (g->mono_attno > 0)
+	if (g->mono_col >= 0)
 	{
-		d = gs_bulk_fetch(&g->mono_column, tup, desc, &isnull);
-		if (!isnull)
-		{
-			int64		x = gs_bulk_point(g->mono_typid, d);
-
-			if (g->have_range && x >= g->lo && x < g->hi)
-			{
-				g->cached_rows++;
-				return g->cached->group;
-			}
-			return gs_bulk_range_miss(g, x, econtext)->group;
-		}
+		from = gs_bulk_range_key(g, tup, econtext);
+		/* the one expression, in the cached range: its group, two comparisons */
+		if (from == GS_BULK_RANGE_HIT && g->ncols == 1)
+			return g->cached->group;
 	}
-	ExecStoreHeapTuple(tup, g->heap_slot, false);
-	econtext->ecxt_scantuple = g->heap_slot;
-	d = ExecEvalExprSwitchContext(g->expr, econtext, &isnull);
-	if (isnull)
-		return gs_bulk_find(g, d, true)->group;
-	if (g->last != NULL && gs_bulk_key_equal(g, g->last->key, d))
-		return g->last->group;
-	g->last = gs_bulk_find(g, d, false);	/* never the NULL group */
+	for (int i = 0; i < g->ncols; i++)
+	{
+		if (i == g->mono_col && from != GS_BULK_RANGE_NONE)
+			continue;
+		if (!stored)
+		{
+			ExecStoreHeapTuple(tup, g->heap_slot, false);
+			econtext->ecxt_scantuple = g->heap_slot;
+			stored = true;
+		}
+		g->row_keys[i] = ExecEvalExprSwitchContext(g->cols[i].expr, econtext, &g->row_nulls[i]);
+	}
+	if (g->last == NULL || !gs_bulk_keyed_is(g, g->last, g->row_keys, g->row_nulls))
+		g->last = gs_bulk_find(g, g->row_keys, g->row_nulls);
 	return g->last->group;
 }
 
@@ -473,32 +588,52 @@ gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 static int
 gs_bulk_keyed_cmp(const void *a, const void *b, void *arg)
 {
-	return ApplySortComparator((*(GsBulkKeyed *const *) a)->key, false,
-							   (*(GsBulkKeyed *const *) b)->key, false, (SortSupport) arg);
+	GsBulkGroups *g = (GsBulkGroups *) arg;
+	const GsBulkKeyed *ka = *(GsBulkKeyed *const *) a;
+	const GsBulkKeyed *kb = *(GsBulkKeyed *const *) b;
+
+	for (int i = 0; i < g->nsortkeys; i++)
+	{
+		int			c = g->sort_cols[i];
+		int			r = ApplySortComparator(ka->keys[c], ka->nulls[c], kb->keys[c], kb->nulls[c],
+											&g->sort_keys[i]);
+
+		if (r != 0)
+			return r;
+	}
+	return 0;
 }
 
 /*
- * Emit the groups in the order of sortop (an ordering operator of the
- * value's type) under collation, NULL first or last: the order the
- * planner's pathkeys promise above the scan (planner_bulk_scan.c), so
- * that a Gather Merge and a sorted Finalize Aggregate can take them.
+ * Emit the groups in the order of the sort keys: expression cols[i] by
+ * sortops[i] (an ordering operator of its type) under collations[i], NULL
+ * first or last -- the GROUP BY's order, which the planner's pathkeys
+ * promise above the scan (planner_bulk_scan.c), so that a Gather Merge and
+ * a sorted Finalize Aggregate can take them.
  */
 void
-gs_bulk_groups_sort(GsBulkGroups *g, Oid sortop, Oid collation, bool nulls_first)
+gs_bulk_groups_sort(GsBulkGroups *g, int nkeys, const int *cols, const Oid *sortops,
+					const Oid *collations, const bool *nulls_first)
 {
-	SortSupportData ssup;
 	MemoryContext old = MemoryContextSwitchTo(g->mcxt);
 	GsBulkKeyed *k;
 	GsBulkEntry *e;
 	gs_bulk_hash_iterator it;
 	int			n = 0;
 
-	memset(&ssup, 0, sizeof(ssup));
-	ssup.ssup_cxt = CurrentMemoryContext;
-	ssup.ssup_collation = collation;
-	ssup.ssup_nulls_first = nulls_first;
-	PrepareSortSupportFromOrderingOp(sortop, &ssup);
-	g->null_first = nulls_first;
+	g->nsortkeys = nkeys;
+	g->sort_cols = (int *) palloc(sizeof(int) * nkeys);
+	g->sort_keys = (SortSupport) palloc0(sizeof(SortSupportData) * nkeys);
+	for (int i = 0; i < nkeys; i++)
+	{
+		if (cols[i] < 0 || cols[i] >= g->ncols)
+			elog(ERROR, "gpuselect: bulk scan sort key %d out of range", cols[i]);
+		g->sort_cols[i] = cols[i];
+		g->sort_keys[i].ssup_cxt = CurrentMemoryContext;
+		g->sort_keys[i].ssup_collation = collations[i];
+		g->sort_keys[i].ssup_nulls_first = nulls_first[i];
+		PrepareSortSupportFromOrderingOp(sortops[i], &g->sort_keys[i]);
+	}
 	if (g->table != NULL)
 	{
 		gs_bulk_hash_start_iterate(g->table, &it);
@@ -515,68 +650,45 @@ gs_bulk_groups_sort(GsBulkGroups *g, Oid sortop, Oid collation, bool nulls_first
 			for (k = e->first; k != NULL; k = k->next)
 				g->sorted[g->nsorted++] = k;
 	}
-	qsort_arg(g->sorted, g->nsorted, sizeof(GsBulkKeyed *), gs_bulk_keyed_cmp, &ssup);
+	qsort_arg(g->sorted, g->nsorted, sizeof(GsBulkKeyed *), gs_bulk_keyed_cmp, g);
 	g->next_sorted = 0;
 	MemoryContextSwitchTo(old);
 }
 
-/* the next group of gs_bulk_groups_sort's order */
-static bool
-gs_bulk_groups_next_sorted(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull)
-{
-	bool		null_now = g->null_group != NULL && !g->null_done &&
-		(g->null_first || g->next_sorted >= g->nsorted);
-
-	if (null_now)
-	{
-		g->null_done = true;
-		*group = g->null_group->group;
-		*key = (Datum) 0;
-		*isnull = true;
-		return true;
-	}
-	if (g->next_sorted >= g->nsorted)
-		return false;
-	*group = g->sorted[g->next_sorted]->group;
-	*key = g->sorted[g->next_sorted]->key;
-	*isnull = false;
-	g->next_sorted++;
-	return true;
-}
-
 bool
-gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull)
+gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, const Datum **keys, const bool **nulls)
 {
-	GsBulkEntry *e;
+	GsBulkKeyed *k;
 
 	if (g->sorted != NULL)
-		return gs_bulk_groups_next_sorted(g, group, key, isnull);
-	if (g->null_group != NULL && !g->null_done)
 	{
-		g->null_done = true;
-		*group = g->null_group->group;
-		*key = (Datum) 0;
-		*isnull = true;
-		return true;
-	}
-	if (g->table == NULL)
-		return false;
-	if (!g->iter_started)
-	{
-		gs_bulk_hash_start_iterate(g->table, &g->iter);
-		g->iter_started = true;
-	}
-	while (g->iter_chain == NULL)
-	{
-		e = gs_bulk_hash_iterate(g->table, &g->iter);
-		if (e == NULL)
+		if (g->next_sorted >= g->nsorted)
 			return false;
-		g->iter_chain = e->first;
+		k = g->sorted[g->next_sorted++];
 	}
-	*group = g->iter_chain->group;
-	*key = g->iter_chain->key;
-	*isnull = false;
-	g->iter_chain = g->iter_chain->next;
+	else
+	{
+		if (g->table == NULL)
+			return false;
+		if (!g->iter_started)
+		{
+			gs_bulk_hash_start_iterate(g->table, &g->iter);
+			g->iter_started = true;
+		}
+		while (g->iter_chain == NULL)
+		{
+			GsBulkEntry *e = gs_bulk_hash_iterate(g->table, &g->iter);
+
+			if (e == NULL)
+				return false;
+			g->iter_chain = e->first;
+		}
+		k = g->iter_chain;
+		g->iter_chain = k->next;
+	}
+	*group = k->group;
+	*keys = k->keys;
+	*nulls = k->nulls;
 	return true;
 }
 

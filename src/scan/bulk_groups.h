@@ -19,13 +19,16 @@
 typedef struct GsBulkGroups GsBulkGroups;
 
 /* a by-value type whose equality is bitwise (the group table compares
- * Datums; the planner takes any GROUP BY expression of such a type) */
+ * Datums; the planner takes any GROUP BY expression of such a type, and
+ * only such beside the one with a range) */
 extern bool gs_bulk_type_bitwise(Oid typid);
 
-/* one group: its rows (count(*)) and a state per gpuselect aggregate */
+/* one group: its rows (count(*)), those passing each aggregate FILTER
+ * (count(*) FILTER), and a state per gpuselect aggregate */
 typedef struct GsBulkGroup
 {
 	int64		rows;
+	int64	   *filtered;		/* one per distinct FILTER; NULL: none */
 	GsState    *states[FLEXIBLE_ARRAY_MEMBER];
 } GsBulkGroup;
 
@@ -33,20 +36,23 @@ typedef struct GsBulkGroup
 typedef GsBulkGroup *(*GsBulkNewGroup) (void *arg);
 
 /*
- * expr: the GROUP BY expression, over the relation's columns (no parent
- * plan state: it reads the heap tuple).  mono_attno: 0, or the one column
- * the expression is a non-decreasing function of (planner file: which
+ * exprs: the GROUP BY expressions, over the relation's columns (no parent
+ * plan state: they read the heap tuple).  mono_attno: 0, or the one column
+ * expression mono_col is a non-decreasing function of (planner file: which
  * expressions), with zones the time zones it depends on.
  */
-extern GsBulkGroups *gs_bulk_groups_create(MemoryContext mcxt, EState *estate, Expr *expr,
-										   AttrNumber mono_attno, int zones, TupleDesc reldesc,
-										   GsBulkNewGroup new_group, void *arg);
+extern GsBulkGroups *gs_bulk_groups_create(MemoryContext mcxt, EState *estate, List *exprs,
+										   int mono_col, AttrNumber mono_attno, int zones,
+										   TupleDesc reldesc, GsBulkNewGroup new_group, void *arg);
 /* the row's group (created at its first row) */
 extern GsBulkGroup *gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext);
-/* the groups, one per call after the scan: false at the end */
-extern bool gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, Datum *key, bool *isnull);
-/* emit them in sortop's order under collation (after the scan) */
-extern void gs_bulk_groups_sort(GsBulkGroups *g, Oid sortop, Oid collation, bool nulls_first);
+/* the groups, one per call after the scan, with their values: false at the end */
+extern bool gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, const Datum **keys,
+								const bool **nulls);
+/* emit them in order of nkeys sort keys: expression cols[i] by sortops[i]
+ * under collations[i], NULLs first or not (after the scan) */
+extern void gs_bulk_groups_sort(GsBulkGroups *g, int nkeys, const int *cols, const Oid *sortops,
+								const Oid *collations, const bool *nulls_first);
 /* forget every group (a rescan; the memory is the caller's to reset) */
 extern void gs_bulk_groups_forget(GsBulkGroups *g);
 /* rows whose group came from the cached range, and ranges searched (EXPLAIN) */

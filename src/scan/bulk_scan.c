@@ -80,6 +80,7 @@ typedef struct GsBulkAgg
 	Oid			typid;
 	GsTypeKind	tkind;
 	bool		descending;		/* the rewrite's ORDER BY x DESC */
+	int			filter;			/* its FILTER: bs->filters[filter]; -1: none */
 	ExprState  *fraction;		/* NULL: gpu_median */
 	bool		have_fraction;	/* evaluated, at the first group of a scan */
 	bool		fraction_null;
@@ -121,9 +122,12 @@ typedef struct GsBulkScanState
 	List	   *columns;		/* per output column: GS_BULK_COLUMN_*, or k: aggregate k */
 
 	ExprState  *qual;			/* NULL: none */
-	List	   *qual_attnos;	/* the relation's columns the quals read */
+	int			nfilters;		/* the aggregates' distinct FILTERs */
+	ExprState **filters;
+	bool	   *passed;			/* ... the current row passed filter f */
+	List	   *qual_attnos;	/* the relation's columns the quals and FILTERs read */
 	List	   *qual_columns;	/* ... and where they go in qual_slot */
-	TupleTableSlot *qual_slot;	/* scan-tuple shaped: the quals' input */
+	TupleTableSlot *qual_slot;	/* scan-tuple shaped: their input; NULL: neither */
 	GsBulkGroups *groups;		/* NULL: no GROUP BY (bulk_groups.c) */
 
 	MemoryContext statecxt;		/* groups, states, fractions */
@@ -214,6 +218,7 @@ gs_bulk_begin_aggs(GsBulkScanState *bs, List *aggs, List *fractions)
 		a->kind = (GsBulkAggKind) intVal(linitial(agg));
 		a->attno = (AttrNumber) intVal(lsecond(agg));
 		a->descending = intVal(lthird(agg)) != 0;
+		a->filter = intVal(lfourth(agg));
 		gs_bulk_column_init(&a->column, desc, a->attno);
 		if (a->attno < 1 || a->attno > desc->natts)
 			elog(ERROR, "gpuselect: bulk scan column %d out of range", a->attno);
@@ -226,20 +231,32 @@ gs_bulk_begin_aggs(GsBulkScanState *bs, List *aggs, List *fractions)
 }
 
 /*
- * The quals read a scan tuple shaped like custom_scan_tlist, whose columns
- * past the output ones are Vars of the relation (planner file), as may be
- * an output one (GROUP BY a column): which attribute goes where.
+ * The quals and the aggregates' FILTERs read a scan tuple shaped like
+ * custom_scan_tlist, whose columns past the output ones are Vars of the
+ * relation (planner file), as may be an output one (GROUP BY a column):
+ * which attribute goes where.  A FILTER is a qual of its own (a NULL is
+ * false, as the executor's Agg node takes it).
  */
 static void
-gs_bulk_begin_quals(GsBulkScanState *bs, List *quals, EState *estate)
+gs_bulk_begin_quals(GsBulkScanState *bs, List *quals, List *filters, EState *estate)
 {
 	CustomScan *cs = (CustomScan *) bs->css.ss.ps.plan;
 	ListCell   *lc;
 	int			col = 0;
 
-	if (quals == NIL)
+	if (quals == NIL && filters == NIL)
 		return;
-	bs->qual = ExecInitQual(quals, &bs->css.ss.ps);
+	if (quals != NIL)
+		bs->qual = ExecInitQual(quals, &bs->css.ss.ps);
+	bs->nfilters = list_length(filters);
+	if (bs->nfilters > 0)
+	{
+		bs->filters = (ExprState **) palloc(sizeof(ExprState *) * bs->nfilters);
+		bs->passed = (bool *) palloc0(sizeof(bool) * bs->nfilters);
+	}
+	foreach(lc, filters)
+		bs->filters[foreach_current_index(lc)] =
+			ExecInitQual(list_make1(lfirst(lc)), &bs->css.ss.ps);
 	foreach(lc, cs->custom_scan_tlist)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
@@ -262,21 +279,22 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 	GsBulkScanState *bs = (GsBulkScanState *) node;
 	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
 	List	   *priv = cs->custom_private;
-	Node	   *group = (Node *) list_nth(priv, GS_BULK_PRIV_GROUP);
+	List	   *group = (List *) list_nth(priv, GS_BULK_PRIV_GROUP);
 
 	bs->flags = intVal(list_nth(priv, GS_BULK_PRIV_FLAGS));
 	bs->columns = (List *) list_nth(priv, GS_BULK_PRIV_COLUMNS);
-	/* custom_exprs: the quals, then one fraction expression per aggregate */
+	/* custom_exprs: the quals, one fraction expression per aggregate, the FILTERs */
 	gs_bulk_begin_aggs(bs, (List *) list_nth(priv, GS_BULK_PRIV_AGGS),
 					   (List *) lsecond(cs->custom_exprs));
-	gs_bulk_begin_quals(bs, (List *) linitial(cs->custom_exprs), estate);
+	gs_bulk_begin_quals(bs, (List *) linitial(cs->custom_exprs),
+						(List *) lthird(cs->custom_exprs), estate);
 	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
 										 ALLOCSET_DEFAULT_SIZES);
-	if (group != NULL)
+	if (group != NIL)
 	{
 		List	   *mono = (List *) list_nth(priv, GS_BULK_PRIV_MONO);
 
-		bs->groups = gs_bulk_groups_create(bs->statecxt, estate, (Expr *) group,
+		bs->groups = gs_bulk_groups_create(bs->statecxt, estate, group, intVal(lthird(mono)),
 										   (AttrNumber) intVal(linitial(mono)),
 										   intVal(lsecond(mono)),
 										   RelationGetDescr(node->ss.ss_currentRelation),
@@ -357,6 +375,8 @@ gs_bulk_new_group(void *arg)
 															sizeof(GsState *) * bs->naggs);
 
 	group->rows = 0;
+	group->filtered = bs->nfilters == 0 ? NULL :
+		(int64 *) MemoryContextAllocZero(bs->statecxt, sizeof(int64) * bs->nfilters);
 	for (int i = 0; i < bs->naggs; i++)
 		group->states[i] = gs_bulk_new_state(bs, &bs->aggs[i]);
 	return group;
@@ -375,9 +395,9 @@ gs_bulk_group_of(GsBulkScanState *bs, HeapTuple tup, ExprContext *econtext)
 
 /* ---- the scan ------------------------------------------------------- */
 
-/* do the quals pass the tuple?  (the columns they read, into qual_slot) */
-static bool
-gs_bulk_qual(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
+/* the columns the quals and FILTERs read, into qual_slot */
+static void
+gs_bulk_qual_input(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *econtext)
 {
 	TupleTableSlot *slot = bs->qual_slot;
 	ListCell   *la,
@@ -393,7 +413,6 @@ gs_bulk_qual(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *ec
 	}
 	ExecStoreVirtualTuple(slot);
 	econtext->ecxt_scantuple = slot;
-	return ExecQual(bs->qual, econtext);
 }
 
 /* one visible tuple: the hot loop's body, inlined into the page loop */
@@ -402,16 +421,33 @@ gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *eco
 {
 	GsBulkGroup *group;
 
-	if (bs->qual != NULL && !gs_bulk_qual(bs, tup, desc, econtext))
-		return;
+	if (bs->qual_slot != NULL)
+	{
+		gs_bulk_qual_input(bs, tup, desc, econtext);
+		if (bs->qual != NULL && !ExecQual(bs->qual, econtext))
+			return;
+	}
 	bs->rows++;
 	group = gs_bulk_group_of(bs, tup, econtext);
 	group->rows++;
+	if (bs->nfilters > 0)
+	{
+		/* (the group's lookup may have pointed the context at its own slot) */
+		econtext->ecxt_scantuple = bs->qual_slot;
+		for (int f = 0; f < bs->nfilters; f++)
+		{
+			bs->passed[f] = ExecQual(bs->filters[f], econtext);
+			group->filtered[f] += bs->passed[f] ? 1 : 0;
+		}
+	}
 	for (int i = 0; i < bs->naggs; i++)
 	{
 		bool		isnull;
-		Datum		d = gs_bulk_fetch(&bs->aggs[i].column, tup, desc, &isnull);
+		Datum		d;
 
+		if (bs->aggs[i].filter >= 0 && !bs->passed[bs->aggs[i].filter])
+			continue;
+		d = gs_bulk_fetch(&bs->aggs[i].column, tup, desc, &isnull);
 		if (!isnull)
 		{
 			gs_append_datum(group->states[i], bs->aggs[i].tkind, d);
@@ -499,7 +535,7 @@ gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *
 	if (PageIsAllVisible(page))
 		bs->pages_all_visible++;
 	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
-	if (bs->qual == NULL && bs->groups == NULL && bs->naggs == 1)
+	if (bs->qual_slot == NULL && bs->groups == NULL && bs->naggs == 1)
 		gs_bulk_page_single(bs, hs, page, desc);
 	else
 	{
@@ -604,19 +640,44 @@ gs_bulk_state_datum(GsBulkScanState *bs, GsState *st)
 	return PointerGetDatum(gs_state_serialize_local(st));
 }
 
-/* the next group to emit: its states, value and NULL-ness; false at the end */
+/* the next group to emit: its states, values and NULL-ness; false at the end */
 static bool
-gs_bulk_next_group(GsBulkScanState *bs, GsBulkGroup **group, Datum *key, bool *keynull)
+gs_bulk_next_group(GsBulkScanState *bs, GsBulkGroup **group, const Datum **keys,
+				   const bool **nulls)
 {
 	if (bs->groups != NULL)
-		return gs_bulk_groups_next(bs->groups, group, key, keynull);
-	*key = (Datum) 0;
-	*keynull = false;
+		return gs_bulk_groups_next(bs->groups, group, keys, nulls);
+	*keys = NULL;
+	*nulls = NULL;
 	if (bs->single == NULL || bs->single_done)
 		return false;
 	bs->single_done = true;
 	*group = bs->single;
 	return true;
+}
+
+/* custom_private's order (bulk_scan.h): the groups sorted by it */
+static void
+gs_bulk_sort_groups(GsBulkScanState *bs, List *order)
+{
+	int			n = list_length(order);
+	int		   *cols = palloc(sizeof(int) * n);
+	Oid		   *sortops = palloc(sizeof(Oid) * n);
+	Oid		   *collations = palloc(sizeof(Oid) * n);
+	bool	   *nulls_first = palloc(sizeof(bool) * n);
+	ListCell   *lc;
+
+	foreach(lc, order)
+	{
+		List	   *k = (List *) lfirst(lc);
+		int			i = foreach_current_index(lc);
+
+		cols[i] = intVal(linitial(k));
+		sortops[i] = (Oid) intVal(lsecond(k));
+		collations[i] = (Oid) intVal(lthird(k));
+		nulls_first[i] = intVal(lfourth(k)) != 0;
+	}
+	gs_bulk_groups_sort(bs->groups, n, cols, sortops, collations, nulls_first);
 }
 
 static TupleTableSlot *
@@ -626,10 +687,11 @@ gs_bulk_next(ScanState *ss)
 	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
 	MemoryContext old;
 	GsBulkGroup *group;
-	Datum		key;
-	bool		keynull;
+	const Datum *keys;
+	const bool *nulls;
 	ListCell   *lc;
 	int			col = 0;
+	int			key = 0;
 
 	if (!bs->scanned)
 	{
@@ -640,12 +702,11 @@ gs_bulk_next(ScanState *ss)
 		if (bs->shared != NULL && IsParallelWorker())
 			gs_bulk_publish_counts(bs);
 		if (order != NIL && bs->groups != NULL)
-			gs_bulk_groups_sort(bs->groups, (Oid) intVal(linitial(order)),
-								(Oid) intVal(lsecond(order)), intVal(lthird(order)) != 0);
+			gs_bulk_sort_groups(bs, order);
 		bs->scanned = true;
 	}
 	ExecClearTuple(slot);
-	if (!gs_bulk_next_group(bs, &group, &key, &keynull))
+	if (!gs_bulk_next_group(bs, &group, &keys, &nulls))
 		return slot;
 	/* serialized states live until the next row (ExecScan resets this) */
 	old = MemoryContextSwitchTo(ss->ps.ps_ExprContext->ecxt_per_tuple_memory);
@@ -656,12 +717,17 @@ gs_bulk_next(ScanState *ss)
 
 		if (role == GS_BULK_COLUMN_GROUP)
 		{
-			slot->tts_values[col] = key;
-			slot->tts_isnull[col] = keynull;
+			/* the k-th group column is the k-th GROUP BY expression (planner file) */
+			slot->tts_values[col] = keys[key];
+			slot->tts_isnull[col] = nulls[key];
+			key++;
 		}
 		else
 		{
-			slot->tts_values[col] = role == GS_BULK_COLUMN_COUNT ? Int64GetDatum(group->rows) :
+			slot->tts_values[col] =
+				role == GS_BULK_COLUMN_COUNT ? Int64GetDatum(group->rows) :
+				role < GS_BULK_COLUMN_COUNT ?
+				Int64GetDatum(group->filtered[GS_BULK_COLUMN_FILTER_OF(role)]) :
 				gs_bulk_state_datum(bs, group->states[role]);
 			slot->tts_isnull[col] = false;
 		}
@@ -787,7 +853,9 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	bool		prefix = GS_EXPLAIN_RTABLE_SIZE(es) > 1 || es->verbose;
 	ListCell   *lc;
 	int			col = 0;
+	List	   *keys = NIL;
 	List	   *quals = (List *) linitial(cs->custom_exprs);
+	List	   *filters = (List *) lthird(cs->custom_exprs);
 
 	foreach(lc, bs->columns)
 	{
@@ -795,16 +863,25 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		{
 			TargetEntry *tle = list_nth_node(TargetEntry, cs->custom_scan_tlist, col);
 
-			ExplainPropertyText("Group Key",
-								deparse_expression((Node *) tle->expr, context, prefix, false), es);
+			keys = lappend(keys, deparse_expression((Node *) tle->expr, context, prefix, false));
 		}
 		col++;
 	}
+	if (keys != NIL)
+		ExplainPropertyList("Group Key", keys, es);
 	if (quals != NIL)
 		ExplainPropertyText("Filter",
 							deparse_expression((Node *) make_ands_explicit(quals), context, prefix, false),
 							es);
 	ExplainPropertyInteger("Aggregates", NULL, bs->naggs, es);
+	if (filters != NIL)
+	{
+		List	   *shown = NIL;
+
+		foreach(lc, filters)
+			shown = lappend(shown, deparse_expression((Node *) lfirst(lc), context, prefix, false));
+		ExplainPropertyList("Aggregate Filters", shown, es);
+	}
 	if (es->analyze)
 	{
 		GsBulkCounts c;

@@ -8,25 +8,33 @@
  *
  * The plan's custom_private is a List, in this order (GS_BULK_PRIV_*):
  *   flags      Integer: GS_BULK_PARTIAL (parallel: serialized partial
- *              states), GS_BULK_GROUPED (one group expression)
+ *              states), GS_BULK_GROUPED (a GROUP BY)
  *   aggs       a List per aggregate: Integer kind (GsBulkAggKind), Integer
  *              attno of the aggregated column, Integer 1 for ORDER BY x
- *              DESC (the rewrite's gs_planner_*_desc)
- *   group      the group expression, or NULL: not seen by setrefs.c (the
- *              planner file says why), so it holds no parameter and its
+ *              DESC (the rewrite's gs_planner_*_desc), Integer f: its
+ *              FILTER is custom_exprs' filter f (-1: none)
+ *   group      the GROUP BY expressions in the order of their output
+ *              columns (NIL: none): not seen by setrefs.c (the planner
+ *              file says why), so they hold no parameter and their
  *              operators have their function OIDs set
- *   mono       a List: Integer attno of the one column the group expression
- *              is a non-decreasing function of (0: none), Integer zones
- *              (GS_BULK_ZONE_*, bulk_groups.h): see bulk_groups.c
+ *   mono       a List: Integer attno of the one column that group
+ *              expression is a non-decreasing function of (0: none), Integer
+ *              zones (GS_BULK_ZONE_*, bulk_groups.h), Integer which group
+ *              expression (index into group; -1: none): see bulk_groups.c
  *   columns    an integer List, per output column of custom_scan_tlist:
  *              GS_BULK_COLUMN_GROUP the group expression, GS_BULK_COLUMN_COUNT
- *              count(*), k >= 0 aggregate k's state
- *   order      NIL (groups in any order), or a List of three: Integer sortop,
- *              Integer collation (Oids), Integer nulls_first -- the GROUP BY's order,
- *              which the path's pathkeys promise (Gather Merge and a sorted
- *              Finalize Aggregate above; planner file: why)
- * custom_exprs is a List of two: the quals (implicit AND, in the planner's
- * order) and one fraction expression per aggregate (NULL for gpu_median).
+ *              count(*), GS_BULK_COLUMN_FILTERED_COUNT(f) count(*) FILTER
+ *              (filter f), k >= 0 aggregate k's state
+ *   order      NIL (groups in any order), or a List per sort key, in the
+ *              GROUP BY's order, of four: Integer group expression (index
+ *              into group), Integer sortop, Integer collation (Oids),
+ *              Integer nulls_first -- the order the path's pathkeys promise
+ *              (Gather Merge and a sorted Finalize Aggregate above;
+ *              planner file: why)
+ * custom_exprs is a List of three: the quals (implicit AND, in the planner's
+ * order), one fraction expression per aggregate (NULL for gpu_median), and
+ * the aggregates' distinct FILTER expressions (each evaluated once per row
+ * that passed the quals, for every aggregate that has it).
  */
 #ifndef GS_BULK_SCAN_H
 #define GS_BULK_SCAN_H
@@ -38,6 +46,8 @@
 
 #define GS_BULK_COLUMN_GROUP	(-1)
 #define GS_BULK_COLUMN_COUNT	(-2)
+#define GS_BULK_COLUMN_FILTERED_COUNT(f)	(-3 - (f))
+#define GS_BULK_COLUMN_FILTER_OF(role)	(-3 - (role))
 
 #define GS_BULK_PARTIAL		0x01
 #define GS_BULK_GROUPED		0x02
