@@ -14,7 +14,8 @@
 # CREATE STATISTICS on the hour so sum gets its best plan):
 #   sum(latency) per hour; p50/p90/p99 per hour in the built-in syntax with
 #   accelerate_builtins, bulk on and off; Grafana's $__timeGroup shape.
-# GS_BULK_EXECUTOR=0 leaves the executor plan's rows out.  After each size, a
+# GS_BULK_SERIES_ROWS adds Grafana's multi-series panel (per hour and host)
+# and a FILTER.  GS_BULK_EXECUTOR=0 leaves the executor plan's rows out.  After each size, a
 # line says where sum(x)'s pages came from (shared buffers or the ring).
 # GS_BULK_AB_PREFAULT=1 adds a block per size: the GPU rows with
 # gpuselect.prefault_pool_chunks on and off.
@@ -23,7 +24,7 @@
 # table shows each query's median and its ratio to the block's anchor.
 # Prints one table; also to $GS_BULK_OUT when set.
 set -u
-SIZES=${GS_BULK_SIZES:-"10000000 100000000"}
+SIZES=${GS_BULK_SIZES-"10000000 100000000"}
 DASH_ROWS=${GS_BULK_DASH_ROWS:-10000000}
 WORKERS=${GS_BULK_WORKERS:-8}
 REPS=${GS_BULK_REPS:-5}
@@ -152,6 +153,33 @@ EOF
 sum per hour|$serial|SELECT date_trunc('hour', ts), sum(latency) FROM $d GROUP BY 1
 built-in p50/p90/p99 per hour|$serial|SELECT date_trunc('hour', ts), $P3 FROM $d GROUP BY 1
 EOF
+fi
+
+# Grafana's multi-series panel: per hour and host (GROUP BY two
+# expressions), and a FILTER beside the plain percentiles
+SERIES_ROWS=${GS_BULK_SERIES_ROWS:-0}
+if [ "$SERIES_ROWS" -gt 0 ]; then
+	m=bulk_series_$SERIES_ROWS
+	if ! $PSQL -Atc "SELECT 1 FROM pg_class WHERE relname = '$m'" | grep -q 1; then
+		echo "creating $m ($SERIES_ROWS rows)" >&2
+		$PSQL -c "CREATE TABLE $m (ts timestamptz, host int4, latency float8) WITH (autovacuum_enabled = off)" \
+			-c "INSERT INTO $m SELECT '2026-01-01'::timestamptz + i * (interval '30 days' / $SERIES_ROWS), i % 20, exp(random() * 5) FROM generate_series(1, $SERIES_ROWS) i" \
+			-c "CREATE STATISTICS ${m}_hour ON (date_trunc('hour', ts)), host FROM $m" \
+			-c "VACUUM (FREEZE, ANALYZE) $m" || exit 1
+	fi
+	P3="percentile_cont(0.5) WITHIN GROUP (ORDER BY latency), percentile_cont(0.9) WITHIN GROUP (ORDER BY latency), percentile_cont(0.99) WITHIN GROUP (ORDER BY latency)"
+	PF="percentile_cont(0.99) WITHIN GROUP (ORDER BY latency), percentile_cont(0.99) WITHIN GROUP (ORDER BY latency) FILTER (WHERE latency > 10)"
+	for mode in serial parallel; do
+		if [ $mode = serial ]; then s=$serial; else s=$par; fi
+		block "multi-series $SERIES_ROWS rows, 720 hours x 20 hosts, $mode" "sum per hour, host" <<EOF
+sum per hour, host|$s|SELECT date_trunc('hour', ts), host, sum(latency) FROM $m GROUP BY 1, 2
+p50/p90/p99 per hour, host, bulk scan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on;|SELECT date_trunc('hour', ts), host, $P3 FROM $m GROUP BY 1, 2
+p50/p90/p99 per hour, host, executor plan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on; SET gpuselect.bulk_scan = off;|SELECT date_trunc('hour', ts), host, $P3 FROM $m GROUP BY 1, 2
+p50/p90/p99 per hour, host, built-in|$s|SELECT date_trunc('hour', ts), host, $P3 FROM $m GROUP BY 1, 2
+p99 and p99 FILTER per hour, bulk scan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on;|SELECT date_trunc('hour', ts), $PF FROM $m GROUP BY 1
+p99 and p99 FILTER per hour, executor plan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on; SET gpuselect.bulk_scan = off;|SELECT date_trunc('hour', ts), $PF FROM $m GROUP BY 1
+EOF
+	done
 fi
 
 printf '%s\n' "${rows[@]}"
