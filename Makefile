@@ -18,6 +18,9 @@ OBJS = \
 	src/base/types.o \
 	src/base/engine_call.o \
 	src/service/service_shmem.o \
+	src/service/service_pool.o \
+	src/service/service_pool_queue.o \
+	src/service/service_pool_held.o \
 	src/service/service_main.o \
 	src/service/service_lanes.o \
 	src/service/service_devices.o \

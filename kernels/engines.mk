@@ -26,7 +26,7 @@ GS_ENGINE_INCLUDES := -Ikernels -Ikernels/cpu -Ikernels/cuda
 # --list-gpu-code`), plus PTX of the last one listed, which the driver
 # compiles for GPUs that come after.  The engine plans its launch sizes and
 # shared memory from the device's own limits at run time
-# (kernels/cuda/gs_cuda.cu), so one build serves them all.
+# (kernels/cuda/gs_cuda_device.cu), so one build serves them all.
 #   CUDA_ARCH="80 90"          narrows it (ascending; PTX of the last one)
 #   CUDA_PTX=80                PTX of another architecture; CUDA_PTX= none
 #   CUDA_ARCH= CUDA_PTX=80     PTX only (test/gpu/arch_limits.sh's JIT run)

@@ -4,12 +4,16 @@
  * memory helpers, the launch helper, and the entries of the two host
  * drivers.
  *
- *   gs_cuda.cu         lifecycle, memory accounting, fault injection,
- *                      validation, the extern "C" API (gs_cuda.h)
+ *   gs_cuda.cu         errors, validation, the selection entries of
+ *                      the extern "C" API (gs_cuda.h)
+ *   gs_cuda_device.cu  limits (a device's, a smaller card's), launch
+ *                      sizing under them, lifecycle (open, close)
+ *   gs_cuda_memory.cu  a call's temporaries, the caller's device and
+ *                      host memory (recorded), copies, widening 2-byte keys
+ *   gs_cuda_test_hooks.cu  fault injection, the test hooks (not in gs_cuda.h)
  *   gs_cuda_exact.cu   exact SampleSelect: multi-level, device-planned
  *   gs_cuda_approx.cu  approximate SampleSelect: one level
  *   gs_cuda_count.cu   the count kernel's variants (k_count), both modes
- *   gs_cuda_copy.cu    the PostgreSQL path's device-to-device copy
  *
  * Nothing here throws, aborts or prints: every CUDA return code is checked
  * and turned into a gs_status with a message.  No thrust, no operator new;
@@ -93,7 +97,7 @@ gs_status	gs_check_interrupt(const gs_options *opt, gs_error *err);
 #define GS_CK(call, what) do { cudaError_t ce_ = (call); \
 	if (ce_ != cudaSuccess) { rc = gs_cuda_fail(err, ce_, what); goto done; } } while (0)
 
-/* ---- a call's device temporaries (gs_cuda.cu): stream-ordered, counted
+/* ---- a call's device temporaries (gs_cuda_memory.cu): stream-ordered, counted
  * against the memory cap ---- */
 
 gs_status	gs_dev_alloc_internal(gs_cuda_engine *e, size_t bytes, void **p, gs_error *err);
@@ -108,7 +112,8 @@ gs_round_up(size_t x)
 /* ---- launches ---- */
 
 /* blocks of fn (threads each, dyn bytes of dynamic shared memory) that
- * fill the device: the runtime's occupancy, bounded by e->lim (gs_cuda.cu) */
+ * fill the device: the runtime's occupancy, bounded by e->lim
+ * (gs_cuda_device.cu, as the three after it) */
 int			gs_occ_grid(gs_cuda_engine *e, const void *fn, size_t dyn, int threads = gs_count_policy::threads);
 /* static shared memory of a kernel as loaded for this device (0 if unknown) */
 size_t		gs_static_smem(const void *fn);

@@ -464,7 +464,7 @@ gs_svc_take_chunks(int j, GsSvcReq *r, const GsSvcClock *clk)
 		 * needs, and no chunk held by this backend's other states (the same
 		 * query's other groups or aggregates, whose final calls come after
 		 * this one: it would wait for itself): it waits keeping its chunks,
-		 * whose keys need no copy out and back in (service_shmem.c says
+		 * whose keys need no copy out and back in (service_pool_queue.c says
 		 * why nobody waits for them).  Else every chunk back first (an
 		 * out-of-memory ERROR here frees the slot too).
 		 */

@@ -46,7 +46,7 @@
  * select/service_client.h: a selection on the service).
  *
  * A job slot's owner never waits for pool chunks while it holds any: it
- * gives them back and queues (wait_ticket below, service_shmem.c).
+ * gives them back and queues (wait_ticket below, service_pool_queue.c).
  */
 #ifndef GS_SERVICE_H
 #define GS_SERVICE_H
@@ -157,7 +157,7 @@ typedef struct GsSvcJob
 	uint64		lease_gen;
 
 	/*
-	 * The pool's queue (service_shmem.c, pool lock): a backend that found
+	 * The pool's queue (service_pool_queue.c, pool lock): a backend that found
 	 * too few free chunks for its job waits here, holding none, for all
 	 * wait_need of them at once; the smallest ticket is served first.
 	 * 0: not waiting.
@@ -299,7 +299,7 @@ extern void gs_service_preload_init(void);
  * GPU-bound groups to it; they never create a CUDA context themselves) */
 extern bool gs_service_in_use(void);
 
-/* pool (service_shmem.c): all-or-nothing allocation of n chunks for job
+/* pool (service_pool*.c): all-or-nothing allocation of n chunks for job
  * slot `job`; -1 when the pool has fewer free or a backend waits in the
  * pool's queue (first come, first served).  Freeing checks every index
  * and owner and never raises an ERROR. */

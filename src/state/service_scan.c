@@ -20,7 +20,7 @@
  *     of a sorted GROUP BY), or when the state spills (spill.c);
  *   - at backend exit (FATAL, pg_terminate_backend, normal exit), by the
  *     on_shmem_exit cleanup of service_slot.c, for whatever is left;
- *   - by the service's reaper (service_shmem.c gs_pool_reap_held) when the
+ *   - by the service's reaper (service_pool_held.c gs_pool_reap_held) when the
  *     slot's scan owner is no longer that process (it died without
  *     cleanup).
  * Freeing checks index, slot and pid, takes only the pool's LWLock and
