@@ -351,7 +351,9 @@ gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const
 		w = (int64) ceil(4.0 * sigma) + 2;
 		lo = Max(0, e - w);
 		hi = Min(m - 1, e + w);
-		st = Max(1, (hi - lo + 1) / per_rank);
+		/* rounded up: at most per_rank of them (rounded down, a window of
+		 * up to 2 * per_rank - 1 positions gave twice as many, past sp[]) */
+		st = (hi - lo + per_rank) / per_rank;
 		for (int64 j = lo; j <= hi; j += st)
 			sp[n++] = s[j];
 		sp[n++] = s[hi];
