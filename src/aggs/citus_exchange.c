@@ -10,7 +10,8 @@
  * how to run:
  *
  *   count   SELECT count(x) FROM t WHERE quals                  -> n
- *   sample  SELECT k FROM t WHERE ... AND random() < m/c          (~m keys)
+ *   sample  SELECT k FROM t WHERE ... AND random() < m/c          (~m keys:
+ *           2048, up to 16384 for more than 1.2M candidates)
  *   counts  SELECT <k's bucket among S>, count(*) FROM t WHERE ...
  *           GROUP BY 1                                            (per shard:
  *           a row per bucket; Citus adds them up on the coordinator)
@@ -21,7 +22,8 @@
  * exactly as the aggregates order them), for numeric and interval the value
  * itself.  The splitters S come from the sorted sample, around each wanted
  * rank's expected position (a window of +-4 standard deviations of its
- * position in the sample, at most GS_X_RANK_SPLITTERS of them, and the
+ * position in the sample, at most GS_X_RANK_SPLITTERS of them (twice as
+ * many from a sample of 8192 keys up), and the
  * sample value at that position); a splitter the sample repeats (for
  * numeric and interval every splitter) also bounds a bucket of the keys
  * equal to it (gs_x_buckets), so a heavy duplicate is answered by its
@@ -351,7 +353,9 @@ gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const
 		w = (int64) ceil(4.0 * sigma) + 2;
 		lo = Max(0, e - w);
 		hi = Min(m - 1, e + w);
-		st = Max(1, (hi - lo + 1) / per_rank);
+		/* rounded up: at most per_rank of them (rounded down, a window of
+		 * up to 2 * per_rank - 1 positions gave twice as many, past sp[]) */
+		st = (hi - lo + per_rank) / per_rank;
 		for (int64 j = lo; j <= hi; j += st)
 			sp[n++] = s[j];
 		sp[n++] = s[hi];
@@ -503,15 +507,26 @@ gs_x_levels(GsXchg *x, int64 total, int64 *cr, bool *done, int nr, Datum *out)
 		}
 		x->levels++;
 
-		/* the sample: about GS_X_SAMPLE of the candidates */
+		/*
+		 * The sample: GS_X_SAMPLE of the candidates, more where they are many
+		 * (a bucket spans ~ 8 sqrt(m) / GS_X_RANK_SPLITTERS sample positions,
+		 * total / sqrt(m) candidates: at 10M values and 2048 a rank's bucket
+		 * held ~15000 and a second level -- two more scans -- followed; at
+		 * most 16384 keys, 0.16% of 10M values' bytes)
+		 */
 		sql = psprintf("SELECT %s FROM %s WHERE %s%s AND random() < %.17g",
 					   x->kexpr, x->rel, x->where, x->cand.data,
-					   (double) GS_X_SAMPLE / (double) total);
+					   (double) Min(GS_X_SAMPLE_MAX, Max(GS_X_SAMPLE, total / GS_X_SAMPLE_PER)) /
+					   (double) total);
 		s = gs_x_fetch_keys(x, sql, &m);
 		if (m == 0)
 			continue;			/* bad luck: sample again (bounded by the levels) */
 		qsort_arg(s, m, sizeof(Datum), gs_x_cmp, x);
-		sp = gs_x_splitters(x, s, m, total, cr, done, nr, GS_X_RANK_SPLITTERS, &ns);
+		/* a large sample: twice the splitters (buckets half as wide: at 10M
+		 * values one level instead of two; 32 shards x 3 ranks x 128 buckets
+		 * x 12 bytes of counts, ~150 kB) */
+		sp = gs_x_splitters(x, s, m, total, cr, done, nr,
+							GS_X_RANK_SPLITTERS * (m >= 4 * GS_X_SAMPLE ? 2 : 1), &ns);
 		gs_x_buckets(x, sp, ns, s, m, &bk);
 
 		/* the counts per bucket (min/max too where the last level stalled) */

@@ -18,7 +18,9 @@
 #include "aggs/ranks.h"
 #include "base/types.h"
 
-#define GS_X_SAMPLE			2048	/* keys sampled per level */
+#define GS_X_SAMPLE			2048	/* keys sampled per level, at least */
+#define GS_X_SAMPLE_MAX		16384	/* and at most (n / GS_X_SAMPLE_PER) */
+#define GS_X_SAMPLE_PER		600
 #define GS_X_RANK_SPLITTERS	64	/* splitters per wanted rank and level */
 #define GS_X_MAX_LEVELS		8	/* then the candidates are gathered */
 

@@ -1,62 +1,182 @@
 #!/usr/bin/env bash
-# test/bench/citus_bench.sh — gpuselect on a Citus cluster (docs/citus.md):
-# gpu_quantiles against percentile_disc and sum(x), serial, the three
-# queries alternating, ROUNDS rounds; prints each query's median and
-# minimum time and the bytes the coordinator received (Citus's own counter,
-# "Tuple data received from nodes" of EXPLAIN ANALYZE).
+# test/bench/citus_bench.sh — gpuselect on a Citus cluster (docs/citus.md;
+# issue 34's goals): times and bytes of gpu_quantiles against the built-in
+# percentile_disc/cont and sum(x), ungrouped and per hour, with the
+# exchange on (the default) and off (today's plan: the partial aggregates,
+# the anchor).
 #
+#   test/bench/citus_bench.sh --local [ROWS] [ROUNDS]
+#       builds this tree for PostgreSQL $GS_BENCH_PG (default 17: the
+#       pinned build of test/pg-binaries.sh) with Citus (test/citus-build.sh,
+#       cached), starts a coordinator and two workers on this machine
+#       (unix sockets, max_parallel_workers_per_gather = 0), runs, stops;
 #   PGHOST=... PGPORT=<coordinator> test/bench/citus_bench.sh [ROWS] [ROUNDS]
+#       a running cluster whose coordinator has citus and gpuselect loaded.
 #
-# Needs a running cluster whose coordinator has citus and gpuselect (see
-# docs/citus.md for the settings); creates and drops the table gs_cbench
-# (distributed by id, 32 shards; latency float8, ts timestamptz).
+# Creates and drops the table gs_cbench (distributed by id, 32 shards; id
+# int8, ts timestamptz over 720 hours, latency float8 uniform).  Serial:
+# one session per query (psql), the queries alternating, a warm-up round
+# and ROUNDS timed rounds; the median and minimum of the timed ones.  The
+# answers of each pair are compared first (exact: the built-in's).  Bytes:
+# Citus's counter ("Tuple data received from nodes", EXPLAIN ANALYZE) for
+# plans without the exchange; the exchange's own report line (its rounds
+# run through SPI, under the outer query's counter) for those with it.
+# Prints the machine's load before each round and a table last.
 set -u -o pipefail
+LOCAL=0
+[ "${1:-}" = --local ] && { LOCAL=1; shift; }
 ROWS=${1:-2000000}
-ROUNDS=${2:-5}
+ROUNDS=${2:-3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+# ---------------- a local cluster: a coordinator and two workers ----------------
+if [ "$LOCAL" = 1 ]; then
+	. "$ROOT/test/lib/pgenv.sh"
+	. "$ROOT/test/pg-binaries.sh"
+	. "$ROOT/test/citus-build.sh"
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/gs-cbench.XXXXXX")
+	chmod 755 "$WORK"
+	DIRS=()
+	stop_all() {
+		local d
+		for d in "${DIRS[@]}"; do GS_CLUSTER_DIR=$d gs_cluster_stop; done
+		rm -rf "$WORK"
+	}
+	# GS_BENCH_KEEP=1: leave the cluster running (its psql and sockets in $WORK/env)
+	[ "${GS_BENCH_KEEP:-0}" = 1 ] || trap stop_all EXIT
+	trap 'exit 130' INT TERM
+	GS_PG_CONFIG=$(gs_pg_binaries "${GS_BENCH_PG:-17}") || exit 1
+	gs_log "building $(git -C "$ROOT" describe --always --dirty) for $("$GS_PG_CONFIG" --version) (USE_CUDA=0)"
+	gs_copy_tree "$ROOT" "$WORK/src"
+	make -C "$WORK/src" -s -j"${GS_JOBS:-$(nproc)}" PG_CONFIG="$GS_PG_CONFIG" USE_CUDA=0 >"$WORK/build.log" 2>&1 ||
+		{ tail -30 "$WORK/build.log"; exit 1; }
+	gs_private_install "$WORK/src" "$WORK/tree" PG_CONFIG="$GS_PG_CONFIG" USE_CUDA=0 || exit 1
+	stage=$(gs_citus_build "$GS_PG_CONFIG") && cp -a "$stage/." "$WORK/tree/" && chmod -R a+rX "$WORK/tree" || exit 1
+	CONF=("shared_preload_libraries = 'citus,gpuselect'" 'max_parallel_workers_per_gather = 0'
+		"shared_buffers = ${GS_SHARED_BUFFERS:-1GB}" 'citus.shard_count = 32')
+	HOSTS=() PORTS=()
+	for i in 0 1 2; do
+		GS_CLUSTER_DIR=
+		gs_cluster_start "$WORK/tree" "${CONF[@]}" || exit 1
+		DIRS+=("$GS_CLUSTER_DIR") HOSTS+=("$PGHOST") PORTS+=("$PGPORT")
+		"$GS_CLUSTER_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION citus' -c 'CREATE EXTENSION gpuselect' || exit 1
+	done
+	PSQL=$GS_CLUSTER_BINDIR/psql
+	export PGHOST=${HOSTS[0]} PGPORT=${PORTS[0]}
+	"$PSQL" -X -q -v ON_ERROR_STOP=1 -c "SELECT citus_set_coordinator_host('${HOSTS[0]}', ${PORTS[0]})" \
+		-c "SELECT citus_add_node('${HOSTS[1]}', ${PORTS[1]})" -c "SELECT citus_add_node('${HOSTS[2]}', ${PORTS[2]})" \
+		>/dev/null || exit 1
+	printf 'export PSQL=%s PGHOST=%s PGPORT=%s PGUSER=postgres PGDATABASE=postgres\n' "$PSQL" "$PGHOST" "$PGPORT" >"$WORK/env"
+	gs_log "cluster: . $WORK/env; server logs: ${DIRS[*]/%//server.log}"
+fi
+
 PSQL=${PSQL:-psql}
 q() { "$PSQL" -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 
+load_line() { uptime | sed 's/.*load average: /load /'; }
+echo "before the load: $(load_line)"
 q -c "DROP TABLE IF EXISTS gs_cbench" -c "SET citus.shard_count = 32" \
 	-c "CREATE TABLE gs_cbench (id int8, ts timestamptz, latency float8)" \
 	-c "SELECT create_distributed_table('gs_cbench', 'id')" >/dev/null || exit 1
 q -c "INSERT INTO gs_cbench SELECT g, timestamptz '2026-01-01 00:00+00' + (g % 43200) * interval '1 minute',
 		(random() * 1000)::float8 FROM generate_series(1, $ROWS) g" -c "VACUUM ANALYZE gs_cbench" >/dev/null || exit 1
 
-FR="'{0.5,0.9,0.99}'::float8[]"
+F1="'{0.99}'::float8[]"
+F3="'{0.5,0.9,0.99}'::float8[]"
+F101=$(q -c "SELECT quote_literal(array_agg(round(i / 100.0, 2))::float8[]::text) || '::float8[]' FROM generate_series(0, 100) i")
+HOUR="date_trunc('hour', ts)"
+OFF="SET gpuselect.citus_exchange = off;"
+ACC="SET gpuselect.accelerate_builtins = on;"
+# name -> query (settings first, the SELECT last)
 declare -A QUERY=(
-	[gpu_quantiles]="SELECT gpu_quantiles(latency, $FR) FROM gs_cbench"
-	[percentile_disc]="SELECT percentile_disc($FR) WITHIN GROUP (ORDER BY latency) FROM gs_cbench"
+	[gq3]="SELECT gpu_quantiles(latency, $F3) FROM gs_cbench"
+	[gq3_off]="$OFF SELECT gpu_quantiles(latency, $F3) FROM gs_cbench"
+	[disc3]="SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench"
 	[sum]="SELECT sum(latency) FROM gs_cbench"
-	[gpu_quantiles_hourly]="SELECT date_trunc('hour', ts), gpu_quantiles(latency, $FR) FROM gs_cbench GROUP BY 1"
-	[percentile_disc_hourly]="SELECT date_trunc('hour', ts), percentile_disc($FR) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
+	[gq3_hour]="SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
+	[gq3_hour_off]="$OFF SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
+	[cont3_hour]="SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
+	[cont3_hour_acc]="$ACC SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
+	[sum_hour]="SELECT $HOUR, sum(latency) FROM gs_cbench GROUP BY 1"
+	# bytes only
+	[gq1]="SELECT gpu_quantiles(latency, $F1) FROM gs_cbench"
+	[gq101]="SELECT gpu_quantiles(latency, $F101) FROM gs_cbench"
+	[gq1_hour]="SELECT $HOUR, gpu_quantiles(latency, $F1) FROM gs_cbench GROUP BY 1"
+	[gq101_hour]="SELECT $HOUR, gpu_quantiles(latency, $F101) FROM gs_cbench GROUP BY 1"
 )
-ORDER=(gpu_quantiles percentile_disc sum gpu_quantiles_hourly percentile_disc_hourly)
+TIMED=(${GS_BENCH_QUERIES:-gq3 disc3 sum gq3_off gq3_hour cont3_hour cont3_hour_acc gq3_hour_off sum_hour})
 
-# time of one run in ms (psql's \timing), the answer discarded
+# the time of one run in ms (psql's \timing of the last statement)
 run_ms() {
 	q -c '\timing on' -c "$1" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1
 }
 
-# the answers agree first
-a=$(q -c "${QUERY[gpu_quantiles]}")
-b=$(q -c "${QUERY[percentile_disc]}")
-[ "$a" = "$b" ] || { echo "answers differ: $a vs $b"; exit 1; }
+# the answers agree first (a pair: gpuselect's and the built-in's)
+same() {
+	local a b
+	a=$(q -c "$1" | sort) b=$(q -c "$2" | sort)
+	[ "$a" = "$b" ] || { echo "answers differ: $1 / $2"; exit 1; }
+}
+if [ "${GS_BENCH_CHECK:-1}" = 1 ]; then
+	same "${QUERY[gq3]}" "${QUERY[disc3]}"
+	same "${QUERY[gq3_off]}" "${QUERY[disc3]}"
+	same "${QUERY[cont3_hour_acc]}" "${QUERY[cont3_hour]}"
+	same "${QUERY[gq3_hour]}" \
+		"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
+fi
 
 declare -A T
-for ((r = 0; r < ROUNDS; r++)); do
-	for k in "${ORDER[@]}"; do
-		T[$k]+="$(run_ms "${QUERY[$k]}") "
+for ((r = 0; r <= ROUNDS; r++)); do
+	echo "round $r$([ $r = 0 ] && echo ' (warm-up)'): $(load_line)"
+	for k in "${TIMED[@]}"; do
+		ms=$(run_ms "${QUERY[$k]}")
+		[ $r -gt 0 ] && T[$k]+="$ms "
+		printf '  %-16s %10s ms\n' "$k" "$ms"
 	done
 done
+echo "after the rounds: $(load_line)"
 
-printf '%s rows, %s rounds, PostgreSQL %s, %s\n' "$ROWS" "$ROUNDS" \
-	"$(q -c 'SHOW server_version')" "$(q -c "SELECT 'citus ' || citus_version()" | cut -d' ' -f1-3)"
-printf '| query | median ms | min ms | bytes to the coordinator |\n|---|---|---|---|\n'
-for k in "${ORDER[@]}"; do
-	read -r med min < <(tr ' ' '\n' <<<"${T[$k]}" | grep . | sort -n |
-		awk '{ v[NR] = $1 } END { printf "%.0f %.0f\n", v[int((NR + 1) / 2)], v[1] }')
-	bytes=$(q -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${QUERY[$k]}" |
-		sed -n 's/.*Tuple data received from nodes: \(.*\)$/\1/p')
-	printf '| %s | %s | %s | %s |\n' "$k" "$med" "$min" "$bytes"
+# bytes: Citus's counter of the statement (the exchange's rounds are not in
+# it), and the exchange's own report (the rows it received, before Citus adds
+# the counts rounds' shards up: a lower bound of what crossed)
+citus_bytes() {
+	local s=$1 pre=
+	case $s in SET*) pre=${s%%SELECT*} s=SELECT${s#*SELECT} ;; esac
+	q -c "$pre EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $s" |
+		sed -n 's/.*Tuple data received from nodes: \(.*\)$/\1/p' | head -1
+}
+own_bytes() {
+	q -c 'SET gpuselect.debug = on' -c "$1" 2>&1 >/dev/null | tr '\n' ' ' |
+		sed -n 's/.*Citus exchange over [^;]*; \([0-9]* rounds\) received [0-9]* rows, \([0-9]*\) bytes.* at most \([0-9]*\) bytes from the \([0-9]*\) shards.*/\2 (\1; counts from the shards <= \3)/p'
+}
+declare -A CB OB
+for k in "${!QUERY[@]}"; do
+	case $k in sum* | disc* | cont3_hour) ;; *) OB[$k]=$(own_bytes "${QUERY[$k]}") ;; esac
+	CB[$k]=$(citus_bytes "${QUERY[$k]}")
 done
-q -c "DROP TABLE gs_cbench" >/dev/null
+COLBYTES=$(q -c "SELECT 8 * count(latency) FROM gs_cbench")
+
+med() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{ v[NR] = $1 } END { printf "%.0f %.0f\n", v[int((NR + 1) / 2)], v[1] }'; }
+declare -A MED MIN
+for k in "${TIMED[@]}"; do read -r MED[$k] MIN[$k] < <(med "${T[$k]}"); done
+ratio() { [ -n "${MED[$1]:-}" ] && [ -n "${MED[$2]:-}" ] && awk -v a="${MED[$1]}" -v b="${MED[$2]}" 'BEGIN { printf "%.2f", a / b }'; }
+
+echo
+printf '%s rows, %s timed rounds (+1 warm-up), PostgreSQL %s, Citus %s, gpuselect %s; the column: %s bytes\n' \
+	"$ROWS" "$ROUNDS" "$(q -c 'SHOW server_version')" "$(q -c 'SELECT citus_version()' | awk '{print $2}')" \
+	"$(git -C "$ROOT" describe --always --dirty)" "$COLBYTES"
+echo "disc3 / gq3 = $(ratio disc3 gq3) (goal >= 10); gq3 / sum = $(ratio gq3 sum) (goal <= 3); gq3_off / gq3 = $(ratio gq3_off gq3)"
+echo "cont3_hour / gq3_hour = $(ratio cont3_hour gq3_hour) (goal >= 10); cont3_hour / cont3_hour_acc = $(ratio cont3_hour cont3_hour_acc) (goal >= 10); gq3_hour_off / gq3_hour = $(ratio gq3_hour_off gq3_hour)"
+# the exchange's bytes with the counts rounds' rows as every shard sent them
+# (an upper bound: what Citus combined counted once, here once per shard)
+read -r ob3 cb3 < <(sed -n 's/^\([0-9]*\) .*<= \([0-9]*\))$/\1 \2/p' <<<"${OB[gq3]:-}")
+[ -n "${ob3:-}" ] && awk -v a="$ob3" -v c="$cb3" -v b="$COLBYTES" 'BEGIN {
+	printf "gq3 received %d bytes, at most %d with every shard'"'"'s counts: %.3f%%-%.3f%% of the column (goal <= 1%%)\n",
+		a, a + c, 100 * a / b, 100 * (a + c) / b }'
+echo
+printf '| query | median ms | min ms | Citus counter | exchange report |\n|---|---|---|---|---|\n'
+for k in "${TIMED[@]}" gq1 gq101 gq1_hour gq101_hour; do
+	printf '| %s | %s | %s | %s | %s |\n' "$k" "${MED[$k]:--}" "${MIN[$k]:--}" "${CB[$k]:--}" "${OB[$k]:--}"
+done
+[ "${GS_BENCH_KEEP:-0}" = 1 ] || q -c "DROP TABLE gs_cbench" >/dev/null

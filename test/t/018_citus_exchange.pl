@@ -81,6 +81,9 @@ SELECT create_distributed_table('dup', 'id');
 
 my $fr = q{'{0, 0.1, 0.25, 0.5, 0.9, 0.99, 1}'::float8[]};
 my $ex = "SET gpuselect.citus_exchange_min_rows = 0;\n";
+# 101 fractions: as many splitter windows (each once overran its share of the
+# splitters' array: a crash, malloc(): invalid size)
+my $fr101 = "'{" . join(',', map { $_ / 100 } 0 .. 100) . "}'::float8[]";
 
 # [exchange query, built-in query]
 my @pairs = (
@@ -89,6 +92,7 @@ my @pairs = (
 	["SELECT gpu_median(f8), gpu_median(iv), gpu_quantile(i4, 0.3), gpu_quantile(n, 1) FROM xt WHERE i2 > -7000",
 		"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8), percentile_cont(0.5) WITHIN GROUP (ORDER BY iv),"
 		  . " percentile_disc(0.3) WITHIN GROUP (ORDER BY i4), percentile_disc(1) WITHIN GROUP (ORDER BY n) FROM xt WHERE i2 > -7000"],
+	["SELECT gpu_quantiles(f8, $fr101) FROM xt", "SELECT percentile_disc($fr101) WITHIN GROUP (ORDER BY f8) FROM xt"],
 	# aggregates inside expressions
 	["SELECT gpu_median(f8) * 2, gpu_quantile(i4, 0.3)::text || 'x', (gpu_quantiles(tz, $fr))[3] FROM xt",
 		"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) * 2, percentile_disc(0.3) WITHIN GROUP (ORDER BY i4)::text || 'x',"
@@ -175,6 +179,8 @@ SELECT create_distributed_table('gt', 'id');
 my @gpairs = (
 	["SELECT date_trunc('hour', ts), gpu_quantiles(lat, $fr) FROM gt GROUP BY 1 ORDER BY 1",
 		"SELECT date_trunc('hour', ts), percentile_disc($fr) WITHIN GROUP (ORDER BY lat) FROM gt GROUP BY 1 ORDER BY 1"],
+	["SELECT k, gpu_quantiles(lat, $fr101) FROM gt GROUP BY k ORDER BY k NULLS FIRST",
+		"SELECT k, percentile_disc($fr101) WITHIN GROUP (ORDER BY lat) FROM gt GROUP BY k ORDER BY k NULLS FIRST"],
 	["SELECT gpu_median(lat), k FROM gt GROUP BY k ORDER BY k NULLS FIRST",
 		"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY lat), k FROM gt GROUP BY k ORDER BY k NULLS FIRST"],
 	["SELECT k % 3 = 0, gpu_quantile(i4, 0.3) * 2 FROM gt WHERE lat > 100 GROUP BY k % 3 = 0 ORDER BY 1",
