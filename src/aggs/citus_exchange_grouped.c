@@ -511,7 +511,11 @@ gs_xg_levels(GsXchg *x, GsXGrouping *gr)
  * number and its key: Citus ships such rows one by one) against the 8 of
  * the partial aggregates' states; so where such groups hold half the values
  * or more, or the values are fewer than gpuselect.citus_exchange_min_rows,
- * today's plan is cheaper.
+ * today's plan is cheaper.  So it is where groups of fewer than
+ * citus_exchange_min_rows values hold half: each round scans every shard and
+ * finds every row's group again, which at 720 groups of 14k values (10M
+ * rows on one host) cost 7.6x today's plan for a tenth of its bytes
+ * (test/bench/results/citus-2026-11-27-vm-10M.md).
  */
 static bool
 gs_xg_small(const GsXGrouping *gr, int64 total)
@@ -520,7 +524,7 @@ gs_xg_small(const GsXGrouping *gr, int64 total)
 	int64		small = 0;
 
 	for (int i = 0; i <= gr->ng; i++)
-		if (gr->gs[i].n <= whole)
+		if (gr->gs[i].n <= whole || gr->gs[i].n < gs_guc_citus_exchange_min_rows)
 			small += gr->gs[i].n;
 	return total < gs_guc_citus_exchange_min_rows || 2 * small >= total;
 }
