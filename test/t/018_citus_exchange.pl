@@ -278,15 +278,21 @@ cmp_ok($today_bytes, '>', 3_000_000, "today every key travels ($today_bytes byte
 cmp_ok($upper, '<', $today_bytes / 20, 'the exchange receives under 5% of that');
 cmp_ok($citus_sum, '<', $today_bytes / 20, "and so says Citus's counter over its rounds");
 
-# grouped: 24 groups (hours) of ~16700 values, p50 / p90 / p99; and 400
-# groups of 1000 values: today's plan (the bytes of the partial aggregates)
-for my $g (["date_trunc('hour', ts)", 24, '/ 5'], ["id % " . ($big / 1000), $big / 1000, '* 1.2'])
+# grouped: 24 groups (hours) of ~16700 values, p50 / p90 / p99, with the
+# exchange's rounds from groups of 10000 values on (by default, groups of
+# fewer than citus_exchange_min_rows = 100000 values take today's plan); and
+# 400 groups of 1000 values: today's plan (the bytes of the partial aggregates)
+my $hq = "SELECT date_trunc('hour', ts), gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
+like(on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $hq;"), qr/24 groups, $big values, small groups: today's plan/,
+	"grouped, groups under citus_exchange_min_rows (default): today's plan");
+for my $g (["date_trunc('hour', ts)", 24, '/ 5', 'SET gpuselect.citus_exchange_min_rows = 10000;'],
+	["id % " . ($big / 1000), $big / 1000, '* 1.2', ''])
 {
-	my ($gexpr, $ng, $bound) = @$g;
+	my ($gexpr, $ng, $bound, $mr) = @$g;
 	my $gq = "SELECT $gexpr, gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
 	my $gtoday = citus_bytes(on(0, "SET gpuselect.citus_exchange = off;"
 		  . " EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $gq;"));
-	my $grep = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $gq;");
+	my $grep = on(0, "$mr SET client_min_messages = debug2; SET gpuselect.debug = on; $gq;");
 	my ($gng, $grows, $gbytes) = $grep =~ /exchange over public\.big grouped by .*: (\d+) groups, $big values[^;]*; \d+ rounds received (\d+) rows, (\d+) bytes/;
 	my ($gcount, $gupper) = $grep =~ /counts rounds: \d+ rows, (\d+) bytes as Citus combined them, at most (\d+) bytes/;
 	ok(defined $gbytes && $gng == $ng, "grouped by $gexpr: the exchange reports $ng groups") or diag($grep);
