@@ -229,6 +229,13 @@ RETURNS int8
 AS 'MODULE_PATHNAME', 'gs_citus_key'
 LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 
+-- width_bucket(gs_citus_key(x), t) without width_bucket's per-step fmgr
+-- calls: the counts round's bucket of a row
+CREATE FUNCTION gs_citus_bucket(anyelement, int8[])
+RETURNS int4
+AS 'MODULE_PATHNAME', 'gs_citus_bucket'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
 CREATE FUNCTION gs_citus_exchange(regclass, text, text, text, float8[], anyelement)
 RETURNS anyelement
 AS 'MODULE_PATHNAME', 'gs_citus_exchange'

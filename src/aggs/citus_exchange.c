@@ -72,17 +72,19 @@
 #include "aggs/citus_exchange.h"
 
 PG_FUNCTION_INFO_V1(gs_citus_key);
+PG_FUNCTION_INFO_V1(gs_citus_bucket);
 PG_FUNCTION_INFO_V1(gs_citus_exchange);
 
 
 /* ---------------- the key function the workers run ---------------- */
 
 /*
- * gs_citus_key(x) -> int8: gpuselect's key of x (gs_keys.h), sign-flipped
- * so that int8's order is the key's unsigned order.
+ * gpuselect's key of the first argument (gs_keys.h), sign-flipped so that
+ * int8's order is the key's unsigned order; the argument's kind is looked
+ * up once per call site (fn_extra).
  */
-Datum
-gs_citus_key(PG_FUNCTION_ARGS)
+static int64
+gs_citus_key_of(FunctionCallInfo fcinfo)
 {
 	GsTypeKind *kind = (GsTypeKind *) fcinfo->flinfo->fn_extra;
 	Datum		d = PG_GETARG_DATUM(0);
@@ -128,7 +130,50 @@ gs_citus_key(PG_FUNCTION_ARGS)
 		case GS_T_DATUM:
 			break;
 	}
-	PG_RETURN_INT64((int64) (key ^ GS_X_SIGN));
+	return (int64) (key ^ GS_X_SIGN);
+}
+
+/* gs_citus_key(x) -> int8: x's key (gs_citus_key_of) */
+Datum
+gs_citus_key(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(gs_citus_key_of(fcinfo));
+}
+
+/*
+ * gs_citus_bucket(x, t int8[]) -> int4: width_bucket(gs_citus_key(x), t),
+ * the number of t's elements at most x's key (t sorted, no NULLs), as the
+ * counts round asks of every row.  width_bucket's generic array search
+ * calls int8's comparison through fmgr at each step (about 9 a row for
+ * the rounds' arrays): the counts round cost three scans of the shards
+ * (test/bench/results/citus-2026-11-27-vm-10M.md).  Here it is a plain
+ * binary search.
+ */
+Datum
+gs_citus_bucket(PG_FUNCTION_ARGS)
+{
+	int64		key = gs_citus_key_of(fcinfo);
+	ArrayType  *t = PG_GETARG_ARRAYTYPE_P(1);
+	const int64 *e;
+	int			lo = 0,
+				hi;
+
+	if (ARR_ELEMTYPE(t) != INT8OID || ARR_NDIM(t) > 1 || ARR_HASNULL(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gs_citus_bucket: thresholds must be a one-dimensional int8 array without NULLs")));
+	e = (const int64 *) ARR_DATA_PTR(t);
+	hi = ArrayGetNItems(ARR_NDIM(t), ARR_DIMS(t));
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (key < e[mid])
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	PG_RETURN_INT32(lo);
 }
 
 /* ---------------- the rounds ---------------- */
@@ -392,7 +437,7 @@ gs_x_buckets(GsXchg *x, Datum *sp, int ns, const Datum *s, int64 m, GsXBuckets *
 		}
 		bk->nb = bk->nt + 1;
 		lit = gs_x_array_literal(x, bk->t, bk->nt);
-		bk->expr = psprintf("width_bucket(%s, %s)", x->kexpr, lit);
+		bk->expr = psprintf("%s.gs_citus_bucket(%s, %s)", quote_identifier(x->nsp), x->value, lit);
 		return;
 	}
 	bk->t = sp;
@@ -883,6 +928,7 @@ gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
 	x->rounds = 0;
 	x->rows = x->bytes = x->sql_bytes = 0;
 	x->value = value;
+	x->nsp = nsp;
 	x->quals = quals;
 }
 

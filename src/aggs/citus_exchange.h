@@ -32,6 +32,7 @@ typedef struct GsXchg
 	char	   *kexpr;			/* the sort key k of a row */
 	char	   *where;			/* quals AND x IS NOT NULL */
 	char	   *value;			/* x, SQL */
+	char	   *nsp;			/* the extension's schema (its functions in the rounds) */
 	char	   *quals;			/* the quals, SQL, or "" */
 	StringInfoData cand;		/* " AND width_bucket(k, S) = ANY(W)" per level */
 	/* k's type */
