@@ -81,6 +81,18 @@ block() {
 	printf '%s\n' "${rows[@]: -$((n + 1))}" >>"$OUTF"
 }
 
+# make_table NAME STATEMENT...: create and fill NAME once (a warm machine
+# keeps it between calls), then freeze it: every page all-visible
+make_table() {
+	local name=$1 args=() st
+	shift
+	$PSQL -Atc "SELECT 1 FROM pg_class WHERE relname = '$name'" | grep -q 1 && return 0
+	echo "creating $name" >&2
+	for st in "$@"; do args+=(-c "$st"); done
+	$PSQL "${args[@]}" -c "VACUUM (FREEZE, ANALYZE) $name" || exit 1
+}
+P3="percentile_cont(0.5) WITHIN GROUP (ORDER BY latency), percentile_cont(0.9) WITHIN GROUP (ORDER BY latency), percentile_cont(0.99) WITHIN GROUP (ORDER BY latency)"
+
 # GS_BULK_EXECUTOR=0 leaves out today's plan (the executor's) rows
 executor_rows() {
 	[ "${GS_BULK_EXECUTOR:-1}" = 0 ] && return
@@ -95,12 +107,8 @@ cpu="SET gpuselect.device = cpu;"
 
 for n in $SIZES; do
 	t=bulk_f8_$n
-	if ! $PSQL -Atc "SELECT 1 FROM pg_class WHERE relname = '$t'" | grep -q 1; then
-		echo "creating $t ($n rows)" >&2
-		$PSQL -c "CREATE TABLE $t (x float8) WITH (autovacuum_enabled = off)" \
-			-c "INSERT INTO $t SELECT random() * 1e6 FROM generate_series(1, $n)" \
-			-c "VACUUM (FREEZE, ANALYZE) $t" || exit 1
-	fi
+	make_table "$t" "CREATE TABLE $t (x float8) WITH (autovacuum_enabled = off)" \
+		"INSERT INTO $t SELECT random() * 1e6 FROM generate_series(1, $n)"
 	for mode in serial parallel; do
 		if [ $mode = serial ]; then s=$serial; else s=$par; fi
 		block "$n rows, $mode" "sum(x)" <<EOF
@@ -129,14 +137,9 @@ done
 
 if [ "$DASH_ROWS" -gt 0 ]; then
 	d=bulk_dash_$DASH_ROWS
-	if ! $PSQL -Atc "SELECT 1 FROM pg_class WHERE relname = '$d'" | grep -q 1; then
-		echo "creating $d ($DASH_ROWS rows)" >&2
-		$PSQL -c "CREATE TABLE $d (ts timestamptz, latency float8) WITH (autovacuum_enabled = off)" \
-			-c "INSERT INTO $d SELECT '2026-01-01'::timestamptz + i * (interval '30 days' / $DASH_ROWS), exp(random() * 5) FROM generate_series(1, $DASH_ROWS) i" \
-			-c "CREATE STATISTICS ${d}_hour ON (date_trunc('hour', ts)) FROM $d" \
-			-c "VACUUM (FREEZE, ANALYZE) $d" || exit 1
-	fi
-	P3="percentile_cont(0.5) WITHIN GROUP (ORDER BY latency), percentile_cont(0.9) WITHIN GROUP (ORDER BY latency), percentile_cont(0.99) WITHIN GROUP (ORDER BY latency)"
+	make_table "$d" "CREATE TABLE $d (ts timestamptz, latency float8) WITH (autovacuum_enabled = off)" \
+		"INSERT INTO $d SELECT '2026-01-01'::timestamptz + i * (interval '30 days' / $DASH_ROWS), exp(random() * 5) FROM generate_series(1, $DASH_ROWS) i" \
+		"CREATE STATISTICS ${d}_hour ON (date_trunc('hour', ts)) FROM $d"
 	for mode in serial parallel; do
 		if [ $mode = serial ]; then s=$serial; else s=$par; fi
 		block "dashboard $DASH_ROWS rows, 720 hours, $mode" "sum per hour" <<EOF
@@ -160,14 +163,9 @@ fi
 SERIES_ROWS=${GS_BULK_SERIES_ROWS:-0}
 if [ "$SERIES_ROWS" -gt 0 ]; then
 	m=bulk_series_$SERIES_ROWS
-	if ! $PSQL -Atc "SELECT 1 FROM pg_class WHERE relname = '$m'" | grep -q 1; then
-		echo "creating $m ($SERIES_ROWS rows)" >&2
-		$PSQL -c "CREATE TABLE $m (ts timestamptz, host int4, latency float8) WITH (autovacuum_enabled = off)" \
-			-c "INSERT INTO $m SELECT '2026-01-01'::timestamptz + i * (interval '30 days' / $SERIES_ROWS), i % 20, exp(random() * 5) FROM generate_series(1, $SERIES_ROWS) i" \
-			-c "CREATE STATISTICS ${m}_hour ON (date_trunc('hour', ts)), host FROM $m" \
-			-c "VACUUM (FREEZE, ANALYZE) $m" || exit 1
-	fi
-	P3="percentile_cont(0.5) WITHIN GROUP (ORDER BY latency), percentile_cont(0.9) WITHIN GROUP (ORDER BY latency), percentile_cont(0.99) WITHIN GROUP (ORDER BY latency)"
+	make_table "$m" "CREATE TABLE $m (ts timestamptz, host int4, latency float8) WITH (autovacuum_enabled = off)" \
+		"INSERT INTO $m SELECT '2026-01-01'::timestamptz + i * (interval '30 days' / $SERIES_ROWS), i % 20, exp(random() * 5) FROM generate_series(1, $SERIES_ROWS) i" \
+		"CREATE STATISTICS ${m}_hour ON (date_trunc('hour', ts)), host FROM $m"
 	PF="percentile_cont(0.99) WITHIN GROUP (ORDER BY latency), percentile_cont(0.99) WITHIN GROUP (ORDER BY latency) FILTER (WHERE latency > 10)"
 	for mode in serial parallel; do
 		if [ $mode = serial ]; then s=$serial; else s=$par; fi
