@@ -20,7 +20,11 @@
 # failed transaction.  Reported: wall seconds, queries per second (pgbench's
 # tps without connection time), mean and p95 latency (from pgbench's
 # per-transaction log), failed transactions, and the GPU's peak memory in use
-# (nvidia-smi, sampled every 0.2 s) when there is one.
+# (nvidia-smi, sampled every 0.2 s) when there is one, each GPU's mean
+# utilization over the run (nvidia-smi's utilization.gpu: the share of the
+# time a kernel ran), and the GPU service's busiest thread's CPU time as a
+# share of the wall time (main thread or a device's lane: which one the
+# service itself is bound by; from /proc, when the bench can read it).
 #   GS_CB_ROWS     table sizes      (default "2000000 10000000")
 #   GS_CB_CLIENTS  client counts    (default "1 16 64 150")
 #   GS_CB_TX       queries a client (default 3)
@@ -63,11 +67,26 @@ echo "max_connections=$maxc  service_state=$svc_state  service_device=$svc_dev"
 gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1; }
 has_gpu=0
 [ -n "$(gpu_mem)" ] && has_gpu=1
+# every GPU's "index, utilization %, MiB in use", one line each
+gpu_sample() { nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits 2>/dev/null; }
+# the service's threads: "tid name ticks" (utime + stime)
+svc_ticks() {
+	local pid
+	pid=$($PSQL -c "SELECT value FROM gpuselect_status() WHERE name = 'service_pid'" 2>/dev/null)
+	[ -n "$pid" ] && [ -d "/proc/$pid/task" ] || return 0
+	for t in /proc/"$pid"/task/*; do
+		[ -r "$t/stat" ] || continue
+		# the fields after the "(comm)" one: utime and stime are its 12th and 13th
+		sed -E 's/^([0-9]+) \(.*\) (.*)$/\1 \2/' "$t/stat" |
+			awk -v pid="$pid" '{ print $1, ($1 == pid ? "main" : "thread"), $13 + $14 }' 2>/dev/null
+	done
+}
+hz=$(getconf CLK_TCK)
 
 rows_out=()
-line() { rows_out+=("$(printf '| %9s | %-7s | %7s | %8s | %9s | %10s | %10s | %6s | %12s |' "$@")"); }
-line rows mode clients wall_s qps mean_ms p95_ms failed gpu_peak_MiB
-line --------- ------- ------- -------- --------- ---------- ---------- ------ ------------
+line() { rows_out+=("$(printf '| %9s | %-7s | %7s | %8s | %9s | %10s | %10s | %6s | %12s | %10s | %12s |' "$@")"); }
+line rows mode clients wall_s qps mean_ms p95_ms failed gpu_peak_MiB gpu_util_% svc_thread_%
+line --------- ------- ------- -------- --------- ---------- ---------- ------ ------------ ---------- ------------
 
 for n in $ROWS; do
 	$PSQL -c "DROP TABLE IF EXISTS gs_cb" -c "CREATE TABLE gs_cb AS SELECT random() AS x FROM generate_series(1, $n)" -c "VACUUM ANALYZE gs_cb" 2>/dev/null || exit 1
@@ -94,24 +113,33 @@ SQL
 		[ -n "${GS_CB_WORKERS:-}" ] && opts="$opts -c max_parallel_workers_per_gather=$GS_CB_WORKERS"
 		for c in $CLIENTS; do
 			if [ "$c" -ge "$maxc" ]; then
-				line "$n" "$mode" "$c" "-" "-" "-" "-" "-" "max_connections=$maxc"
+				line "$n" "$mode" "$c" "-" "-" "-" "-" "-" "max_connections=$maxc" "-" "-"
 				continue
 			fi
 			rm -f "$WORK"/pgbench_log.*
 			peak=0
 			if [ $has_gpu = 1 ]; then
-				( while :; do gpu_mem; sleep 0.2; done ) >"$WORK/mem.txt" 2>/dev/null &
+				( while :; do gpu_sample; sleep 0.2; done ) >"$WORK/mem.txt" 2>/dev/null &
 				mempid=$!
 			fi
+			svc_ticks >"$WORK/ticks0.txt"
 			t0=$(date +%s.%N)
 			PGOPTIONS="$opts" pgbench -n -c "$c" -j "$c" -t "$TX" -f "$WORK/q.sql" \
 				-l --log-prefix="$WORK/pgbench_log" >"$WORK/pgbench.out" 2>&1
 			rc=$?
 			t1=$(date +%s.%N)
+			svc_ticks >"$WORK/ticks1.txt"
+			util=n/a
 			if [ $has_gpu = 1 ]; then
 				kill "$mempid" 2>/dev/null; wait "$mempid" 2>/dev/null
-				peak=$(sort -n "$WORK/mem.txt" | tail -1)
+				peak=$(awk -F', *' '$1 == 0 { print $3 }' "$WORK/mem.txt" | sort -n | tail -1)
+				util=$(awk -F', *' '{ s[$1] += $2; n[$1]++ } END { o = ""; for (i = 0; i in n; i++) o = o (i ? "/" : "") int(s[i] / n[i]); print o }' "$WORK/mem.txt")
 			fi
+			# the busiest service thread: its CPU ticks over the run, per wall second
+			svc=$(awk -v hz="$hz" -v wall="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" '
+				NR == FNR { t0[$1] = $3; next }
+				($1 in t0) { d = ($3 - t0[$1]) / hz / wall * 100; if (d > best) { best = d; who = $2 } }
+				END { if (who != "") printf "%d (%s)", best, who; else print "-" }' "$WORK/ticks0.txt" "$WORK/ticks1.txt")
 			qps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$WORK/pgbench.out")
 			failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")
 			done_tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")
@@ -122,7 +150,7 @@ SQL
 				awk '{ a[NR] = $1; s += $1 } END { if (NR) { i = int(NR * 0.95 + 0.999); if (i > NR) i = NR;
 					printf "%.1f %.1f\n", s / NR / 1000, a[i] / 1000 } else print "- -" }')
 			line "$n" "$mode" "$c" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')" "${qps:-ERR}" "$mean" "$p95" "$failed" \
-				"$([ $has_gpu = 1 ] && echo "$peak" || echo n/a)"
+				"$([ $has_gpu = 1 ] && echo "$peak" || echo n/a)" "$util" "$svc"
 			[ $rc = 0 ] || { echo "pgbench rc=$rc ($n rows, $mode, $c clients):"; grep -iE 'error|abort' "$WORK/pgbench.out" | head -5; }
 		done
 	done
