@@ -144,6 +144,10 @@ UNIT_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror $(GS_ENGINE_INCLUDES)
 test/unit/%.bin: test/unit/%.c test/unit/unit.h $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)
 	$(CC) $(UNIT_CFLAGS) -pthread -o $@ $< $(GS_CPU_ENGINE_SRCS) -lm
 
+# the GPU service's choice of the next job: a plain-C header, nothing else
+test/unit/test_service_order.bin: test/unit/test_service_order.c test/unit/unit.h src/service/service_order.h
+	$(CC) $(UNIT_CFLAGS) -Isrc -o $@ $<
+
 # the GPU service's lane threads with the CPU engine: no PostgreSQL in them either
 test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c test/unit/unit.h src/service/service_lanes.c src/service/service_lanes.h \
 		src/service/service_cuda.h src/service/service_cuda_none.c $(GS_CPU_ENGINE_SRCS) $(GS_CPU_ENGINE_HDRS)

@@ -5,8 +5,8 @@
  *
  * Two kinds of thread.  The main thread (this file) is PostgreSQL's: it
  * waits on its latch and on the lanes' wake pipe, takes the submitted job
- * with the fewest keys (shortest first, aged: a job's size halves for
- * every 100 ms it waits, gs_svc_next_job) whenever a device is free,
+ * with the fewest keys (shortest first by size class, aged, then the first
+ * submitted: service_order.h) whenever a device is free,
  * checks the job's chunks and prepares the engine's input, hands it to
  * that device's lane, publishes the answers the lanes hand back, and frees
  * what abandoned jobs and dead backends left.  Lanes (service_lanes.c), one
@@ -39,6 +39,7 @@
 
 #include "gs_engine.h"
 #include "service/service.h"
+#include "service/service_order.h"
 #include "service/service_cuda.h"
 #include "service/service_lanes.h"
 
@@ -158,19 +159,9 @@ gs_svc_reap(void)
 }
 
 /*
- * Shortest job first, with aging: a job's size counts half for every
- * GS_SVC_AGING_MS it has waited.  Pure shortest-first let a stream of small
- * groups (a dashboard's panels) starve a large one for as long as the
- * stream lasted; with the halving a job of n keys waits behind smaller ones
- * at most GS_SVC_AGING_MS * log2(n / their size) -- 0.1 s for every
- * doubling, 1.7 s for 100M keys behind 1k-key jobs -- while a small job
- * still overtakes a large one that has only just arrived.
- */
-#define GS_SVC_AGING_MS 100
-
-/*
- * The submitted job with the smallest aged size that a free device can
- * take now (-1: none).  Only a test hook's job, pinned to a device in
+ * The submitted job that runs next (service_order.h: shortest first by
+ * size class, aged, then the first submitted) among those a free device
+ * can take now (-1: none).  Only a test hook's job, pinned to a device in
  * rotation that is busy, waits for that device.
  */
 static int
@@ -178,26 +169,24 @@ gs_svc_next_job(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	int			best = -1;
-	uint64		best_n = PG_UINT64_MAX;
+	uint64		best_aged = 0;
+	TimestampTz best_submit = 0;
 
 	for (int j = 0; j < gs_svc_ctl->njobs; j++)
 	{
 		GsSvcJob   *job = &gs_svc_jobs[j];
-		int64		waited_ms;
 		uint64		aged;
 
 		if (pg_atomic_read_u32(&job->state) != GS_JOB_SUBMITTED)
 			continue;
 		if (gs_svc_device_ok(job->fail_device) && !gs_svc_device_free(job->fail_device))
 			continue;
-		waited_ms = (now - job->submit_time) / 1000;
-		aged = waited_ms <= 0 ? job->nkeys
-			: waited_ms / GS_SVC_AGING_MS >= 64 ? 0
-			: job->nkeys >> (waited_ms / GS_SVC_AGING_MS);
-		if (aged < best_n)
+		aged = gs_svc_aged_keys(job->nkeys, (now - job->submit_time) / 1000);
+		if (best < 0 || gs_svc_runs_before(aged, job->submit_time, best_aged, best_submit))
 		{
 			best = j;
-			best_n = aged;
+			best_aged = aged;
+			best_submit = job->submit_time;
 		}
 	}
 	return best;
