@@ -9,7 +9,7 @@
  *
  * Nothing here throws, aborts or prints: every CUDA return code is checked
  * and turned into a gs_status with a message.  The extern "C" entries also
- * catch (...) as a last line of defence.
+ * run through gs_guard (catch (...)) as a last line of defence.
  */
 #include <stdio.h>
 #include <string.h>
@@ -149,8 +149,7 @@ gs_cuda_select(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_byt
 			  const uint64_t *ranks, size_t nranks, uint64_t *out_keys,
 			  const gs_options *opt, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_select", [&]() -> gs_status {
 		gs_status	rc = gs_validate(e, d_keys, n, key_bytes, ranks, nranks, out_keys, err);
 		gs_options	dflt;
 
@@ -170,11 +169,7 @@ gs_cuda_select(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned key_byt
 		if (key_bytes == 4)
 			return gs_select_exact<uint32_t>(e, (const uint32_t *) d_keys, n, ranks, nranks, out_keys, opt, err);
 		return gs_select_exact<uint64_t>(e, (const uint64_t *) d_keys, n, ranks, nranks, out_keys, opt, err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_select");
-	}
+	});
 }
 
 gs_status
@@ -182,8 +177,7 @@ gs_cuda_select_approx(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned 
 					 const uint64_t *ranks, size_t nranks, const gs_options *opt,
 					 gs_approx_pick *out, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_select_approx", [&]() -> gs_status {
 		gs_status	rc = gs_validate(e, d_keys, n, key_bytes, ranks, nranks, out, err);
 
 		if (rc != GS_OK)
@@ -209,11 +203,7 @@ gs_cuda_select_approx(gs_cuda_engine *e, const void *d_keys, size_t n, unsigned 
 		if (key_bytes == 4)
 			return gs_select_approx_t<uint32_t>(e, (const uint32_t *) d_keys, n, ranks, nranks, opt, out, err);
 		return gs_select_approx_t<uint64_t>(e, (const uint64_t *) d_keys, n, ranks, nranks, opt, out, err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_select_approx");
-	}
+	});
 }
 
 }								/* extern "C" */

@@ -6,7 +6,7 @@
  *
  * Nothing here throws, aborts or prints: every CUDA return code is checked
  * and turned into a gs_status with a message.  The extern "C" entries also
- * catch (...) as a last line of defence.
+ * run through gs_guard (catch (...)) as a last line of defence.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,16 +256,11 @@ extern "C" {
 gs_status
 gs_cuda_open_limited(int ordinal, const char *limits, gs_cuda_engine **out, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_open_limited", [&]() -> gs_status {
 		if (!out)
 			return gs_fail(err, GS_ERR_INVALID, "out is NULL");
 		return gs_cuda_open_impl(ordinal, limits, out, err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_open");
-	}
+	});
 }
 
 gs_status
@@ -284,8 +279,7 @@ gs_cuda_get_limits(const gs_cuda_engine *e, gs_cuda_limits *out)
 gs_status
 gs_cuda_device_count(int *count, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_device_count", [&]() -> gs_status {
 		int			n = 0;
 		cudaError_t ce;
 
@@ -303,18 +297,13 @@ gs_cuda_device_count(int *count, gs_error *err)
 			return gs_fail(err, GS_ERR_NO_DEVICE, "no CUDA device");
 		*count = n;
 		return gs_ok(err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_device_count");
-	}
+	});
 }
 
 gs_status
 gs_cuda_make_current(gs_cuda_engine *e, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_make_current", [&]() -> gs_status {
 		cudaError_t ce;
 
 		if (!e)
@@ -323,11 +312,7 @@ gs_cuda_make_current(gs_cuda_engine *e, gs_error *err)
 		if (ce != cudaSuccess)
 			return gs_cuda_fail(err, ce, "cudaSetDevice");
 		return gs_ok(err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in gs_cuda_make_current");
-	}
+	});
 }
 
 void
@@ -374,8 +359,7 @@ gs_status
 gs_cuda_device_info(gs_cuda_engine *e, char *name, size_t namelen, size_t *free_bytes,
 				   size_t *total_bytes, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_device_info", [&]() -> gs_status {
 		size_t		fr = 0,
 					tot = 0;
 		cudaError_t ce;
@@ -392,11 +376,7 @@ gs_cuda_device_info(gs_cuda_engine *e, char *name, size_t namelen, size_t *free_
 		if (total_bytes)
 			*total_bytes = tot;
 		return gs_ok(err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
-	}
+	});
 }
 
 }								/* extern "C" */

@@ -18,7 +18,7 @@
  * Nothing here throws, aborts or prints: every CUDA return code is checked
  * and turned into a gs_status with a message.  No thrust, no operator new;
  * CUB's device algorithms return cudaError_t.  The extern "C" entries also
- * catch (...) as a last line of defence.
+ * run through gs_guard (catch (...)) as a last line of defence.
  */
 #ifndef GS_CUDA_INTERNAL_H
 #define GS_CUDA_INTERNAL_H
@@ -93,6 +93,25 @@ gs_status	gs_ok(gs_error *err);
 gs_status	gs_cuda_fail(gs_error *err, cudaError_t ce, const char *what);
 /* GS_ERR_CANCELED when the options' interrupt hook says so */
 gs_status	gs_check_interrupt(const gs_options *opt, gs_error *err);
+
+/*
+ * The extern "C" entries' last line of defence: run body (a lambda that
+ * returns a gs_status) and turn a C++ exception escaping it into
+ * GS_ERR_DEVICE naming the entry, so that none crosses into C.
+ */
+template <typename Body>
+static inline gs_status
+gs_guard(gs_error *err, const char *entry, Body body)
+{
+	try
+	{
+		return body();
+	}
+	catch (...)
+	{
+		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception in %s", entry);
+	}
+}
 
 #define GS_CK(call, what) do { cudaError_t ce_ = (call); \
 	if (ce_ != cudaSuccess) { rc = gs_cuda_fail(err, ce_, what); goto done; } } while (0)

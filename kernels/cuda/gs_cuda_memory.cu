@@ -7,7 +7,7 @@
  *
  * Nothing here throws, aborts or prints: every CUDA return code is checked
  * and turned into a gs_status with a message.  The extern "C" entries also
- * catch (...) as a last line of defence.
+ * run through gs_guard (catch (...)) as a last line of defence.
  */
 #include <stdlib.h>
 #include <cuda_runtime.h>
@@ -104,8 +104,7 @@ extern "C" {
 gs_status
 gs_cuda_alloc(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_alloc", [&]() -> gs_status {
 		if (!e || !d_ptr)
 			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
 		*d_ptr = NULL;
@@ -122,11 +121,7 @@ gs_cuda_alloc(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err)
 		}
 		gs_rec_add(e, *d_ptr, bytes, 0);
 		return gs_ok(err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
-	}
+	});
 }
 
 void
@@ -142,8 +137,7 @@ gs_cuda_free(gs_cuda_engine *e, void *d_ptr)
 gs_status
 gs_cuda_host_alloc(gs_cuda_engine *e, size_t bytes, void **h_ptr, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_host_alloc", [&]() -> gs_status {
 		if (!e || !h_ptr)
 			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
 		*h_ptr = NULL;
@@ -157,11 +151,7 @@ gs_cuda_host_alloc(gs_cuda_engine *e, size_t bytes, void **h_ptr, gs_error *err)
 		}
 		gs_rec_add(e, *h_ptr, bytes, 1);
 		return gs_ok(err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
-	}
+	});
 }
 
 void
@@ -177,8 +167,7 @@ gs_cuda_host_free(gs_cuda_engine *e, void *h_ptr)
 gs_status
 gs_cuda_host_register(gs_cuda_engine *e, void *h_ptr, size_t bytes, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_host_register", [&]() -> gs_status {
 		if (!e || !h_ptr)
 			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
 		cudaError_t ce = cudaHostRegister(h_ptr, bytes, cudaHostRegisterPortable);
@@ -187,11 +176,7 @@ gs_cuda_host_register(gs_cuda_engine *e, void *h_ptr, size_t bytes, gs_error *er
 			return gs_cuda_fail(err, ce, "cudaHostRegister");
 		gs_rec_add(e, h_ptr, bytes, 2);
 		return gs_ok(err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
-	}
+	});
 }
 
 void
@@ -209,8 +194,7 @@ static gs_status
 copy_async(gs_cuda_engine *e, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
 		   const char *what, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "copy_async", [&]() -> gs_status {
 		if (!e || (bytes && (!dst || !src)))
 			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
 		if (bytes == 0)
@@ -220,11 +204,7 @@ copy_async(gs_cuda_engine *e, void *dst, const void *src, size_t bytes, cudaMemc
 		if (ce != cudaSuccess)
 			return gs_cuda_fail(err, ce, what);
 		return gs_ok(err);
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
-	}
+	});
 }
 
 gs_status
@@ -243,8 +223,7 @@ gs_cuda_copy_device_async(gs_cuda_engine *e, void *d_dst, const void *d_src, siz
 gs_status
 gs_cuda_widen16(gs_cuda_engine *e, const void *d_src16, void *d_dst32, size_t n, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_widen16", [&]() -> gs_status {
 		gs_status	rc = GS_OK;
 
 		if (!e || (n && (!d_src16 || !d_dst32)))
@@ -265,18 +244,13 @@ gs_cuda_widen16(gs_cuda_engine *e, const void *d_src16, void *d_dst32, size_t n,
 		return gs_ok(err);
 done:
 		return rc;
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
-	}
+	});
 }
 
 gs_status
 gs_cuda_sync(gs_cuda_engine *e, gs_error *err)
 {
-	try
-	{
+	return gs_guard(err, "gs_cuda_sync", [&]() -> gs_status {
 		gs_status	rc = GS_OK;
 
 		if (!e)
@@ -286,11 +260,7 @@ gs_cuda_sync(gs_cuda_engine *e, gs_error *err)
 		return gs_ok(err);
 done:
 		return rc;
-	}
-	catch (...)
-	{
-		return gs_fail(err, GS_ERR_DEVICE, "unexpected C++ exception");
-	}
+	});
 }
 
 void
