@@ -37,6 +37,10 @@
 #                  modes (default: the server's; 0: serial sessions, whose
 #                  keys the service reads in place from the key pool)
 #   GS_CB_NFR      fractions per query (default 3)
+#   GS_CB_GROUPS   G > 0: each query is GROUP BY g over G groups of the table
+#                  (rows / G each: every group is a job of its own on the
+#                  service), every group's answer checked (default 0: one
+#                  group, the whole table)
 #   GS_CB_OUT      also write the table here (default: stdout only)
 set -u -o pipefail
 ROWS=${GS_CB_ROWS:-"2000000 10000000"}
@@ -89,13 +93,22 @@ line rows mode clients wall_s qps mean_ms p95_ms failed gpu_peak_MiB gpu_util_% 
 line --------- ------- ------- -------- --------- ---------- ---------- ------ ------------ ---------- ------------
 
 for n in $ROWS; do
-	$PSQL -c "DROP TABLE IF EXISTS gs_cb" -c "CREATE TABLE gs_cb AS SELECT random() AS x FROM generate_series(1, $n)" -c "VACUUM ANALYZE gs_cb" 2>/dev/null || exit 1
-	expected=$($PSQL -c "SELECT (percentile_disc($FR) WITHIN GROUP (ORDER BY x))::text FROM gs_cb")
+	G=${GS_CB_GROUPS:-0}
+	$PSQL -c "DROP TABLE IF EXISTS gs_cb" -c "CREATE TABLE gs_cb AS SELECT random() AS x, i % greatest($G, 1) AS g FROM generate_series(1, $n) i" -c "VACUUM ANALYZE gs_cb" 2>/dev/null || exit 1
 	# a wrong answer divides by zero (at run time: the comparison is not a
 	# constant): pgbench counts a failed transaction
-	cat >"$WORK/q.sql" <<SQL
+	if [ "$G" -gt 0 ]; then
+		$PSQL -c "DROP TABLE IF EXISTS gs_cb_want" \
+			-c "CREATE TABLE gs_cb_want AS SELECT g, (percentile_disc($FR) WITHIN GROUP (ORDER BY x))::text AS want FROM gs_cb GROUP BY g" || exit 1
+		cat >"$WORK/q.sql" <<SQL
+SELECT 1 / (count(*) = $G)::int FROM (SELECT g, gpu_quantiles(x, $FR)::text AS a FROM gs_cb GROUP BY g) s JOIN gs_cb_want w USING (g) WHERE s.a = w.want;
+SQL
+	else
+		expected=$($PSQL -c "SELECT (percentile_disc($FR) WITHIN GROUP (ORDER BY x))::text FROM gs_cb")
+		cat >"$WORK/q.sql" <<SQL
 SELECT 1 / (gpu_quantiles(x, $FR)::text = '$expected')::int FROM gs_cb;
 SQL
+	fi
 	for mode in $MODES; do
 		case $mode in
 		cpu) opts="-c gpuselect.device=cpu" ;;
@@ -155,10 +168,10 @@ SQL
 		done
 	done
 done
-$PSQL -c "DROP TABLE IF EXISTS gs_cb"
+$PSQL -c "DROP TABLE IF EXISTS gs_cb" -c "DROP TABLE IF EXISTS gs_cb_want"
 
 {
-	echo "concurrency_bench.sh $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname); $TX queries per client; max_parallel_workers_per_gather ${GS_CB_WORKERS:-as the server}; gpu_quantiles(x, $FR)"
+	echo "concurrency_bench.sh $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname); $TX queries per client; ${GS_CB_GROUPS:-0} groups (0: one); max_parallel_workers_per_gather ${GS_CB_WORKERS:-as the server}; gpu_quantiles(x, $FR)"
 	echo "service: $svc_state ($svc_dev)"
 	printf '%s\n' "${rows_out[@]}"
 	echo
