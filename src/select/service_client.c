@@ -449,7 +449,9 @@ gs_svc_fill(int j, const GsSvcReq *r, GsSvcFill *f, int first, int n)
 			break;
 		}
 		if (f->seen >= r->io_chunks)
-			gs_svc_chunks[idx].nkeys = (uint32) (gs_svc_fill_chunk(f, r->st, mem) / r->st->key_bytes);
+			gs_svc_chunks[idx].nkeys = (uint32)
+				(gs_svc_fill_chunk(f, r->st, gs_pool_prefault(mem, gs_svc_ctl->chunk_bytes)) /
+				 r->st->key_bytes);
 		f->seen++;
 		f->tail = idx;
 		idx = gs_svc_chunks[idx].next;

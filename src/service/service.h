@@ -324,6 +324,9 @@ extern void gs_pool_queue_leave(int job);
  * reaper's orphan scan): wake the first in the queue (pool lock held) */
 extern void gs_pool_wake_queue(void);
 extern void gs_pool_free_list(int head, int job);
+/* pool memory this backend is about to write mapped in one call
+ * (gpuselect.prefault_pool_chunks); returns mem */
+extern char *gs_pool_prefault(char *mem, Size bytes);
 /* one held chunk for this backend's scan under job slot `job` (its
  * scan owner becomes this process); -1 when the pool is down to its
  * reserve.  Freeing checks index, slot and pid and never raises an ERROR. */
