@@ -79,6 +79,7 @@ static const GsRowKind gs_row_kinds[] = {
 	{"service_timed_out", "counter"},
 	{"service_pool_exhausted", "counter"},
 	{"service_pool_waits", "counter"},
+	{"service_pool_filled_waiting", "counter"},
 	{"service_restart_waits", "counter"},
 
 	{"states_created", "internal"},

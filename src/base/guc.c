@@ -212,11 +212,12 @@ gs_guc_define(void)
 	 */
 	/*
 	 * USERSET: advice to the kernel about memory this backend writes (the
-	 * key-pool chunks its scans fill, service_scan.c); never an answer.
+	 * key-pool chunks its scans and final calls fill, service_pool.c); never an answer.
 	 */
 	DefineCustomBoolVariable("gpuselect.prefault_pool_chunks",
-							 "Map a key-pool chunk's pages in one call before a scan fills it.",
-							 "madvise(MADV_POPULATE_WRITE) on each GPU service key-pool chunk a backend takes: "
+							 "Map a key-pool chunk's pages in one call before a backend fills it.",
+							 "madvise(MADV_POPULATE_WRITE) on each GPU service key-pool chunk a backend takes to write "
+							 "(a scan's, and the job chunks a final call copies keys into): "
 							 "one system call instead of a page fault per 4 kB page it writes (Linux 5.14 and later).",
 							 &gs_guc_prefault_pool_chunks,
 							 true,

@@ -252,7 +252,11 @@ gs_dispatch_note_run(const GsRunInfo *info, int nranks, bool approx)
 	/* one line per final call: a NOTICE with gpuselect.debug, else DEBUG1 */
 	if (gs_guc_debug || message_level_is_interesting(DEBUG1))
 		ereport(gs_guc_debug ? NOTICE : DEBUG1,
-				(errmsg("gpuselect: path=%s n=" INT64_FORMAT " ranks=%d bytes_copied=" INT64_FORMAT " copy_ms=%.3f select_ms=%.3f%s",
+				(errmsg("gpuselect: path=%s n=" INT64_FORMAT " ranks=%d bytes_copied=" INT64_FORMAT " copy_ms=%.3f select_ms=%.3f%s%s",
 						gs_last_path, info->n, nranks, info->bytes_copied, info->copy_ms, info->select_ms,
-						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, info->rank_bound) : "")));
+						approx ? psprintf(" approximate rank_bound=" INT64_FORMAT, info->rank_bound) : "",
+						strcmp(gs_last_path, "service") == 0
+						? psprintf(" unload_ms=%.1f take_ms=%.1f fill_ms=%.1f queue_ms=%.1f answer_ms=%.1f",
+								   info->svc_unload_ms, info->svc_take_ms, info->svc_fill_ms,
+								   info->svc_queue_ms, info->svc_answer_ms) : "")));
 }

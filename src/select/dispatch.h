@@ -30,6 +30,15 @@ typedef struct GsRunInfo
 	double		copy_ms;
 	double		select_ms;
 	int64		rank_bound;		/* approximate mode: max rank error; else 0 */
+	/* the service's path (service_client.c), where the final call's time
+	 * went: the held chunks' keys copied out to queue for the pool, the
+	 * job's chunks taken (the pool's queue) and filled, of that the copy
+	 * of the keys, the job's wait for a device, submitted to answered */
+	double		svc_unload_ms;
+	double		svc_take_ms;
+	double		svc_fill_ms;
+	double		svc_queue_ms;
+	double		svc_answer_ms;
 } GsRunInfo;
 
 /*

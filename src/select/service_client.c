@@ -25,8 +25,9 @@
  * are bounded by gpuselect.service_timeout (auto: by the CPU's time for
  * the group, GsSvcClock):
  *   - the pool's queue: a backend never waits for chunks while it holds
- *     any (gs_svc_take_chunks gives its held chunks back first), and waits
- *     for all of its job's chunks at once, first come first served;
+ *     any another waiter needs (gs_svc_take_chunks gives its held chunks
+ *     back first, unless it is first in line), first come first served;
+ *     the first in line fills its job's chunks as they come free;
  *   - a restart: a job the restart caught is run by the next incarnation,
  *     or submitted again once it is READY (gs_svc_wait, gs_service_select);
  *     only past the deadline does the request fail, saying so.
@@ -56,70 +57,6 @@ gs_svc_fail(GsRunInfo *info, const char *reason)
 	pg_atomic_fetch_add_u64(&gs_svc_ctl->fallen_back, 1);
 	info->path = psprintf("cpu (fallback: GPU service: %s)", reason);
 	return GS_GPU_NOT_USED;
-}
-
-/*
- * The keys of st's palloc'd chunks into the job's copy chunks (the
- * copy_chunks after the io_chunks from head), packed; each copy chunk's
- * count into its descriptor.  Returns the last chunk of the job's own
- * list (-1 when the list is damaged).
- */
-static int
-gs_svc_copy_keys(int j, const GsState *st, int io_chunks, int copy_chunks)
-{
-	Size		cb = gs_svc_ctl->chunk_bytes;
-	int			idx = gs_svc_jobs[j].head;
-	int			tail;
-	char	   *mem;
-	Size		off = 0;
-
-	/* the io area's last chunk */
-	for (int i = 0; i < io_chunks - 1; i++)
-	{
-		if (gs_pool_chunk(idx, j) == NULL)
-			return -1;
-		idx = gs_svc_chunks[idx].next;
-	}
-	if (gs_pool_chunk(idx, j) == NULL)
-		return -1;
-	if (copy_chunks == 0)
-		return idx;
-	idx = gs_svc_chunks[idx].next;
-	mem = gs_pool_chunk(idx, j);
-	tail = idx;
-	for (int i = 0; i < st->nchunks; i++)
-	{
-		const GsChunk *k = &st->chunks[i];
-		const char *src = k->data;
-		Size		len = (Size) k->n * st->key_bytes;
-
-		if (k->pool_ref != 0)
-			continue;
-		while (len > 0)
-		{
-			Size		piece;
-
-			if (off == cb)
-			{
-				gs_svc_chunks[idx].nkeys = (uint32) (off / st->key_bytes);
-				idx = gs_svc_chunks[idx].next;
-				mem = gs_pool_chunk(idx, j);
-				tail = idx;
-				off = 0;
-			}
-			if (mem == NULL)
-				return -1;
-			piece = Min(len, cb - off);
-			memcpy(mem + off, src, piece);
-			src += piece;
-			len -= piece;
-			off += piece;
-		}
-	}
-	if (mem == NULL)
-		return -1;
-	gs_svc_chunks[idx].nkeys = (uint32) (off / st->key_bytes);
-	return tail;
 }
 
 /*
@@ -423,6 +360,11 @@ typedef struct GsSvcReq
 	uint64		unpooled;
 	uint64		leased;
 	bool		submitted;		/* once: the key counters below were added */
+	/* where the time went (gpuselect.debug), the last attempt's */
+	double		unload_ms;		/* held chunks' keys copied out (the queue) */
+	double		take_ms;		/* the job's chunks taken and filled */
+	double		fill_ms;		/* ... of which copying keys into them */
+	TimestampTz submitted_at;
 } GsSvcReq;
 
 static int
@@ -432,27 +374,122 @@ gs_svc_copy_chunks(const GsSvcReq *r)
 }
 
 /*
- * Chunks for job j (held OPEN): at once when the pool has them and nobody
- * waits for it; else, first in line, it waits keeping what it holds;
- * behind someone, this backend first gives back every chunk it holds
+ * The copy of a state's palloc'd keys into its job's chunks, which may
+ * come a few at a time (the pool's queue, gs_svc_take_chunks): the job's
+ * list is its io chunks (ranks, answers), then its copy chunks, each
+ * filled full but the last, packed, its count in its descriptor.
+ */
+typedef struct GsSvcFill
+{
+	int			seen;			/* chunks of the job's list so far */
+	int			tail;			/* the last of them (-1: none) */
+	int			from;			/* the state's chunk being copied */
+	Size		off;			/* ... bytes of it copied */
+	bool		ok;				/* false: a chunk was not the job's (a damaged list) */
+	int			waiting;		/* chunks filled before the job had them all */
+	double		ms;				/* time spent copying */
+} GsSvcFill;
+
+static void
+gs_svc_fill_start(GsSvcFill *f)
+{
+	f->seen = 0;
+	f->tail = -1;
+	f->from = 0;
+	f->off = 0;
+	f->ok = true;
+	f->waiting = 0;
+	f->ms = 0;
+}
+
+/* one copy chunk's worth of st's palloc'd keys, from where f stands, into mem */
+static Size
+gs_svc_fill_chunk(GsSvcFill *f, const GsState *st, char *mem)
+{
+	Size		cb = gs_svc_ctl->chunk_bytes;
+	Size		done = 0;
+
+	while (done < cb && f->from < st->nchunks)
+	{
+		const GsChunk *k = &st->chunks[f->from];
+		Size		len = (Size) k->n * st->key_bytes;
+		Size		piece;
+
+		if (k->pool_ref != 0 || f->off >= len)
+		{
+			f->from++;
+			f->off = 0;
+			continue;
+		}
+		piece = Min(len - f->off, cb - done);
+		memcpy(mem + done, k->data + f->off, piece);
+		f->off += piece;
+		done += piece;
+	}
+	return done;
+}
+
+/*
+ * The n chunks of job j's list from `first` (just taken): io chunks are
+ * skipped, copy chunks filled.
+ */
+static void
+gs_svc_fill(int j, const GsSvcReq *r, GsSvcFill *f, int first, int n)
+{
+	int			idx = first;
+	TimestampTz t0 = GetCurrentTimestamp();
+
+	for (int i = 0; i < n && f->ok; i++)
+	{
+		char	   *mem = gs_pool_chunk(idx, j);
+
+		if (mem == NULL)
+		{
+			f->ok = false;
+			break;
+		}
+		if (f->seen >= r->io_chunks)
+			gs_svc_chunks[idx].nkeys = (uint32)
+				(gs_svc_fill_chunk(f, r->st, gs_pool_prefault(mem, gs_svc_ctl->chunk_bytes)) /
+				 r->st->key_bytes);
+		f->seen++;
+		f->tail = idx;
+		idx = gs_svc_chunks[idx].next;
+	}
+	f->ms += (double) (GetCurrentTimestamp() - t0) / 1000.0;
+}
+
+/*
+ * Chunks for job j (held OPEN), filled with the keys of the state's
+ * palloc'd chunks (f): at once when the pool has them and nobody waits
+ * for it; else, first in line, it waits keeping what it holds; behind
+ * someone, this backend first gives back every chunk it holds
  * (gs_service_scan_unload_all: the keys move into its states' memory, and
- * in's segments follow), then waits, holding none, in the pool's queue
- * for all the chunks of the job at once; either up to clk's patience.  A cancel
- * while waiting leaves the queue, frees the slot and is re-thrown.
- * Returns the first chunk, -1 when the wait ran out.
+ * in's segments follow), then waits, holding none, in the pool's queue.
+ * Once first in line it takes the job's chunks as they come free and
+ * fills them while it waits for the rest; either up to clk's patience.  A
+ * cancel while waiting leaves the queue, frees the slot and its chunks
+ * and is re-thrown.  Returns the first chunk, -1 when the wait ran out
+ * (nothing taken then).
  */
 static int
-gs_svc_take_chunks(int j, GsSvcReq *r, const GsSvcClock *clk)
+gs_svc_take_chunks(int j, GsSvcReq *r, const GsSvcClock *clk, GsSvcFill *f)
 {
 	GsSvcControl *c = gs_svc_ctl;
+	GsSvcJob   *job = &gs_svc_jobs[j];
 	int			need = r->io_chunks + gs_svc_copy_chunks(r);
-	volatile int head = -1;
+	volatile int left = need;
 
+	gs_svc_fill_start(f);
 	if (need + r->nheld <= c->nchunks)
 	{
-		head = gs_pool_alloc(need, j);
+		int			head = gs_pool_alloc(need, j);
+
 		if (head >= 0)
+		{
+			gs_svc_fill(j, r, f, head, need);
 			return head;
+		}
 	}
 	/* auto with no patience left (a small group): the CPU, without the copy */
 	if (need + r->nheld <= c->nchunks && gs_svc_past(clk->patience))
@@ -471,19 +508,35 @@ gs_svc_take_chunks(int j, GsSvcReq *r, const GsSvcClock *clk)
 		if (need + r->nheld > c->nchunks || gs_service_scan_held_elsewhere(r->st) > 0 ||
 			!gs_pool_queue_join_first(j, need))
 		{
+			TimestampTz t0 = GetCurrentTimestamp();
+
 			if (gs_service_scan_unload_all() > 0)
 			{
 				pfree((void *) r->in->segs);
 				gs_state_input(r->st, r->in);
 				gs_svc_count_chunks(r->st, &r->nheld, &r->unpooled, &r->leased);
 			}
-			gs_pool_queue_join(j, r->io_chunks + gs_svc_copy_chunks(r));
+			r->unload_ms = (double) (GetCurrentTimestamp() - t0) / 1000.0;
+			left = need = r->io_chunks + gs_svc_copy_chunks(r);
+			gs_pool_queue_join(j, need);
 		}
 		for (;;)
 		{
+			int			was = left;
+			int			now_left;
+			int			piece;
+
 			ResetLatch(MyLatch);
-			head = gs_pool_queue_take(j);
-			if (head >= 0 || gs_svc_past(clk->patience))
+			piece = gs_pool_queue_take(j, &f->tail, &now_left);
+			left = now_left;
+			if (piece >= 0)
+			{
+				gs_svc_fill(j, r, f, piece, was - left);
+				/* filled while the rest of the pool was still busy */
+				if (left > 0)
+					f->waiting += was - left;
+			}
+			if (left == 0 || gs_svc_past(clk->patience))
 				break;
 			gs_svc_nap(clk->patience, 50L);
 			CHECK_FOR_INTERRUPTS();
@@ -492,12 +545,17 @@ gs_svc_take_chunks(int j, GsSvcReq *r, const GsSvcClock *clk)
 	PG_CATCH();
 	{
 		gs_pool_queue_leave(j);
-		gs_svc_abandon(j);		/* OPEN, no chunks: back to FREE */
+		gs_svc_abandon(j);		/* OPEN: the chunks it took freed, back to FREE */
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	gs_pool_queue_leave(j);		/* when it ran out */
-	return head;
+	if (left == 0)
+		return job->head;
+	/* it ran out: out of the queue, and what it took back to the pool */
+	gs_pool_queue_leave(j);
+	gs_pool_free_list(job->head, j);
+	job->head = -1;
+	return -1;
 }
 
 /*
@@ -514,7 +572,8 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 	uint32		state;
 	uint32		expected;
 	uint64		epoch;
-	int			tail;
+	GsSvcFill	fill;
+	TimestampTz t0;
 	bool		ok;
 
 	if (!gs_svc_wait_ready(clk->patience, &state))
@@ -541,7 +600,13 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 		*why = "this process's job slot is still busy";
 		return GS_SVC_GIVEN_UP;
 	}
-	job->head = gs_svc_take_chunks(j, r, clk);
+	r->unload_ms = 0;
+	t0 = GetCurrentTimestamp();
+	job->head = gs_svc_take_chunks(j, r, clk, &fill);
+	r->take_ms = (double) (GetCurrentTimestamp() - t0) / 1000.0;
+	r->fill_ms = fill.ms;
+	if (fill.waiting > 0)
+		pg_atomic_fetch_add_u64(&c->pool_filled_waiting, (uint64) fill.waiting);
 	if (job->head < 0)
 	{
 		pg_atomic_write_u32(&job->state, GS_JOB_FREE);
@@ -551,8 +616,8 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 	}
 	/* ranks into the io area; palloc'd keys copied; held chunks in place */
 	ok = gs_pool_copy(job->head, j, 0, (void *) r->ranks, sizeof(uint64) * r->nranks, true);
-	tail = ok ? gs_svc_copy_keys(j, r->st, r->io_chunks, gs_svc_copy_chunks(r)) : -1;
-	ok = tail >= 0 && gs_svc_link_held(j, r->st, tail, r->nheld);
+	ok = ok && fill.ok && fill.seen == r->io_chunks + gs_svc_copy_chunks(r) &&
+		gs_svc_link_held(j, r->st, fill.tail, r->nheld);
 	if (!ok)
 	{
 		gs_svc_abandon(j);
@@ -581,6 +646,7 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 		return GS_SVC_GIVEN_UP;
 	}
 	gs_svc_wake_service();
+	r->submitted_at = GetCurrentTimestamp();
 	return gs_svc_wait(j, epoch, clk, restarted, why);
 }
 
@@ -655,6 +721,11 @@ gs_service_select(GsState *st, gs_input *in, const uint64 *ranks, int nranks,
 	info->copy_ms = job->copy_ms;
 	info->select_ms = job->queue_ms + job->select_ms;
 	info->bytes_copied = (int64) job->bytes_copied;
+	info->svc_unload_ms = r.unload_ms;
+	info->svc_take_ms = r.take_ms;
+	info->svc_fill_ms = r.fill_ms;
+	info->svc_queue_ms = job->queue_ms;
+	info->svc_answer_ms = (double) (GetCurrentTimestamp() - r.submitted_at) / 1000.0;
 	gs_svc_abandon(j);			/* DONE: frees the job's chunks (not the held ones) and the slot */
 	if (!ok)
 		return gs_svc_fail(info, "the key pool's chunk list is damaged");

@@ -45,8 +45,10 @@
  * their own layers (state/service_scan.h: the scan and leases;
  * select/service_client.h: a selection on the service).
  *
- * A job slot's owner never waits for pool chunks while it holds any: it
- * gives them back and queues (wait_ticket below, service_pool_queue.c).
+ * A job slot's owner never waits for pool chunks while it holds any that
+ * another waiter needs: it gives them back and queues, and only the
+ * first in line holds chunks while it waits (wait_ticket below,
+ * service_pool_queue.c).
  */
 #ifndef GS_SERVICE_H
 #define GS_SERVICE_H
@@ -158,9 +160,9 @@ typedef struct GsSvcJob
 
 	/*
 	 * The pool's queue (service_pool_queue.c, pool lock): a backend that found
-	 * too few free chunks for its job waits here, holding none, for all
-	 * wait_need of them at once; the smallest ticket is served first.
-	 * 0: not waiting.
+	 * too few free chunks for its job waits here for them; the smallest
+	 * ticket is served first, and only it takes chunks (as they come free:
+	 * wait_need is how many it still waits for).  0: not waiting.
 	 */
 	uint64		wait_ticket;
 	int			wait_need;
@@ -237,6 +239,8 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 timed_out;
 	pg_atomic_uint64 pool_exhausted;
 	pg_atomic_uint64 pool_waits;	/* requests that queued for pool chunks */
+	pg_atomic_uint64 pool_filled_waiting;	/* job chunks the first in line filled
+											 * before it had them all */
 	pg_atomic_uint64 restart_waits; /* requests a service restart caught, retried */
 	pg_atomic_uint64 bytes_in_use;	/* job and held chunks */
 	pg_atomic_uint64 scan_bytes;	/* held chunks */
@@ -305,18 +309,24 @@ extern bool gs_service_in_use(void);
  * and owner and never raises an ERROR. */
 extern int	gs_pool_alloc(int n, int job);
 /* the pool's queue: join it for n chunks (the caller holds no chunk);
- * take them all once first in line and free (-1: not yet); leave it
+ * once first in line, take what is free of them, appended after *tail
+ * (the job's head when none yet), *left: how many it still waits for
+ * (0: it has them all and left the queue), returns the first taken
+ * (-1: none now); leave it
  * (taken, timeout, cancel, exit: never raises an ERROR).  _join_first:
  * join only if nobody waits (then the caller may keep the chunks it holds:
  * it is first in line, and nobody behind it holds any); false: not joined */
 extern void gs_pool_queue_join(int job, int n);
 extern bool gs_pool_queue_join_first(int job, int n);
-extern int	gs_pool_queue_take(int job);
+extern int	gs_pool_queue_take(int job, int *tail, int *left);
 extern void gs_pool_queue_leave(int job);
 /* chunks went back to the free list outside the functions here (the
  * reaper's orphan scan): wake the first in the queue (pool lock held) */
 extern void gs_pool_wake_queue(void);
 extern void gs_pool_free_list(int head, int job);
+/* pool memory this backend is about to write mapped in one call
+ * (gpuselect.prefault_pool_chunks); returns mem */
+extern char *gs_pool_prefault(char *mem, Size bytes);
 /* one held chunk for this backend's scan under job slot `job` (its
  * scan owner becomes this process); -1 when the pool is down to its
  * reserve.  Freeing checks index, slot and pid and never raises an ERROR. */

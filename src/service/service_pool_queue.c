@@ -120,24 +120,47 @@ gs_pool_queue_join_first(int job, int n)
 	return first;
 }
 
+/*
+ * The first in line takes what is free now, up to what it still waits
+ * for, appended to its job's list (job->head, so that abandoning the job
+ * frees them); it leaves the queue once it has them all.  It fills them
+ * while it waits for the rest, so its copy overlaps the job that holds
+ * the others (the comment at the top: why that is no hold-and-wait).
+ */
 int
-gs_pool_queue_take(int job)
+gs_pool_queue_take(int job, int *tail, int *left)
 {
 	GsSvcControl *c = gs_svc_ctl;
 	GsSvcJob   *me = &gs_svc_jobs[job];
-	int			head = -1;
+	int			piece = -1;
 
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
-	if (me->wait_ticket != 0 && gs_pool_queue_first() == job && c->nfree >= me->wait_need)
+	if (me->wait_ticket != 0 && gs_pool_queue_first() == job && c->nfree > 0)
 	{
-		me->wait_ticket = 0;
-		c->nwaiting--;
-		head = gs_pool_alloc_locked(me->wait_need, job);
-		/* the next in line may fit in what is left */
-		gs_pool_wake_queue();
+		int			n = Min(c->nfree, me->wait_need);
+		int			last;
+
+		piece = gs_pool_alloc_locked(n, job);
+		Assert(piece >= 0);
+		for (last = piece; gs_svc_chunks[last].next >= 0; last = gs_svc_chunks[last].next)
+			;
+		if (*tail >= 0)
+			gs_svc_chunks[*tail].next = piece;
+		else
+			me->head = piece;
+		*tail = last;
+		me->wait_need -= n;
+		if (me->wait_need == 0)
+		{
+			me->wait_ticket = 0;
+			c->nwaiting--;
+			/* the next in line may take what is left */
+			gs_pool_wake_queue();
+		}
 	}
+	*left = me->wait_ticket != 0 ? me->wait_need : 0;
 	LWLockRelease(c->lock);
-	return head;
+	return piece;
 }
 
 void

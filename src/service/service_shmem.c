@@ -193,6 +193,7 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->timed_out, 0);
 		pg_atomic_init_u64(&c->pool_exhausted, 0);
 		pg_atomic_init_u64(&c->pool_waits, 0);
+		pg_atomic_init_u64(&c->pool_filled_waiting, 0);
 		pg_atomic_init_u64(&c->restart_waits, 0);
 		pg_atomic_init_u64(&c->bytes_in_use, 0);
 		pg_atomic_init_u64(&c->scan_bytes, 0);
@@ -436,6 +437,7 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("service_timed_out", pg_atomic_read_u64(&c->timed_out));
 	EMIT_U64("service_pool_exhausted", pg_atomic_read_u64(&c->pool_exhausted));
 	EMIT_U64("service_pool_waits", pg_atomic_read_u64(&c->pool_waits));
+	EMIT_U64("service_pool_filled_waiting", pg_atomic_read_u64(&c->pool_filled_waiting));
 	emit("key_pool_waiting", psprintf("%d", waiting), arg);
 	EMIT_U64("service_restart_waits", pg_atomic_read_u64(&c->restart_waits));
 	EMIT_U64("key_pool_bytes", (uint64) c->nchunks * c->chunk_bytes);

@@ -67,9 +67,6 @@
 #include "postgres.h"
 #include "base/pg_compat.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "lib/ilist.h"
@@ -126,30 +123,6 @@ gs_svc_scan_attach(GsState *st, int slot)
 	st->svc = sc;
 }
 
-/*
- * A key-pool chunk this backend is about to fill, its page tables made
- * writable in one call (gpuselect.prefault_pool_chunks): the pool is
- * shared memory each backend maps on first touch, and a scan that fills
- * chunks at memory speed otherwise takes a page fault per 4 kB of them.
- * MADV_POPULATE_WRITE (Linux 5.14) changes no byte; an older kernel's
- * EINVAL leaves the faults to happen as before.
- */
-static char *
-gs_pool_chunk_prefault(char *chunk, Size bytes)
-{
-#ifdef MADV_POPULATE_WRITE
-	if (gs_guc_prefault_pool_chunks)
-	{
-		uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
-		uintptr_t	start = TYPEALIGN_DOWN(page, (uintptr_t) chunk);
-		uintptr_t	end = TYPEALIGN(page, (uintptr_t) chunk + bytes);
-
-		(void) madvise((void *) start, end - start, MADV_POPULATE_WRITE);
-	}
-#endif
-	return chunk;
-}
-
 char *
 gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref)
 {
@@ -174,7 +147,7 @@ gs_service_scan_chunk(GsState *st, uint64 *cap, int *pool_ref)
 	}
 	*cap = c->chunk_bytes / st->key_bytes;
 	*pool_ref = idx + 1;
-	return gs_pool_chunk_prefault(gs_svc_pool + (Size) idx * c->chunk_bytes, c->chunk_bytes);
+	return gs_pool_prefault(gs_svc_pool + (Size) idx * c->chunk_bytes, c->chunk_bytes);
 }
 
 /*
@@ -385,7 +358,7 @@ gs_service_lease_chunk(GsState *st, uint64 *cap, int *pool_ref)
 	st->lease_gen = gen;
 	*cap = c->chunk_bytes / st->key_bytes;
 	*pool_ref = idx + 1;
-	return gs_pool_chunk_prefault(gs_svc_pool + (Size) idx * c->chunk_bytes, c->chunk_bytes);
+	return gs_pool_prefault(gs_svc_pool + (Size) idx * c->chunk_bytes, c->chunk_bytes);
 }
 
 /*

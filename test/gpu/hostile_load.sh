@@ -10,6 +10,11 @@
 #  2. restart: GS_HL_CLIENTS (100) pgbench clients in gpu mode over 2M rows
 #     while the service is sent SIGTERM: no query lost (a wrong answer
 #     divides by zero, a failed query is counted).
+# Each query runs with gpuselect.debug on: its line shows where its final
+# call's time went (unload_ms: its held chunks copied out to queue for the
+# pool; take_ms: its job's chunks taken, waiting in the pool's queue, and
+# filled, fill_ms of it copying keys; queue_ms: waiting for the device;
+# answer_ms: submitted to answered); the rest of its time is the scan.
 # Prints a table last.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -36,20 +41,24 @@ fr="'{0.01,0.5,0.99}'::float8[]"
 $PSQL -c "DROP TABLE IF EXISTS gs_hl" -c "CREATE TABLE gs_hl AS SELECT (random() - 0.5) * 1e9 AS x FROM generate_series(1, $rows)" \
 	-c "VACUUM ANALYZE gs_hl" || exit 1
 want=$($PSQL -c "SELECT (percentile_disc($fr) WITHIN GROUP (ORDER BY x))::text FROM gs_hl")
-q="SET gpuselect.device = 'gpu'; SELECT (gpu_quantiles(x, $fr)::text = '$want')::text || ' ' || (SELECT value FROM gpuselect_status() WHERE name = 'last_path') FROM gs_hl;"
+q="SET gpuselect.device = 'gpu'; SET gpuselect.debug = on; SELECT (gpu_quantiles(x, $fr)::text = '$want')::text || ' ' || (SELECT value FROM gpuselect_status() WHERE name = 'last_path') FROM gs_hl;"
 exh0=$(status service_pool_exhausted); to0=$(status service_timed_out)
+fw0=$(status service_pool_filled_waiting)
+# the debug NOTICE's phases, and the answer's check and path
+phases() { sed -n 's/.*\(unload_ms=.*answer_ms=[0-9.]*\).*/\1/p' <<<"$1"; }
+answer() { grep -o '^\(true\|false\) .*' <<<"$1" | head -1; }
 
 # 1a. each alone
 alone_sum=0
 for i in $(seq "$conc"); do
 	t0=$(now_ms); out=$($PSQL -c "$q" 2>&1); t1=$(now_ms)
-	echo "alone $i: $((t1 - t0)) ms: $out"
+	echo "alone $i: $((t1 - t0)) ms: $(answer "$out") $(phases "$out")"
 	alone_sum=$((alone_sum + t1 - t0))
 done
 # 1b. all at once
 t0=$(now_ms)
 for i in $(seq "$conc"); do
-	( s=$(now_ms); o=$($PSQL -c "$q" 2>&1 | tr '\n' ' '); echo "$(( $(now_ms) - s )) $o" >"$work/c$i" ) &
+	( s=$(now_ms); o=$($PSQL -c "$q" 2>&1); echo "$(( $(now_ms) - s )) $(answer "$o") $(phases "$o")" >"$work/c$i" ) &
 done
 wait
 t1=$(now_ms)
@@ -61,6 +70,7 @@ for i in $(seq "$conc"); do
 	[ "$ms" -gt "$slowest" ] && slowest=$ms
 done
 exh1=$(status service_pool_exhausted); to1=$(status service_timed_out)
+fw1=$(status service_pool_filled_waiting)
 
 # 2. a service restart under load
 $PSQL -c "DROP TABLE IF EXISTS gs_hl2" -c "CREATE TABLE gs_hl2 AS SELECT (random() - 0.5) * 1e9 AS x FROM generate_series(1, 2000000)" \
@@ -88,4 +98,5 @@ echo "|---|---|"
 echo "| $conc x ${rows}-row gpu queries, ${pool} pool: answered right through the service | $ok of $conc |"
 echo "| each alone (sum) / all at once (wall) / slowest | ${alone_sum} ms / $((t1 - t0)) ms / ${slowest} ms |"
 echo "| pool exhausted / timed out during them | $((exh1 - exh0)) / $((to1 - to0)) |"
+echo "| job chunks filled while waiting in the pool's queue | $((${fw1:-0} - ${fw0:-0})) |"
 echo "| $clients gpu clients x $tx over 2M rows, SIGTERM to the service | $failed of $((clients * tx)) failed; service pid $pid0 -> $pid1 |"

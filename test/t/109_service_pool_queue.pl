@@ -6,7 +6,8 @@
 # stalled until service_timeout).  Now a final call that cannot have its
 # chunks at once gives back what it holds and queues for all of them, so
 # every session answers (right, as the built-ins) long before the 60 s
-# service_timeout, and the pool ends empty.  A group larger than the whole
+# service_timeout, and the pool ends empty.  The first in line fills the
+# chunks it takes while it waits for the rest (service_pool_filled_waiting).  A group larger than the whole
 # pool is a 55000 ERROR at once, even while the pool is busy.
 use strict;
 use warnings;
@@ -77,6 +78,11 @@ is($good, $sessions, "$sessions concurrent gpu sessions, each group 60% of the p
 is($slow, 0, 'no session waited for the timeout (no hold-and-wait)');
 my $st = status();
 cmp_ok($st->{service_pool_waits} - $s0->{service_pool_waits}, '>', 0, 'final calls queued for the pool');
+# the first in line takes the chunks that are free (at least the scans'
+# reserve) and copies its keys into them while it waits for the rest,
+# instead of copying all of them after the job before it ends
+cmp_ok(($st->{service_pool_filled_waiting} // -1) - ($s0->{service_pool_filled_waiting} // 0), '>', 0,
+	'the first in line filled job chunks while it waited for the rest');
 is($st->{service_fallen_back}, 0, 'nothing fell back');
 ok(GsTest::service_pool_baseline(10), 'pool, held chunks and job slots back to empty');
 is(status()->{key_pool_waiting}, 0, 'nobody left in the pool queue');
