@@ -3,7 +3,7 @@
  * (aggs/citus_exchange.c: the rounds and the ungrouped query;
  * aggs/citus_exchange_grouped.c: every group in each round) and the
  * planner that writes their calls (planner/planner_citus.c: the literal
- * settings).  Nothing else includes it.
+ * settings) and citus_keys.c (GS_X_SIGN).  Nothing else includes it.
  */
 #ifndef GS_CITUS_EXCHANGE_H
 #define GS_CITUS_EXCHANGE_H
