@@ -53,6 +53,7 @@ OBJS = \
 	src/aggs/datum_final.o \
 	src/aggs/citus_exchange.o \
 	src/aggs/citus_exchange_grouped.o \
+	src/aggs/citus_keys.o \
 	src/scan/bulk_scan.o \
 	src/scan/bulk_groups.o \
 	src/planner/planner.o \

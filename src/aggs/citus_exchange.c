@@ -9,13 +9,26 @@
  * through SPI, each an ordinary distributed query that Citus already knows
  * how to run:
  *
- *   count   SELECT count(x) FROM t WHERE quals                  -> n
- *   sample  SELECT k FROM t WHERE ... AND random() < m/c          (~m keys:
- *           2048, up to 16384 for more than 1.2M candidates)
+ *   size    SELECT citus_relation_size(t)                      -> pages
+ *           (reads no table: an estimate of n, and a bound on it)
+ *   sample  SELECT k FROM t TABLESAMPLE SYSTEM (16 p) WHERE ...
+ *           AND random() < 1/16                                   (~m keys:
+ *           2048, up to 16384 for more than 1.2M candidates; p the
+ *           rate m / the estimate, so the round reads 16 p of the pages)
  *   counts  SELECT <k's bucket among S>, count(*) FROM t WHERE ...
  *           GROUP BY 1                                            (per shard:
- *           a row per bucket; Citus adds them up on the coordinator)
+ *           a row per bucket; Citus adds them up on the coordinator;
+ *           the buckets add up to n, which fixes the ranks)
  *   gather  SELECT k FROM t WHERE ... AND <k in the wanted buckets>
+ *
+ * So two full scans of the shards (counts, gather) and two cheap rounds,
+ * where a count round once came first (issue 34: four full scans, 5-6x
+ * sum(x); test/bench/results/citus-2026-11-28-vm-rounds.md).  The sample
+ * only places the splitters: a biased one (pages of values stored in
+ * order, a stale or wrong estimate) costs a level, never an answer, as the
+ * counts are exact.  Where the estimate could mislead, a count round comes
+ * back (gs_x_first_sample): the sample too small twice, or saying fewer
+ * than citus_exchange_min_rows values.
  *
  * k is the sort key: for the eight key types gs_citus_key(x), gpuselect's
  * order-preserving key as int8 (so -0 sits below +0 and NaN above +Inf,
@@ -38,11 +51,14 @@
  * one ask for each bucket's min and max too, which answer a bucket of
  * equal keys.
  *
- * Fewer than gpuselect.citus_exchange_min_rows values, or a round whose
- * counts do not add up (a concurrent write between two rounds: each Citus
- * statement takes its own snapshot on the workers), and every value is
+ * Fewer than gpuselect.citus_exchange_min_rows values (the pages' bound
+ * says so, or a count round), or rounds that disagree, and every value is
  * gathered in one round instead -- one statement, consistent, and the same
- * bytes as the partial aggregates send.
+ * bytes as the partial aggregates send.  Each Citus statement takes its own
+ * snapshot on the workers, so a write between two rounds could mix them:
+ * each later counts round must add up to the candidates the one before
+ * left, and the gather must find in each wanted bucket what the last counts
+ * round counted there (gs_x_read_off).
  *
  * Answers: ranks are PostgreSQL's (ranks.c), values the stored datums (keys
  * mapped back), percentile_cont interpolated as ranks.c / datum_final.c do,
@@ -52,7 +68,10 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -71,111 +90,8 @@
 #include "aggs/ranks.h"
 #include "aggs/citus_exchange.h"
 
-PG_FUNCTION_INFO_V1(gs_citus_key);
-PG_FUNCTION_INFO_V1(gs_citus_bucket);
 PG_FUNCTION_INFO_V1(gs_citus_exchange);
 
-
-/* ---------------- the key function the workers run ---------------- */
-
-/*
- * gpuselect's key of the first argument (gs_keys.h), sign-flipped so that
- * int8's order is the key's unsigned order; the argument's kind is looked
- * up once per call site (fn_extra).
- */
-static int64
-gs_citus_key_of(FunctionCallInfo fcinfo)
-{
-	GsTypeKind *kind = (GsTypeKind *) fcinfo->flinfo->fn_extra;
-	Datum		d = PG_GETARG_DATUM(0);
-	uint64		key = 0;
-
-	if (kind == NULL)
-	{
-		Oid			t = get_fn_expr_argtype(fcinfo->flinfo, 0);
-		GsTypeKind	k;
-		uint8		kb;
-		bool		num;
-
-		if (!OidIsValid(t) || !gs_type_kind_from_oid(getBaseType(t), &k, &kb, &num) ||
-			k == GS_T_DATUM)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("gs_citus_key: type %s has no gpuselect key",
-							OidIsValid(t) ? format_type_be(t) : "unknown")));
-		kind = (GsTypeKind *) MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(GsTypeKind));
-		*kind = k;
-		fcinfo->flinfo->fn_extra = kind;
-	}
-	switch (*kind)
-	{
-		case GS_T_INT2:
-			key = gs_key_from_int16(DatumGetInt16(d));
-			break;
-		case GS_T_INT4:
-		case GS_T_DATE:
-			key = gs_key_from_int32(DatumGetInt32(d));
-			break;
-		case GS_T_INT8:
-		case GS_T_TIMESTAMP:
-		case GS_T_TIMESTAMPTZ:
-			key = gs_key_from_int64(DatumGetInt64(d));
-			break;
-		case GS_T_FLOAT4:
-			key = gs_key_from_float4(DatumGetFloat4(d));
-			break;
-		case GS_T_FLOAT8:
-			key = gs_key_from_float8(DatumGetFloat8(d));
-			break;
-		case GS_T_DATUM:
-			break;
-	}
-	return (int64) (key ^ GS_X_SIGN);
-}
-
-/* gs_citus_key(x) -> int8: x's key (gs_citus_key_of) */
-Datum
-gs_citus_key(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT64(gs_citus_key_of(fcinfo));
-}
-
-/*
- * gs_citus_bucket(x, t int8[]) -> int4: width_bucket(gs_citus_key(x), t),
- * the number of t's elements at most x's key (t sorted, no NULLs), as the
- * counts round asks of every row.  width_bucket's generic array search
- * calls int8's comparison through fmgr at each step (about 9 a row for
- * the rounds' arrays); here it is a plain binary search, and one call
- * instead of two.  That took 8% off the counts round (3M rows, 8 shards
- * on the VM: 400 against 435 ms, sum(x) 140 ms): most of the round is
- * the shards' GROUP BY, not the search.
- */
-Datum
-gs_citus_bucket(PG_FUNCTION_ARGS)
-{
-	int64		key = gs_citus_key_of(fcinfo);
-	ArrayType  *t = PG_GETARG_ARRAYTYPE_P(1);
-	const int64 *e;
-	int			lo = 0,
-				hi;
-
-	if (ARR_ELEMTYPE(t) != INT8OID || ARR_NDIM(t) > 1 || ARR_HASNULL(t))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("gs_citus_bucket: thresholds must be a one-dimensional int8 array without NULLs")));
-	e = (const int64 *) ARR_DATA_PTR(t);
-	hi = ArrayGetNItems(ARR_NDIM(t), ARR_DIMS(t));
-	while (lo < hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-
-		if (key < e[mid])
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	PG_RETURN_INT32(lo);
-}
 
 /* ---------------- the rounds ---------------- */
 
@@ -492,6 +408,51 @@ gs_x_bucket_cond(GsXchg *x, const GsXBuckets *bk, int b)
 					k, gs_x_literal(x, bk->t[b / 2]));
 }
 
+/* one level's counts round: its buckets and what each holds */
+typedef struct GsXLevel
+{
+	GsXBuckets	bk;
+	int64	   *cnt;			/* keys per bucket */
+	int64	   *below;			/* keys in the buckets before */
+	Datum	   *mins;			/* min and max per bucket (minmax only) */
+	Datum	   *maxs;
+	int64		sum;			/* every bucket's keys: the candidates */
+	bool	   *wanted;			/* holds an open rank (the next candidates) */
+} GsXLevel;
+
+/*
+ * The wanted buckets of int8 keys as one test a row: their ranges (adjacent
+ * ones merged) as sorted bounds lo1, hi1, lo2, hi2, ... (-infinity as
+ * INT64_MIN, +infinity left out), and gs_citus_bucket(x, bounds) -- the
+ * number of bounds at most the key -- odd inside a range.  One call a row
+ * where the ranges as SQL (k >= lo AND k < hi OR ...) computed the key some
+ * five times a row: that was most of the gather round's cost over a scan.
+ */
+static void
+gs_x_ranges_cond(GsXchg *x, const GsXLevel *lv, StringInfo conds)
+{
+	const GsXBuckets *bk = &lv->bk;
+	Datum	   *bounds = (Datum *) palloc(sizeof(Datum) * (bk->nb + 2));
+	int			nbounds = 0;
+	bool		open = false;	/* a range begun, its end not yet written */
+
+	for (int b = 0; b < bk->nb; b++)
+	{
+		if (lv->wanted[b] && !open)
+		{
+			bounds[nbounds++] = b == 0 ? Int64GetDatum(PG_INT64_MIN) : bk->t[b - 1];
+			open = true;
+		}
+		else if (!lv->wanted[b] && open)
+		{
+			bounds[nbounds++] = bk->t[b - 1];	/* bucket b - 1 ends at t[b - 1] */
+			open = false;
+		}
+	}
+	appendStringInfo(conds, "%s.gs_citus_bucket(%s, %s) %% 2 = 1", quote_identifier(x->nsp), x->value,
+					 gs_x_array_literal(x, bounds, nbounds));
+}
+
 /* the bucket holding candidate position r, given the bucket counts */
 int
 gs_x_bucket_of(const int64 *below, const int64 *cnt, int nb, int64 r)
@@ -504,165 +465,288 @@ gs_x_bucket_of(const int64 *below, const int64 *cnt, int nb, int64 r)
 }
 
 /*
- * The values of the open ranks cr[] (positions among the total candidates,
- * ascending) into out[].  false: the rounds' counts disagreed (a concurrent
- * write); the caller gathers everything instead.
+ * The bucket of key k among bk's, as the counts round's SQL numbers it:
+ * width_bucket's (and gs_citus_bucket's) number of thresholds at most k;
+ * numeric and interval: 2 * that - (k equals the last of them).
+ */
+static int
+gs_x_key_bucket(GsXchg *x, const GsXBuckets *bk, Datum k)
+{
+	int			lo = 0;
+	int			hi = bk->nt;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (gs_x_cmp(&k, &bk->t[mid], x) < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (x->keyed)
+		return lo;
+	return 2 * lo - (lo > 0 && gs_x_cmp(&k, &bk->t[lo - 1], x) == 0 ? 1 : 0);
+}
+
+
+/*
+ * A sample of about GS_X_SAMPLE (up to GS_X_SAMPLE_MAX) of total candidates
+ * (an estimate or exact), sorted; *m keys, *rate the fraction asked.  The
+ * candidates are many where they are many (a bucket spans ~ 8 sqrt(m) /
+ * GS_X_RANK_SPLITTERS sample positions, total / sqrt(m) candidates: at 10M
+ * values and 2048 a rank's bucket held ~15000 and a second level -- two more
+ * scans -- followed; at most 16384 keys, 0.16% of 10M values' bytes).  A
+ * plain table is sampled by pages (TABLESAMPLE SYSTEM, which Citus sends to
+ * every shard): GS_X_SPREAD times the pages the rate needs, a row of
+ * 1 / GS_X_SPREAD of them taken, so that values stored in order (a time
+ * series) still come from many places; the round then reads a few per cent
+ * of the pages instead of every one.  A biased sample costs a level, never
+ * an answer: the counts are exact.
+ */
+static Datum *
+gs_x_sample(GsXchg *x, double total, int64 *m, double *rate)
+{
+	double		want = Min(GS_X_SAMPLE_MAX, Max(GS_X_SAMPLE, total / GS_X_SAMPLE_PER));
+	double		pages = 100.0 * GS_X_SPREAD * want / Max(total, 1.0);
+	char	   *sql;
+	Datum	   *s;
+
+	*rate = Min(1.0, want / Max(total, 1.0));
+	if (*rate >= 1.0)
+		sql = psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where, x->cand.data);
+	else if (!x->sample_pages || pages >= 100.0)
+		sql = psprintf("SELECT %s FROM %s WHERE %s%s AND random() < %.17g",
+					   x->kexpr, x->rel, x->where, x->cand.data, *rate);
+	else
+		sql = psprintf("SELECT %s FROM %s TABLESAMPLE SYSTEM (%.17g) WHERE %s%s AND random() < %.17g",
+					   x->kexpr, x->rel, pages, x->where, x->cand.data, 1.0 / GS_X_SPREAD);
+	s = gs_x_fetch_keys(x, sql, m);
+	qsort_arg(s, *m, sizeof(Datum), gs_x_cmp, x);
+	return s;
+}
+
+/*
+ * A level's counts round: splitters around the open ranks' positions cr[]
+ * among total candidates (estimated at the first level), from the sorted
+ * sample s[0..m), and every bucket's keys counted on the shards.
+ */
+static void
+gs_x_count_buckets(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, const bool *done,
+				   int nr, bool minmax, GsXLevel *lv)
+{
+	Datum	   *sp;
+	int			ns;
+	char	   *sql;
+	SPITupleTable *tt;
+	Oid			types[4] = {INT4OID, INT8OID, x->ktype, x->ktype};
+
+	/* a large sample: twice the splitters (buckets half as wide: at 10M
+	 * values one level instead of two; 32 shards x 3 ranks x 128 buckets
+	 * x 12 bytes of counts, ~150 kB) */
+	sp = gs_x_splitters(x, s, m, total, cr, done, nr,
+						GS_X_RANK_SPLITTERS * (m >= 4 * GS_X_SAMPLE ? 2 : 1), &ns);
+	gs_x_buckets(x, sp, ns, s, m, &lv->bk);
+
+	/* the counts per bucket (min/max too where the last level stalled) */
+	sql = psprintf("SELECT %s, count(*)%s FROM %s WHERE %s%s GROUP BY 1",
+				   lv->bk.expr, minmax ? psprintf(", min(%s), max(%s)", x->kexpr, x->kexpr) : "",
+				   x->rel, x->where, x->cand.data);
+	tt = gs_x_run(x, sql, true);
+	gs_x_check_columns(tt, minmax ? 4 : 2, types);
+	lv->cnt = (int64 *) palloc0(sizeof(int64) * lv->bk.nb);
+	lv->mins = (Datum *) palloc0(sizeof(Datum) * lv->bk.nb);
+	lv->maxs = (Datum *) palloc0(sizeof(Datum) * lv->bk.nb);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
+
+		if (isnull || b < 0 || b >= lv->bk.nb)
+			elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
+		lv->cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+		if (minmax)
+		{
+			lv->mins[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull),
+									x->kbyval, x->klen);
+			lv->maxs[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull),
+									x->kbyval, x->klen);
+		}
+	}
+	SPI_freetuptable(tt);
+	lv->below = (int64 *) palloc(sizeof(int64) * lv->bk.nb);
+	lv->sum = 0;
+	for (int b = 0; b < lv->bk.nb; b++)
+	{
+		lv->below[b] = lv->sum;
+		lv->sum += lv->cnt[b];
+	}
+}
+
+/*
+ * After a level's counts: the open ranks a bucket of equal keys holds are
+ * answered (out[], done[]), the buckets holding the others become the next
+ * candidates (their ranges join x->cand; cr[] renumbered among them).
+ * Returns how many candidates are left.
+ */
+static int64
+gs_x_narrow(GsXchg *x, GsXLevel *lv, int64 *cr, bool *done, int nr, Datum *out, bool minmax)
+{
+	int64	   *kept_below = (int64 *) palloc(sizeof(int64) * lv->bk.nb);
+	int64		newtotal = 0;
+	StringInfoData conds;
+
+	lv->wanted = (bool *) palloc0(sizeof(bool) * lv->bk.nb);
+	for (int i = 0; i < nr; i++)
+	{
+		int			b;
+		Datum		v = (Datum) 0;
+
+		if (done[i])
+			continue;
+		b = gs_x_bucket_of(lv->below, lv->cnt, lv->bk.nb, cr[i]);
+		if (minmax && gs_x_cmp(&lv->mins[b], &lv->maxs[b], x) == 0)
+			v = lv->mins[b];
+		if (gs_x_bucket_equal(x, &lv->bk, b, &v) ||
+			(minmax && gs_x_cmp(&lv->mins[b], &lv->maxs[b], x) == 0))
+		{
+			out[i] = v;
+			done[i] = true;
+		}
+		else
+			lv->wanted[b] = true;
+	}
+
+	/* the next candidates: the wanted buckets, in order */
+	initStringInfo(&conds);
+	for (int b = 0; b < lv->bk.nb; b++)
+	{
+		kept_below[b] = newtotal;
+		if (!lv->wanted[b])
+			continue;
+		if (!x->keyed)
+			appendStringInfo(&conds, "%s%s", conds.len ? " OR " : "", gs_x_bucket_cond(x, &lv->bk, b));
+		newtotal += lv->cnt[b];
+	}
+	if (x->keyed)
+		gs_x_ranges_cond(x, lv, &conds);
+	for (int i = 0; i < nr; i++)
+	{
+		int			b;
+
+		if (done[i])
+			continue;
+		b = gs_x_bucket_of(lv->below, lv->cnt, lv->bk.nb, cr[i]);
+		cr[i] = cr[i] - lv->below[b] + kept_below[b];
+	}
+	if (newtotal > 0)
+		appendStringInfo(&x->cand, " AND (%s)", conds.data);
+	return newtotal;
+}
+
+/*
+ * The candidates gathered and the open ranks read off (out[]).  false: they
+ * are not what the last counts round counted -- in all, and in each wanted
+ * bucket (lv, NULL before any: then in all), so that a write between the
+ * rounds that moved a value from one wanted bucket to another is seen too.
  */
 static bool
-gs_x_levels(GsXchg *x, int64 total, int64 *cr, bool *done, int nr, Datum *out)
+gs_x_read_off(GsXchg *x, const GsXLevel *lv, int64 total, const int64 *cr, bool *done, int nr,
+			  Datum *out)
 {
-	bool		minmax = false;
+	int64		m;
+	Datum	   *v = gs_x_gather(x, &m);
 
+	if (m != total)
+		return false;
+	if (lv != NULL)
+	{
+		int64	   *got = (int64 *) palloc0(sizeof(int64) * lv->bk.nb);
+
+		for (int64 i = 0; i < m; i++)
+			got[gs_x_key_bucket(x, &lv->bk, v[i])]++;
+		for (int b = 0; b < lv->bk.nb; b++)
+			if (got[b] != (lv->wanted[b] ? lv->cnt[b] : 0))
+				return false;
+	}
+	for (int i = 0; i < nr; i++)
+		if (!done[i])
+		{
+			out[i] = v[cr[i]];
+			done[i] = true;
+		}
+	return true;
+}
+
+/*
+ * The values of the answer's ranks by levels, into *vals (spec order).  The
+ * first level's sample s[0..m) is the caller's, taken at an estimate n_est
+ * of the values; *n is their exact number where a count round said it, else
+ * -1: then the first counts round says it (its buckets add up to it), and
+ * that fixes the ranks (ranks[], crows[], *nr; *vals NULL for no values).
+ * Each later counts round must add up to the candidates the last one left.
+ * false: two rounds disagreed (a concurrent write).
+ */
+static bool
+gs_x_levels(GsXchg *x, const GsXSpec *sp, Datum *s, int64 m, int64 n_est, int64 *n,
+			int64 *ranks, GsContRows *crows, int *nr, Datum **vals)
+{
+	int64		total = *n;
+	bool		minmax = false;
+	GsXLevel	lv;
+	bool		counted = false;
+	int64	   *cr;
+	bool	   *done;
+	Datum	   *out;
+
+	/* where the ranks should be: at the estimate, until the counts say */
+	*nr = gs_x_spec_ranks(sp, total >= 0 ? total : Max(n_est, 1), ranks, crows);
+	cr = (int64 *) palloc(sizeof(int64) * Max(*nr, 1));
+	memcpy(cr, ranks, sizeof(int64) * *nr);
+	done = (bool *) palloc0(sizeof(bool) * Max(*nr, 1));
+	out = (Datum *) palloc(sizeof(Datum) * Max(*nr, 1));
+	*vals = out;
 	for (int level = 0;; level++)
 	{
 		bool		any_open = false;
-		char	   *sql;
-		Datum	   *s;
-		int64		m;
-		Datum	   *sp;
-		int			ns;
-		GsXBuckets	bk;
-		SPITupleTable *tt;
-		int64	   *cnt;
-		int64	   *below;
-		int64	   *kept_below;
-		Datum	   *mins;
-		Datum	   *maxs;
-		bool	   *wanted;
-		int64		sum = 0;
-		int64		newtotal = 0;
-		StringInfoData conds;
+		double		rate;
 
-		for (int i = 0; i < nr; i++)
+		for (int i = 0; i < *nr; i++)
 			any_open |= !done[i];
 		if (!any_open)
 			return true;
-		if (total <= gs_guc_test_citus_gather_limit || level >= GS_X_MAX_LEVELS)
+		if (total >= 0 && (total <= gs_guc_test_citus_gather_limit || level >= GS_X_MAX_LEVELS))
+			return gs_x_read_off(x, counted ? &lv : NULL, total, cr, done, *nr, out);
+		if (level > 0)
 		{
-			Datum	   *v = gs_x_gather(x, &m);
-
-			if (m != total)
-				return false;
-			for (int i = 0; i < nr; i++)
-				if (!done[i])
-				{
-					out[i] = v[cr[i]];
-					done[i] = true;
-				}
-			return true;
+			s = gs_x_sample(x, (double) total, &m, &rate);
+			if (m == 0)
+				continue;		/* bad luck: sample again (bounded by the levels) */
 		}
 		x->levels++;
-
-		/*
-		 * The sample: GS_X_SAMPLE of the candidates, more where they are many
-		 * (a bucket spans ~ 8 sqrt(m) / GS_X_RANK_SPLITTERS sample positions,
-		 * total / sqrt(m) candidates: at 10M values and 2048 a rank's bucket
-		 * held ~15000 and a second level -- two more scans -- followed; at
-		 * most 16384 keys, 0.16% of 10M values' bytes)
-		 */
-		sql = psprintf("SELECT %s FROM %s WHERE %s%s AND random() < %.17g",
-					   x->kexpr, x->rel, x->where, x->cand.data,
-					   (double) Min(GS_X_SAMPLE_MAX, Max(GS_X_SAMPLE, total / GS_X_SAMPLE_PER)) /
-					   (double) total);
-		s = gs_x_fetch_keys(x, sql, &m);
-		if (m == 0)
-			continue;			/* bad luck: sample again (bounded by the levels) */
-		qsort_arg(s, m, sizeof(Datum), gs_x_cmp, x);
-		/* a large sample: twice the splitters (buckets half as wide: at 10M
-		 * values one level instead of two; 32 shards x 3 ranks x 128 buckets
-		 * x 12 bytes of counts, ~150 kB) */
-		sp = gs_x_splitters(x, s, m, total, cr, done, nr,
-							GS_X_RANK_SPLITTERS * (m >= 4 * GS_X_SAMPLE ? 2 : 1), &ns);
-		gs_x_buckets(x, sp, ns, s, m, &bk);
-
-		/* the counts per bucket (min/max too where the last level stalled) */
-		sql = psprintf("SELECT %s, count(*)%s FROM %s WHERE %s%s GROUP BY 1",
-					   bk.expr, minmax ? psprintf(", min(%s), max(%s)", x->kexpr, x->kexpr) : "",
-					   x->rel, x->where, x->cand.data);
-		tt = gs_x_run(x, sql, true);
+		gs_x_count_buckets(x, s, m, total >= 0 ? total : Max(n_est, 1), cr, done, *nr, minmax, &lv);
+		counted = true;
+		if (total < 0)
 		{
-			Oid			types[4] = {INT4OID, INT8OID, x->ktype, x->ktype};
-
-			gs_x_check_columns(tt, minmax ? 4 : 2, types);
-		}
-		cnt = (int64 *) palloc0(sizeof(int64) * bk.nb);
-		mins = (Datum *) palloc0(sizeof(Datum) * bk.nb);
-		maxs = (Datum *) palloc0(sizeof(Datum) * bk.nb);
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			bool		isnull;
-			int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
-
-			if (isnull || b < 0 || b >= bk.nb)
-				elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
-			cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
-			if (minmax)
+			/* the first counts: how many values, hence the ranks */
+			total = *n = lv.sum;
+			if (total == 0)
 			{
-				mins[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull),
-									x->kbyval, x->klen);
-				maxs[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull),
-									x->kbyval, x->klen);
+				*vals = NULL;
+				return true;
 			}
-			sum += cnt[b];
+			*nr = gs_x_spec_ranks(sp, total, ranks, crows);
+			memcpy(cr, ranks, sizeof(int64) * *nr);
 		}
-		SPI_freetuptable(tt);
-		if (sum != total)
+		else if (lv.sum != total)
 			return false;
-
-		/* which buckets hold an open rank; those of equal keys answer it */
-		below = (int64 *) palloc(sizeof(int64) * bk.nb);
-		wanted = (bool *) palloc0(sizeof(bool) * bk.nb);
-		sum = 0;
-		for (int b = 0; b < bk.nb; b++)
 		{
-			below[b] = sum;
-			sum += cnt[b];
-		}
-		for (int i = 0; i < nr; i++)
-		{
-			int			b;
-			Datum		v = (Datum) 0;
+			int64		newtotal = gs_x_narrow(x, &lv, cr, done, *nr, out, minmax);
 
-			if (done[i])
-				continue;
-			b = gs_x_bucket_of(below, cnt, bk.nb, cr[i]);
-			if (minmax && gs_x_cmp(&mins[b], &maxs[b], x) == 0)
-				v = mins[b];
-			if (gs_x_bucket_equal(x, &bk, b, &v) ||
-				(minmax && gs_x_cmp(&mins[b], &maxs[b], x) == 0))
-			{
-				out[i] = v;
-				done[i] = true;
-			}
-			else
-				wanted[b] = true;
+			/* no progress (should not happen: heavy values get buckets of their own) */
+			minmax = newtotal > total / 2;
+			total = newtotal;
 		}
-
-		/* the next candidates: the wanted buckets, in order */
-		kept_below = (int64 *) palloc(sizeof(int64) * bk.nb);
-		initStringInfo(&conds);
-		for (int b = 0; b < bk.nb; b++)
-		{
-			kept_below[b] = newtotal;
-			if (!wanted[b])
-				continue;
-			appendStringInfo(&conds, "%s%s", conds.len ? " OR " : "", gs_x_bucket_cond(x, &bk, b));
-			newtotal += cnt[b];
-		}
-		for (int i = 0; i < nr; i++)
-		{
-			int			b;
-
-			if (done[i])
-				continue;
-			b = gs_x_bucket_of(below, cnt, bk.nb, cr[i]);
-			cr[i] = cr[i] - below[b] + kept_below[b];
-		}
-		if (newtotal > 0)
-			appendStringInfo(&x->cand, " AND (%s)", conds.data);
-		/* no progress (should not happen: heavy values get buckets of their own) */
-		minmax = newtotal > total / 2;
-		total = newtotal;
 	}
 }
 
@@ -915,6 +999,19 @@ gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
 	/* literals (deparsed constants, splitters) read back exactly */
 	*guc_nest = gs_x_exact_literals();
 
+	/*
+	 * Every round at Citus's full parallelism from its start (its slow start
+	 * otherwise opens a connection at a time): within one transaction Citus
+	 * keeps to the connections the first round opened, and a cheap first
+	 * round (the page sample) opened few -- the counts round then ran 40-60%
+	 * slower than alone (10M rows, 32 shards); with this setting the counts
+	 * and gather rounds ran faster than alone.  Set in the same nest level
+	 * (undone at the end); DEBUG1 where this Citus has no such setting.
+	 */
+	if (GetConfigOption("citus.force_max_query_parallelization", true, false) != NULL)
+		(void) set_config_option("citus.force_max_query_parallelization", "on", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, DEBUG1, false);
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "gs_citus_exchange: SPI_connect failed");
 	initStringInfo(&x->cand);
@@ -931,9 +1028,73 @@ gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
 	x->value = value;
 	x->nsp = nsp;
 	x->quals = quals;
+	x->relid = relid;
+	x->sample_pages = get_rel_relkind(relid) == RELKIND_RELATION;
 }
 
-/* round 1 of an ungrouped exchange: how many values */
+/*
+ * An estimate of the table's rows (*rows) and a bound no count can pass
+ * (*max_rows: every page full of the smallest tuples), from the shards'
+ * pages (citus_relation_size: a round that reads no table, ~20 ms on the
+ * VM; run_command_on_shards, which could read each shard's reltuples, took
+ * 130-170 ms there for 32 shards, half a scan).  The estimate assumes
+ * GS_X_ROWS_PER_PAGE: a table of wider rows gets a sample too small, which
+ * the caller takes again at the rate the sample implies; one of narrower
+ * rows a sample at most twice the size asked.  false for a table whose
+ * pages are not its rows' (a partitioned one: the parent has none), or
+ * where the function failed: the caller counts.  Its errors are caught (a
+ * subtransaction), a cancel excepted.
+ */
+static bool
+gs_x_estimate(GsXchg *x, double *rows, double *max_rows)
+{
+	char	   *sql = psprintf("SELECT (pg_catalog.citus_relation_size(%u::pg_catalog.regclass)"
+							   " / pg_catalog.current_setting('block_size')::float8)", x->relid);
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	double		unknown = 1;
+
+	if (!x->sample_pages)
+		return false;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		SPITupleTable *tt = gs_x_run(x, sql, false);
+		bool		isnull;
+		double		pages;
+
+
+		gs_x_check_columns(tt, 1, (Oid[]) {FLOAT8OID});
+		pages = DatumGetFloat8(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+		unknown = isnull ? 1 : 0;
+		*rows = pages * GS_X_ROWS_PER_PAGE;
+		*max_rows = pages * MaxHeapTuplesPerPage;
+		SPI_freetuptable(tt);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(e);
+		elog(DEBUG1, "gpuselect: Citus exchange: no estimate of the rows (%s)", e->message);
+		unknown = 1;
+	}
+	PG_END_TRY();
+	return unknown == 0;
+}
+
+/* a count round (where the estimate could mislead): how many values */
 static int64
 gs_x_count(GsXchg *x)
 {
@@ -950,35 +1111,115 @@ gs_x_count(GsXchg *x)
 }
 
 /*
+ * The first level's sample, sorted (*m keys), at a rate from an estimate of
+ * the values (*n_est); no count round where the estimate can be trusted.
+ * *n: the exact number of values where a count round was needed, else -1.
+ * NULL: gather every value instead (fewer than citus_exchange_min_rows,
+ * known from the bound of the pages or from a count).
+ *
+ * The estimate: the pages' (gs_x_estimate), then what the sample
+ * says (its keys / its rate: the quals' share included).  It decides the
+ * small-input path only where it cannot be wrong (the pages' bound under
+ * citus_exchange_min_rows); a sample too small to say (under a quarter of
+ * what was asked: a stale estimate, selective quals) is taken again at the
+ * rate it implies, once; where the estimate says fewer than
+ * citus_exchange_min_rows values, or the sample came back empty, a count
+ * round says how many (the old first round), and every value is gathered
+ * if they are few.  An estimate too high is harmless: the counts round says
+ * the exact number, and the levels carry on.
+ */
+static Datum *
+gs_x_first_sample(GsXchg *x, int64 *m, int64 *n_est, int64 *n)
+{
+	double		rows;
+	double		max_rows;
+	double		rate;
+	Datum	   *s;
+
+	*n = -1;
+	if (!gs_x_estimate(x, &rows, &max_rows))
+		rows = -1;
+	else if (max_rows < gs_guc_citus_exchange_min_rows)
+		return NULL;			/* certainly few */
+	for (int try = 0; try < 2 && rows >= Max(gs_guc_citus_exchange_min_rows, GS_X_SAMPLE); try++)
+	{
+		double		want = Min(GS_X_SAMPLE_MAX, Max(GS_X_SAMPLE, rows / GS_X_SAMPLE_PER));
+
+		s = gs_x_sample(x, rows, m, &rate);
+		if (*m == 0)
+			break;
+		rows = (double) *m / rate;
+		if (rows < gs_guc_citus_exchange_min_rows)
+			break;				/* it says few: a count decides */
+		if (*m >= want / 4)
+		{
+			*n_est = (int64) rows;
+			return s;
+		}
+	}
+	/* the estimate may mislead: count */
+	*n = gs_x_count(x);
+	if (*n < gs_guc_citus_exchange_min_rows || *n == 0)
+		return NULL;
+	for (int try = 0; try < 3; try++)
+	{
+		s = gs_x_sample(x, (double) *n, m, &rate);
+		if (*m > 0)
+			break;
+	}
+	*n_est = *n;
+	return s;
+}
+
+/* the fractions in percentile_disc/cont's order (range errors), once values are known */
+static void
+gs_x_check_fractions(const GsXSpec *sp)
+{
+	for (int i = 0; i < sp->np; i++)
+		if (!sp->frnull[i])
+			gs_check_fraction(DatumGetFloat8(sp->fr[i]));
+}
+
+/*
  * The values of the answer's ranks (spec order; ranks[] and cr[] filled,
- * *nr of them) among *n > 0 values: by levels, or every value gathered
- * (few, or the rounds disagreed: then *n is what came, maybe 0, and NULL
- * is returned for no values).
+ * *nr of them), *n the number of values: by levels, or every value
+ * gathered (few, or the rounds disagreed).  NULL: no values.
  */
 static Datum *
 gs_x_values(GsXchg *x, const GsXSpec *sp, int64 *n, int64 *ranks, GsContRows *cr, int *nr)
 {
 	Datum	   *all;
 	Datum	   *vals;
+	int64		m = 0;
+	int64		n_est = 0;
+	Datum	   *s = gs_x_first_sample(x, &m, &n_est, n);
 
-	if (*n < gs_guc_citus_exchange_min_rows)
+	if (s == NULL && *n == 0)
+		return NULL;
+	if (s != NULL && m > 0)
+	{
+		bool		any = false;
+
+		for (int i = 0; i < sp->np; i++)
+			any |= !sp->frnull[i];
+		if (!any)
+			return (Datum *) palloc(sizeof(Datum));	/* values, but no fraction to answer */
+	}
+	if (s == NULL)
 		all = gs_x_gather_all(x, n, "fewer values than gpuselect.citus_exchange_min_rows");
+	else if (m == 0)
+		all = gs_x_gather_all(x, n, "the samples came back empty");
 	else
 	{
-		bool	   *done;
-		int64	   *pos;
-
-		*nr = gs_x_spec_ranks(sp, *n, ranks, cr);
-		vals = (Datum *) palloc(sizeof(Datum) * Max(*nr, 1));
-		done = (bool *) palloc0(sizeof(bool) * Max(*nr, 1));
-		pos = (int64 *) palloc(sizeof(int64) * Max(*nr, 1));
-		memcpy(pos, ranks, sizeof(int64) * *nr);
-		if (gs_x_levels(x, *n, pos, done, *nr, vals))
+		/* values there are: the fractions are checked before any rank */
+		gs_x_check_fractions(sp);
+		if (gs_x_levels(x, sp, s, m, n_est, n, ranks, cr, nr, &vals))
 			return vals;
 		all = gs_x_gather_all(x, n, "the rounds' counts disagreed (a concurrent write)");
 	}
 	if (*n == 0)
 		return NULL;
+	gs_x_check_fractions(sp);
 	*nr = gs_x_spec_ranks(sp, *n, ranks, cr);
 	vals = (Datum *) palloc(sizeof(Datum) * Max(*nr, 1));
 	for (int i = 0; i < *nr; i++)
@@ -1012,20 +1253,13 @@ gs_citus_exchange(PG_FUNCTION_ARGS)
 				 errmsg("gs_citus_exchange: NULL argument")));
 	gs_x_parse_spec(fcinfo, &sp, get_fn_expr_rettype(fcinfo->flinfo));
 	gs_x_setup(fcinfo, &sp, &x, &guc_nest);
-	n = gs_x_count(&x);
-
-	/* no values: NULL, before the fractions are checked (as the built-ins) */
-	if (n > 0)
 	{
 		int64	   *ranks = (int64 *) palloc(sizeof(int64) * 2 * Max(sp.np, 1));
 		GsContRows *cr = (GsContRows *) palloc0(sizeof(GsContRows) * Max(sp.np, 1));
 		int			nr = 0;
 		Datum	   *vals;
 
-		/* the fractions in percentile_disc/cont's order (range errors) */
-		for (int i = 0; i < sp.np; i++)
-			if (!sp.frnull[i])
-				gs_check_fraction(DatumGetFloat8(sp.fr[i]));
+		/* no values: NULL, before the fractions are checked (as the built-ins) */
 		vals = gs_x_values(&x, &sp, &n, ranks, cr, &nr);
 		if (vals != NULL)
 		{
@@ -1038,8 +1272,8 @@ gs_citus_exchange(PG_FUNCTION_ARGS)
 	}
 
 	ereport(gs_guc_debug ? NOTICE : DEBUG1,
-			(errmsg("gpuselect: Citus exchange over %s: %lld values, %s; %d rounds received %lld rows, %lld bytes",
-					x.rel, (long long) n,
+			(errmsg("gpuselect: Citus exchange over %s: %s values, %s; %d rounds received %lld rows, %lld bytes",
+					x.rel, n >= 0 ? psprintf("%lld", (long long) n) : "uncounted",
 					x.all ? psprintf("all gathered (%s)", x.why_all) : psprintf("%d levels", x.levels),
 					x.rounds, (long long) x.rows, (long long) x.bytes),
 			 errdetail_internal("%s", gs_x_counts_detail(&x))));

@@ -3,7 +3,7 @@
  * (aggs/citus_exchange.c: the rounds and the ungrouped query;
  * aggs/citus_exchange_grouped.c: every group in each round) and the
  * planner that writes their calls (planner/planner_citus.c: the literal
- * settings).  Nothing else includes it.
+ * settings) and citus_keys.c (GS_X_SIGN).  Nothing else includes it.
  */
 #ifndef GS_CITUS_EXCHANGE_H
 #define GS_CITUS_EXCHANGE_H
@@ -21,6 +21,8 @@
 #define GS_X_SAMPLE			2048	/* keys sampled per level, at least */
 #define GS_X_SAMPLE_MAX		16384	/* and at most (n / GS_X_SAMPLE_PER) */
 #define GS_X_SAMPLE_PER		600
+#define GS_X_SPREAD			16	/* a sample's pages: this many times its rate */
+#define GS_X_ROWS_PER_PAGE	145	/* rows a page, for the first estimate (half the most) */
 #define GS_X_RANK_SPLITTERS	64	/* splitters per wanted rank and level */
 #define GS_X_MAX_LEVELS		8	/* then the candidates are gathered */
 
@@ -34,6 +36,8 @@ typedef struct GsXchg
 	char	   *value;			/* x, SQL */
 	char	   *nsp;			/* the extension's schema (its functions in the rounds) */
 	char	   *quals;			/* the quals, SQL, or "" */
+	Oid			relid;
+	bool		sample_pages;	/* a plain table: samples by TABLESAMPLE SYSTEM */
 	StringInfoData cand;		/* " AND width_bucket(k, S) = ANY(W)" per level */
 	/* k's type */
 	bool		keyed;			/* k is gs_citus_key(x), int8 */

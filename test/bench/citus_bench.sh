@@ -22,6 +22,10 @@
 # plans without the exchange; the exchange's own report line (its rounds
 # run through SPI, under the outer query's counter) for those with it.
 # Prints the machine's load before each round and a table last.
+# GS_BENCH_ROUNDS=1: then gq3's exchange round by round, each round's
+# statement (from its DEBUG2 lines) timed alone, alternating with gq3 and
+# sum, with Citus's counter of its bytes.  GS_BENCH_REUSE=1: a gs_cbench of
+# ROWS rows already there (GS_BENCH_KEEP=1) is used as it is.
 set -u -o pipefail
 LOCAL=0
 [ "${1:-}" = --local ] && { LOCAL=1; shift; }
@@ -76,11 +80,16 @@ q() { "$PSQL" -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 
 load_line() { uptime | sed 's/.*load average: /load /'; }
 echo "before the load: $(load_line)"
+# GS_BENCH_REUSE=1: a gs_cbench of ROWS rows left by an earlier run (GS_BENCH_KEEP=1) is used as it is
+if [ "${GS_BENCH_REUSE:-0}" = 1 ] && [ "$(q -c "SELECT count(*) FROM gs_cbench" 2>/dev/null)" = "$ROWS" ]; then
+	echo "gs_cbench: reused"
+else
 q -c "DROP TABLE IF EXISTS gs_cbench" -c "SET citus.shard_count = 32" \
 	-c "CREATE TABLE gs_cbench (id int8, ts timestamptz, latency float8)" \
 	-c "SELECT create_distributed_table('gs_cbench', 'id')" >/dev/null || exit 1
 q -c "INSERT INTO gs_cbench SELECT g, timestamptz '2026-01-01 00:00+00' + (g % 43200) * interval '1 minute',
 		(random() * 1000)::float8 FROM generate_series(1, $ROWS) g" -c "VACUUM ANALYZE gs_cbench" >/dev/null || exit 1
+fi
 
 F1="'{0.99}'::float8[]"
 F3="'{0.5,0.9,0.99}'::float8[]"
@@ -126,16 +135,35 @@ if [ "${GS_BENCH_CHECK:-1}" = 1 ]; then
 		"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 fi
 
+# the queries named, alternating: a warm-up round and ROUNDS timed ones (their ms into T)
 declare -A T
-for ((r = 0; r <= ROUNDS; r++)); do
-	echo "round $r$([ $r = 0 ] && echo ' (warm-up)'): $(load_line)"
-	for k in "${TIMED[@]}"; do
-		ms=$(run_ms "${QUERY[$k]}")
-		[ $r -gt 0 ] && T[$k]+="$ms "
-		printf '  %-16s %10s ms\n' "$k" "$ms"
+time_alternating() {
+	local r k ms
+	for ((r = 0; r <= ROUNDS; r++)); do
+		echo "round $r$([ $r = 0 ] && echo ' (warm-up)'): $(load_line)"
+		for k in "$@"; do
+			ms=$(run_ms "${QUERY[$k]}")
+			[ $r -gt 0 ] && T[$k]+="$ms "
+			printf '  %-16s %10s ms\n' "$k" "$ms"
+		done
 	done
-done
-echo "after the rounds: $(load_line)"
+	echo "after the rounds: $(load_line)"
+}
+time_alternating "${TIMED[@]}"
+
+# GS_BENCH_ROUNDS=1: gq3's exchange round by round, each of its statements
+# (from the DEBUG2 lines) re-run alone, alternating with sum and gq3: what
+# each round costs against a scan
+ROUND_KEYS=()
+if [ "${GS_BENCH_ROUNDS:-0}" = 1 ]; then
+	i=0
+	while IFS= read -r sql; do
+		i=$((i + 1)) ROUND_KEYS+=("x$i") QUERY[x$i]=$sql
+	done < <(q -c 'SET client_min_messages = debug2' -c "${QUERY[gq3]}" 2>&1 >/dev/null |
+		sed -n 's/.*Citus exchange round: //p' | grep -v pg_dist_shard)
+	QUERY[x_gq3]=${QUERY[gq3]} QUERY[x_sum]=${QUERY[sum]}
+	time_alternating x_gq3 x_sum "${ROUND_KEYS[@]}"
+fi
 
 # bytes: Citus's counter of the statement (the exchange's rounds are not in
 # it), and the exchange's own report (the rows it received, before Citus adds
@@ -159,7 +187,7 @@ COLBYTES=$(q -c "SELECT 8 * count(latency) FROM gs_cbench")
 
 med() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{ v[NR] = $1 } END { printf "%.0f %.0f\n", v[int((NR + 1) / 2)], v[1] }'; }
 declare -A MED MIN
-for k in "${TIMED[@]}"; do read -r MED[$k] MIN[$k] < <(med "${T[$k]}"); done
+for k in "${!T[@]}"; do read -r MED[$k] MIN[$k] < <(med "${T[$k]}"); done
 ratio() { [ -n "${MED[$1]:-}" ] && [ -n "${MED[$2]:-}" ] && awk -v a="${MED[$1]}" -v b="${MED[$2]}" 'BEGIN { printf "%.2f", a / b }'; }
 
 echo
@@ -179,4 +207,13 @@ printf '| query | median ms | min ms | Citus counter | exchange report |\n|---|-
 for k in "${TIMED[@]}" gq1 gq101 gq1_hour gq101_hour; do
 	printf '| %s | %s | %s | %s | %s |\n' "$k" "${MED[$k]:--}" "${MIN[$k]:--}" "${CB[$k]:--}" "${OB[$k]:--}"
 done
+if [ ${#ROUND_KEYS[@]} -gt 0 ]; then
+	echo
+	echo "gq3's exchange round by round (x_gq3, x_sum: gq3 and sum timed again with them; x1...: each round's statement re-run alone):"
+	printf '| round | median ms | min ms | / sum | Citus counter | statement |\n|---|---|---|---|---|---|\n'
+	for k in x_gq3 x_sum "${ROUND_KEYS[@]}"; do
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$k" "${MED[$k]}" "${MIN[$k]}" "$(ratio "$k" x_sum)" \
+			"$(case $k in x_*) ;; *) citus_bytes "${QUERY[$k]}" ;; esac)" "$(cut -c1-110 <<<"${QUERY[$k]}")"
+	done
+fi
 [ "${GS_BENCH_KEEP:-0}" = 1 ] || q -c "DROP TABLE gs_cbench" >/dev/null

@@ -141,6 +141,59 @@ for my $limit (12288, 3)
 		"gather limit $limit: -0 below +0, as the partial aggregates");
 }
 
+# ---- the first sample's estimate (the table's pages; no count round) ----
+# Wide rows (a page holds ~16, the estimate assumes 145: the first sample
+# comes back a tenth of its size and is taken again at the rate it implies);
+# most rows deleted (the pages say 400 times the rows: the sample comes back
+# nearly empty, a count round says how many); a table whose pages bound its
+# rows under citus_exchange_min_rows (every value gathered at once, no count
+# round); the default min_rows with a table and quals the estimate misleads
+# about.  Each answers as the built-in; the rounds say which way it went.
+on(0, q{
+SELECT setseed(0.75);
+CREATE TABLE wide AS SELECT g::int8 AS id, round((random() * 1e4)::numeric, 1)::float8 AS f8, repeat('w', 480) AS pad
+FROM generate_series(1, 40000) g;
+SELECT create_distributed_table('wide', 'id');
+CREATE TABLE gone AS SELECT g::int8 AS id, (g * 7919 % 100003)::float8 AS f8 FROM generate_series(1, 160000) g;
+SELECT create_distributed_table('gone', 'id');
+DELETE FROM gone WHERE id % 400 <> 0;
+CREATE TABLE tiny AS SELECT g::int8 AS id, (g % 77)::int4 AS i4 FROM generate_series(1, 3000) g;
+SELECT create_distributed_table('tiny', 'id');
+});
+sub rounds_of
+{
+	my ($sql) = @_;
+	my $out = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $sql;");
+	return ($out, [ $out =~ /Citus exchange round: (SELECT .*)$/mg ]);
+}
+for my $e (["SELECT gpu_quantiles(f8, $fr) FROM wide", "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM wide",
+		qr/TABLESAMPLE SYSTEM.*\n(.*\n)*.*TABLESAMPLE SYSTEM/, 'wide rows: the first sample taken again', $ex],
+	["SELECT gpu_quantiles(f8, $fr) FROM gone", "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM gone",
+		qr/round: SELECT count\(f8\) FROM public\.gone/, 'most rows deleted: a count round', $ex],
+	["SELECT gpu_quantiles(f8, $fr) FROM gone", "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM gone",
+		qr/400 values, all gathered \(fewer values than/, 'most rows deleted, default min_rows: counted, then gathered', ''],
+	["SELECT gpu_quantiles(i4, $fr) FROM tiny", "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY i4) FROM tiny",
+		qr/3000 values, all gathered \(fewer values than .*\); 2 rounds/, 'a table of a few pages: gathered at once', ''],
+	["SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 < 900", "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt WHERE i4 < 900",
+		qr/round: SELECT count\(f8\) FROM public\.xt WHERE/, 'selective quals: the sample says few, a count round', ''])
+{
+	my ($gs, $bi, $rounds_re, $what, $pre) = @$e;
+	my ($out, $rounds) = rounds_of("$pre$gs");
+	like($out . "\n" . join("\n", @$rounds), $rounds_re, $what);
+	is(on(0, "$pre$gs;"), on(0, "$bi;"), "$what: same as the built-in");
+}
+# in a transaction, after a write of its own (the size round runs in a
+# subtransaction: its failure must not be the query's): what the transaction sees
+is(on(0, "BEGIN; INSERT INTO xt (id, f8) SELECT g, g * 1000.5 FROM generate_series(100001, 101000) g;"
+	  . " ${ex}SELECT gpu_quantiles(f8, $fr) FROM xt; ROLLBACK;"),
+	on(0, "BEGIN; INSERT INTO xt (id, f8) SELECT g, g * 1000.5 FROM generate_series(100001, 101000) g;"
+	  . " SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt; ROLLBACK;"),
+	'in a transaction after its own write: same as the built-in');
+my ($plain, $prounds) = rounds_of("${ex}SELECT gpu_quantiles(f8, $fr) FROM xt");
+ok(!grep({ /SELECT count\(f8\)/ } @$prounds), 'a table the estimate is right about: no count round')
+  or diag(join("\n", @$prounds));
+like($plain, qr/\d+ values, \d+ levels; \d+ rounds/, 'by levels');
+
 # ---- the plans ----
 my $plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 > 10;");
 like($plan, qr/gs_citus_exchange\('xt'::regclass, 'f8'::text, '\(i4 > 10\)'::text, 'disc'::text/,
@@ -318,6 +371,34 @@ for my $g (["date_trunc('hour', ts)", 24, '/ 5', 'SET gpuselect.citus_exchange_m
 # a stable (not volatile: the exchange takes it) slow qual, ~1 s a round
 # (Citus creates it on the workers too)
 on(0, "CREATE FUNCTION slow(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELECT pg_sleep(0.0001) IS NOT NULL';");
+# ---- a write between the counts round and the gather ----
+# The counts round fixes the number of values (no count round before it);
+# the gather must find in each wanted bucket what the counts round counted,
+# else every value is gathered in one statement.  A slower qual (~3 s a
+# round) and an UPDATE half a second into the counts round, which moves half
+# the values (their sign): the answer is the table's after the UPDATE.
+on(0, "CREATE FUNCTION slower(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELECT pg_sleep(0.0005) IS NOT NULL';");
+{
+	my $wq = "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slower(f8)";
+	my $log_from = -s $nodes[0]{h}{log};
+	my $bg;
+	{
+		local $ENV{PGHOST} = $nodes[0]{host};
+		local $ENV{PGPORT} = $nodes[0]{port};
+		$bg = GsTest::psql_bg("${ex}SET log_min_messages = debug2; SET client_min_messages = notice;"
+			  . " SET gpuselect.debug = on; $wq;");
+	}
+	ok(GsTest::wait_for(sub { substr(`cat $nodes[0]{h}{log}`, $log_from) =~ /Citus exchange round: SELECT public\.gs_citus_bucket/ }, 60),
+		'the exchange is in its counts round');
+	select(undef, undef, undef, 0.5);
+	on(0, "UPDATE xt SET f8 = -f8 WHERE id % 2 = 0;");
+	my ($rc, $out) = GsTest::psql_wait($bg);
+	like($out, qr/all gathered \(the rounds' counts disagreed/, 'the gather saw the write: every value gathered');
+	my ($got) = $out =~ /^\s*(\{.*\})\s*$/m;
+	is($got, on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt;"),
+		'the answer is the table after the write (the built-in)');
+	on(0, "UPDATE xt SET f8 = -f8 WHERE id % 2 = 0;");
+}
 for my $case (["SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slow(f8)", qr/Citus exchange round: SELECT public\.gs_citus_key/,
 		qr/CONTEXT:  SQL statement "SELECT (public\.gs_citus_(key|bucket)|width_bucket)/, "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 % 3 = 0",
 		"SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt WHERE i4 % 3 = 0"],
