@@ -333,7 +333,10 @@ gs_bulk_new_keyed(GsBulkGroups *g, const Datum *keys, const bool *nulls)
 		k->keys[i] = datumCopy(v, c->typbyval, c->typlen);
 		MemoryContextSwitchTo(old);
 	}
+	/* (the caller may be in the per-tuple memory: the states live with the groups) */
+	MemoryContextSwitchTo(g->mcxt);
 	k->group = g->new_group(g->arg);
+	MemoryContextSwitchTo(old);
 	return k;
 }
 
