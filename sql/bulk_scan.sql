@@ -84,9 +84,9 @@ EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs WHERE x > 100 GROUP BY n;
 EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts), gpu_quantile(x, 0.9) FROM bs GROUP BY 1;
 -- what the scan does not take keeps the executor's plan
 EXPLAIN (COSTS OFF) SELECT gpu_median(x), count(x) FROM bs;
-SELECT bulk_check($$SELECT n, id::text, gpu_median(x) FROM bs GROUP BY 1, 2$$) AS text_beside;
+SELECT bulk_check($$SELECT n, n::bit(3), gpu_median(x) FROM bs GROUP BY 1, 2$$) AS no_hash;
 SET client_min_messages = debug1;
-EXPLAIN (COSTS OFF) SELECT n, id::text, gpu_median(x) FROM bs GROUP BY 1, 2;
+EXPLAIN (COSTS OFF) SELECT n, n::bit(3), gpu_median(x) FROM bs GROUP BY 1, 2;
 SET client_min_messages = warning;
 SET gpuselect.bulk_scan = off;
 EXPLAIN (COSTS OFF) SELECT gpu_quantiles(x, '{0.5,0.9,0.99}') FROM bs;
@@ -231,6 +231,71 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 
+-- GROUP BY text, varchar, numeric (equality not bitwise), beside other
+-- expressions or alone: compared by the GROUP BY's equality operator under
+-- the expression's collation, hashed by its hash function, each group's
+-- first value copied (bulk_groups.c).  host in the database's default
+-- collation (Host-07 and host-07 both), dc in "C"; NULLs in every column;
+-- hosts compressed inline and TOASTed out of line; 24 hours x 20 hosts every
+-- 2 minutes.  (sql/bulk_scan_icu.sql: a nondeterministic collation.)
+CREATE TABLE bt (ts timestamptz, host text, dc text COLLATE "C", k int4, x float8) WITH (autovacuum_enabled = off);
+INSERT INTO bt
+SELECT CASE WHEN i % 101 = 0 THEN NULL ELSE '2026-05-01 00:00+00'::timestamptz + (i / 20) * interval '2 min' END,
+       CASE WHEN i % 97 = 0 THEN NULL WHEN i % 40 = 7 THEN 'Host-07' ELSE 'host-' || lpad((i % 20)::text, 2, '0') END,
+       CASE WHEN i % 89 = 0 THEN NULL ELSE (ARRAY['eu-1', 'EU-2', 'us-1', 'b', 'B', 'a'])[i % 6 + 1] END,
+       CASE WHEN i % 83 = 0 THEN NULL ELSE i % 7 END,
+       CASE WHEN i % 31 = 0 THEN NULL ELSE (i * 7919) % 10007 / 10.0 END
+FROM generate_series(0, 14399) i;
+INSERT INTO bt SELECT '2026-05-01 03:00+00'::timestamptz + i * interval '1 min', repeat('long-host-', 400), 'eu-1', i % 2, i
+FROM generate_series(1, 30) i;
+INSERT INTO bt SELECT '2026-05-01 05:00+00'::timestamptz + i * interval '1 min', h, NULL, i % 2, i
+FROM generate_series(1, 30) i, (SELECT string_agg(md5(j::text), '') AS h FROM generate_series(1, 120) j) l;
+VACUUM ANALYZE bt;
+SELECT count(*) FILTER (WHERE pg_column_size(host) < 100 AND length(host) > 1000) AS compressed,
+       count(*) FILTER (WHERE pg_column_size(host) > 3000) AS long FROM bt;
+EXPLAIN (COSTS OFF) SELECT date_trunc('hour', ts) AS time, host, gpu_quantile(x, 0.9) FROM bt GROUP BY 1, 2;
+CREATE TABLE tchecks (q text);
+INSERT INTO tchecks VALUES
+ ($$SELECT date_trunc('hour', ts) AS time, host, gpu_quantile(x, 0.9) FROM bt GROUP BY 1, 2$$),
+ ($$SELECT host, k, gpu_median(x), count(*) FROM bt GROUP BY 1, 2$$),
+ ($$SELECT host, dc, gpu_median(x) FROM bt GROUP BY 1, 2$$),
+ ($$SELECT host, gpu_quantiles(x, '{0.1,0.9}') FROM bt GROUP BY 1$$),
+ ($$SELECT dc, host COLLATE "C", date_trunc('hour', ts), gpu_median(x) FROM bt WHERE k > 1 GROUP BY 1, 2, 3$$),
+ ($$SELECT lower(host), k % 3, gpu_median(x) FILTER (WHERE k <> 2), count(*) FROM bt GROUP BY 1, 2 HAVING count(*) > 3$$),
+ ($$SELECT host::varchar(12), dc::char(4), k / 2.0, gpu_median(x) FROM bt GROUP BY 1, 2, 3$$),
+ ($$SELECT date_trunc('hour', ts), dc, gpu_median(x) FROM bt WHERE host IS NULL OR dc IS NULL OR ts IS NULL GROUP BY 1, 2$$),
+ ($$SELECT host, date_trunc('day', ts), k, gpu_median(x) FROM bt WHERE length(host) > 100 GROUP BY 1, 2, 3$$);
+CREATE TABLE tochecks (q text);
+INSERT INTO tochecks VALUES
+ ($$SELECT date_trunc('hour', ts), host, gpu_quantile(x, 0.9) FROM bt GROUP BY 1, 2 ORDER BY 1, 2$$),
+ ($$SELECT host, dc, gpu_median(x), count(*) FROM bt GROUP BY 1, 2 ORDER BY 1 DESC, 2 NULLS FIRST$$),
+ ($$SELECT dc, k, gpu_median(x) FROM bt GROUP BY 1, 2 ORDER BY 1, 2 DESC NULLS LAST LIMIT 9$$),
+ ($$SELECT host COLLATE "C", date_trunc('hour', ts), gpu_median(x) FROM bt GROUP BY 1, 2 ORDER BY 1, 2 LIMIT 30$$);
+SELECT q, bulk_check(q) FROM tchecks;
+SELECT q, bulk_check(q, true) FROM tochecks;
+SET gpuselect.accelerate_builtins = on;
+SELECT bulk_check($$SELECT date_trunc('hour', ts) AS time, host, percentile_cont(0.9) WITHIN GROUP (ORDER BY x) FROM bt WHERE ts BETWEEN '2026-05-01 02:00+00' AND '2026-05-01 20:00+00' GROUP BY 1, 2 ORDER BY 1$$) AS grafana_text_series;
+RESET gpuselect.accelerate_builtins;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT q, bulk_check(q) FROM tchecks;
+-- (the states past hash_mem: sorted Finalize under Gather Merge, each
+-- text column in its collation)
+SET work_mem = '64kB';
+SET hash_mem_multiplier = 1;
+EXPLAIN (COSTS OFF) SELECT host, dc, gpu_median(x), count(*) FROM bt GROUP BY 1, 2 ORDER BY 1 DESC, 2 NULLS FIRST;
+SELECT q, bulk_check(q, true) FROM tochecks;
+SELECT q, bulk_check(q) FROM tchecks;
+SET work_mem = '4MB';
+RESET hash_mem_multiplier;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+DROP TABLE tchecks, tochecks, bt;
+
 -- aggregate FILTERs: evaluated per row after WHERE, per aggregate (equal
 -- ones once), count(*) FILTER counted beside; serial and parallel
 EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FILTER (WHERE id % 2 = 0), count(*) FILTER (WHERE x > 500) FROM bs WHERE id > 10 GROUP BY n;
@@ -326,7 +391,9 @@ INSERT INTO pchecks VALUES
  ($$SELECT gpu_quantile(x, 1.5) FROM bp WHERE x < 0$$),
  ($$SELECT k, gpu_median(x), count(*) FROM bi GROUP BY k$$),
  ($$SELECT gpu_quantile(x, 0.3) FROM ONLY bi$$),
- ($$SELECT date_trunc('day', ts), k, gpu_median(x) FROM bp GROUP BY 1, 2$$);
+ ($$SELECT date_trunc('day', ts), k, gpu_median(x) FROM bp GROUP BY 1, 2$$),
+ ($$SELECT date_trunc('day', ts), 'k' || k, gpu_median(x) FROM bp GROUP BY 1, 2$$),
+ ($$SELECT k::text, x > 50, gpu_median(x), count(*) FROM bi GROUP BY 1, 2$$);
 SELECT q, bulk_check(q) FROM pchecks;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;

@@ -26,11 +26,13 @@
  * partitioned table or inheritance tree (an Append of one scan per leaf),
  * its fraction free of the row, its FILTER (if any) of the quals' kind
  * (gs_bulk_filter_ok).  GROUP BY is absent or expressions of that
- * table's columns with their types' default equality: at most one a
- * non-decreasing function of one column (date_trunc, date_bin, epoch
- * floors, integer division: gs_bulk_monotone's list), which gets the cached
- * range, the others of a type that compares bitwise (integers, date,
- * timestamp[tz], bool, oid), evaluated per row (gs_bulk_group_ok).  The quals
+ * table's columns: at most one a non-decreasing function of one column
+ * (date_trunc, date_bin, epoch floors, integer division: gs_bulk_monotone's
+ * list), which gets the cached range, the others evaluated per row -- of a
+ * type that compares bitwise (integers, date, timestamp[tz], bool, oid)
+ * under its default equality, or any other whose GROUP BY equality has a
+ * hash function (text under any collation, numeric, ...: gs_bulk_group_ok).
+ * The quals
  * are free of volatile functions and sub-plans.  Anything else keeps the
  * executor's plan, and a DEBUG1 line
  * says why (gpuselect.bulk_scan turns the scan off altogether).
@@ -522,12 +524,15 @@ typedef struct GsBulkMono
 
 /*
  * The group expressions over one table (translated to its columns): the
- * first that is non-decreasing in one column gets the cached range; the
- * scan evaluates the others per row and compares their values as Datums:
- * only types whose equality is bitwise (text, numeric, ... are declined
- * there: their values would need the type's hash, equality and copies per
- * row).  The range's values are looked up with the type's hash and
- * equality (bulk_groups.c).  False to decline.
+ * first that is non-decreasing in one column gets the cached range (its
+ * values looked up with the type's default hash and equality); the scan
+ * evaluates the others per row.  Those of a type whose equality is bitwise
+ * (integers, date, ...) compare as Datums, so only under the type's default
+ * equality; any other (text, varchar, numeric, a nondeterministic
+ * collation) compares by its GROUP BY clause's equality operator under the
+ * expression's collation and hashes by that operator's hash function, as
+ * the executor's HashAggregate does, so only where it has one
+ * (bulk_groups.c).  False to decline.
  */
 static bool
 gs_bulk_group_ok(RelOptInfo *rel, List *exprs, List *sgcs, GsBulkMono *mono)
@@ -545,6 +550,8 @@ gs_bulk_group_ok(RelOptInfo *rel, List *exprs, List *sgcs, GsBulkMono *mono)
 		TypeCacheEntry *tc;
 		Var		   *var = NULL;
 		int			zones = 0;
+		RegProcedure lhash,
+					rhash;
 
 		if (mono->attno == 0 && !IsA(expr, Var) && gs_bulk_monotone(expr, rel->relid, &var, &zones))
 		{
@@ -552,13 +559,18 @@ gs_bulk_group_ok(RelOptInfo *rel, List *exprs, List *sgcs, GsBulkMono *mono)
 			mono->zones = zones;
 			mono->ref = sgc->tleSortGroupRef;
 		}
-		else if (!gs_bulk_type_bitwise(typid))
-			return gs_bulk_decline(list_length(exprs) == 1 ?
-								   "GROUP BY a type that does not compare bitwise" :
-								   "GROUP BY a type that does not compare bitwise (text, numeric, ...) beside another expression, other than one time bucket");
-		tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
-		if (sgc->eqop != tc->eq_opr || !sgc->hashable || !OidIsValid(tc->hash_proc))
-			return gs_bulk_decline("GROUP BY with another equality");
+		if (mono->ref == sgc->tleSortGroupRef || gs_bulk_type_bitwise(typid))
+		{
+			/* bitwise Datums, or the range's probes: the type's default equality */
+			tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR | TYPECACHE_HASH_PROC);
+			if (sgc->eqop != tc->eq_opr || !sgc->hashable || !OidIsValid(tc->hash_proc))
+				return gs_bulk_decline("GROUP BY with another equality");
+		}
+		else if (!sgc->hashable || !get_op_hash_functions(sgc->eqop, &lhash, &rhash))
+		{
+			/* text, numeric, ...: the clause's equality and its hash function */
+			return gs_bulk_decline("GROUP BY an equality without hash support");
+		}
 		foreach(lc, rel->baserestrictinfo)
 			if (!IsA(expr, Var) && gs_bulk_contains_expr((Node *) lfirst_node(RestrictInfo, lc)->clause, expr))
 				return gs_bulk_decline("a qual computes the GROUP BY expression");
@@ -969,6 +981,29 @@ gs_bulk_plan_order(List *path_order, List *refs)
 	return order;
 }
 
+/*
+ * custom_private's eqops: each group column's GROUP BY equality operator,
+ * by which the scan's groups compare where the type is not bitwise (the
+ * executor's grouping compares by it, under the expression's collation)
+ */
+static List *
+gs_bulk_plan_eqops(PlannerInfo *root, List *refs)
+{
+	List	   *eqops = NIL;
+	ListCell   *lc;
+
+	foreach(lc, refs)
+	{
+		SortGroupClause *sgc = get_sortgroupref_clause_noerr((Index) lfirst_int(lc),
+															 GS_PROCESSED_GROUP_CLAUSE(root));
+
+		if (sgc == NULL || !OidIsValid(sgc->eqop))
+			elog(ERROR, "gpuselect: bulk scan GROUP BY reference %d without its clause", lfirst_int(lc));
+		eqops = lappend(eqops, makeInteger((int) sgc->eqop));
+	}
+	return eqops;
+}
+
 static Plan *
 gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			 List *tlist, List *clauses, List *custom_plans)
@@ -1029,6 +1064,7 @@ gs_bulk_plan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 								   columns);
 	cs->custom_private = lappend(cs->custom_private,
 								 gs_bulk_plan_order(lthird(best_path->custom_private), refs));
+	cs->custom_private = lappend(cs->custom_private, gs_bulk_plan_eqops(root, refs));
 	cs->custom_relids = NULL;
 	cs->methods = &gs_bulk_scan_methods;
 	return &cs->scan.plan;

@@ -28,10 +28,24 @@
  * itself: time-ordered data (the usual heap order) misses once per group.
  *
  * Values.  Without a range (any other expression), the expression is
- * evaluated per row over the heap tuple; the planner then only allows
- * by-value types whose equality is bitwise, so the table compares Datums.
- * With a range, the value may be of any hashable type (numeric for the
- * epoch shapes), compared with the type's hash and equality functions.
+ * evaluated per row over the heap tuple.  A by-value type whose equality is
+ * bitwise (integers, date, timestamp[tz], bool, oid) compares as Datums.
+ * Any other (text, varchar, numeric, ...) compares as the executor's
+ * grouping does (execGrouping.c): by the GROUP BY clause's equality
+ * operator under the expression's collation, hashed by that operator's hash
+ * function under the same collation (execTuplesHashPrepare's), so values
+ * the collation calls equal ('a' and 'A' under a case-insensitive ICU
+ * collation) hash alike and share a group; under a deterministic collation
+ * text's hash is of the bytes.  The functions run in the per-tuple memory
+ * (a compressed value is detoasted there).  A group keeps the first value
+ * the scan met, detoasted and copied into the groups' memory (the page the
+ * row was read from is unpinned later): where equal values differ
+ * ('a', 'A'), that is the one a HashAggregate over a SeqScan outputs too,
+ * the first row's in heap order (a parallel plan's, or a GroupAggregate
+ * over a Sort's, is whichever came first there: the executor's own
+ * ambiguity).  With a range, the value may be of any hashable type (numeric
+ * for the epoch shapes), compared with the type's default hash and
+ * equality functions (the planner allows no other there).
  *
  * Several expressions (GROUP BY a time bucket, a host id).  A group is the
  * tuple of their values, NULL a value of its own in each (the executor's
@@ -106,9 +120,9 @@ typedef struct GsBulkKeyCol
 	int16		typlen;
 	bool		typbyval;
 	bool		bitwise;		/* by value, equality is bitwise */
-	FmgrInfo	eq;				/* else: the type's equality and hash */
+	FmgrInfo	eq;				/* else: the GROUP BY's equality and its hash */
 	FmgrInfo	hash;
-	Oid			collation;
+	Oid			collation;		/* the expression's: theirs */
 } GsBulkKeyCol;
 
 struct GsBulkGroups
@@ -159,9 +173,17 @@ gs_bulk_type_bitwise(Oid typid)
 		typid == TIMESTAMPOID || typid == TIMESTAMPTZOID || typid == BOOLOID || typid == OIDOID;
 }
 
+/*
+ * One GROUP BY expression: eqop is its clause's equality operator (the
+ * planner allows a bitwise type only under its default one, where Datums
+ * compare)
+ */
 static void
-gs_bulk_key_col_init(GsBulkKeyCol *c, Expr *expr)
+gs_bulk_key_col_init(GsBulkKeyCol *c, Expr *expr, Oid eqop)
 {
+	RegProcedure lhash,
+				rhash;
+
 	/* no parent: compiled for any slot, not for the node's scan tuple */
 	c->expr = ExecInitExpr(expr, NULL);
 	c->typid = exprType((Node *) expr);
@@ -170,29 +192,32 @@ gs_bulk_key_col_init(GsBulkKeyCol *c, Expr *expr)
 	c->bitwise = gs_bulk_type_bitwise(c->typid);
 	if (!c->bitwise)
 	{
-		TypeCacheEntry *tc = lookup_type_cache(c->typid, TYPECACHE_EQ_OPR_FINFO |
-											   TYPECACHE_HASH_PROC_FINFO);
-
-		if (!OidIsValid(tc->eq_opr_finfo.fn_oid) || !OidIsValid(tc->hash_proc_finfo.fn_oid))
-			elog(ERROR, "gpuselect: bulk scan GROUP BY type %u is not hashable", c->typid);
-		fmgr_info_copy(&c->eq, &tc->eq_opr_finfo, CurrentMemoryContext);
-		fmgr_info_copy(&c->hash, &tc->hash_proc_finfo, CurrentMemoryContext);
+		/* as execTuplesHashPrepare: the operator's function and left hash */
+		if (!get_op_hash_functions(eqop, &lhash, &rhash))
+			elog(ERROR, "gpuselect: bulk scan GROUP BY operator %u is not hashable", eqop);
+		fmgr_info(get_opcode(eqop), &c->eq);
+		fmgr_info(lhash, &c->hash);
 	}
 }
 
 GsBulkGroups *
-gs_bulk_groups_create(MemoryContext mcxt, EState *estate, List *exprs, int mono_col,
-					  AttrNumber mono_attno, int zones, TupleDesc reldesc,
+gs_bulk_groups_create(MemoryContext mcxt, EState *estate, List *exprs, List *eqops,
+					  int mono_col, AttrNumber mono_attno, int zones, TupleDesc reldesc,
 					  GsBulkNewGroup new_group, void *arg)
 {
 	GsBulkGroups *g = (GsBulkGroups *) palloc0(sizeof(GsBulkGroups));
-	ListCell   *lc;
+	ListCell   *le,
+			   *lo;
 
 	g->mcxt = mcxt;
 	g->ncols = list_length(exprs);
+	if (list_length(eqops) != g->ncols)
+		elog(ERROR, "gpuselect: bulk scan GROUP BY of %d expressions and %d operators",
+			 g->ncols, list_length(eqops));
 	g->cols = (GsBulkKeyCol *) palloc0(sizeof(GsBulkKeyCol) * g->ncols);
-	foreach(lc, exprs)
-		gs_bulk_key_col_init(&g->cols[foreach_current_index(lc)], (Expr *) lfirst(lc));
+	forboth(le, exprs, lo, eqops)
+		gs_bulk_key_col_init(&g->cols[foreach_current_index(le)], (Expr *) lfirst(le),
+							 (Oid) intVal(lfirst(lo)));
 	g->row_keys = (Datum *) palloc0(sizeof(Datum) * g->ncols);
 	g->row_nulls = (bool *) palloc0(sizeof(bool) * g->ncols);
 	g->heap_slot = ExecInitExtraTupleSlot(estate, reldesc, &TTSOpsHeapTuple);
@@ -278,23 +303,40 @@ gs_bulk_keys_hash(GsBulkGroups *g, const Datum *keys, const bool *nulls)
 	return h;
 }
 
-/* a new group; its values copied */
+/*
+ * A new group; its values copied into the groups' memory, a varlena
+ * detoasted first (a value read from the row may point into its page, or
+ * be compressed or a TOAST pointer; a short header is kept)
+ */
 static GsBulkKeyed *
 gs_bulk_new_keyed(GsBulkGroups *g, const Datum *keys, const bool *nulls)
 {
 	GsBulkKeyed *k = (GsBulkKeyed *) MemoryContextAllocZero(g->mcxt, sizeof(GsBulkKeyed));
-	MemoryContext old = MemoryContextSwitchTo(g->mcxt);
+	MemoryContext old = CurrentMemoryContext;
 
-	k->keys = (Datum *) palloc(sizeof(Datum) * g->ncols);
-	k->nulls = (bool *) palloc(sizeof(bool) * g->ncols);
+	k->keys = (Datum *) MemoryContextAlloc(g->mcxt, sizeof(Datum) * g->ncols);
+	k->nulls = (bool *) MemoryContextAlloc(g->mcxt, sizeof(bool) * g->ncols);
 	for (int i = 0; i < g->ncols; i++)
 	{
+		const GsBulkKeyCol *c = &g->cols[i];
+		Datum		v = keys[i];
+
 		k->nulls[i] = nulls[i];
-		k->keys[i] = nulls[i] ? (Datum) 0 :
-			datumCopy(keys[i], g->cols[i].typbyval, g->cols[i].typlen);
+		if (nulls[i])
+		{
+			k->keys[i] = (Datum) 0;
+			continue;
+		}
+		if (c->typlen == -1 && VARATT_IS_EXTENDED(DatumGetPointer(v)))
+			v = PointerGetDatum(pg_detoast_datum_packed((struct varlena *) DatumGetPointer(v)));
+		MemoryContextSwitchTo(g->mcxt);
+		k->keys[i] = datumCopy(v, c->typbyval, c->typlen);
+		MemoryContextSwitchTo(old);
 	}
-	MemoryContextSwitchTo(old);
+	/* (the caller may be in the per-tuple memory: the states live with the groups) */
+	MemoryContextSwitchTo(g->mcxt);
 	k->group = g->new_group(g->arg);
+	MemoryContextSwitchTo(old);
 	return k;
 }
 
@@ -558,6 +600,7 @@ gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 {
 	GsBulkRangeKey from = GS_BULK_RANGE_NONE;
 	bool		stored = false;
+	MemoryContext old;
 
 	if (g->mono_col >= 0)
 	{
@@ -578,8 +621,11 @@ gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 		}
 		g->row_keys[i] = ExecEvalExprSwitchContext(g->cols[i].expr, econtext, &g->row_nulls[i]);
 	}
+	/* (the hash and equality functions may allocate: the per-tuple memory) */
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	if (g->last == NULL || !gs_bulk_keyed_is(g, g->last, g->row_keys, g->row_nulls))
 		g->last = gs_bulk_find(g, g->row_keys, g->row_nulls);
+	MemoryContextSwitchTo(old);
 	return g->last->group;
 }
 

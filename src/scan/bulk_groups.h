@@ -19,8 +19,8 @@
 typedef struct GsBulkGroups GsBulkGroups;
 
 /* a by-value type whose equality is bitwise (the group table compares
- * Datums; the planner takes any GROUP BY expression of such a type, and
- * only such beside the one with a range) */
+ * Datums; the planner takes such a type's GROUP BY expression under its
+ * default equality; any other type's by its clause's operator and hash) */
 extern bool gs_bulk_type_bitwise(Oid typid);
 
 /* one group: its rows (count(*)), those passing each aggregate FILTER
@@ -37,12 +37,14 @@ typedef GsBulkGroup *(*GsBulkNewGroup) (void *arg);
 
 /*
  * exprs: the GROUP BY expressions, over the relation's columns (no parent
- * plan state: they read the heap tuple).  mono_attno: 0, or the one column
+ * plan state: they read the heap tuple); eqops: an Integer List, each one's
+ * GROUP BY equality operator (Oid; a type that is not bitwise compares by
+ * it and its hash function).  mono_attno: 0, or the one column
  * expression mono_col is a non-decreasing function of (planner file: which
  * expressions), with zones the time zones it depends on.
  */
 extern GsBulkGroups *gs_bulk_groups_create(MemoryContext mcxt, EState *estate, List *exprs,
-										   int mono_col, AttrNumber mono_attno, int zones,
+										   List *eqops, int mono_col, AttrNumber mono_attno, int zones,
 										   TupleDesc reldesc, GsBulkNewGroup new_group, void *arg);
 /* the row's group (created at its first row) */
 extern GsBulkGroup *gs_bulk_groups_of(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext);

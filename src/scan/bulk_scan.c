@@ -294,7 +294,9 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 	{
 		List	   *mono = (List *) list_nth(priv, GS_BULK_PRIV_MONO);
 
-		bs->groups = gs_bulk_groups_create(bs->statecxt, estate, group, intVal(lthird(mono)),
+		bs->groups = gs_bulk_groups_create(bs->statecxt, estate, group,
+										   (List *) list_nth(priv, GS_BULK_PRIV_EQOPS),
+										   intVal(lthird(mono)),
 										   (AttrNumber) intVal(linitial(mono)),
 										   intVal(lsecond(mono)),
 										   RelationGetDescr(node->ss.ss_currentRelation),

@@ -31,6 +31,10 @@
  *              Integer nulls_first -- the order the path's pathkeys promise
  *              (Gather Merge and a sorted Finalize Aggregate above;
  *              planner file: why)
+ *   eqops      a List per group expression (in group's order) of Integer:
+ *              its GROUP BY clause's equality operator (Oid), which the
+ *              groups compare by (with its hash functions) where the type
+ *              is not bitwise, as the executor's grouping does
  * custom_exprs is a List of three: the quals (implicit AND, in the planner's
  * order), one fraction expression per aggregate (NULL for gpu_median), and
  * the aggregates' distinct FILTER expressions (each evaluated once per row
@@ -60,6 +64,7 @@ enum
 	GS_BULK_PRIV_MONO,
 	GS_BULK_PRIV_COLUMNS,
 	GS_BULK_PRIV_ORDER,
+	GS_BULK_PRIV_EQOPS,
 	GS_BULK_PRIV_COUNT
 };
 

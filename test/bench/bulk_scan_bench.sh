@@ -15,7 +15,10 @@
 #   sum(latency) per hour; p50/p90/p99 per hour in the built-in syntax with
 #   accelerate_builtins, bulk on and off; Grafana's $__timeGroup shape.
 # GS_BULK_SERIES_ROWS adds Grafana's multi-series panel (per hour and host)
-# and a FILTER.  GS_BULK_EXECUTOR=0 leaves the executor plan's rows out.  After each size, a
+# and a FILTER, with an integer host and with a text one ('host-07', the
+# panel's commonest shape: $__timeGroup(ts, '1h') AS time, host,
+# percentile_cont(0.9) ... ORDER BY 1), over GS_BULK_SERIES_SPAN (default
+# 30 days: 720 hours); GS_BULK_SERIES_SHAPES="int text" picks them.  GS_BULK_EXECUTOR=0 leaves the executor plan's rows out.  After each size, a
 # line says where sum(x)'s pages came from (shared buffers or the ring).
 # GS_BULK_AB_PREFAULT=1 adds a block per size: the GPU rows with
 # gpuselect.prefault_pool_chunks on and off.
@@ -161,7 +164,9 @@ fi
 # Grafana's multi-series panel: per hour and host (GROUP BY two
 # expressions), and a FILTER beside the plain percentiles
 SERIES_ROWS=${GS_BULK_SERIES_ROWS:-0}
-if [ "$SERIES_ROWS" -gt 0 ]; then
+SERIES_SPAN=${GS_BULK_SERIES_SPAN:-30 days}
+SERIES_SHAPES=${GS_BULK_SERIES_SHAPES:-int text}
+if [ "$SERIES_ROWS" -gt 0 ] && [[ " $SERIES_SHAPES " == *" int "* ]]; then
 	m=bulk_series_$SERIES_ROWS
 	make_table "$m" "CREATE TABLE $m (ts timestamptz, host int4, latency float8) WITH (autovacuum_enabled = off)" \
 		"INSERT INTO $m SELECT '2026-01-01'::timestamptz + i * (interval '30 days' / $SERIES_ROWS), i % 20, exp(random() * 5) FROM generate_series(1, $SERIES_ROWS) i" \
@@ -176,6 +181,25 @@ p50/p90/p99 per hour, host, executor plan, CPU|$s $cpu SET gpuselect.accelerate_
 p50/p90/p99 per hour, host, built-in|$s|SELECT date_trunc('hour', ts), host, $P3 FROM $m GROUP BY 1, 2
 p99 and p99 FILTER per hour, bulk scan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on;|SELECT date_trunc('hour', ts), $PF FROM $m GROUP BY 1
 p99 and p99 FILTER per hour, executor plan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on; SET gpuselect.bulk_scan = off;|SELECT date_trunc('hour', ts), $PF FROM $m GROUP BY 1
+EOF
+	done
+fi
+
+# the same panel with a text host, as Grafana writes it ($__timeGroup)
+if [ "$SERIES_ROWS" -gt 0 ] && [[ " $SERIES_SHAPES " == *" text "* ]]; then
+	m=bulk_series_text_${SERIES_ROWS}_$(echo -n "$SERIES_SPAN" | tr -c 'a-z0-9' _)
+	make_table "$m" "CREATE TABLE $m (ts timestamptz, host text, latency float8) WITH (autovacuum_enabled = off)" \
+		"INSERT INTO $m SELECT '2026-01-01'::timestamptz + i * (interval '$SERIES_SPAN' / $SERIES_ROWS), 'host-' || lpad((i % 20)::text, 2, '0'), exp(random() * 5) FROM generate_series(1, $SERIES_ROWS) i" \
+		"CREATE STATISTICS ${m}_hour ON (floor(extract(epoch from ts) / 3600) * 3600), host FROM $m"
+	TG="floor(extract(epoch from ts) / 3600) * 3600 AS time, host"
+	P90="percentile_cont(0.9) WITHIN GROUP (ORDER BY latency)"
+	for mode in serial parallel; do
+		if [ $mode = serial ]; then s=$serial; else s=$par; fi
+		block "multi-series, text host: $SERIES_ROWS rows, $SERIES_SPAN x 20 hosts, $mode" "sum per time, host" <<EOF
+sum per time, host|$s|SELECT $TG, sum(latency) FROM $m GROUP BY 1, 2 ORDER BY 1
+p90 per time, host, bulk scan, CPU|$s $cpu SET gpuselect.accelerate_builtins = on;|SELECT $TG, $P90 FROM $m GROUP BY 1, 2 ORDER BY 1
+p90 per time, host, bulk_scan off, CPU|$s $cpu SET gpuselect.accelerate_builtins = on; SET gpuselect.bulk_scan = off;|SELECT $TG, $P90 FROM $m GROUP BY 1, 2 ORDER BY 1
+p90 per time, host, built-in|$s SET gpuselect.accelerate_builtins = off;|SELECT $TG, $P90 FROM $m GROUP BY 1, 2 ORDER BY 1
 EOF
 	done
 fi
