@@ -7,6 +7,12 @@
 #     alone first: every one answers (equal to the built-in), none waits
 #     for gpuselect.service_timeout, in about the time they take one after
 #     another;
+#     GS_HL_WORKERS sets each query's max_parallel_workers_per_gather (default:
+#     the server's) and GS_HL_WORKER_PROCESSES the server's
+#     max_worker_processes and max_parallel_workers (default: as they are):
+#     alone a query takes every free worker, at once the first takes them
+#     and the others scan alone, so "at once" against "alone" compares the
+#     worker budget too unless the workers are 0 or enough for all;
 #  2. restart: GS_HL_CLIENTS (100) pgbench clients in gpu mode over 2M rows
 #     while the service is sent SIGTERM: no query lost (a wrong answer
 #     divides by zero, a failed query is counted).
@@ -31,17 +37,21 @@ now_ms() { date +%s%3N; }
 
 printf "shared_preload_libraries = 'gpuselect'\ngpuselect.service = on\ngpuselect.key_pool_size = '%s'\nmax_connections = 320\n" \
 	"$pool" >"$PGDATA/gpuselect-service.conf"
+[ -n "${GS_HL_WORKER_PROCESSES:-}" ] &&
+	printf "max_worker_processes = %s\nmax_parallel_workers = %s\n" "$GS_HL_WORKER_PROCESSES" "$GS_HL_WORKER_PROCESSES" >>"$PGDATA/gpuselect-service.conf"
 chmod 1777 /tmp
 runuser -u pgrun -- env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" pg_ctl -D "$PGDATA" -l /tmp/pg.log -w restart >/dev/null ||
 	{ tail -20 /tmp/pg.log; exit 1; }
 for _ in $(seq 60); do [ "$(status service_state 2>/dev/null)" = ready ] && break; sleep 1; done
-echo "service: $(status service_state), pool $(status key_pool_bytes) bytes, timeout $($PSQL -c 'SHOW gpuselect.service_timeout')"
+echo "service: $(status service_state), pool $(status key_pool_bytes) bytes, timeout $($PSQL -c 'SHOW gpuselect.service_timeout'), max_worker_processes $($PSQL -c 'SHOW max_worker_processes'), workers per query ${GS_HL_WORKERS:-$($PSQL -c 'SHOW max_parallel_workers_per_gather')}"
 
 fr="'{0.01,0.5,0.99}'::float8[]"
 $PSQL -c "DROP TABLE IF EXISTS gs_hl" -c "CREATE TABLE gs_hl AS SELECT (random() - 0.5) * 1e9 AS x FROM generate_series(1, $rows)" \
 	-c "VACUUM ANALYZE gs_hl" || exit 1
 want=$($PSQL -c "SELECT (percentile_disc($fr) WITHIN GROUP (ORDER BY x))::text FROM gs_hl")
-q="SET gpuselect.device = 'gpu'; SET gpuselect.debug = on; SELECT (gpu_quantiles(x, $fr)::text = '$want')::text || ' ' || (SELECT value FROM gpuselect_status() WHERE name = 'last_path') FROM gs_hl;"
+wk=""
+[ -n "${GS_HL_WORKERS:-}" ] && wk="SET max_parallel_workers_per_gather = $GS_HL_WORKERS;"
+q="$wk SET gpuselect.device = 'gpu'; SET gpuselect.debug = on; SELECT (gpu_quantiles(x, $fr)::text = '$want')::text || ' ' || (SELECT value FROM gpuselect_status() WHERE name = 'last_path') FROM gs_hl;"
 exh0=$(status service_pool_exhausted); to0=$(status service_timed_out)
 fw0=$(status service_pool_filled_waiting)
 # the debug NOTICE's phases, and the answer's check and path
