@@ -12,6 +12,9 @@ SET max_parallel_workers_per_gather = 0;
 -- the EXPLAINs show the plans under PostgreSQL's default memory setting (a
 -- server's own, such as the GPU machine's 1GB, changes which is cheapest)
 SET work_mem = '4MB';
+-- a parallel plan wherever one is possible, and back to the session's settings
+\set parallel_on 'SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;'
+\set parallel_off 'RESET max_parallel_workers_per_gather; RESET parallel_setup_cost; RESET parallel_tuple_cost; RESET min_parallel_table_scan_size;'
 CREATE FUNCTION bulk_check(q text, ordered bool DEFAULT false) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
@@ -146,16 +149,10 @@ SELECT bulk_check($$SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x), perce
 RESET gpuselect.accelerate_builtins;
 
 -- parallel plans: each participant's partial states, combined above Gather
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
+:parallel_on
 EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FROM bs GROUP BY n;
 SELECT q, bulk_check(q) FROM checks WHERE q NOT LIKE '%SELECT 0.25%';
-RESET max_parallel_workers_per_gather;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+:parallel_off
 
 -- groups in the GROUP BY's order: the scan sorts its groups, so that a
 -- sorted Finalize Aggregate (under Gather Merge in parallel) holds one
@@ -176,10 +173,7 @@ INSERT INTO ochecks VALUES
  ($$SELECT n, date_trunc('day', ts), gpu_median(x), count(*) FROM bs GROUP BY 2, 1 ORDER BY 1 DESC NULLS LAST, 2 LIMIT 9$$),
  ($$SELECT floor(extract(epoch from ts) / 3600) * 3600, n, id % 2, gpu_median(x) FROM bs GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 LIMIT 40$$);
 SELECT q, bulk_check(q, true) FROM ochecks;
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
+:parallel_on
 -- (the states, 8 bytes a row, past hash_mem)
 SET work_mem = '64kB';
 SET hash_mem_multiplier = 1;
@@ -192,10 +186,7 @@ SELECT bulk_check($$SELECT date_trunc('hour', ts), percentile_cont(0.5) WITHIN G
 RESET gpuselect.accelerate_builtins;
 SET work_mem = '4MB';
 RESET hash_mem_multiplier;
-RESET max_parallel_workers_per_gather;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+:parallel_off
 
 -- GROUP BY several expressions (a Grafana multi-series query: a time
 -- bucket and a host): at most one has the cached range, the others are
@@ -221,15 +212,9 @@ RESET timezone;
 SET gpuselect.accelerate_builtins = on;
 SELECT bulk_check($$SELECT floor(extract(epoch from ts) / 3600) * 3600 AS time, n, percentile_cont(0.95) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1, 2 ORDER BY 1$$) AS grafana_series;
 RESET gpuselect.accelerate_builtins;
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
+:parallel_on
 SELECT q, bulk_check(q) FROM mchecks;
-RESET max_parallel_workers_per_gather;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+:parallel_off
 
 -- GROUP BY text, varchar, numeric (equality not bitwise), beside other
 -- expressions or alone: compared by the GROUP BY's equality operator under
@@ -276,10 +261,7 @@ SELECT q, bulk_check(q, true) FROM tochecks;
 SET gpuselect.accelerate_builtins = on;
 SELECT bulk_check($$SELECT date_trunc('hour', ts) AS time, host, percentile_cont(0.9) WITHIN GROUP (ORDER BY x) FROM bt WHERE ts BETWEEN '2026-05-01 02:00+00' AND '2026-05-01 20:00+00' GROUP BY 1, 2 ORDER BY 1$$) AS grafana_text_series;
 RESET gpuselect.accelerate_builtins;
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
+:parallel_on
 SELECT q, bulk_check(q) FROM tchecks;
 -- (the states past hash_mem: sorted Finalize under Gather Merge, each
 -- text column in its collation)
@@ -290,10 +272,7 @@ SELECT q, bulk_check(q, true) FROM tochecks;
 SELECT q, bulk_check(q) FROM tchecks;
 SET work_mem = '4MB';
 RESET hash_mem_multiplier;
-RESET max_parallel_workers_per_gather;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+:parallel_off
 DROP TABLE tchecks, tochecks, bt;
 
 -- aggregate FILTERs: evaluated per row after WHERE, per aggregate (equal
@@ -312,16 +291,10 @@ SELECT q, bulk_check(q) FROM fchecks;
 SET gpuselect.accelerate_builtins = on;
 SELECT bulk_check($$SELECT date_trunc('hour', ts), percentile_cont(0.9) WITHIN GROUP (ORDER BY x) FILTER (WHERE n >= 3), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FILTER (WHERE n >= 3), percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FILTER (WHERE n < 2), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM bs GROUP BY 1$$) AS builtin_filters;
 RESET gpuselect.accelerate_builtins;
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
+:parallel_on
 EXPLAIN (COSTS OFF) SELECT n, gpu_median(x) FILTER (WHERE id % 2 = 0) FROM bs GROUP BY n;
 SELECT q, bulk_check(q) FROM fchecks;
-RESET max_parallel_workers_per_gather;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+:parallel_off
 -- FILTERs it does not take: the executor's plan, and the DEBUG1 line why
 SELECT bulk_check($$SELECT gpu_median(x) FILTER (WHERE random() < 2) FROM bs$$) AS volatile_filter;
 SELECT bulk_check($$SELECT date_trunc('hour', ts), gpu_median(x) FILTER (WHERE date_trunc('hour', ts) > '2026-03-08') FROM bs GROUP BY 1$$) AS group_filter;
@@ -344,18 +317,12 @@ BEGIN
 END $$;
 SELECT tuples = (SELECT count(*) FROM bs) AS all_tuples, keys = (SELECT count(x) FROM bs) AS all_keys
 FROM bulk_counts('SELECT gpu_median(x) FROM bs');
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
+:parallel_on
 SET parallel_leader_participation = off;	-- (the workers read every page)
 SELECT tuples = (SELECT count(*) FROM bs) AS all_tuples, keys = (SELECT count(x) FROM bs) AS all_keys
 FROM bulk_counts('SELECT n, gpu_median(x) FROM bs GROUP BY n');
 RESET parallel_leader_participation;
-RESET max_parallel_workers_per_gather;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+:parallel_off
 SET stats_fetch_consistency = none;
 SELECT pg_stat_force_next_flush();
 SELECT seq_tup_read AS tup_before FROM pg_stat_user_tables WHERE relname = 'bs' \gset
@@ -395,15 +362,9 @@ INSERT INTO pchecks VALUES
  ($$SELECT date_trunc('day', ts), 'k' || k, gpu_median(x) FROM bp GROUP BY 1, 2$$),
  ($$SELECT k::text, x > 50, gpu_median(x), count(*) FROM bi GROUP BY 1, 2$$);
 SELECT q, bulk_check(q) FROM pchecks;
-SET max_parallel_workers_per_gather = 2;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
+:parallel_on
 SELECT q, bulk_check(q) FROM pchecks;
-RESET max_parallel_workers_per_gather;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
+:parallel_off
 DROP TABLE pchecks, bp, bi CASCADE;
 
 -- a correlated subquery: the scan is rescanned with each outer value
