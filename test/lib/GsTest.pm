@@ -224,6 +224,52 @@ sub service_cluster_stop
 	}
 }
 
+# A Citus cluster on this machine (TAP 015, 018): a coordinator and two
+# workers, each a cluster of its own (service_cluster_start, with @conf),
+# citus and gpuselect created on each and the workers added.  Returns the
+# nodes ({host, port, h}: h is service_cluster_start's handle), the
+# coordinator first; citus_cluster_stop stops them and gives the
+# environment back.
+sub citus_cluster_start
+{
+	my (@conf) = @_;
+	my @nodes;
+	# a failure part way stops what started, then dies as it would have
+	eval {
+		for my $i (0 .. 2)
+		{
+			my $h = service_cluster_start(@conf);
+			push @nodes, { host => $ENV{PGHOST}, port => $ENV{PGPORT}, h => $h };
+		}
+		citus_on(\@nodes, $_, 'CREATE EXTENSION citus; CREATE EXTENSION gpuselect;') for 0 .. 2;
+		citus_on(\@nodes, 0, "SELECT citus_set_coordinator_host('$nodes[0]{host}', $nodes[0]{port});"
+			  . join('', map { "SELECT citus_add_node('$nodes[$_]{host}', $nodes[$_]{port});" } 1, 2));
+		1;
+	} or do {
+		my $why = $@;
+		citus_cluster_stop(\@nodes);
+		die $why;
+	};
+	return @nodes;
+}
+
+# in reverse order: each handle saved the environment of the one before
+sub citus_cluster_stop
+{
+	my ($nodes) = @_;
+	service_cluster_stop($_->{h}) for reverse @$nodes;
+}
+
+# SQL on node $n (0: the coordinator): psql_value, or psql's (rc, out,
+# err) with may_fail => 1
+sub citus_on
+{
+	my ($nodes, $n, $sql, %opt) = @_;
+	local $ENV{PGHOST} = $nodes->[$n]{host};
+	local $ENV{PGPORT} = $nodes->[$n]{port};
+	return $opt{may_fail} ? psql($sql) : psql_value($sql);
+}
+
 # the service mode the service tests run: cpu_test (CI), or on
 # (GS_SERVICE_MODE=on: the CUDA engine, on the GPU machine)
 sub service_mode { return $ENV{GS_SERVICE_MODE} // 'cpu_test'; }

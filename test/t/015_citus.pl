@@ -34,28 +34,11 @@ plan skip_all => 'no citus extension in this server (test/run-all.sh builds it f
 # ---- three clusters: the coordinator first, then the workers ----
 my @conf = ("shared_preload_libraries = 'citus'", "session_preload_libraries = 'gpuselect'",
 	'max_parallel_workers_per_gather = 0', "citus.shard_count = 8");
-my (@nodes, @handles);
-for my $i (0 .. 2)
-{
-	my $h = GsTest::service_cluster_start(@conf);
-	push @handles, $h;
-	push @nodes, { host => $ENV{PGHOST}, port => $ENV{PGPORT}, h => $h };
-}
-# restore the environment in reverse order (each handle saved the one before)
-END { GsTest::service_cluster_stop($_) for reverse @handles; }
+my @nodes = GsTest::citus_cluster_start(@conf);
+END { GsTest::citus_cluster_stop(\@nodes) if @nodes; }
 
 # run SQL on node $n (0: coordinator)
-sub on
-{
-	my ($n, $sql, %opt) = @_;
-	local $ENV{PGHOST} = $nodes[$n]{host};
-	local $ENV{PGPORT} = $nodes[$n]{port};
-	return $opt{may_fail} ? psql($sql) : psql_value($sql);
-}
-
-on($_, 'CREATE EXTENSION citus; CREATE EXTENSION gpuselect;') for 0 .. 2;
-on(0, "SELECT citus_set_coordinator_host('$nodes[0]{host}', $nodes[0]{port});"
-	  . join('', map { "SELECT citus_add_node('$nodes[$_]{host}', $nodes[$_]{port});" } 1, 2));
+sub on { return GsTest::citus_on(\@nodes, @_); }
 
 # values of every kind the twins cover, NULLs, NaN, -0 and duplicates among
 # them; text (a type without a twin: gathered) under "C"

@@ -32,26 +32,11 @@ plan skip_all => 'no citus extension in this server (test/run-all.sh builds it f
 
 my @conf = ("shared_preload_libraries = 'citus'", "session_preload_libraries = 'gpuselect'",
 	'max_parallel_workers_per_gather = 0', "citus.shard_count = 8");
-my (@nodes, @handles);
-for my $i (0 .. 2)
-{
-	my $h = GsTest::service_cluster_start(@conf);
-	push @handles, $h;
-	push @nodes, { host => $ENV{PGHOST}, port => $ENV{PGPORT}, h => $h };
-}
-END { GsTest::service_cluster_stop($_) for reverse @handles; }
+my @nodes = GsTest::citus_cluster_start(@conf);
+END { GsTest::citus_cluster_stop(\@nodes) if @nodes; }
 
-sub on
-{
-	my ($n, $sql, %opt) = @_;
-	local $ENV{PGHOST} = $nodes[$n]{host};
-	local $ENV{PGPORT} = $nodes[$n]{port};
-	return $opt{may_fail} ? psql($sql) : psql_value($sql);
-}
-
-on($_, 'CREATE EXTENSION citus; CREATE EXTENSION gpuselect;') for 0 .. 2;
-on(0, "SELECT citus_set_coordinator_host('$nodes[0]{host}', $nodes[0]{port});"
-	  . join('', map { "SELECT citus_add_node('$nodes[$_]{host}', $nodes[$_]{port});" } 1, 2));
+# run SQL on node $n (0: coordinator)
+sub on { return GsTest::citus_on(\@nodes, @_); }
 
 # every twin type, NULLs, NaN, -0 (and +0) and duplicates; a heavy value
 my $rows = 40000;
