@@ -212,7 +212,7 @@ typedef enum GsSvcDeviceState
 typedef struct GsSvcDevice
 {
 	pg_atomic_uint32 state;		/* GsSvcDeviceState */
-	pg_atomic_uint32 running;	/* jobs on its lane now (0 or 1) */
+	pg_atomic_uint32 running;	/* jobs on its lane now: running and next (0..depth) */
 	pg_atomic_uint64 running_keys;
 	pg_atomic_uint64 served;
 	pg_atomic_uint64 failed;
@@ -220,6 +220,8 @@ typedef struct GsSvcDevice
 	pg_atomic_uint64 engine_peak;
 	pg_atomic_uint64 used_bytes;
 	pg_atomic_uint64 total_bytes;
+	pg_atomic_uint64 lane_job_us;	/* its lane's time in jobs since the start */
+	pg_atomic_uint64 lane_sample_us;	/* ... in memory samples (cudaMemGetInfo) */
 	/* under GsSvcControl.lock */
 	int			ordinal;		/* CUDA device number (cpu_test: the index) */
 	char		name[96];
@@ -403,6 +405,7 @@ extern const char *gs_svc_state_name(uint32 state);
 
 /* the devices (service_devices.c) */
 extern int	gs_guc_test_service_fail_device;
+extern int	gs_guc_service_lane_depth;	/* jobs a device holds: 1, or 2 (running and next) */
 extern void gs_svc_devices_define_gucs(bool preload);
 extern void gs_svc_devices_shmem_init(GsSvcControl *c);
 extern void gs_svc_devices_status(void (*emit) (const char *name, const char *value, void *arg),
@@ -410,11 +413,12 @@ extern void gs_svc_devices_status(void (*emit) (const char *name, const char *va
 /* the service's side: which devices to open (CUDA ordinals; cpu_test: 0..n-1) */
 extern int	gs_svc_devices_wanted(int mode, int *ordinals, int max, char *why, Size whylen);
 extern void gs_svc_device_set(int k, int ordinal, const char *name, bool ok, const char *reason);
-extern int	gs_svc_device_pick(int pinned);
+extern int	gs_svc_device_pick(int pinned, int preferred);
 extern bool gs_svc_device_ok(int k);
+extern bool gs_svc_device_idle(int k);
 extern bool gs_svc_device_free(int k);
 extern void gs_svc_device_start(int k, uint64 nkeys);
-extern void gs_svc_device_end(int k, int outcome);
+extern void gs_svc_device_end(int k, uint64 nkeys, int outcome);
 extern void gs_svc_device_fail(int k, const char *reason);
 extern int	gs_svc_devices_ok(void);
 

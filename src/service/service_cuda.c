@@ -225,7 +225,8 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const void *const *
 
 	if (dev->oom_armed)
 		apply_oom_cap(dev, n * kb);
-	s = gs_cuda_alloc(svc_engine, n * kb, (void **) &d_raw, err);
+	/* the job's buffers from the stream-ordered pool: no cudaMalloc/cudaFree a job */
+	s = gs_cuda_alloc_async(svc_engine, n * kb, (void **) &d_raw, err);
 	for (size_t i = 0; s == GS_OK && i < in->nsegs; i++)
 	{
 		size_t		bytes = in->segs[i].n * kb;
@@ -246,12 +247,12 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const void *const *
 	{
 		void	   *d_wide = NULL;
 
-		s = gs_cuda_alloc(svc_engine, n * 4, &d_wide, err);
+		s = gs_cuda_alloc_async(svc_engine, n * 4, &d_wide, err);
 		if (s == GS_OK)
 			s = gs_cuda_widen16(svc_engine, d_raw, d_wide, n, err);
 		if (s == GS_OK)
 			s = gs_cuda_sync(svc_engine, err);
-		gs_cuda_free(svc_engine, d_raw);
+		gs_cuda_free_async(svc_engine, d_raw);
 		d_raw = NULL;
 		d_keys = d_wide;
 	}
@@ -267,7 +268,7 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const void *const *
 			s = gs_cuda_select(svc_engine, d_keys, n, sel_kb, ranks, nranks, out_keys, opt, err);
 	}
 	if (d_keys)
-		gs_cuda_free(svc_engine, d_keys);
+		gs_cuda_free_async(svc_engine, d_keys);
 	disarm_faults(dev);
 
 	if (s == GS_OK)

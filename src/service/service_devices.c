@@ -6,12 +6,15 @@
  * rotation.  The table lives in the control struct (service.h); only the
  * service's main thread writes it.
  *
- * Choice: a device runs one job at a time, and a job is given a device only
- * when one is free, so the service's shortest-first order (with aging)
- * holds across all devices and a job never waits behind another on a busy
- * device while a different one is idle.  Among free devices the next one
- * after the last chosen is taken (round robin), so requests spread over
- * every device even when they come one at a time.
+ * Choice: a device runs one job at a time and holds at most one more, its
+ * next (gpuselect.service_lane_depth, default 2: the lane starts it the
+ * moment the first ends, service_lanes.c), and a job is given a device
+ * only when one has room, so the service's shortest-first order (with
+ * aging) holds across all devices up to that one next job.  An idle device
+ * is always taken before one that is running a job, so a job never waits
+ * behind another while a different device is idle.  Among equals the next
+ * one after the last chosen is taken (round robin), so requests spread
+ * over every device even when they come one at a time.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -25,6 +28,7 @@
 
 static char *gs_guc_service_devices = NULL;
 static int	gs_guc_service_test_devices = 1;
+int			gs_guc_service_lane_depth = 2;
 int			gs_guc_test_service_fail_device = -1;
 
 static int	last_pick = -1;		/* the service's round robin */
@@ -112,6 +116,14 @@ gs_svc_devices_define_gucs(bool preload)
 							   "all",
 							   PGC_POSTMASTER, 0,
 							   gs_check_service_devices, NULL, NULL);
+	DefineCustomIntVariable("gpuselect.service_lane_depth",
+							"Jobs each device of the GPU service holds: the one it runs and, at 2, the next.",
+							"At 2 a device starts its next job the moment one ends, without waiting for the "
+							"service's main thread; 1 hands each device one job at a time.",
+							&gs_guc_service_lane_depth,
+							2, 1, 2,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuselect.service_test_devices",
 							"Devices the GPU service simulates in cpu_test mode.",
 							"Each one a lane thread running the CPU engine, so tests exercise several devices.",
@@ -138,6 +150,8 @@ gs_svc_devices_shmem_init(GsSvcControl *c)
 		pg_atomic_init_u64(&d->engine_peak, 0);
 		pg_atomic_init_u64(&d->used_bytes, 0);
 		pg_atomic_init_u64(&d->total_bytes, 0);
+		pg_atomic_init_u64(&d->lane_job_us, 0);
+		pg_atomic_init_u64(&d->lane_sample_us, 0);
 		d->ordinal = -1;
 		d->name[0] = '\0';
 		d->reason[0] = '\0';
@@ -193,6 +207,8 @@ gs_svc_device_set(int k, int ordinal, const char *name, bool ok, const char *rea
 	pg_atomic_write_u64(&d->engine_peak, 0);
 	pg_atomic_write_u64(&d->used_bytes, 0);
 	pg_atomic_write_u64(&d->total_bytes, 0);
+	pg_atomic_write_u64(&d->lane_job_us, 0);
+	pg_atomic_write_u64(&d->lane_sample_us, 0);
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
 	d->ordinal = ordinal;
 	strlcpy(d->name, name ? name : "", sizeof(d->name));
@@ -213,28 +229,30 @@ gs_svc_device_ok(int k)
 
 /* k is in rotation and runs nothing */
 bool
-gs_svc_device_free(int k)
+gs_svc_device_idle(int k)
 {
 	return gs_svc_device_ok(k) && pg_atomic_read_u32(&gs_svc_ctl->devices[k].running) == 0;
 }
 
-/*
- * A device for the next job: `pinned` (a test hook's device) when it is in
- * rotation -- then only it, once free -- else the next free device after
- * the last one chosen.  -1: none free now.
- */
-int
-gs_svc_device_pick(int pinned)
+/* k is in rotation and can take a job now (it holds fewer than the depth) */
+bool
+gs_svc_device_free(int k)
+{
+	return gs_svc_device_ok(k) &&
+		pg_atomic_read_u32(&gs_svc_ctl->devices[k].running) < (uint32) gs_guc_service_lane_depth;
+}
+
+/* the next device after the last one chosen that passes `test`, or -1 */
+static int
+gs_svc_device_round_robin(bool (*test) (int))
 {
 	int			n = gs_svc_ctl->ndevices;
 
-	if (gs_svc_device_ok(pinned))
-		return gs_svc_device_free(pinned) ? pinned : -1;
 	for (int i = 1; i <= n; i++)
 	{
 		int			k = (last_pick + i) % n;
 
-		if (k >= 0 && gs_svc_device_free(k))
+		if (k >= 0 && test(k))
 		{
 			last_pick = k;
 			return k;
@@ -243,25 +261,47 @@ gs_svc_device_pick(int pinned)
 	return -1;
 }
 
+/*
+ * A device for the next job: `pinned` (a test hook's device) when it is in
+ * rotation -- then only it, once it has room -- else `preferred` (the one
+ * with the job's prefetched copies, -1: none) if idle, else any idle one,
+ * else `preferred` if it has room, else any with room.  -1: none has room.
+ */
+int
+gs_svc_device_pick(int pinned, int preferred)
+{
+	int			k;
+
+	if (gs_svc_device_ok(pinned))
+		return gs_svc_device_free(pinned) ? pinned : -1;
+	if (gs_svc_device_idle(preferred))
+		return preferred;
+	if ((k = gs_svc_device_round_robin(gs_svc_device_idle)) >= 0)
+		return k;
+	if (gs_svc_device_free(preferred))
+		return preferred;
+	return gs_svc_device_round_robin(gs_svc_device_free);
+}
+
 void
 gs_svc_device_start(int k, uint64 nkeys)
 {
 	GsSvcDevice *d = &gs_svc_ctl->devices[k];
 
-	pg_atomic_write_u64(&d->running_keys, nkeys);
-	pg_atomic_write_u32(&d->running, 1);
+	pg_atomic_fetch_add_u64(&d->running_keys, nkeys);
+	pg_atomic_fetch_add_u32(&d->running, 1);
 }
 
 /* outcome: 1 served, 0 failed, -1 dropped (its owner abandoned it) */
 void
-gs_svc_device_end(int k, int outcome)
+gs_svc_device_end(int k, uint64 nkeys, int outcome)
 {
 	GsSvcDevice *d = &gs_svc_ctl->devices[k];
 
 	if (outcome >= 0)
 		pg_atomic_fetch_add_u64(outcome > 0 ? &d->served : &d->failed, 1);
-	pg_atomic_write_u64(&d->running_keys, 0);
-	pg_atomic_write_u32(&d->running, 0);
+	pg_atomic_fetch_sub_u64(&d->running_keys, nkeys);
+	pg_atomic_fetch_sub_u32(&d->running, 1);
 }
 
 /* out of rotation for the rest of this incarnation */
@@ -295,7 +335,8 @@ gs_svc_devices_ok(void)
 /*
  * device_<k>_* rows, k = the service's index (device_<k>_ordinal is the
  * CUDA number): state ok/failed and why, what runs on it, what it served
- * and failed since the service started, and its memory (CUDA).
+ * and failed since the service started, its memory (CUDA), and its lane's
+ * time in jobs and in memory samples (against the wall time: how busy).
  */
 void
 gs_svc_devices_status(void (*emit) (const char *name, const char *value, void *arg), void *arg)
@@ -340,6 +381,8 @@ gs_svc_devices_status(void (*emit) (const char *name, const char *value, void *a
 		EMIT_U64(DEV_ROW("device_peak_bytes"), pg_atomic_read_u64(&d->engine_peak));
 		EMIT_U64(DEV_ROW("device_used_bytes"), pg_atomic_read_u64(&d->used_bytes));
 		EMIT_U64(DEV_ROW("device_total_bytes"), pg_atomic_read_u64(&d->total_bytes));
+		EMIT_U64(DEV_ROW("lane_job_ms"), pg_atomic_read_u64(&d->lane_job_us) / 1000);
+		EMIT_U64(DEV_ROW("lane_sample_ms"), pg_atomic_read_u64(&d->lane_sample_us) / 1000);
 #undef DEV_ROW
 	}
 }

@@ -4,10 +4,14 @@
  *
  * Deliberately no PostgreSQL header here: everything a lane thread runs is
  * in this file, the engines (kernels/, service_cuda.c) and libc/pthreads.
- * A lane has a mutex/condvar mailbox of at most one job (the main thread
- * gives work only to a free lane, so shortest-first with aging is decided
- * when a device is free, over every waiting job), puts what it finished on
- * the one done list and writes a byte into the wake pipe.
+ * A lane has a mutex/condvar mailbox: the job it runs and at most one
+ * next (gpuselect.service_lane_depth = 2, the main thread's choice): a
+ * lane that finishes a job starts the next at once instead of idling
+ * while the main thread wakes, collects and dispatches -- for small jobs
+ * that hand-off was a good part of a device's time (issue #35).  It puts
+ * what it finished on the one done list and writes a byte into the wake
+ * pipe.  It samples its device's memory (cudaMemGetInfo, not free) after
+ * a job only when no next job waits or the last sample is 100 ms old.
  *
  * Prefetch: between jobs a lane also copies sealed pool chunks to its
  * device, and drops such copies, as the main thread orders
@@ -49,8 +53,12 @@ typedef struct gs_lane
 	bool		bound;			/* the device is current in the thread (or CPU) */
 	bool		bind_done;
 	char		why[128];
-	gs_lane_work *todo;			/* at most one */
+	gs_lane_work *todo;			/* jobs given and not started, first first */
+	gs_lane_work *todo_tail;	/* (a list: see gs_lanes_submit) */
 	gs_lane_work *running;
+	double		job_ms;			/* time in jobs, and in memory samples, */
+	double		sample_ms;		/* since the lane started (gs_lanes_times) */
+	double		last_sample;	/* now_ms() of the last memory sample */
 	struct gs_lane_op *ops;		/* prefetch copies and drops, in order */
 	struct gs_lane_op *ops_tail;
 	uint64_t	mem[4];			/* gs_lanes_memory */
@@ -273,17 +281,65 @@ lane_run(gs_lane *l, gs_lane_work *w)
 	}
 }
 
+static void lane_finished(gs_lane_work *w);
+
 static void
 lane_sample_memory(gs_lane *l)
 {
 	uint64_t	m[4];
+	double		t0 = now_ms();
 
 	if (l->dev == NULL)
 		return;
 	gs_svc_cuda_memory(l->dev, &m[0], &m[1], &m[2], &m[3]);
 	pthread_mutex_lock(&l->mu);
 	memcpy(l->mem, m, sizeof(m));
+	l->last_sample = now_ms();
+	l->sample_ms += l->last_sample - t0;
 	pthread_mutex_unlock(&l->mu);
+}
+
+/* after a job: sample unless the next job waits and the last sample is recent */
+static void
+lane_sample_after_job(gs_lane *l)
+{
+	bool		due;
+
+	pthread_mutex_lock(&l->mu);
+	due = l->todo == NULL || now_ms() - l->last_sample >= 100.0;
+	pthread_mutex_unlock(&l->mu);
+	if (due)
+		lane_sample_memory(l);
+}
+
+/*
+ * At the stop: a next job the lane never started goes back as canceled
+ * (service_main.c requeues it for the next incarnation, as it does the
+ * running job the stop interrupted).
+ */
+static void
+lane_return_unstarted(gs_lane *l)
+{
+	gs_lane_work *w;
+
+	pthread_mutex_lock(&l->mu);
+	w = l->todo;
+	l->todo = l->todo_tail = NULL;
+	pthread_mutex_unlock(&l->mu);
+	while (w != NULL)
+	{
+		gs_lane_work *next = w->next;
+
+		memset(&w->err, 0, sizeof(w->err));
+		w->status = w->err.status = GS_ERR_CANCELED;
+		w->sticky = false;
+		w->copy_ms = w->run_ms = 0;
+		w->bytes_copied = w->prefetch_used_bytes = 0;
+		snprintf(w->err.message, sizeof(w->err.message),
+				 "the service is shutting down or the request was abandoned");
+		lane_finished(w);
+		w = next;
+	}
 }
 
 static void
@@ -337,15 +393,24 @@ lane_main(void *arg)
 
 		if (w != NULL)
 		{
-			l->todo = NULL;
+			double		t0;
+
+			l->todo = w->next;
+			if (l->todo == NULL)
+				l->todo_tail = NULL;
+			w->next = NULL;
 			l->running = w;
 			pthread_mutex_unlock(&l->mu);
+			t0 = now_ms();
 			lane_run(l, w);
-			lane_sample_memory(l);
+			w->run_ms = now_ms() - t0;
 			pthread_mutex_lock(&l->mu);
 			l->running = NULL;
+			l->job_ms += w->run_ms;
 			pthread_mutex_unlock(&l->mu);
-			lane_finished(w);
+			lane_finished(w);	/* the answer first, then the sample */
+			if (ok)
+				lane_sample_after_job(l);
 			pthread_mutex_lock(&l->mu);
 			continue;
 		}
@@ -383,6 +448,9 @@ lane_main(void *arg)
 		}
 	}
 	/* orders never run, and the copies: the engine is still open */
+	pthread_mutex_unlock(&l->mu);
+	lane_return_unstarted(l);
+	pthread_mutex_lock(&l->mu);
 	while (l->ops != NULL)
 	{
 		gs_lane_op *op = l->ops;
@@ -479,7 +547,20 @@ gs_lanes_submit(int lane, gs_lane_work *w)
 	w->lane = lane;
 	w->next = NULL;
 	pthread_mutex_lock(&l->mu);
-	l->todo = w;
+
+	/*
+	 * A list, not one place: the main thread counts a job as the device's
+	 * until it has collected it from the done list, so it may give the lane
+	 * a job while the one before is still in this list -- the lane handed
+	 * back the job it ran and has not yet started the next.  (One place
+	 * overwritten there lost a job; session 24's load benchmark found it.)
+	 * The count keeps the list at depth jobs or fewer.
+	 */
+	if (l->todo_tail)
+		l->todo_tail->next = w;
+	else
+		l->todo = w;
+	l->todo_tail = w;
 	pthread_cond_signal(&l->cv);
 	pthread_mutex_unlock(&l->mu);
 }
@@ -594,6 +675,21 @@ gs_lanes_ended(int lane)
 {
 	return lane < 0 || lane >= GS_LANES_MAX || !lanes[lane].started ||
 		atomic_load(&lanes[lane].ended);
+}
+
+void
+gs_lanes_times(int lane, double *job_ms, double *sample_ms)
+{
+	gs_lane    *l;
+
+	*job_ms = *sample_ms = 0;
+	if (lane < 0 || lane >= nlanes || !lanes[lane].started)
+		return;
+	l = &lanes[lane];
+	pthread_mutex_lock(&l->mu);
+	*job_ms = l->job_ms;
+	*sample_ms = l->sample_ms;
+	pthread_mutex_unlock(&l->mu);
 }
 
 void

@@ -6,7 +6,8 @@
  * Plain C and pthreads: a lane thread never calls a PostgreSQL function (no
  * palloc, elog, latch, interrupt processing) and runs with every signal
  * blocked, so PostgreSQL's handlers run only on the main thread.  The main
- * thread hands a lane one job at a time (gs_lanes_submit), a lane puts the
+ * thread hands a lane a job (gs_lanes_submit) while it runs at most one
+ * other (gpuselect.service_lane_depth), a lane puts the
  * finished job on one done list and writes a byte into a pipe whose read
  * end the main thread waits on next to its latch (gs_lanes_wake_fd), so a
  * finished job wakes it without polling.
@@ -50,6 +51,7 @@ typedef struct gs_lane_work
 	gs_error	err;			/* inject: the main thread puts the message here */
 	bool		sticky;			/* the device is unusable (CUDA: a sticky error) */
 	double		copy_ms;
+	double		run_ms;			/* the lane's time on this job */
 	uint64_t	bytes_copied;
 	uint64_t	prefetch_used_bytes;	/* keys read from prefetched copies */
 
@@ -66,8 +68,8 @@ typedef struct gs_lane_work
  */
 int			gs_lanes_start(int n, gs_svc_cuda_dev **devs, int nchunks, bool *ok, char (*why)[128]);
 int			gs_lanes_wake_fd(void);
-/* give a lane its job; the main thread does so only when the lane runs
- * nothing (service_devices.c keeps that count) */
+/* give a lane a job; the main thread does so only while the lane has no
+ * next job waiting (service_devices.c keeps the count: running < depth) */
 void		gs_lanes_submit(int lane, gs_lane_work *w);
 /* the finished jobs (a list through next; NULL: none); drains the pipe */
 gs_lane_work *gs_lanes_collect(void);
@@ -89,7 +91,10 @@ bool		gs_lanes_stopping(void);
  * the number still running then (their work must not be freed) */
 int			gs_lanes_stop(int timeout_ms);
 bool		gs_lanes_ended(int lane);
-/* the device memory a CUDA lane last sampled (after each job, else once a second) */
+/* a lane's time in jobs and in memory samples since it started (ms) */
+void		gs_lanes_times(int lane, double *job_ms, double *sample_ms);
+/* the device memory a CUDA lane last sampled (after a job when no next one
+ * waits, at least every 100 ms while jobs run back to back, else once a second) */
 void		gs_lanes_memory(int lane, uint64_t *engine_bytes, uint64_t *engine_peak,
 							uint64_t *device_used, uint64_t *device_total);
 

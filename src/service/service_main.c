@@ -44,19 +44,22 @@
 #include "service/service_lanes.h"
 
 /*
- * What runs on each device (main thread only): the job slot, its memory
- * (the engine's input, ranks and answer, read and written by the lane),
- * freed only once the lane has handed the work back.
+ * What each device holds (main thread only), its running job and its next
+ * (gpuselect.service_lane_depth): the job slot, its memory (the engine's
+ * input, ranks and answer, read and written by the lane), freed only once
+ * the lane has handed the work back.
  */
+#define GS_SVC_RUNS_PER_DEVICE 2
+
 typedef struct GsSvcRun
 {
-	int			job;			/* -1: the device runs nothing */
+	int			job;			/* -1: an empty place */
 	MemoryContext cxt;
 	gs_lane_work *work;
-	TimestampTz start;
+	TimestampTz start;			/* given to the lane */
 } GsSvcRun;
 
-static GsSvcRun svc_runs[GS_SVC_MAX_DEVICES];
+static GsSvcRun svc_runs[GS_SVC_MAX_DEVICES][GS_SVC_RUNS_PER_DEVICE];
 static gs_svc_cuda_dev *svc_cuda[GS_SVC_MAX_DEVICES];	/* on: each device's engine */
 static int	svc_pool_device = -1;	/* on: the device whose engine locked the pool */
 static int	svc_nlanes = 0;		/* lane threads started */
@@ -66,8 +69,9 @@ static bool
 gs_svc_job_on_device(int j)
 {
 	for (int k = 0; k < GS_SVC_MAX_DEVICES; k++)
-		if (svc_runs[k].job == j)
-			return true;
+		for (int r = 0; r < GS_SVC_RUNS_PER_DEVICE; r++)
+			if (svc_runs[k][r].job == j)
+				return true;
 	return false;
 }
 
@@ -380,11 +384,16 @@ gs_svc_start_job(int j, int d)
 {
 	GsSvcJob   *job = &gs_svc_jobs[j];
 	uint32		expected = GS_JOB_SUBMITTED;
-	GsSvcRun   *run = &svc_runs[d];
+	GsSvcRun   *run = NULL;
 	gs_lane_work *w;
 	gs_error	err;
 	MemoryContext old;
 
+	for (int r = 0; r < GS_SVC_RUNS_PER_DEVICE && run == NULL; r++)
+		if (svc_runs[d][r].job < 0)
+			run = &svc_runs[d][r];
+	if (run == NULL)
+		elog(ERROR, "gpuselect GPU service: device %d has no room for a job", d);
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
 		return;					/* abandoned meanwhile */
 	run->start = GetCurrentTimestamp();
@@ -480,16 +489,24 @@ static void
 gs_svc_finish_job(gs_lane_work *w)
 {
 	int			d = w->lane;
-	GsSvcRun   *run = &svc_runs[d];
-	int			j = run->job;
-	GsSvcJob   *job = &gs_svc_jobs[j];
+	GsSvcRun   *run = NULL;
+	int			j;
+	GsSvcJob   *job;
 	int			outcome;
 
-	Assert(run->work == w && j == w->tag);
+	for (int r = 0; r < GS_SVC_RUNS_PER_DEVICE && run == NULL; r++)
+		if (svc_runs[d][r].work == w)
+			run = &svc_runs[d][r];
+	Assert(run != NULL);
+	j = run->job;
+	job = &gs_svc_jobs[j];
+	Assert(j == w->tag);
 	job->copy_ms = w->copy_ms;
 	job->bytes_copied = w->bytes_copied;
 	pg_atomic_fetch_add_u64(&gs_svc_ctl->prefetch_used_bytes, w->prefetch_used_bytes);
-	job->select_ms = gs_svc_ms_since(run->start) - w->copy_ms;
+	/* the lane's time is the selection's; the rest, from the submit on, the wait */
+	job->select_ms = w->run_ms - w->copy_ms;
+	job->queue_ms = Max(gs_svc_ms_since(job->submit_time) - w->run_ms, 0.0);
 	if (w->sticky)
 	{
 		gs_svc_device_fail(d, w->err.message[0] ? w->err.message : "a device error");
@@ -510,7 +527,7 @@ gs_svc_finish_job(gs_lane_work *w)
 	else
 		outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
 								 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
-	gs_svc_device_end(d, outcome);
+	gs_svc_device_end(d, job->nkeys, outcome);
 	run->job = -1;
 	run->work = NULL;
 	MemoryContextDelete(run->cxt);
@@ -534,20 +551,18 @@ gs_svc_dispatch(void)
 		j = gs_svc_next_job();
 		if (j < 0)
 			return;
-		/* the device that has the job's prefetched copies, if it is free */
-		d = gs_prefetch_device(j);
-		if (gs_svc_jobs[j].fail_device >= 0 || d < 0 || !gs_svc_device_free(d))
-			d = gs_svc_device_pick(gs_svc_jobs[j].fail_device);
+		/* an idle device first, the one with the job's prefetched copies if it is */
+		d = gs_svc_device_pick(gs_svc_jobs[j].fail_device, gs_prefetch_device(j));
 		if (d < 0)
-			return;				/* every device busy */
+			return;				/* every device full */
 		gs_svc_start_job(j, d);
 	}
 }
 
 /*
  * Device memory for gpuselect_status(): what each CUDA lane last sampled
- * (after each of its jobs, else once a second), per device and summed.
- * cpu_test: no device, all 0.
+ * (service_lanes.h says when), per device and summed; and each lane's time
+ * in jobs and samples.  cpu_test: no device memory, all 0.
  */
 static void
 gs_svc_publish_memory(void)
@@ -559,8 +574,13 @@ gs_svc_publish_memory(void)
 	{
 		GsSvcDevice *d = &c->devices[k];
 		uint64_t	m[4];
+		double		job_ms,
+					sample_ms;
 
 		gs_lanes_memory(k, &m[0], &m[1], &m[2], &m[3]);
+		gs_lanes_times(k, &job_ms, &sample_ms);
+		pg_atomic_write_u64(&d->lane_job_us, (uint64) (job_ms * 1000.0));
+		pg_atomic_write_u64(&d->lane_sample_us, (uint64) (sample_ms * 1000.0));
 		pg_atomic_write_u64(&d->engine_bytes, m[0]);
 		pg_atomic_write_u64(&d->engine_peak, m[1]);
 		pg_atomic_write_u64(&d->used_bytes, m[2]);
@@ -799,7 +819,8 @@ gs_service_main(Datum arg)
 	if (c == NULL)
 		proc_exit(1);
 	for (int k = 0; k < GS_SVC_MAX_DEVICES; k++)
-		svc_runs[k].job = -1;
+		for (int r = 0; r < GS_SVC_RUNS_PER_DEVICE; r++)
+			svc_runs[k][r].job = -1;
 
 	LWLockAcquire(c->lock, LW_EXCLUSIVE);
 	c->svc_pid = MyProcPid;

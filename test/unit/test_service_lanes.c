@@ -7,7 +7,9 @@
  * sort), each wakes the waiting thread through the pipe (poll, no busy
  * wait), run with every signal blocked, stop a held job when its interrupt
  * hook says so, pass an injected failure through, and a stop ends every
- * lane within the deadline, a running job handed back as canceled.
+ * lane within the deadline, a running job handed back as canceled, and so
+ * is one given after it that never started.  Jobs given to a lane while it
+ * runs one all come back, in order (service_lane_depth).
  * Prefetched copies: read by a job of their generation, never by another,
  * not after a drop.
  * Ends with "test_service_lanes: N passed, M failed".
@@ -193,6 +195,9 @@ main(void)
 	gs_segment	seg[NLANES];
 	gs_lane_work work[NLANES];
 	gs_lane_work *got[NLANES];
+	gs_lane_work more[3];
+	gs_segment	more_seg[3];
+	uint64_t	more_out[3][NRANKS];
 	uint64_t	x = 88172645463325252ull;
 	double		t0;
 	int			n;
@@ -259,10 +264,39 @@ main(void)
 	CHECK(now_ms() - t0 < 3000, "... long before its delay");
 	atomic_store(&abandon[0], 0);
 
-	/* stop with a job held on lane 2: every lane ends within the deadline */
+	/*
+	 * Jobs given to a lane while it runs one (gpuselect.service_lane_depth
+	 * = 2, and the moment after the lane handed one back, before it started
+	 * the next): every one comes back, in the order given.
+	 */
+	{
+		gs_lane_work *back[3];
+		bool		all_ok = true;
+
+		for (int i = 0; i < 3; i++)
+		{
+			setup(&more[i], 10 + i, keys[0], &more_seg[i], ranks, more_out[i]);
+			more[i].delay_ms = i == 0 ? 200 : 0;	/* the others are given while it runs */
+			gs_lanes_submit(0, &more[i]);
+		}
+		n = collect(back, 3, 60000);
+		CHECK(n == 3, "three jobs given to one lane at once all come back");
+		for (int i = 0; i < n; i++)
+			all_ok = all_ok && back[i] == &more[i] && more[i].status == GS_OK &&
+				more_out[i][2] == sorted[ranks[2]];
+		CHECK(all_ok, "... in the order given, each answered");
+	}
+
+	/*
+	 * Stop with a job held on lane 2 and another given after it: every lane
+	 * ends within the deadline, and both jobs come back canceled, the one
+	 * the lane never started too.
+	 */
 	setup(&work[2], 2, keys[2], &seg[2], ranks, out[2]);
 	work[2].delay_ms = 60000;
 	gs_lanes_submit(2, &work[2]);
+	setup(&more[0], 20, keys[2], &more_seg[0], ranks, more_out[0]);
+	gs_lanes_submit(2, &more[0]);
 	{
 		struct timespec ms50 = {0, 50 * 1000 * 1000};
 
@@ -273,9 +307,11 @@ main(void)
 	CHECK(now_ms() - t0 < 2000, "... within the deadline");
 	for (int k = 0; k < NLANES; k++)
 		CHECK(gs_lanes_ended(k), "a lane ended");
-	n = collect(got, 1, 1000);
-	CHECK(n == 1 && got[0] == &work[2] && work[2].status == GS_ERR_CANCELED,
+	n = collect(got, 2, 1000);
+	CHECK(n == 2 && got[0] == &work[2] && work[2].status == GS_ERR_CANCELED,
 		  "the job running at the stop came back canceled");
+	CHECK(n == 2 && got[1] == &more[0] && more[0].status == GS_ERR_CANCELED,
+		  "the job given after it came back canceled, never started");
 
 	free(sorted);
 	return unit_summary("test_service_lanes");
