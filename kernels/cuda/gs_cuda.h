@@ -85,6 +85,11 @@ size_t		gs_cuda_scratch_bytes(const gs_cuda_engine *e, size_t n, unsigned key_by
 /* ---- memory and copies, for callers that stage their own data ---- */
 gs_status	gs_cuda_alloc(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err);
 void		gs_cuda_free(gs_cuda_engine *e, void *d_ptr);
+/* the same from the device's stream-ordered pool (no device-wide sync, no
+ * driver call for a size the pool holds): allocated in order on the copy
+ * stream, freed after the work both streams enqueued on it */
+gs_status	gs_cuda_alloc_async(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err);
+void		gs_cuda_free_async(gs_cuda_engine *e, void *d_ptr);
 /* page-locked host memory: allocate, or register/unregister existing memory */
 gs_status	gs_cuda_host_alloc(gs_cuda_engine *e, size_t bytes, void **h_ptr, gs_error *err);
 void		gs_cuda_host_free(gs_cuda_engine *e, void *h_ptr);

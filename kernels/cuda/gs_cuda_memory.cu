@@ -134,6 +134,54 @@ gs_cuda_free(gs_cuda_engine *e, void *d_ptr)
 	(void) cudaGetLastError();
 }
 
+/*
+ * A job's key buffer from the device's stream-ordered pool: cudaMallocAsync
+ * on the copy stream (the copies into it follow there), freed with
+ * cudaFreeAsync once both streams' work on it is enqueued.  cudaMalloc and
+ * cudaFree cost tens to hundreds of microseconds a call, cudaFree waits for
+ * the whole device, and both take driver locks the other devices' lanes of
+ * the same process contend for: for the service's small jobs they were a
+ * good part of a job's host time (issue #35).  The pool keeps up to 1 GiB
+ * of freed memory between calls (gs_cuda_open), so a same-sized buffer
+ * comes back without a device call.  Counted as gs_cuda_alloc's are.
+ */
+gs_status
+gs_cuda_alloc_async(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err)
+{
+	return gs_guard(err, "gs_cuda_alloc_async", [&]() -> gs_status {
+		if (!e || !d_ptr)
+			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
+		*d_ptr = NULL;
+		if (e->mem_cap && e->dev_in_use + bytes > e->mem_cap)
+			return gs_fail(err, GS_ERR_DEVICE_NOMEM, "device memory cap reached (%zu + %zu > %zu)",
+						   e->dev_in_use, bytes, e->mem_cap);
+		cudaError_t ce = cudaMallocAsync(d_ptr, bytes ? bytes : 1, e->cs);
+
+		if (ce != cudaSuccess)
+		{
+			*d_ptr = NULL;
+			(void) cudaGetLastError();
+			return gs_fail(err, GS_ERR_DEVICE_NOMEM, "cudaMallocAsync of %zu bytes: %s", bytes,
+						   cudaGetErrorString(ce));
+		}
+		gs_rec_add(e, *d_ptr, bytes, 0);
+		return gs_ok(err);
+	});
+}
+
+void
+gs_cuda_free_async(gs_cuda_engine *e, void *d_ptr)
+{
+	if (!e || !d_ptr)
+		return;
+	gs_rec_del(e, d_ptr, 0);
+	/* after the copy stream's work on it (an error path may not have synced) */
+	if (cudaEventRecord(e->ev_copy, e->cs) == cudaSuccess)
+		(void) cudaStreamWaitEvent(e->s, e->ev_copy, 0);
+	cudaFreeAsync(d_ptr, e->s);
+	(void) cudaGetLastError();
+}
+
 gs_status
 gs_cuda_host_alloc(gs_cuda_engine *e, size_t bytes, void **h_ptr, gs_error *err)
 {

@@ -756,6 +756,29 @@ api_checks(void)
 	check(gs_cuda_copy_to_device_async(E, d, reg.data(), reg.size(), &err) == GS_OK, "copy registered");
 	check(gs_cuda_sync(E, &err) == GS_OK, "sync");
 	gs_cuda_host_unregister(E, reg.data());
+	/* a job's buffer from the stream-ordered pool (the service's): counted,
+	 * filled on the copy stream, selected from, refused past the cap, freed */
+	{
+		void	   *da = NULL,
+				   *db = NULL;
+		std::vector<uint32_t> hk(1 << 16);
+
+		for (size_t i = 0; i < hk.size(); i++)
+			hk[i] = (uint32_t) ((i * 2654435761u) % hk.size());		/* a permutation of 0..2^16-1 */
+		check(gs_cuda_alloc_async(E, hk.size() * 4, &da, &err) == GS_OK && da != NULL, "alloc async");
+		gs_cuda_memory_in_use(E, &dev, &host);
+		check(dev == (1 << 20) + hk.size() * 4, "alloc async counted: %zu", dev);
+		check(gs_cuda_copy_to_device_async(E, da, hk.data(), hk.size() * 4, &err) == GS_OK &&
+			  gs_cuda_sync(E, &err) == GS_OK, "copy into the async buffer");
+		r = 12345;
+		check(gs_cuda_select(E, da, hk.size(), 4, &r, 1, &o, &opt, &err) == GS_OK && o == 12345u,
+			  "select from the async buffer: %llu", (unsigned long long) o);
+		gs_cuda_set_memory_cap(E, (1 << 20) + hk.size() * 4 + 1000);
+		check(gs_cuda_alloc_async(E, 4096, &db, &err) == GS_ERR_DEVICE_NOMEM && db == NULL, "alloc async beyond cap");
+		gs_cuda_set_memory_cap(E, 0);
+		gs_cuda_free_async(E, da);
+		check(gs_cuda_sync(E, &err) == GS_OK, "sync after free async");
+	}
 	gs_cuda_free(E, d);
 	gs_cuda_memory_in_use(E, &dev, &host);
 	check(dev == 0 && host == 0, "leak: %zu %zu", dev, host);
