@@ -140,6 +140,13 @@ SELECT q, bulk_check(q) FROM checks WHERE q LIKE '%ts%';
 SET timezone = 'Asia/Kathmandu';
 SELECT q, bulk_check(q) FROM checks WHERE q LIKE '%date_trunc%';
 RESET timezone;
+-- the page loops' prefetch (gpuselect.test_bulk_prefetch) is a hint only:
+-- none, and more tuples ahead than most pages hold, give the same answers
+SET gpuselect.test_bulk_prefetch = 0;
+SELECT count(*) AS checks, count(*) FILTER (WHERE bulk_check(q) = 'same') AS same FROM checks;
+SET gpuselect.test_bulk_prefetch = 64;
+SELECT count(*) AS checks, count(*) FILTER (WHERE bulk_check(q) = 'same') AS same FROM checks;
+RESET gpuselect.test_bulk_prefetch;
 
 -- the built-in syntax, rewritten (planner.c), then scanned
 SET gpuselect.accelerate_builtins = on;

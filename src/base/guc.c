@@ -39,6 +39,7 @@ int			gs_guc_test_cancel_at_poll = 0;
 int			gs_guc_test_citus_gather_limit = 12288;
 int			gs_guc_test_terminate_at_poll = 0;
 int			gs_guc_test_cpu_path = GS_CPU_PATH_AUTO;
+int			gs_guc_test_bulk_prefetch = GS_BULK_PREFETCH_DEFAULT;
 
 static const struct config_enum_entry gs_cpu_path_options[] = {
 	{"auto", GS_CPU_PATH_AUTO, false},
@@ -417,6 +418,15 @@ gs_guc_define(void)
 							&gs_guc_test_max_serial_bytes,
 							0, 0, (int) MaxAllocSize,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_bulk_prefetch",
+							"Test hook: how many tuples ahead the bulk scan's page loop prefetches (0: none).",
+							"Benchmarks compare the bulk scan with and without its prefetch in one session; "
+							"the answers are the same either way.",
+							&gs_guc_test_bulk_prefetch,
+							GS_BULK_PREFETCH_DEFAULT, 0, 64,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuselect.test_citus_gather_limit",

@@ -67,6 +67,9 @@
  *                                    12288): levels on little data
  *   gpuselect.test_cpu_path          the CPU engine's exact path: auto,
  *                                    select or sort
+ *   gpuselect.test_bulk_prefetch     tuples ahead the bulk scan's page
+ *                                    loop prefetches (0: none), for A/B
+ *                                    benchmarks in one session
  *
  * Internal (set by the leader for its parallel workers, hidden):
  *
@@ -126,6 +129,9 @@ extern int	gs_guc_test_cancel_at_poll;
 extern int	gs_guc_test_citus_gather_limit;
 extern int	gs_guc_test_terminate_at_poll;
 extern int	gs_guc_test_cpu_path;	/* GS_CPU_PATH_* (gs_engine.h) */
+/* gpuselect.test_bulk_prefetch: tuples ahead the bulk scan prefetches (bulk_scan.c) */
+#define GS_BULK_PREFETCH_DEFAULT 16
+extern int	gs_guc_test_bulk_prefetch;
 
 extern void gs_guc_define(void);
 extern const char *gs_device_name(int device);

@@ -21,7 +21,10 @@
  * offset where the tuple allows (bulk_fetch.h), through heap_getattr
  * otherwise (NULLs, a column added later: attmissingval), and its key goes into the group's state
  * (gs_append_datum), i.e. into key-pool chunks the GPU service copies to
- * the device while the scan goes on, when the group will run there.
+ * the device while the scan goes on, when the group will run there.  On a
+ * page marked all-visible nothing has read the tuples before this loop (page
+ * mode lists them from the line pointers), so the loop prefetches a few
+ * tuples ahead (gs_bulk_prefetch_start): without it each row waits on memory.
  *
  * The quals are the executor's own ExprState, over a scan tuple holding
  * just the columns they read (planner file: why).  Which group a row is in
@@ -65,6 +68,7 @@
 
 #include "aggs/fn_cache.h"
 #include "aggs/ranks.h"
+#include "base/guc.h"
 #include "base/types.h"
 #include "scan/bulk_fetch.h"
 #include "scan/bulk_groups.h"
@@ -459,21 +463,40 @@ gs_bulk_row(GsBulkScanState *bs, HeapTuple tup, TupleDesc desc, ExprContext *eco
 }
 
 /*
+ * Prefetch (gs_bulk_prefetch_tuple): the page loops hint the tuple
+ * gpuselect.test_bulk_prefetch places ahead of the one they read, so that
+ * its load overlaps the work on those before it, and at the page's start
+ * the first that many at once.  Returns where the loop stops hinting (the
+ * last tuples have none ahead); with the setting 0, at once (no hint).
+ */
+static pg_attribute_always_inline int
+gs_bulk_prefetch_start(HeapScanDesc hs, Page page, int first, int ntuples, int prefetch)
+{
+	if (prefetch <= 0)
+		return first;
+	for (int i = first; i < Min(first + prefetch, ntuples); i++)
+		gs_bulk_prefetch_tuple(page, hs->rs_vistuples[i]);
+	return ntuples - prefetch;
+}
+
+/*
  * The loop of the commonest query, one aggregate with neither quals nor
  * GROUP BY: per kind of key, so that the conversion and the append are
- * inlined and the kind's switch is out of the loop.
+ * inlined and the kind's switch is out of the loop.  The tuple's t_self is
+ * not set: nothing here reads it (gs_bulk_fetch and heap_getattr read the
+ * header and the data only).
  */
 #define GS_BULK_SINGLE_LOOP(APPEND, KEY) \
 	for (int i = first; i < ntuples; i++) \
 	{ \
-		OffsetNumber off = hs->rs_vistuples[i]; \
-		ItemId		lp = PageGetItemId(page, off); \
+		ItemId		lp = PageGetItemId(page, hs->rs_vistuples[i]); \
 		bool		isnull; \
 		Datum		d; \
 		\
+		if (i < prefetch_end) \
+			gs_bulk_prefetch_tuple(page, hs->rs_vistuples[i + prefetch]); \
 		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp); \
 		tup.t_len = ItemIdGetLength(lp); \
-		ItemPointerSet(&tup.t_self, hs->rs_cblock, off); \
 		d = gs_bulk_fetch(&a->column, &tup, desc, &isnull); \
 		if (!isnull) \
 		{ \
@@ -490,12 +513,16 @@ gs_bulk_page_single(GsBulkScanState *bs, HeapScanDesc hs, Page page, TupleDesc d
 	HeapTupleData tup;
 	int			first = (int) hs->rs_cindex;
 	int			ntuples = (int) hs->rs_ntuples;
+	int			prefetch = gs_guc_test_bulk_prefetch;
+	int			prefetch_end;
 	uint64		keys = 0;
 
 	if (bs->single == NULL)
 		bs->single = gs_bulk_new_group(bs);
 	st = bs->single->states[0];
 	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
+	ItemPointerSetInvalid(&tup.t_self);
+	prefetch_end = gs_bulk_prefetch_start(hs, page, first, ntuples, prefetch);
 	switch (a->tkind)
 	{
 		case GS_T_INT2:
@@ -541,11 +568,17 @@ gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *
 		gs_bulk_page_single(bs, hs, page, desc);
 	else
 	{
+		int			prefetch = gs_guc_test_bulk_prefetch;
+		int			prefetch_end = gs_bulk_prefetch_start(hs, page, (int) hs->rs_cindex,
+														  ntuples, prefetch);
+
 		for (int i = (int) hs->rs_cindex; i < ntuples; i++)
 		{
 			OffsetNumber off = hs->rs_vistuples[i];
 			ItemId		lp = PageGetItemId(page, off);
 
+			if (i < prefetch_end)
+				gs_bulk_prefetch_tuple(page, hs->rs_vistuples[i + prefetch]);
 			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 			tup.t_len = ItemIdGetLength(lp);
 			ItemPointerSet(&tup.t_self, hs->rs_cblock, off);

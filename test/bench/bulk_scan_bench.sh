@@ -21,7 +21,10 @@
 # 30 days: 720 hours); GS_BULK_SERIES_SHAPES="int text" picks them.  GS_BULK_EXECUTOR=0 leaves the executor plan's rows out.  After each size, a
 # line says where sum(x)'s pages came from (shared buffers or the ring).
 # GS_BULK_AB_PREFAULT=1 adds a block per size: the GPU rows with
-# gpuselect.prefault_pool_chunks on and off.
+# gpuselect.prefault_pool_chunks on and off.  GS_BULK_AB_PREFETCH=1 adds
+# one: serial sum(x), then the bulk scan (GPU service and CPU engine) with
+# gpuselect.test_bulk_prefetch at its default and 0 (the page loop's
+# prefetch off; GS_BULK_PREFETCH_LIST="0 8 32" to try other distances).
 # Every query of one block runs in turn, GS_BULK_REPS rounds, in one session
 # (the GPU machine's speed differs between sessions, not within one); the
 # table shows each query's median and its ratio to the block's anchor.
@@ -103,6 +106,14 @@ executor_rows() {
 	echo "executor plan, CPU engine|$1 $cpu SET gpuselect.bulk_scan = off;|SELECT gpu_quantiles(x, $F101) FROM $2"
 }
 
+# GS_BULK_AB_PREFETCH's rows with the page loop's prefetch at other distances
+prefetch_rows() {
+	local d
+	for d in ${GS_BULK_PREFETCH_LIST:-0}; do
+		echo "bulk scan, GPU service, prefetch $d|$serial $gpu SET gpuselect.test_bulk_prefetch = $d;|SELECT gpu_quantiles(x, $F101) FROM $t"
+		echo "bulk scan, CPU engine, prefetch $d|$serial $cpu SET gpuselect.test_bulk_prefetch = $d;|SELECT gpu_quantiles(x, $F101) FROM $t"
+	done
+}
 serial="SET max_parallel_workers_per_gather = 0;"
 par="SET max_parallel_workers_per_gather = $WORKERS; SET max_parallel_workers = $WORKERS; SET min_parallel_table_scan_size = 0; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;"
 gpu="SET gpuselect.device = gpu; SET gpuselect.gpu_min_rows = 0;"
@@ -134,6 +145,14 @@ serial, prefault on|$serial $gpu|SELECT gpu_quantiles(x, $F101) FROM $t
 serial, prefault off|$serial $gpu SET gpuselect.prefault_pool_chunks = off;|SELECT gpu_quantiles(x, $F101) FROM $t
 $WORKERS workers, prefault on|$par $gpu|SELECT gpu_quantiles(x, $F101) FROM $t
 $WORKERS workers, prefault off|$par $gpu SET gpuselect.prefault_pool_chunks = off;|SELECT gpu_quantiles(x, $F101) FROM $t
+EOF
+	fi
+	if [ "${GS_BULK_AB_PREFETCH:-0}" = 1 ]; then
+		block "$n rows, serial, bulk scan prefetch A/B" "sum(x)" <<EOF
+sum(x)|$serial|SELECT sum(x) FROM $t
+bulk scan, GPU service, prefetch default|$serial $gpu|SELECT gpu_quantiles(x, $F101) FROM $t
+bulk scan, CPU engine, prefetch default|$serial $cpu|SELECT gpu_quantiles(x, $F101) FROM $t
+$(prefetch_rows)
 EOF
 	fi
 done
