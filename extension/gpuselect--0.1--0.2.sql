@@ -236,6 +236,27 @@ RETURNS int4
 AS 'MODULE_PATHNAME', 'gs_citus_bucket'
 LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 
+-- the counts round's histogram (src/aggs/citus_keys.c): element b + 1 of
+-- the result counts the rows whose bucket (gs_citus_bucket's) is b; one
+-- array per shard, which Citus adds up through the combine function
+CREATE FUNCTION gs_citus_histogram_add(int8[], int4)
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_histogram_add'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION gs_citus_histogram_merge(int8[], int8[])
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_histogram_merge'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
+CREATE AGGREGATE gs_citus_histogram(int4) (
+	SFUNC = gs_citus_histogram_add,
+	STYPE = int8[],
+	INITCOND = '{}',
+	COMBINEFUNC = gs_citus_histogram_merge,
+	PARALLEL = SAFE
+);
+
 CREATE FUNCTION gs_citus_exchange(regclass, text, text, text, float8[], anyelement)
 RETURNS anyelement
 AS 'MODULE_PATHNAME', 'gs_citus_exchange'

@@ -50,3 +50,32 @@ SELECT gs_citus_bucket(1.0::float8, '{{1, 2}}');
 SELECT gs_citus_key('x'::text);
 DROP FUNCTION ck_buckets(int8[]);
 DROP TABLE ck;
+-- gs_citus_histogram(b): the counts round's histogram (element b + 1 counts
+-- bucket b), against GROUP BY count(*) on the same rows: skewed buckets, a
+-- gap, rows in bucket order (the state grows often) and in a scrambled one
+CREATE TABLE hb AS
+SELECT g, CASE WHEN g % 3 = 0 THEN 0 WHEN g % 7 = 0 THEN 57 ELSE (g * 7919) % 40 END::int4 AS b
+FROM generate_series(1, 5000) g;
+CREATE FUNCTION hb_counts(upto int) RETURNS int8[] LANGUAGE sql AS $$
+  SELECT array_agg(coalesce(c, 0) ORDER BY i) FROM generate_series(0, upto) i
+  LEFT JOIN (SELECT b, count(*) c FROM hb GROUP BY b) s ON s.b = i
+$$;
+SELECT h[1:58] = hb_counts(57) AS same, array_length(h, 1) >= 58 AS long_enough,
+       coalesce(h[59:] = array_fill(0::int8, ARRAY[array_length(h, 1) - 58]), true) AS zeros_after
+FROM (SELECT gs_citus_histogram(b) h FROM hb) s;
+SELECT (SELECT gs_citus_histogram(b ORDER BY b) FROM hb)[1:58] = hb_counts(57) AS in_order,
+       (SELECT gs_citus_histogram(b ORDER BY b DESC) FROM hb)[1:58] = hb_counts(57) AS reversed;
+SELECT gs_citus_histogram(b) FROM hb WHERE g < 0;
+SELECT gs_citus_histogram(NULLIF(b, b)) FROM hb;
+-- the combine function adds element by element and drops trailing zeros
+SELECT gs_citus_histogram_merge('{1, 2, 0, 0}', '{3}'), gs_citus_histogram_merge('{}', '{0, 5}'),
+       gs_citus_histogram_merge('{0, 0}', '{}');
+-- bad input: clean ERRORs
+SELECT gs_citus_histogram(b - 1) FROM hb;
+SELECT gs_citus_histogram(1048576);
+SELECT gs_citus_histogram_add('{}', 1);
+SELECT gs_citus_histogram_merge('{{1}}', '{}');
+SELECT gs_citus_histogram_merge('{1, NULL}', '{}');
+SELECT gs_citus_histogram_merge('{9223372036854775807}', '{1}');
+DROP FUNCTION hb_counts(int);
+DROP TABLE hb;

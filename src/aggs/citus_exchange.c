@@ -15,10 +15,11 @@
  *           AND random() < 1/16                                   (~m keys:
  *           2048, up to 16384 for more than 1.2M candidates; p the
  *           rate m / the estimate, so the round reads 16 p of the pages)
- *   counts  SELECT <k's bucket among S>, count(*) FROM t WHERE ...
- *           GROUP BY 1                                            (per shard:
- *           a row per bucket; Citus adds them up on the coordinator;
- *           the buckets add up to n, which fixes the ranks)
+ *   counts  SELECT gs_citus_histogram(<k's bucket among S>) FROM t
+ *           WHERE ...                                             (per shard:
+ *           an array of every bucket's count; Citus adds them up on the
+ *           coordinator; the buckets add up to n, which fixes the ranks;
+ *           GROUP BY the bucket where a shard has fewer rows than buckets)
  *   gather  SELECT k FROM t WHERE ... AND <k in the wanted buckets>
  *
  * So two full scans of the shards (counts, gather) and two cheap rounds,
@@ -527,6 +528,103 @@ gs_x_sample(GsXchg *x, double total, int64 *m, double *rate)
 }
 
 /*
+ * A counts round: how many rows of "FROM <from_where>" each bucket
+ * 0 .. nb - 1 of the int4 expression bexpr holds (palloc'd).  One
+ * gs_citus_histogram(bexpr) per shard, an array of every bucket's count,
+ * which Citus adds up (citus_keys.c says why the argument is the bucket):
+ * the shards' plain aggregate instead of a HashAggregate over the buckets,
+ * the round's larger half (test/bench/results/citus-2026-11-28-vm-histogram.md).
+ * Where the buckets outnumber a shard's rows (rows: an estimate of all the
+ * rows; many groups' buckets, many fractions) most of each shard's array
+ * would be zeros, more bytes than its non-empty buckets as rows: then
+ * "GROUP BY bucket, count(*)" as before.
+ */
+int64 *
+gs_x_count_round(GsXchg *x, const char *bexpr, const char *from_where, int nb, double rows)
+{
+	int64	   *cnt = (int64 *) palloc0(sizeof(int64) * Max(nb, 1));
+	SPITupleTable *tt;
+	bool		isnull;
+
+	if (nb > GS_X_HIST_MAX_BUCKETS || (double) nb * Max(x->shards, 1) > rows)
+	{
+		Oid			types[2] = {INT4OID, INT8OID};
+
+		tt = gs_x_run(x, psprintf("SELECT %s, count(*) FROM %s GROUP BY 1", bexpr, from_where), true);
+		gs_x_check_columns(tt, 2, types);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
+
+			if (isnull || b < 0 || b >= nb)
+				elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
+			cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+		}
+	}
+	else
+	{
+		Datum		d;
+
+		tt = gs_x_run(x, psprintf("SELECT %s.gs_citus_histogram(%s) FROM %s",
+								  quote_identifier(x->nsp), bexpr, from_where), true);
+		gs_x_check_columns(tt, 1, (Oid[]) {INT8ARRAYOID});
+		if (SPI_processed != 1)
+			elog(ERROR, "gpuselect: Citus exchange: a histogram round returned " UINT64_FORMAT " rows",
+				 SPI_processed);
+		d = SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull);
+		if (!isnull)
+		{
+			ArrayType  *a = DatumGetArrayTypeP(d);
+			int			n = ARR_NDIM(a) == 0 ? 0 : ARR_DIMS(a)[0];
+			const int64 *c = (const int64 *) ARR_DATA_PTR(a);
+
+			if (ARR_ELEMTYPE(a) != INT8OID || ARR_NDIM(a) > 1 || ARR_HASNULL(a))
+				elog(ERROR, "gpuselect: Citus exchange: a histogram is not an int8 array");
+			for (int b = 0; b < n; b++)
+			{
+				if (b >= nb && c[b] != 0)
+					elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
+				if (b < nb)
+					cnt[b] = c[b];
+			}
+		}
+	}
+	SPI_freetuptable(tt);
+	return cnt;
+}
+
+/*
+ * The counts per bucket with each bucket's min and max (the last level
+ * stalled: a bucket of equal keys answers its ranks), GROUP BY bucket.
+ */
+static void
+gs_x_count_minmax(GsXchg *x, GsXLevel *lv)
+{
+	Oid			types[4] = {INT4OID, INT8OID, x->ktype, x->ktype};
+	SPITupleTable *tt;
+
+	tt = gs_x_run(x, psprintf("SELECT %s, count(*), min(%s), max(%s) FROM %s WHERE %s%s GROUP BY 1",
+							  lv->bk.expr, x->kexpr, x->kexpr, x->rel, x->where, x->cand.data),
+				  true);
+	gs_x_check_columns(tt, 4, types);
+	lv->cnt = (int64 *) palloc0(sizeof(int64) * lv->bk.nb);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
+
+		if (isnull || b < 0 || b >= lv->bk.nb)
+			elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
+		lv->cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+		lv->mins[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull),
+								x->kbyval, x->klen);
+		lv->maxs[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull),
+								x->kbyval, x->klen);
+	}
+	SPI_freetuptable(tt);
+}
+
+/*
  * A level's counts round: splitters around the open ranks' positions cr[]
  * among total candidates (estimated at the first level), from the sorted
  * sample s[0..m), and every bucket's keys counted on the shards.
@@ -537,43 +635,22 @@ gs_x_count_buckets(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, c
 {
 	Datum	   *sp;
 	int			ns;
-	char	   *sql;
-	SPITupleTable *tt;
-	Oid			types[4] = {INT4OID, INT8OID, x->ktype, x->ktype};
 
 	/* a large sample: twice the splitters (buckets half as wide: at 10M
 	 * values one level instead of two; 32 shards x 3 ranks x 128 buckets
-	 * x 12 bytes of counts, ~150 kB) */
+	 * x 8-12 bytes of counts, ~150 kB) */
 	sp = gs_x_splitters(x, s, m, total, cr, done, nr,
 						GS_X_RANK_SPLITTERS * (m >= 4 * GS_X_SAMPLE ? 2 : 1), &ns);
 	gs_x_buckets(x, sp, ns, s, m, &lv->bk);
 
-	/* the counts per bucket (min/max too where the last level stalled) */
-	sql = psprintf("SELECT %s, count(*)%s FROM %s WHERE %s%s GROUP BY 1",
-				   lv->bk.expr, minmax ? psprintf(", min(%s), max(%s)", x->kexpr, x->kexpr) : "",
-				   x->rel, x->where, x->cand.data);
-	tt = gs_x_run(x, sql, true);
-	gs_x_check_columns(tt, minmax ? 4 : 2, types);
-	lv->cnt = (int64 *) palloc0(sizeof(int64) * lv->bk.nb);
 	lv->mins = (Datum *) palloc0(sizeof(Datum) * lv->bk.nb);
 	lv->maxs = (Datum *) palloc0(sizeof(Datum) * lv->bk.nb);
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		bool		isnull;
-		int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
-
-		if (isnull || b < 0 || b >= lv->bk.nb)
-			elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
-		lv->cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
-		if (minmax)
-		{
-			lv->mins[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull),
-									x->kbyval, x->klen);
-			lv->maxs[b] = datumCopy(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull),
-									x->kbyval, x->klen);
-		}
-	}
-	SPI_freetuptable(tt);
+	if (minmax)
+		gs_x_count_minmax(x, lv);
+	else
+		lv->cnt = gs_x_count_round(x, lv->bk.expr,
+								   psprintf("%s WHERE %s%s", x->rel, x->where, x->cand.data),
+								   lv->bk.nb, (double) total);
 	lv->below = (int64 *) palloc(sizeof(int64) * lv->bk.nb);
 	lv->sum = 0;
 	for (int b = 0; b < lv->bk.nb; b++)

@@ -26,6 +26,8 @@
 #define GS_X_RANK_SPLITTERS	64	/* splitters per wanted rank and level */
 #define GS_X_MAX_LEVELS		8	/* then the candidates are gathered */
 
+#define GS_X_HIST_MAX_BUCKETS (1 << 20)	/* gs_citus_histogram's buckets, at most (8 MB) */
+
 #define GS_X_SIGN			UINT64CONST(0x8000000000000000)
 
 typedef struct GsXchg
@@ -108,5 +110,7 @@ extern bool gs_x_bucket_equal(GsXchg *x, const GsXBuckets *bk, int b, Datum *v);
 extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);
 extern int	gs_x_exact_literals(void);
 extern char *gs_x_counts_detail(const GsXchg *x);
+extern int64 *gs_x_count_round(GsXchg *x, const char *bexpr, const char *from_where, int nb,
+							   double rows);
 
 #endif							/* GS_CITUS_EXCHANGE_H */

@@ -41,9 +41,11 @@ PG_FUNCTION_INFO_V1(gs_citus_exchange_grouped);
  *   values  SELECT gi, k ... AND random() < R[gi]     (R 1 for a group of
  *           at most GS_XG_WHOLE values: gathered whole; else a sample of
  *           about GS_XG_SAMPLE)
- *   counts  SELECT B[gi] + width_bucket(k, T[gi's slice]), count(*) ...
- *           GROUP BY 1                                (the sampled groups'
- *           splitters, one flat array; a bucket number per group and bucket)
+ *   counts  SELECT gs_citus_histogram(B[gi] + width_bucket(k, T[gi's slice]))
+ *           ...                                       (the sampled groups'
+ *           splitters, one flat array; a bucket number per group and bucket;
+ *           GROUP BY it where the buckets outnumber a shard's rows:
+ *           gs_x_count_round)
  *   gather  SELECT gi, k ... AND W[that bucket number]  (the wanted buckets)
  *
  * gi, a row's group, is width_bucket(grp, G) over the sorted non-NULL
@@ -367,8 +369,6 @@ gs_xg_levels(GsXchg *x, GsXGrouping *gr)
 	int64	   *cnt;
 	bool	   *want;
 	bool		any_gather = false;
-	SPITupleTable *tt;
-	Oid			types[2] = {INT4OID, INT8OID};
 	char	   *bucket;
 	char	   *tlit;
 
@@ -403,24 +403,19 @@ gs_xg_levels(GsXchg *x, GsXGrouping *gr)
 					  gs_xg_num_array(toff, NULL, NULL, n1), gr->idx,
 					  gs_xg_num_array(toff, NULL, NULL, n1), gr->idx,
 					  gs_xg_num_array(tlen, NULL, NULL, n1), gr->idx);
-	cnt = (int64 *) palloc0(sizeof(int64) * Max(nb, 1));
+	cnt = NULL;
 	want = (bool *) palloc0(sizeof(bool) * Max(nb, 1));
 	if (nb > 0)
 	{
-		tt = gs_x_run(x, psprintf("SELECT %s, count(*) FROM %s WHERE %s AND (%s)[%s] > 0 GROUP BY 1",
-								  bucket, x->rel, x->where,
-								  gs_xg_num_array(tlen, NULL, NULL, n1), gr->idx), true);
-		gs_x_check_columns(tt, 2, types);
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			bool		isnull;
-			int32		b = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
+		double		rows = 0;
 
-			if (isnull || b < 0 || b >= nb)
-				elog(ERROR, "gpuselect: Citus exchange: bucket %d out of range", b);
-			cnt[b] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
-		}
-		SPI_freetuptable(tt);
+		for (int i = 0; i < n1; i++)
+			if (gr->gs[i].level && !gwhole[i])
+				rows += (double) gr->gs[i].n;
+		cnt = gs_x_count_round(x, bucket,
+							   psprintf("%s WHERE %s AND (%s)[%s] > 0", x->rel, x->where,
+										gs_xg_num_array(tlen, NULL, NULL, n1), gr->idx),
+							   nb, rows);
 	}
 
 	/* per group: which buckets hold its ranks; equal buckets answer them */

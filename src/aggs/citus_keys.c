@@ -4,6 +4,8 @@
  *
  *   gs_citus_key(x) -> int8          gpuselect's order-preserving key of x
  *   gs_citus_bucket(x, t int8[]) -> int4   width_bucket(gs_citus_key(x), t)
+ *   gs_citus_histogram(b int4) -> int8[]   aggregate: element b + 1 counts
+ *                                    the rows of bucket b (the counts round)
  *
  * They are apart from the rounds (citus_exchange.c, the coordinator's side)
  * because they run on the other side of the boundary: in the shards'
@@ -15,6 +17,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -25,6 +28,8 @@
 
 PG_FUNCTION_INFO_V1(gs_citus_key);
 PG_FUNCTION_INFO_V1(gs_citus_bucket);
+PG_FUNCTION_INFO_V1(gs_citus_histogram_add);
+PG_FUNCTION_INFO_V1(gs_citus_histogram_merge);
 
 /*
  * gpuselect's key of the first argument (gs_keys.h), sign-flipped so that
@@ -123,4 +128,123 @@ gs_citus_bucket(PG_FUNCTION_ARGS)
 			lo = mid + 1;
 	}
 	PG_RETURN_INT32(lo);
+}
+
+/* ---------------- the counts round's histogram ---------------- */
+
+/*
+ * gs_citus_histogram(b int4) -> int8[]: how many rows each bucket number
+ * b (0, 1, ...) has, as one array (element b + 1; up to the last bucket
+ * seen and maybe a few empty ones after it; an empty array for no rows).
+ * The counts round asks each shard for it instead of "GROUP BY bucket,
+ * count(*)": a shard's HashAggregate over the buckets was about half that
+ * round (issue 34; test/bench/results/citus-2026-11-28-vm-histogram.md).
+ *
+ * Why the bucket and not (x, splitters) as the argument: Citus runs an
+ * aggregate of its own users through worker_partial_agg (citus
+ * aggregate_utils.c), which, for more than one argument, packs them into a
+ * ROW(...) every row -- the splitters' array copied into a record per row.
+ * With one int4 argument it passes the value through; the bucket is
+ * gs_citus_bucket's (or, for numeric and interval, width_bucket's), so the
+ * order and bucket rule are the same as before.  That wrapper also builds a
+ * new FmgrInfo every row: the transition function keeps nothing in
+ * fn_extra.  The state is modified in place (as int4_avg_accum does), so the
+ * wrapper does not copy it either; it grows by an eighth, so a state may end
+ * in a few zeros (the merge drops them; the exchange accepts them).
+ */
+
+/* an int8 histogram array's counts (n of them); ERROR for anything else */
+static int64 *
+gs_hist_counts(ArrayType *a, int *n)
+{
+	if (ARR_ELEMTYPE(a) != INT8OID || ARR_NDIM(a) > 1 || ARR_HASNULL(a))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gs_citus_histogram: a state must be a one-dimensional int8 array without NULLs")));
+	*n = ARR_NDIM(a) == 0 ? 0 : ARR_DIMS(a)[0];
+	return *n == 0 ? NULL : (int64 *) ARR_DATA_PTR(a);
+}
+
+/*
+ * A new histogram of n zero counts, in the current (per-row) context: the
+ * aggregate's machinery (PostgreSQL's, or Citus's wrapper) copies a new
+ * state into its own context.
+ */
+static ArrayType *
+gs_hist_new(int n)
+{
+	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(int64) * (Size) n;
+	ArrayType  *a;
+
+	if (n == 0)
+		return construct_empty_array(INT8OID);
+	a = (ArrayType *) palloc0(bytes);
+	SET_VARSIZE(a, bytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = INT8OID;
+	ARR_DIMS(a)[0] = n;
+	ARR_LBOUND(a)[0] = 1;
+	return a;
+}
+
+/* transition: state (int8[], initially '{}'), bucket b -> state */
+Datum
+gs_citus_histogram_add(PG_FUNCTION_ARGS)
+{
+	ArrayType  *st;
+	int32		b = PG_GETARG_INT32(1);
+	int			n;
+	int64	   *c;
+
+	/* the state is changed in place: only where it is an aggregate's */
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "gs_citus_histogram_add called in non-aggregate context");
+	st = PG_GETARG_ARRAYTYPE_P(0);
+	c = gs_hist_counts(st, &n);
+	if (b < 0 || b >= GS_X_HIST_MAX_BUCKETS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gs_citus_histogram: bucket %d out of range 0 .. %d", b,
+						GS_X_HIST_MAX_BUCKETS - 1)));
+	if (b >= n)
+	{
+		/* an eighth more than needed: few copies for keys stored in order,
+		 * few trailing zeros sent (the merge drops them) */
+		int			grown = Min(GS_X_HIST_MAX_BUCKETS, Max(b + 1, n + n / 8 + 16));
+		ArrayType  *wider = gs_hist_new(grown);
+
+		if (n > 0)
+			memcpy(ARR_DATA_PTR(wider), c, sizeof(int64) * n);
+		st = wider;
+		c = (int64 *) ARR_DATA_PTR(st);
+	}
+	c[b]++;
+	PG_RETURN_ARRAYTYPE_P(st);
+}
+
+/* combine: the sum of two histograms, as long as the longer (trailing zeros dropped) */
+Datum
+gs_citus_histogram_merge(PG_FUNCTION_ARGS)
+{
+	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
+	int			na;
+	int			nb;
+	const int64 *ca = gs_hist_counts(a, &na);
+	const int64 *cb = gs_hist_counts(b, &nb);
+	int			n = Max(na, nb);
+	ArrayType  *sum;
+	int64	   *cs;
+
+	while (n > 0 && (n > na || ca[n - 1] == 0) && (n > nb || cb[n - 1] == 0))
+		n--;
+	sum = gs_hist_new(n);
+	cs = n == 0 ? NULL : (int64 *) ARR_DATA_PTR(sum);
+	for (int i = 0; i < n; i++)
+		if (pg_add_s64_overflow(i < na ? ca[i] : 0, i < nb ? cb[i] : 0, &cs[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("gs_citus_histogram: count out of range")));
+	PG_RETURN_ARRAYTYPE_P(sum);
 }

@@ -12,7 +12,9 @@
 #   and +0 the built-in's order is its sort's accident: there the exchange
 #   is compared with the partial aggregates (gpuselect's order, -0 first).
 # - The plans: EXPLAIN shows gs_citus_exchange; GROUP BY, volatile quals
-#   and gpuselect.citus_exchange = off keep the partial aggregates.
+#   and gpuselect.citus_exchange = off keep the partial aggregates; a
+#   counts round is a histogram per shard (gs_citus_histogram), or GROUP BY
+#   the bucket where the buckets outnumber the rows.
 # - The bytes: today's (Citus's counter in EXPLAIN ANALYZE with the
 #   exchange off) and the exchange's (its own report, and Citus's counter
 #   over its rounds, re-run one by one); printed; the exchange's a small
@@ -246,16 +248,26 @@ for my $limit (12288, 3)
 		unlike($rep, qr/today's plan/, '  not as the partial aggregates');
 	}
 }
-# the rounds run on the shards: Citus's plan of a counts round
+# the rounds run on the shards: Citus's plan of a counts round, a
+# histogram per shard (gs_citus_histogram through Citus's partial aggregate)
 my ($rc3, $rounds) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SET client_min_messages = debug2;"
 	  . " SELECT k, gpu_median(lat) FROM gt GROUP BY k;", may_fail => 1);
-my ($counts_round) = $rounds =~ /Citus exchange round: (SELECT \(.*width_bucket\(public\.gs_citus_key.*count\(\*\).*)$/m;
+my ($counts_round) = $rounds =~ /Citus exchange round: (SELECT public\.gs_citus_histogram\(\(.*width_bucket\(public\.gs_citus_key.*)$/m;
 ok(defined $counts_round, 'a counts round') or diag($rounds);
 my $cplan = on(0, "EXPLAIN (VERBOSE, COSTS OFF) $counts_round;");
 like($cplan, qr/Task Count: 8/, 'the counts round runs on the 8 shards');
-like($cplan, qr/GROUP BY.*\n(.*\n)*.*count\(\*\)/, 'and counts there');
+like($cplan, qr/Query: SELECT worker_(binary_)?partial_agg\('public\.gs_citus_histogram\(integer\)'/,
+	'and counts there, a histogram per shard');
 unlike($cplan, qr/intermediate result|Subplan|repartition/i, 'nothing pulled to the coordinator first');
 diag("a counts round's plan: $cplan");
+# ungrouped: the first level's counts as histograms; a later level's, over
+# fewer candidates than its buckets times the shards, GROUP BY the bucket
+# (a histogram would be mostly zeros); the answers are checked above
+($rc3, $rounds) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SET client_min_messages = debug2;"
+	  . " SELECT gpu_quantiles(f8, $fr) FROM xt;", may_fail => 1);
+like($rounds, qr/round: SELECT public\.gs_citus_histogram\(public\.gs_citus_bucket\(f8, /, 'ungrouped: a histogram round');
+like($rounds, qr/round: SELECT public\.gs_citus_bucket\(f8, .*, count\(\*\) FROM .* GROUP BY 1$/m,
+	'and a GROUP BY round where the buckets outnumber the rows');
 $plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT date_trunc('hour', ts), gpu_median(lat) FROM gt GROUP BY 1;");
 like($plan, qr/gs_citus_exchange_grouped\('gt'::regclass, 'lat'::text/, 'EXPLAIN shows the grouped exchange');
 $plan = on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) SELECT id, gpu_median(lat) FROM gt GROUP BY id;");
@@ -373,7 +385,7 @@ on(0, "CREATE FUNCTION slower(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELEC
 		$bg = GsTest::psql_bg("${ex}SET log_min_messages = debug2; SET client_min_messages = notice;"
 			  . " SET gpuselect.debug = on; $wq;");
 	}
-	ok(GsTest::wait_for(sub { substr(`cat $nodes[0]{h}{log}`, $log_from) =~ /Citus exchange round: SELECT public\.gs_citus_bucket/ }, 60),
+	ok(GsTest::wait_for(sub { substr(`cat $nodes[0]{h}{log}`, $log_from) =~ /Citus exchange round: SELECT public\.gs_citus_histogram/ }, 60),
 		'the exchange is in its counts round');
 	select(undef, undef, undef, 0.5);
 	on(0, "UPDATE xt SET f8 = -f8 WHERE id % 2 = 0;");
@@ -385,7 +397,7 @@ on(0, "CREATE FUNCTION slower(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELEC
 	on(0, "UPDATE xt SET f8 = -f8 WHERE id % 2 = 0;");
 }
 for my $case (["SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slow(f8)", qr/Citus exchange round: SELECT public\.gs_citus_key/,
-		qr/CONTEXT:  SQL statement "SELECT (public\.gs_citus_(key|bucket)|width_bucket)/, "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 % 3 = 0",
+		qr/CONTEXT:  SQL statement "SELECT (public\.gs_citus_(key|bucket|histogram)|width_bucket)/, "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 % 3 = 0",
 		"SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt WHERE i4 % 3 = 0"],
 	["SELECT k, gpu_quantiles(lat, $fr) FROM gt WHERE slow(lat) GROUP BY k", qr/Citus exchange round: SELECT \(coalesce\(width_bucket/,
 		qr/CONTEXT:  SQL statement "SELECT \(/, "SELECT k, gpu_median(lat) FROM gt WHERE i4 % 3 = 0 GROUP BY k ORDER BY 1",
