@@ -24,8 +24,12 @@
 # Prints the machine's load before each round and a table last.
 # GS_BENCH_ROUNDS=1: then gq3's exchange round by round, each round's
 # statement (from its DEBUG2 lines) timed alone, alternating with gq3 and
-# sum, with Citus's counter of its bytes.  GS_BENCH_REUSE=1: a gs_cbench of
-# ROWS rows already there (GS_BENCH_KEEP=1) is used as it is.
+# sum, with Citus's counter of its bytes (GS_BENCH_ROUNDS_OF=gq3_hour_x: that
+# query's rounds instead, still labelled x_gq3).  GS_BENCH_REUSE=1: a gs_cbench
+# of ROWS rows already there (GS_BENCH_KEEP=1) is used as it is.  gq3_hour_x
+# (not timed unless named in GS_BENCH_QUERIES): the grouped exchange forced
+# (citus_exchange_min_rows = 0; at 720 groups of 14k values it runs today's
+# plan otherwise).
 set -u -o pipefail
 LOCAL=0
 [ "${1:-}" = --local ] && { LOCAL=1; shift; }
@@ -97,6 +101,9 @@ F101=$(q -c "SELECT quote_literal(array_agg(round(i / 100.0, 2))::float8[]::text
 HOUR="date_trunc('hour', ts)"
 OFF="SET gpuselect.citus_exchange = off;"
 ACC="SET gpuselect.accelerate_builtins = on;"
+# the grouped exchange whatever the groups' sizes (at 720 groups of 14k
+# values it would run today's plan: citus_exchange_min_rows)
+XG="SET gpuselect.citus_exchange_min_rows = 0;"
 # name -> query (settings first, the SELECT last)
 declare -A QUERY=(
 	[gq3]="SELECT gpu_quantiles(latency, $F3) FROM gs_cbench"
@@ -108,11 +115,14 @@ declare -A QUERY=(
 	[cont3_hour]="SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 	[cont3_hour_acc]="$ACC SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 	[sum_hour]="SELECT $HOUR, sum(latency) FROM gs_cbench GROUP BY 1"
+	[gq3_hour_x]="$XG SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
 	# bytes only
 	[gq1]="SELECT gpu_quantiles(latency, $F1) FROM gs_cbench"
 	[gq101]="SELECT gpu_quantiles(latency, $F101) FROM gs_cbench"
 	[gq1_hour]="SELECT $HOUR, gpu_quantiles(latency, $F1) FROM gs_cbench GROUP BY 1"
 	[gq101_hour]="SELECT $HOUR, gpu_quantiles(latency, $F101) FROM gs_cbench GROUP BY 1"
+	[gq1_hour_x]="$XG SELECT $HOUR, gpu_quantiles(latency, $F1) FROM gs_cbench GROUP BY 1"
+	[gq101_hour_x]="$XG SELECT $HOUR, gpu_quantiles(latency, $F101) FROM gs_cbench GROUP BY 1"
 )
 TIMED=(${GS_BENCH_QUERIES:-gq3 disc3 sum gq3_off gq3_hour cont3_hour cont3_hour_acc gq3_hour_off sum_hour})
 
@@ -133,6 +143,10 @@ if [ "${GS_BENCH_CHECK:-1}" = 1 ]; then
 	same "${QUERY[cont3_hour_acc]}" "${QUERY[cont3_hour]}"
 	same "${QUERY[gq3_hour]}" \
 		"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
+	case " ${TIMED[*]} " in *" gq3_hour_x "*)
+		same "${QUERY[gq3_hour_x]}" \
+			"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1" ;;
+	esac
 fi
 
 # the queries named, alternating: a warm-up round and ROUNDS timed ones (their ms into T)
@@ -159,9 +173,9 @@ if [ "${GS_BENCH_ROUNDS:-0}" = 1 ]; then
 	i=0
 	while IFS= read -r sql; do
 		i=$((i + 1)) ROUND_KEYS+=("x$i") QUERY[x$i]=$sql
-	done < <(q -c 'SET client_min_messages = debug2' -c "${QUERY[gq3]}" 2>&1 >/dev/null |
+	done < <(q -c 'SET client_min_messages = debug2' -c "${QUERY[${GS_BENCH_ROUNDS_OF:-gq3}]}" 2>&1 >/dev/null |
 		sed -n 's/.*Citus exchange round: //p' | grep -v pg_dist_shard)
-	QUERY[x_gq3]=${QUERY[gq3]} QUERY[x_sum]=${QUERY[sum]}
+	QUERY[x_gq3]=${QUERY[${GS_BENCH_ROUNDS_OF:-gq3}]} QUERY[x_sum]=${QUERY[sum]}
 	time_alternating x_gq3 x_sum "${ROUND_KEYS[@]}"
 fi
 
@@ -179,7 +193,10 @@ own_bytes() {
 		sed -n 's/.*Citus exchange over [^;]*; \([0-9]* rounds\) received [0-9]* rows, \([0-9]*\) bytes.* at most \([0-9]*\) bytes from the \([0-9]*\) shards.*/\2 (\1; counts from the shards <= \3)/p'
 }
 declare -A CB OB
-for k in "${!QUERY[@]}"; do
+# GS_BENCH_BYTES=0: no bytes (a run that only times)
+QUERY_KEYS=("${!QUERY[@]}")
+[ "${GS_BENCH_BYTES:-1}" = 1 ] || QUERY_KEYS=()
+for k in "${QUERY_KEYS[@]}"; do
 	case $k in sum* | disc* | cont3_hour) ;; *) OB[$k]=$(own_bytes "${QUERY[$k]}") ;; esac
 	CB[$k]=$(citus_bytes "${QUERY[$k]}")
 done
@@ -196,6 +213,7 @@ printf '%s rows, %s timed rounds (+1 warm-up), PostgreSQL %s, Citus %s, gpuselec
 	"$(git -C "$ROOT" describe --always --dirty)" "$COLBYTES"
 echo "disc3 / gq3 = $(ratio disc3 gq3) (goal >= 10); gq3 / sum = $(ratio gq3 sum) (goal <= 3); gq3_off / gq3 = $(ratio gq3_off gq3)"
 echo "cont3_hour / gq3_hour = $(ratio cont3_hour gq3_hour) (goal >= 10); cont3_hour / cont3_hour_acc = $(ratio cont3_hour cont3_hour_acc) (goal >= 10); gq3_hour_off / gq3_hour = $(ratio gq3_hour_off gq3_hour)"
+echo "cont3_hour / gq3_hour_x = $(ratio cont3_hour gq3_hour_x); gq3_hour_x / sum_hour = $(ratio gq3_hour_x sum_hour); gq3_hour_x / gq3_hour_off = $(ratio gq3_hour_x gq3_hour_off)"
 # the exchange's bytes with the counts rounds' rows as every shard sent them
 # (an upper bound: what Citus combined counted once, here once per shard)
 read -r ob3 cb3 < <(sed -n 's/^\([0-9]*\) .*<= \([0-9]*\))$/\1 \2/p' <<<"${OB[gq3]:-}")
@@ -204,7 +222,7 @@ read -r ob3 cb3 < <(sed -n 's/^\([0-9]*\) .*<= \([0-9]*\))$/\1 \2/p' <<<"${OB[gq
 		a, a + c, 100 * a / b, 100 * (a + c) / b }'
 echo
 printf '| query | median ms | min ms | Citus counter | exchange report |\n|---|---|---|---|---|\n'
-for k in "${TIMED[@]}" gq1 gq101 gq1_hour gq101_hour; do
+for k in "${TIMED[@]}" gq1 gq101 gq1_hour gq101_hour gq1_hour_x gq101_hour_x; do
 	printf '| %s | %s | %s | %s | %s |\n' "$k" "${MED[$k]:--}" "${MIN[$k]:--}" "${CB[$k]:--}" "${OB[$k]:--}"
 done
 if [ ${#ROUND_KEYS[@]} -gt 0 ]; then
