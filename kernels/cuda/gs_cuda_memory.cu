@@ -101,26 +101,38 @@ k_widen16(const uint16_t *src, uint32_t *dst, gs_ull n)
 
 extern "C" {
 
+/*
+ * A counted device allocation (gs_cuda_alloc, gs_cuda_alloc_async): within
+ * the engine's cap, recorded for gs_cuda_memory_in_use.  `on` is the
+ * stream a stream-ordered allocation is ordered on; NULL: cudaMalloc.
+ */
+static gs_status
+counted_alloc(gs_cuda_engine *e, size_t bytes, void **d_ptr, cudaStream_t *on, gs_error *err)
+{
+	if (!e || !d_ptr)
+		return gs_fail(err, GS_ERR_INVALID, "bad arguments");
+	*d_ptr = NULL;
+	if (e->mem_cap && e->dev_in_use + bytes > e->mem_cap)
+		return gs_fail(err, GS_ERR_DEVICE_NOMEM, "device memory cap reached (%zu + %zu > %zu)",
+					   e->dev_in_use, bytes, e->mem_cap);
+	cudaError_t ce = on ? cudaMallocAsync(d_ptr, bytes ? bytes : 1, *on) : cudaMalloc(d_ptr, bytes ? bytes : 1);
+
+	if (ce != cudaSuccess)
+	{
+		*d_ptr = NULL;
+		(void) cudaGetLastError();
+		return gs_fail(err, GS_ERR_DEVICE_NOMEM, "%s of %zu bytes: %s", on ? "cudaMallocAsync" : "cudaMalloc",
+					   bytes, cudaGetErrorString(ce));
+	}
+	gs_rec_add(e, *d_ptr, bytes, 0);
+	return gs_ok(err);
+}
+
 gs_status
 gs_cuda_alloc(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err)
 {
 	return gs_guard(err, "gs_cuda_alloc", [&]() -> gs_status {
-		if (!e || !d_ptr)
-			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
-		*d_ptr = NULL;
-		if (e->mem_cap && e->dev_in_use + bytes > e->mem_cap)
-			return gs_fail(err, GS_ERR_DEVICE_NOMEM, "device memory cap reached (%zu + %zu > %zu)",
-						   e->dev_in_use, bytes, e->mem_cap);
-		cudaError_t ce = cudaMalloc(d_ptr, bytes ? bytes : 1);
-
-		if (ce != cudaSuccess)
-		{
-			*d_ptr = NULL;
-			(void) cudaGetLastError();
-			return gs_fail(err, GS_ERR_DEVICE_NOMEM, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(ce));
-		}
-		gs_rec_add(e, *d_ptr, bytes, 0);
-		return gs_ok(err);
+		return counted_alloc(e, bytes, d_ptr, NULL, err);
 	});
 }
 
@@ -149,23 +161,7 @@ gs_status
 gs_cuda_alloc_async(gs_cuda_engine *e, size_t bytes, void **d_ptr, gs_error *err)
 {
 	return gs_guard(err, "gs_cuda_alloc_async", [&]() -> gs_status {
-		if (!e || !d_ptr)
-			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
-		*d_ptr = NULL;
-		if (e->mem_cap && e->dev_in_use + bytes > e->mem_cap)
-			return gs_fail(err, GS_ERR_DEVICE_NOMEM, "device memory cap reached (%zu + %zu > %zu)",
-						   e->dev_in_use, bytes, e->mem_cap);
-		cudaError_t ce = cudaMallocAsync(d_ptr, bytes ? bytes : 1, e->cs);
-
-		if (ce != cudaSuccess)
-		{
-			*d_ptr = NULL;
-			(void) cudaGetLastError();
-			return gs_fail(err, GS_ERR_DEVICE_NOMEM, "cudaMallocAsync of %zu bytes: %s", bytes,
-						   cudaGetErrorString(ce));
-		}
-		gs_rec_add(e, *d_ptr, bytes, 0);
-		return gs_ok(err);
+		return counted_alloc(e, bytes, d_ptr, e ? &e->cs : NULL, err);
 	});
 }
 
