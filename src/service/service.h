@@ -405,7 +405,8 @@ extern const char *gs_svc_state_name(uint32 state);
 
 /* the devices (service_devices.c) */
 extern int	gs_guc_test_service_fail_device;
-extern int	gs_guc_service_lane_depth;	/* jobs a device holds: 1, or 2 (running and next) */
+#define GS_SVC_MAX_LANE_DEPTH 2	/* jobs a device may hold: running and next */
+extern int	gs_guc_service_lane_depth;	/* 1 .. GS_SVC_MAX_LANE_DEPTH */
 extern void gs_svc_devices_define_gucs(bool preload);
 extern void gs_svc_devices_shmem_init(GsSvcControl *c);
 extern void gs_svc_devices_status(void (*emit) (const char *name, const char *value, void *arg),

@@ -121,7 +121,7 @@ gs_svc_devices_define_gucs(bool preload)
 							"At 2 a device starts its next job the moment one ends, without waiting for the "
 							"service's main thread; 1 hands each device one job at a time.",
 							&gs_guc_service_lane_depth,
-							2, 1, 2,
+							2, 1, GS_SVC_MAX_LANE_DEPTH,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuselect.service_test_devices",

@@ -4,8 +4,8 @@
  *
  * Deliberately no PostgreSQL header here: everything a lane thread runs is
  * in this file, the engines (kernels/, service_cuda.c) and libc/pthreads.
- * A lane has a mutex/condvar mailbox: the job it runs and at most one
- * next (gpuselect.service_lane_depth = 2, the main thread's choice): a
+ * A lane has a mutex/condvar mailbox: the job it runs and the ones given
+ * after it (gpuselect.service_lane_depth in all, the main thread's count): a
  * lane that finishes a job starts the next at once instead of idling
  * while the main thread wakes, collects and dispatches -- for small jobs
  * that hand-off was a good part of a device's time (issue #35).  It puts
@@ -57,11 +57,11 @@ typedef struct gs_lane
 	gs_lane_work *todo_tail;	/* (a list: see gs_lanes_submit) */
 	gs_lane_work *running;
 	double		job_ms;			/* time in jobs, and in memory samples, */
-	double		sample_ms;		/* since the lane started (gs_lanes_times) */
+	double		sample_ms;		/* since the lane started (gs_lanes_readings) */
 	double		last_sample;	/* now_ms() of the last memory sample */
 	struct gs_lane_op *ops;		/* prefetch copies and drops, in order */
 	struct gs_lane_op *ops_tail;
-	uint64_t	mem[4];			/* gs_lanes_memory */
+	uint64_t	mem[4];			/* gs_lanes_readings */
 
 	/* the lane thread's alone: its prefetched copies, by pool chunk */
 	struct gs_lane_copy *copies;
@@ -678,34 +678,18 @@ gs_lanes_ended(int lane)
 }
 
 void
-gs_lanes_times(int lane, double *job_ms, double *sample_ms)
+gs_lanes_readings(int lane, uint64_t mem[4], double *job_ms, double *sample_ms)
 {
 	gs_lane    *l;
 
+	memset(mem, 0, sizeof(uint64_t) * 4);
 	*job_ms = *sample_ms = 0;
 	if (lane < 0 || lane >= nlanes || !lanes[lane].started)
 		return;
 	l = &lanes[lane];
 	pthread_mutex_lock(&l->mu);
+	memcpy(mem, l->mem, sizeof(l->mem));
 	*job_ms = l->job_ms;
 	*sample_ms = l->sample_ms;
-	pthread_mutex_unlock(&l->mu);
-}
-
-void
-gs_lanes_memory(int lane, uint64_t *engine_bytes, uint64_t *engine_peak,
-				uint64_t *device_used, uint64_t *device_total)
-{
-	gs_lane    *l;
-
-	*engine_bytes = *engine_peak = *device_used = *device_total = 0;
-	if (lane < 0 || lane >= nlanes || !lanes[lane].started)
-		return;
-	l = &lanes[lane];
-	pthread_mutex_lock(&l->mu);
-	*engine_bytes = l->mem[0];
-	*engine_peak = l->mem[1];
-	*device_used = l->mem[2];
-	*device_total = l->mem[3];
 	pthread_mutex_unlock(&l->mu);
 }

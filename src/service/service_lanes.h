@@ -91,11 +91,13 @@ bool		gs_lanes_stopping(void);
  * the number still running then (their work must not be freed) */
 int			gs_lanes_stop(int timeout_ms);
 bool		gs_lanes_ended(int lane);
-/* a lane's time in jobs and in memory samples since it started (ms) */
-void		gs_lanes_times(int lane, double *job_ms, double *sample_ms);
-/* the device memory a CUDA lane last sampled (after a job when no next one
- * waits, at least every 100 ms while jobs run back to back, else once a second) */
-void		gs_lanes_memory(int lane, uint64_t *engine_bytes, uint64_t *engine_peak,
-							uint64_t *device_used, uint64_t *device_total);
+/*
+ * What a lane last sampled of its device's memory (CUDA; the gs_svc_cuda_memory
+ * order: engine bytes, engine peak, device used, device total; sampled after
+ * a job when no next one waits, at least every 100 ms while jobs run back to
+ * back, else once a second), and its time in jobs and in those samples since
+ * it started (ms).
+ */
+void		gs_lanes_readings(int lane, uint64_t mem[4], double *job_ms, double *sample_ms);
 
 #endif							/* GS_SERVICE_LANES_H */

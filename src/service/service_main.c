@@ -49,7 +49,7 @@
  * input, ranks and answer, read and written by the lane), freed only once
  * the lane has handed the work back.
  */
-#define GS_SVC_RUNS_PER_DEVICE 2
+#define GS_SVC_RUNS_PER_DEVICE GS_SVC_MAX_LANE_DEPTH
 
 typedef struct GsSvcRun
 {
@@ -577,8 +577,7 @@ gs_svc_publish_memory(void)
 		double		job_ms,
 					sample_ms;
 
-		gs_lanes_memory(k, &m[0], &m[1], &m[2], &m[3]);
-		gs_lanes_times(k, &job_ms, &sample_ms);
+		gs_lanes_readings(k, m, &job_ms, &sample_ms);
 		pg_atomic_write_u64(&d->lane_job_us, (uint64) (job_ms * 1000.0));
 		pg_atomic_write_u64(&d->lane_sample_us, (uint64) (sample_ms * 1000.0));
 		pg_atomic_write_u64(&d->engine_bytes, m[0]);
