@@ -78,6 +78,29 @@ gs_status	gs_cuda_select_approx(gs_cuda_engine *e, const void *d_keys, size_t n,
 								 const uint64_t *ranks, size_t nranks,
 								 const gs_options *opt, gs_approx_pick *out, gs_error *err);
 
+/* ---- selection of keys in host memory that need not fit a device ----
+ * Exact multiselect as gs_cuda_select, of in's keys (2, 4 or 8 bytes, in
+ * host memory; page-locked for full speed) over the devices of nengines
+ * engines (1 to 16, distinct devices) at once: radix-digit counts of each
+ * device's share, merged here, narrow the ranks to candidates that are
+ * gathered onto engines[0] and selected there (kernels/cuda/gs_cuda_split.cu
+ * says how).  Each device uses at most `budget` bytes (0: half of the
+ * least free device's memory); GS_ERR_TOO_LARGE under 8 MB.  The caller
+ * holds every engine for the call, and the keys do not change during it
+ * (GS_ERR_INVALID if a pass finds they did).  Out keys are widened to 64
+ * bits.  stats may be NULL. */
+typedef struct gs_split_stats
+{
+	int			count_passes;	/* passes that counted a digit */
+	int			gather_passes;	/* passes that gathered candidates */
+	uint64_t	candidates;		/* keys gathered, all passes */
+	uint64_t	bytes_read;		/* host bytes copied to the devices */
+} gs_split_stats;
+
+gs_status	gs_cuda_select_split(gs_cuda_engine *const *engines, int nengines, const gs_input *in,
+								 const uint64_t *ranks, size_t nranks, uint64_t *out_keys, size_t budget,
+								 const gs_options *opt, gs_split_stats *stats, gs_error *err);
+
 /* Peak device temporaries (bytes, excluding the input) the calls above use
  * on e, whose device's limits decide the layouts (NULL: as an H100 would). */
 size_t		gs_cuda_scratch_bytes(const gs_cuda_engine *e, size_t n, unsigned key_bytes, size_t nranks);

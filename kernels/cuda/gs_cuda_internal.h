@@ -14,6 +14,8 @@
  *   gs_cuda_exact.cu   exact SampleSelect: multi-level, device-planned
  *   gs_cuda_approx.cu  approximate SampleSelect: one level
  *   gs_cuda_count.cu   the count kernel's variants (k_count), both modes
+ *   gs_cuda_split.cu   keys in host memory over several devices: digit
+ *                      counts, narrowing, candidates (gs_pass_digits.cuh)
  *
  * Nothing here throws, aborts or prints: every CUDA return code is checked
  * and turned into a gs_status with a message.  No thrust, no operator new;

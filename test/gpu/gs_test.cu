@@ -1068,6 +1068,8 @@ crossover(const char *mdpath)
 	return 0;
 }
 
+int			gs_test_split(gs_cuda_engine *e0, const char *what, uint64_t seed);
+
 int
 main(int argc, char **argv)
 {
@@ -1098,6 +1100,14 @@ main(int argc, char **argv)
 			gs_cuda_test_plan(E, plan, sizeof plan);
 			printf("plan: %s\n", plan);
 		}
+	}
+	if (strcmp(mode, "split") == 0)
+	{
+		/* the split selection over the devices (test/gpu/gs_test_split.cu) */
+		int			rc = gs_test_split(E, argc > 2 ? argv[2] : "check", g_seed);
+
+		gs_cuda_close(E);
+		return rc;
 	}
 	if (strcmp(mode, "check") == 0)
 	{

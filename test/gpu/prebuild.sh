@@ -1,6 +1,7 @@
 #!/bin/bash
-# test/gpu/prebuild.sh DIR — build the engine harness (test/gpu/gs_test.cu
-# with the CUDA engine and the CPU engine linked in) into DIR/gs_test.bin.
+# test/gpu/prebuild.sh DIR — build the engine harness (test/gpu/gs_test.cu and
+# gs_test_split.cu, with the CUDA engine and the CPU engine linked in) into
+# DIR/gs_test.bin.
 # nvcc is enough: no GPU is needed, so a device call can skip the build:
 #   GS_PREBUILT=DIR test/gpu/run.sh ...   (carry DIR with the call)
 # test/gpu/run.sh calls it too when nothing was prebuilt.  The engines'
@@ -22,10 +23,10 @@ for c in $GS_CPU_ENGINE_SRCS; do
 	objs+=("$o")
 done
 pids=()
-for cu in $GS_CUDA_ENGINE_SRCS test/gpu/gs_test.cu; do
+for cu in $GS_CUDA_ENGINE_SRCS test/gpu/gs_test.cu test/gpu/gs_test_split.cu; do
 	o="$dir/$(basename "${cu%.cu}").o"
 	extra=(-Xcompiler -fPIC -Werror all-warnings)
-	[ "$cu" = test/gpu/gs_test.cu ] && extra=(-DGS_HAVE_CPU_ENGINE)
+	case $cu in test/gpu/*) extra=(-DGS_HAVE_CPU_ENGINE) ;; esac
 	$NVCC $FLAGS -lineinfo "${extra[@]}" -c "$cu" -o "$o" &
 	pids+=($!)
 	objs+=("$o")
