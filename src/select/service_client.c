@@ -334,6 +334,7 @@ gs_svc_describe_job(GsSvcJob *job, unsigned key_bytes, uint64 n, int nranks, boo
 	job->delay_ms = gs_guc_test_service_delay;
 	job->fault = gs_guc_test_service_fault;
 	job->fail_device = gs_guc_test_service_fail_device;
+	job->split_keys = gs_guc_test_service_split_keys;
 	job->nkeys = n;
 	job->nranks = nranks;
 	job->io_chunks = io_chunks;

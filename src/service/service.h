@@ -128,6 +128,7 @@ typedef struct GsSvcJob
 	int			delay_ms;		/* gpuselect.test_service_delay */
 	int			fault;			/* GS_SVC_FAULT_* */
 	int			fail_device;	/* gpuselect.test_service_fail_device (-1: none) */
+	int			split_keys;		/* gpuselect.test_service_split_keys (0: off) */
 	uint64		nkeys;
 	int			nranks;
 	int			head;			/* first chunk, -1 = none */
@@ -237,6 +238,7 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 failed;
 	pg_atomic_uint64 requeued;	/* jobs re-run after their device failed */
 	pg_atomic_uint64 fallen_back;
+	pg_atomic_uint64 split_jobs;	/* exact jobs streamed through the devices */
 	pg_atomic_uint64 canceled;
 	pg_atomic_uint64 timed_out;
 	pg_atomic_uint64 pool_exhausted;
@@ -405,6 +407,9 @@ extern const char *gs_svc_state_name(uint32 state);
 
 /* the devices (service_devices.c) */
 extern int	gs_guc_test_service_fail_device;
+extern int	gs_guc_test_service_split_keys;
+/* the test hook's split jobs: 8 MB a device, so the narrowing takes levels */
+#define GS_SVC_TEST_SPLIT_BUDGET ((size_t) 8 << 20)
 #define GS_SVC_MAX_LANE_DEPTH 2	/* jobs a device may hold: running and next */
 extern int	gs_guc_service_lane_depth;	/* 1 .. GS_SVC_MAX_LANE_DEPTH */
 extern void gs_svc_devices_define_gucs(bool preload);
@@ -419,6 +424,7 @@ extern bool gs_svc_device_ok(int k);
 extern bool gs_svc_device_idle(int k);
 extern bool gs_svc_device_free(int k);
 extern void gs_svc_device_start(int k, uint64 nkeys);
+extern void gs_svc_device_hold(int k, bool on);
 extern void gs_svc_device_end(int k, uint64 nkeys, int outcome);
 extern void gs_svc_device_fail(int k, const char *reason);
 extern int	gs_svc_devices_ok(void);

@@ -26,6 +26,7 @@ struct gs_svc_cuda_dev
 	void	   *pool_locked;	/* the pool, when this device's engine locked it */
 	uint64_t	device_peak;	/* the engine's device bytes, highest seen in a job */
 	bool		oom_armed;		/* gs_svc_cuda_arm_fault(OOM) for the next job */
+	size_t		total_bytes;	/* the device's memory (at open) */
 };
 
 /* sample the engine's device memory while a job holds its buffers */
@@ -82,6 +83,7 @@ gs_svc_cuda_open(int ordinal, void *pool, size_t pool_bytes, gs_svc_cuda_dev **o
 	s = gs_cuda_open_limited(ordinal, getenv("GS_DEVICE_LIMITS"), &d->engine, err);
 	if (s == GS_OK)
 		s = gs_cuda_device_info(d->engine, name, namelen, &free_b, &total_b, err);
+	d->total_bytes = total_b;
 	if (s != GS_OK)
 	{
 		if (d->engine)
@@ -281,6 +283,80 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const void *const *
 		memset(&sync_err, 0, sizeof(sync_err));
 		if (gs_cuda_sync(svc_engine, &sync_err) != GS_OK)
 			*sticky = true;
+	}
+	err->status = s;
+	return s;
+}
+
+bool
+gs_svc_cuda_fits(gs_svc_cuda_dev *dev, size_t nkeys, unsigned key_bytes, size_t nranks)
+{
+	unsigned	sel_kb = key_bytes == 2 ? 4 : key_bytes;
+	size_t		need,
+				free_b = 0,
+				total_b = 0;
+	gs_error	err;
+
+	if (dev == NULL)
+		return true;
+	need = nkeys * key_bytes + (key_bytes == 2 ? nkeys * sel_kb : 0) +
+		gs_cuda_scratch_bytes(dev->engine, nkeys, sel_kb, nranks);
+	if (need <= dev->total_bytes / 2)
+		return true;
+	memset(&err, 0, sizeof(err));
+	if (gs_cuda_device_info(dev->engine, NULL, 0, &free_b, &total_b, &err) != GS_OK)
+		return true;			/* let the allocation decide */
+	return need <= free_b;
+}
+
+gs_status
+gs_svc_cuda_select_split(gs_svc_cuda_dev *const *devs, int ndevs, const gs_input *in,
+						 const uint64_t *ranks, size_t nranks, uint64_t *out_keys, size_t budget,
+						 const gs_options *opt, double *copy_ms, uint64_t *bytes_copied, bool *sticky,
+						 gs_error *err)
+{
+	gs_cuda_engine *eng[16];
+	gs_split_stats st;
+	double		t0 = now_ms();
+	gs_status	s;
+
+	*sticky = false;
+	*copy_ms = 0;
+	*bytes_copied = 0;
+	if (ndevs < 1 || ndevs > 16 || devs[0] == NULL)
+	{
+		err->status = GS_ERR_NO_DEVICE;
+		snprintf(err->message, sizeof(err->message), "the CUDA engine is not open");
+		return GS_ERR_NO_DEVICE;
+	}
+	for (int i = 0; i < ndevs; i++)
+		eng[i] = devs[i]->engine;
+	memset(&st, 0, sizeof(st));
+	s = gs_cuda_select_split(eng, ndevs, in, ranks, nranks, out_keys, budget, opt, &st, err);
+	/* the copies are the passes: the whole call is copy time in the job's row */
+	*copy_ms = now_ms() - t0;
+	*bytes_copied = st.bytes_read;
+	note_device_peak(devs[0]);
+	if (s == GS_OK)
+	{
+		if (in->key_bytes == 2)
+			for (size_t i = 0; i < nranks; i++)
+				out_keys[i] &= 0xFFFF;
+	}
+	else if (s == GS_ERR_DEVICE)
+	{
+		gs_error	sync_err;
+
+		memset(&sync_err, 0, sizeof(sync_err));
+		if (gs_cuda_make_current(devs[0]->engine, &sync_err) != GS_OK ||
+			gs_cuda_sync(devs[0]->engine, &sync_err) != GS_OK)
+			*sticky = true;
+	}
+	{
+		gs_error	cur_err;
+
+		/* the lane's own device current again for its next job */
+		(void) gs_cuda_make_current(devs[0]->engine, &cur_err);
 	}
 	err->status = s;
 	return s;

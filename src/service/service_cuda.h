@@ -50,6 +50,24 @@ gs_status	gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const voi
 							   gs_approx_pick *picks, const gs_options *opt, double *copy_ms,
 							   uint64_t *bytes_copied, bool *sticky, gs_error *err);
 
+/*
+ * Whether an exact selection of nkeys keys (key_bytes wide, nranks ranks)
+ * fits dev's memory now: keys, widened copy, scratch.  Asks the device
+ * (cudaMemGetInfo) only when the job needs more than half of its memory.
+ */
+bool		gs_svc_cuda_fits(gs_svc_cuda_dev *dev, size_t nkeys, unsigned key_bytes, size_t nranks);
+/*
+ * An exact selection that need not fit a device: the keys stay in the pool
+ * and stream through devs[0..ndevs) (the calling lane's device first; the
+ * others are held idle by the main thread for the call), counted by radix
+ * digit, narrowed, the candidates selected on devs[0]
+ * (gs_cuda_select_split).  budget: bytes each device may use (0: the
+ * engine's default).  *sticky: devs[0]'s context is unusable after it.
+ */
+gs_status	gs_svc_cuda_select_split(gs_svc_cuda_dev *const *devs, int ndevs, const gs_input *in,
+									 const uint64_t *ranks, size_t nranks, uint64_t *out_keys,
+									 size_t budget, const gs_options *opt, double *copy_ms,
+									 uint64_t *bytes_copied, bool *sticky, gs_error *err);
 /* prefetch: a device copy of `bytes` at host (a sealed pool chunk),
  * complete when this returns; and its release */
 gs_status	gs_svc_cuda_prefetch(gs_svc_cuda_dev *dev, const void *host, size_t bytes,

@@ -62,6 +62,36 @@ gs_svc_cuda_select(gs_svc_cuda_dev *dev, const gs_input *in, const void *const *
 	return no_cuda(err);
 }
 
+bool
+gs_svc_cuda_fits(gs_svc_cuda_dev *dev, size_t nkeys, unsigned key_bytes, size_t nranks)
+{
+	(void) dev;
+	(void) nkeys;
+	(void) key_bytes;
+	(void) nranks;
+	return true;
+}
+
+gs_status
+gs_svc_cuda_select_split(gs_svc_cuda_dev *const *devs, int ndevs, const gs_input *in,
+						 const uint64_t *ranks, size_t nranks, uint64_t *out_keys, size_t budget,
+						 const gs_options *opt, double *copy_ms, uint64_t *bytes_copied, bool *sticky,
+						 gs_error *err)
+{
+	(void) devs;
+	(void) ndevs;
+	(void) in;
+	(void) ranks;
+	(void) nranks;
+	(void) out_keys;
+	(void) budget;
+	(void) opt;
+	*copy_ms = 0;
+	*bytes_copied = 0;
+	*sticky = false;
+	return no_cuda(err);
+}
+
 gs_status
 gs_svc_cuda_prefetch(gs_svc_cuda_dev *dev, const void *host, size_t bytes, void **d_copy,
 					 gs_error *err)

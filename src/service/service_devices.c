@@ -30,8 +30,10 @@ static char *gs_guc_service_devices = NULL;
 static int	gs_guc_service_test_devices = 1;
 int			gs_guc_service_lane_depth = 2;
 int			gs_guc_test_service_fail_device = -1;
+int			gs_guc_test_service_split_keys = 0;
 
 static int	last_pick = -1;		/* the service's round robin */
+static bool held[GS_SVC_MAX_DEVICES];	/* lent to a split job (the main thread's) */
 
 /*
  * "all", or a comma-separated list of device numbers (at most
@@ -104,6 +106,15 @@ gs_svc_devices_define_gucs(bool preload)
 								"The device is taken out of the service's rotation; -1: no injection.",
 								&gs_guc_test_service_fail_device,
 								-1, -1, GS_SVC_MAX_DEVICES - 1,
+								PGC_SUSET, GUC_NOT_IN_SAMPLE,
+								NULL, NULL, NULL);
+		DefineCustomIntVariable("gpuselect.test_service_split_keys",
+								"Test hook: this session's exact GPU service jobs of more keys than this run "
+								"as split jobs, as a group larger than a device would.",
+								"They stream through every device in rotation, the others held for them, "
+								"with 8 MB a device so that the narrowing takes several levels; 0: off.",
+								&gs_guc_test_service_split_keys,
+								0, 0, INT_MAX,
 								PGC_SUSET, GUC_NOT_IN_SAMPLE,
 								NULL, NULL, NULL);
 		return;
@@ -231,15 +242,31 @@ gs_svc_device_ok(int k)
 bool
 gs_svc_device_idle(int k)
 {
-	return gs_svc_device_ok(k) && pg_atomic_read_u32(&gs_svc_ctl->devices[k].running) == 0;
+	return gs_svc_device_ok(k) && !held[k] && pg_atomic_read_u32(&gs_svc_ctl->devices[k].running) == 0;
 }
 
 /* k is in rotation and can take a job now (it holds fewer than the depth) */
 bool
 gs_svc_device_free(int k)
 {
-	return gs_svc_device_ok(k) &&
+	return gs_svc_device_ok(k) && !held[k] &&
 		pg_atomic_read_u32(&gs_svc_ctl->devices[k].running) < (uint32) gs_guc_service_lane_depth;
+}
+
+/*
+ * k lent to a split job running on another device (service_main.c): it
+ * takes no job meanwhile, and shows one running in the status.
+ */
+void
+gs_svc_device_hold(int k, bool on)
+{
+	if (k < 0 || k >= GS_SVC_MAX_DEVICES || held[k] == on)
+		return;
+	held[k] = on;
+	if (on)
+		pg_atomic_fetch_add_u32(&gs_svc_ctl->devices[k].running, 1);
+	else
+		pg_atomic_fetch_sub_u32(&gs_svc_ctl->devices[k].running, 1);
 }
 
 /* the next device after the last one chosen that passes `test`, or -1 */

@@ -13,6 +13,10 @@
  * pipe.  It samples its device's memory (cudaMemGetInfo, not free) after
  * a job only when no next job waits or the last sample is 100 ms old.
  *
+ * Split jobs (a group larger than a device): the lane streams the keys
+ * through its own device and those of the lanes the main thread holds for
+ * it (gs_lanes_hold), which park until released.
+ *
  * Prefetch: between jobs a lane also copies sealed pool chunks to its
  * device, and drops such copies, as the main thread orders
  * (service_prefetch.c); the table of its copies is the lane thread's
@@ -56,6 +60,8 @@ typedef struct gs_lane
 	gs_lane_work *todo;			/* jobs given and not started, first first */
 	gs_lane_work *todo_tail;	/* (a list: see gs_lanes_submit) */
 	gs_lane_work *running;
+	bool		hold;			/* lent to another lane's split job (gs_lanes_hold) */
+	bool		parked;			/* ... and this thread waits, touching nothing */
 	double		job_ms;			/* time in jobs, and in memory samples, */
 	double		sample_ms;		/* since the lane started (gs_lanes_readings) */
 	double		last_sample;	/* now_ms() of the last memory sample */
@@ -227,6 +233,43 @@ lane_run_cpu(gs_lane_work *w, const void **seg)
 	free(segs);
 }
 
+/*
+ * An exact job streams through the devices when told (a job larger than
+ * a device, or the test hook) or when it does not fit this device now;
+ * approximate jobs and injected engine faults keep the one-device path.
+ */
+static bool
+lane_wants_split(gs_lane *l, gs_lane_work *w)
+{
+	size_t		n = 0;
+
+	if (w->approx || w->engine_fault != GS_SVC_CUDA_FAULT_NONE)
+		return false;
+	if (w->split)
+		return true;
+	for (size_t i = 0; i < w->in.nsegs; i++)
+		n += w->in.segs[i].n;
+	return !gs_svc_cuda_fits(l->dev, n, w->in.key_bytes, w->nranks);
+}
+
+/* the split: this lane's device first, then the held lanes' */
+static void
+lane_run_split(gs_lane *l, gs_lane_work *w)
+{
+	gs_svc_cuda_dev *devs[GS_LANES_MAX];
+	int			ndevs = 0;
+
+	devs[ndevs++] = l->dev;
+	for (int i = 0; i < w->nsplit_lanes; i++)
+		if (lanes[w->split_lanes[i]].dev != NULL)
+			devs[ndevs++] = lanes[w->split_lanes[i]].dev;
+	memset(&w->err, 0, sizeof(w->err));
+	w->status = gs_svc_cuda_select_split(devs, ndevs, &w->in, w->ranks, w->nranks,
+										 (uint64_t *) w->answer, w->split_budget, &w->opt,
+										 &w->copy_ms, &w->bytes_copied, &w->sticky, &w->err);
+	w->split_used = true;
+}
+
 static void
 lane_run(gs_lane *l, gs_lane_work *w)
 {
@@ -235,6 +278,7 @@ lane_run(gs_lane *l, gs_lane_work *w)
 	w->copy_ms = 0;
 	w->bytes_copied = 0;
 	w->prefetch_used_bytes = 0;
+	w->split_used = false;
 	if (w->delay_ms > 0)
 		lane_delay(w);
 
@@ -257,6 +301,8 @@ lane_run(gs_lane *l, gs_lane_work *w)
 		snprintf(w->err.message, sizeof(w->err.message),
 				 "the service is shutting down or the request was abandoned");
 	}
+	else if (l->dev != NULL && lane_wants_split(l, w))
+		lane_run_split(l, w);
 	else if (l->dev != NULL)
 	{
 		const void **seg = lane_job_copies(l, w);
@@ -282,6 +328,7 @@ lane_run(gs_lane *l, gs_lane_work *w)
 }
 
 static void lane_finished(gs_lane_work *w);
+static void lane_wake_main(void);
 
 static void
 lane_sample_memory(gs_lane *l)
@@ -342,12 +389,21 @@ lane_return_unstarted(gs_lane *l)
 	}
 }
 
+/* a byte into the wake pipe: the main thread looks at the lanes again */
 static void
-lane_finished(gs_lane_work *w)
+lane_wake_main(void)
 {
 	char		b = 1;
 	ssize_t		rc;
 
+	/* a full pipe (EAGAIN) wakes the main thread already */
+	rc = write(wake_pipe[1], &b, 1);
+	(void) rc;
+}
+
+static void
+lane_finished(gs_lane_work *w)
+{
 	pthread_mutex_lock(&done_mu);
 	w->next = NULL;
 	if (done_tail)
@@ -356,9 +412,7 @@ lane_finished(gs_lane_work *w)
 		done_head = w;
 	done_tail = w;
 	pthread_mutex_unlock(&done_mu);
-	/* a full pipe (EAGAIN) wakes the main thread already */
-	rc = write(wake_pipe[1], &b, 1);
-	(void) rc;
+	lane_wake_main();
 }
 
 static void *
@@ -391,6 +445,21 @@ lane_main(void *arg)
 	{
 		gs_lane_work *w = l->todo;
 
+		if (l->hold)
+		{
+			/* lent: say so once, then wait for the release or the stop */
+			if (!l->parked)
+			{
+				l->parked = true;
+				pthread_mutex_unlock(&l->mu);
+				lane_wake_main();
+				pthread_mutex_lock(&l->mu);
+			}
+			else
+				pthread_cond_wait(&l->cv, &l->mu);
+			continue;
+		}
+		l->parked = false;
 		if (w != NULL)
 		{
 			double		t0;
@@ -563,6 +632,37 @@ gs_lanes_submit(int lane, gs_lane_work *w)
 	l->todo_tail = w;
 	pthread_cond_signal(&l->cv);
 	pthread_mutex_unlock(&l->mu);
+}
+
+void
+gs_lanes_hold(int lane, bool on)
+{
+	gs_lane    *l;
+
+	if (lane < 0 || lane >= nlanes || !lanes[lane].started)
+		return;
+	l = &lanes[lane];
+	pthread_mutex_lock(&l->mu);
+	l->hold = on;
+	if (!on)
+		l->parked = false;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+bool
+gs_lanes_parked(int lane)
+{
+	gs_lane    *l;
+	bool		parked;
+
+	if (lane < 0 || lane >= nlanes || !lanes[lane].started)
+		return false;
+	l = &lanes[lane];
+	pthread_mutex_lock(&l->mu);
+	parked = l->hold && l->parked;
+	pthread_mutex_unlock(&l->mu);
+	return parked;
 }
 
 static void

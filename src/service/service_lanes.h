@@ -44,6 +44,11 @@ typedef struct gs_lane_work
 	const int  *seg_chunk;		/* in.segs[i]'s key-pool chunk, -1: not one that
 								 * may have a prefetched copy (NULL: none has) */
 	const uint32_t *seg_gen;	/* ... its generation (GsSvcChunk.gen) now */
+	bool		split;			/* exact: stream the keys through the devices
+								 * (gs_svc_cuda_select_split) even where they fit */
+	size_t		split_budget;	/* its bytes a device (0: the engine's default) */
+	int			split_lanes[GS_LANES_MAX];	/* other lanes whose devices it uses, */
+	int			nsplit_lanes;	/* held for it (gs_lanes_hold) */
 
 	/* set by the lane before it hands the work back */
 	int			lane;
@@ -54,6 +59,7 @@ typedef struct gs_lane_work
 	double		run_ms;			/* the lane's time on this job */
 	uint64_t	bytes_copied;
 	uint64_t	prefetch_used_bytes;	/* keys read from prefetched copies */
+	bool		split_used;		/* it streamed through the devices (split) */
 
 	struct gs_lane_work *next;	/* the lanes' lists */
 } gs_lane_work;
@@ -86,6 +92,15 @@ void		gs_lanes_unfetch(int lane, int chunk);
 uint64_t	gs_lanes_prefetched_bytes(void);
 
 /* the engines' interrupt hooks return true once this is set */
+/*
+ * Lending a lane's device to another lane's split job: once held, the lane
+ * thread finishes what it is doing, parks (wakes the main thread) and
+ * touches its engine no more -- no jobs, no prefetch orders -- until
+ * released, so that the split job's lane may use that engine alone.
+ */
+void		gs_lanes_hold(int lane, bool on);
+bool		gs_lanes_parked(int lane);
+
 bool		gs_lanes_stopping(void);
 /* ask every lane to stop and wait up to timeout_ms for them all; returns
  * the number still running then (their work must not be freed) */

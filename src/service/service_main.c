@@ -64,6 +64,8 @@ static gs_svc_cuda_dev *svc_cuda[GS_SVC_MAX_DEVICES];	/* on: each device's engin
 static int	svc_pool_device = -1;	/* on: the device whose engine locked the pool */
 static int	svc_nlanes = 0;		/* lane threads started */
 
+static void gs_svc_release_holds(const int *held, int n);
+
 /* job j runs on a device (a lane reads its chunks): not to be freed */
 static bool
 gs_svc_job_on_device(int j)
@@ -380,7 +382,7 @@ gs_svc_answer_bytes(const GsSvcJob *job)
  * it to d's lane.  A request that fails the checks is answered at once.
  */
 static void
-gs_svc_start_job(int j, int d)
+gs_svc_start_job(int j, int d, const int *held, int nheld)
 {
 	GsSvcJob   *job = &gs_svc_jobs[j];
 	uint32		expected = GS_JOB_SUBMITTED;
@@ -395,7 +397,10 @@ gs_svc_start_job(int j, int d)
 	if (run == NULL)
 		elog(ERROR, "gpuselect GPU service: device %d has no room for a job", d);
 	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
+	{
+		gs_svc_release_holds(held, nheld);
 		return;					/* abandoned meanwhile */
+	}
 	run->start = GetCurrentTimestamp();
 	job->queue_ms = (double) (run->start - job->submit_time) / 1000.0;
 	job->copy_ms = 0;
@@ -413,6 +418,7 @@ gs_svc_start_job(int j, int d)
 		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
 		MemoryContextDelete(run->cxt);
 		run->cxt = NULL;
+		gs_svc_release_holds(held, nheld);
 		return;
 	}
 	w->tag = j;
@@ -444,6 +450,12 @@ gs_svc_start_job(int j, int d)
 		snprintf(w->err.message, sizeof(w->err.message),
 				 "injected failure (gpuselect.test_service_fault)");
 	}
+	/* a split job: the test hook's, or one the devices' memory calls for */
+	w->split = !job->approx && job->split_keys > 0 && job->nkeys > (uint64) job->split_keys;
+	w->split_budget = w->split ? GS_SVC_TEST_SPLIT_BUDGET : 0;
+	for (int i = 0; i < nheld; i++)
+		w->split_lanes[i] = held[i];
+	w->nsplit_lanes = nheld;
 	MemoryContextSwitchTo(old);
 
 	run->job = j;
@@ -528,10 +540,119 @@ gs_svc_finish_job(gs_lane_work *w)
 		outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
 								 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
 	gs_svc_device_end(d, job->nkeys, outcome);
+	if (w->split_used || w->split || w->nsplit_lanes > 0)
+		pg_atomic_fetch_add_u64(&gs_svc_ctl->split_jobs, 1);
+	gs_svc_release_holds(w->split_lanes, w->nsplit_lanes);
 	run->job = -1;
 	run->work = NULL;
 	MemoryContextDelete(run->cxt);
 	run->cxt = NULL;
+}
+
+/*
+ * Split jobs (gs_lane_work.split): an exact job too large for one device
+ * streams through all of them (gs_cuda_select_split).  It runs on the
+ * first device in rotation, and the main thread holds every other one for
+ * it: from the moment all are idle until the job is collected, a held
+ * device counts one job running (so nothing is given to it) and its lane
+ * thread parks, touching its engine no more (gs_lanes_hold), so that the
+ * split job's lane uses that engine alone.  While the devices drain, the
+ * job stays at the head of the queue and nothing else is given out, so
+ * smaller jobs cannot overtake it for ever.
+ */
+static int	svc_hold_job = -1;	/* the split job the holds below wait for */
+static int	svc_held[GS_SVC_MAX_DEVICES];
+static int	svc_nheld = 0;
+
+static void
+gs_svc_release_holds(const int *held, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		gs_lanes_hold(held[i], false);
+		gs_svc_device_hold(held[i], false);
+	}
+}
+
+/*
+ * Whether job j is one for every device: the test hook says so, or its
+ * keys and about as much again of scratch exceed the least free device in
+ * rotation (as last sampled).  With one device in rotation, none is: its
+ * lane streams a job that does not fit through that device alone.
+ */
+static bool
+gs_svc_job_wide(int j)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint64		least = 0;
+
+	if (job->approx || gs_svc_devices_ok() < 2)
+		return false;
+	if (job->split_keys > 0)
+		return job->nkeys > (uint64) job->split_keys;
+	for (int k = 0; k < gs_svc_ctl->ndevices; k++)
+	{
+		GsSvcDevice *d = &gs_svc_ctl->devices[k];
+		uint64		total = pg_atomic_read_u64(&d->total_bytes);
+		uint64		used = pg_atomic_read_u64(&d->used_bytes);
+
+		if (!gs_svc_device_ok(k) || total == 0)
+			continue;
+		if (least == 0 || total - Min(used, total) < least)
+			least = total - Min(used, total);
+	}
+	return least > 0 && job->nkeys * (uint64) (job->key_bytes + Max(job->key_bytes, 4)) > least;
+}
+
+/*
+ * Start split job j once every device in rotation is idle and the lanes of
+ * all but the first have parked; false while it waits (a lane that parks
+ * wakes the main thread).
+ */
+static bool
+gs_svc_start_wide(int j)
+{
+	int			lead = -1;
+	int			others[GS_SVC_MAX_DEVICES];
+	int			n = 0;
+
+	if (svc_nheld == 0)
+	{
+		for (int k = 0; k < gs_svc_ctl->ndevices; k++)
+		{
+			if (!gs_svc_device_ok(k))
+				continue;
+			if (!gs_svc_device_idle(k))
+				return false;	/* draining */
+			if (lead < 0)
+				lead = k;
+			else
+				others[n++] = k;
+		}
+		if (lead < 0)
+			return false;
+		for (int i = 0; i < n; i++)
+		{
+			gs_svc_device_hold(others[i], true);
+			gs_lanes_hold(others[i], true);
+			svc_held[i] = others[i];
+		}
+		svc_nheld = n;
+		svc_hold_job = j;
+	}
+	for (int i = 0; i < svc_nheld; i++)
+		if (!gs_lanes_parked(svc_held[i]))
+			return false;
+	for (int k = 0; k < gs_svc_ctl->ndevices && lead < 0; k++)
+		if (gs_svc_device_ok(k) && gs_svc_device_idle(k))
+			lead = k;
+	if (lead < 0)
+		return false;
+	gs_svc_start_job(j, lead, svc_held, svc_nheld);
+	/* the job owns the holds now: its collection releases them */
+	svc_nheld = 0;
+	svc_hold_job = -1;
+	return true;
 }
 
 /* give waiting jobs to free devices, shortest (aged) first */
@@ -549,13 +670,26 @@ gs_svc_dispatch(void)
 		if (!any_free)
 			return;
 		j = gs_svc_next_job();
+		if (j != svc_hold_job && svc_nheld > 0)
+		{
+			/* the split job that waited for them is gone, or another comes first */
+			gs_svc_release_holds(svc_held, svc_nheld);
+			svc_nheld = 0;
+			svc_hold_job = -1;
+		}
 		if (j < 0)
 			return;
+		if (gs_svc_job_wide(j))
+		{
+			if (!gs_svc_start_wide(j))
+				return;			/* it waits at the head for the devices */
+			continue;
+		}
 		/* an idle device first, the one with the job's prefetched copies if it is */
 		d = gs_svc_device_pick(gs_svc_jobs[j].fail_device, gs_prefetch_device(j));
 		if (d < 0)
 			return;				/* every device full */
-		gs_svc_start_job(j, d);
+		gs_svc_start_job(j, d, NULL, 0);
 	}
 }
 

@@ -189,6 +189,7 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->failed, 0);
 		pg_atomic_init_u64(&c->requeued, 0);
 		pg_atomic_init_u64(&c->fallen_back, 0);
+		pg_atomic_init_u64(&c->split_jobs, 0);
 		pg_atomic_init_u64(&c->canceled, 0);
 		pg_atomic_init_u64(&c->timed_out, 0);
 		pg_atomic_init_u64(&c->pool_exhausted, 0);
@@ -433,6 +434,7 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("service_failed", pg_atomic_read_u64(&c->failed));
 	EMIT_U64("service_requeued", pg_atomic_read_u64(&c->requeued));
 	EMIT_U64("service_fallen_back", pg_atomic_read_u64(&c->fallen_back));
+	EMIT_U64("service_split_jobs", pg_atomic_read_u64(&c->split_jobs));
 	EMIT_U64("service_canceled", pg_atomic_read_u64(&c->canceled));
 	EMIT_U64("service_timed_out", pg_atomic_read_u64(&c->timed_out));
 	EMIT_U64("service_pool_exhausted", pg_atomic_read_u64(&c->pool_exhausted));

@@ -109,7 +109,9 @@ if has check; then
 	stage "pg_gpu_check.sh" "$(tail -1 "$OUTD/pg_gpu_check.log")"
 fi
 if has tap; then
-	GS_SERVICE_MODE=on GS_SERVER_USER=pgrun prove -v test/t/10[0-9]_service_*.pl >"$OUTD/tap-service-on.log" 2>&1
+	# GS_TAP_SERVICE="test/t/107_service_devices.pl ...": only those
+	# shellcheck disable=SC2086
+	GS_SERVICE_MODE=on GS_SERVER_USER=pgrun prove -v ${GS_TAP_SERVICE:-test/t/10[0-9]_service_*.pl} >"$OUTD/tap-service-on.log" 2>&1
 	rc=$?
 	grep -E '^not ok' "$OUTD/tap-service-on.log" | head -20
 	stage "TAP 10x service, CUDA engine" "$(tap_line "$OUTD/tap-service-on.log" $rc)"

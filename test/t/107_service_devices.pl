@@ -3,7 +3,9 @@
 # GS_SERVICE_MODE=on: every CUDA device, skipped below two).
 #
 # Many sessions at once get the built-ins' answers, their requests spread
-# over every device and run on several at the same time.  A device made to
+# over every device and run on several at the same time.  A split job (a
+# group larger than a device: gpuselect.test_service_split_keys) holds every
+# other device while it runs and releases them after.  A device made to
 # fail (gpuselect.test_service_fail_device) in the middle of such a run
 # costs no answer and fails no query, in gpu mode too: the job it was
 # running goes back to the queue and runs on another device; the device is
@@ -124,6 +126,35 @@ $sum += $_ for @delta;
 is($sum, 3 * $sessions, 'the per-device counts add up to the total');
 cmp_ok($most, '>=', 2, "jobs ran on several devices at once (at most $most seen)");
 
+# -- split jobs (a group larger than a device; here the test hook's): the job
+# streams through every device, the others held for it -- each shows a job
+# running while it runs -- and released after; no answer wrong, no hang, while
+# other sessions' jobs go on around it
+my $split = "SET gpuselect.device = 'gpu'; SET gpuselect.test_service_split_keys = 1000;";
+my (@before, @after);
+my $sj0 = status()->{service_split_jobs};
+my $one = GsTest::psql_bg("$split SET gpuselect.test_service_delay = 400;\n" . one_sql('0.33'));
+ok(GsTest::wait_for(sub {
+	my $s = status();
+	scalar(grep { ($s->{"device_${_}_running"} // 0) == 1 } 0 .. $ndev - 1) == $ndev
+}, 20), 'a split job: every device shows it running (the others held for it)');
+my @r1 = GsTest::psql_wait($one);
+like($r1[1], qr/^t\nservice\s*$/, 'the split job answers right, through the service');
+$st = status();
+is($st->{service_split_jobs} - $sj0, 1, 'status: one split job');
+is(scalar(grep { $st->{"device_${_}_running"} == 0 } 0 .. $ndev - 1), $ndev, '... and every device released after it');
+@before = @{ served($st) };
+($out, $most) = run_sessions($sessions, "SET gpuselect.device = 'gpu';", sub {
+	return GsTest::psql_bg("$split\n" . check_sql('0.29'));
+});
+@bad = grep { !($_->[0] == 0 && $_->[1] =~ /^t\nservice\s*$/) } @$out;
+is(scalar(@bad), 0, 'split jobs among concurrent sessions: every answer equals the built-ins, through the service')
+  or diag(join("\n", map { "rc=$_->[0]: $_->[1]" } @bad[0 .. ($#bad < 4 ? $#bad : 4)]));
+$st = status();
+is($st->{service_split_jobs} - $sj0, 4, 'status: the three selections of that session were split jobs');
+@after = @{ served($st) };
+is(scalar(grep { $after[$_] > $before[$_] } 0 .. $ndev - 1), $ndev, 'every device served jobs around them');
+
 # -- a device fails in the middle of a run (gpu mode): no query fails, no
 # answer lost; the job it was running runs again on another device
 my $auto = "SET gpuselect.gpu_min_rows = 1000;";
@@ -144,11 +175,11 @@ is($st->{service_state}, 'ready', 'the service is still up');
 is($st->{service_pid}, $pid, '... the same process');
 
 # later requests go to the other devices only
-my @before = @{ served($st) };
+@before = @{ served($st) };
 ($out, $most) = run_sessions(12, $auto);
 @bad = grep { !($_->[0] == 0 && $_->[1] =~ /^t\nservice\s*$/) } @$out;
 is(scalar(@bad), 0, 'after the failure: every answer right, through the service');
-my @after = @{ served(status()) };
+@after = @{ served(status()) };
 is($after[1], $before[1], 'the failed device gets no more jobs');
 is(scalar(grep { $_ != 1 && $after[$_] > $before[$_] } 0 .. $ndev - 1), $ndev - 1,
 	'the other devices take them all');

@@ -288,6 +288,30 @@ main(void)
 	}
 
 	/*
+	 * A lane held for another lane's split job parks (and wakes the main
+	 * thread), runs nothing given to it meanwhile, and runs it once
+	 * released; gs_lanes_parked says so only while held.
+	 */
+	{
+		gs_lane_work *back[1];
+		struct timespec ms100 = {0, 100 * 1000 * 1000};
+		bool		parked = false;
+
+		CHECK(!gs_lanes_parked(1), "hold: a lane not held is not parked");
+		gs_lanes_hold(1, true);
+		for (int i = 0; i < 100 && !(parked = gs_lanes_parked(1)); i++)
+			nanosleep(&ms100, NULL);
+		CHECK(parked, "hold: the held lane parks");
+		setup(&more[0], 30, keys[0], &more_seg[0], ranks, more_out[0]);
+		gs_lanes_submit(1, &more[0]);
+		CHECK(collect(back, 1, 500) == 0, "hold: a job given to a held lane does not run");
+		gs_lanes_hold(1, false);
+		CHECK(!gs_lanes_parked(1), "hold: released, the lane is not parked");
+		CHECK(collect(back, 1, 60000) == 1 && back[0] == &more[0] && more[0].status == GS_OK &&
+			  more_out[0][2] == sorted[ranks[2]], "hold: released, the lane runs the job it was given");
+	}
+
+	/*
 	 * Stop with a job held on lane 2 and another given after it: every lane
 	 * ends within the deadline, and both jobs come back canceled, the one
 	 * the lane never started too.
