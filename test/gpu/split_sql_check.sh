@@ -23,8 +23,8 @@ $PSQL -q -c "CREATE EXTENSION IF NOT EXISTS gpuselect" -c "DROP TABLE IF EXISTS 
 s0=$($PSQL -c "SELECT value FROM gpuselect_status() WHERE name = 'service_split_jobs'")
 for col in f8 i4 i2 few; do
 	for fr in "0.5" "0.5, 0.9, 0.99" "$(seq -s, 0 0.01 1 | sed 's/,$//')"; do
-		got=$($PSQL -c "$SPLIT" -c "SELECT gpu_quantiles($col, ARRAY[$fr]::float8[])::text" -c "SELECT value FROM gpuselect_status() WHERE name = 'last_path'" | tr '\n' ' ')
-		want=$($PSQL -c "SELECT (percentile_disc(ARRAY[$fr]::float8[]) WITHIN GROUP (ORDER BY $col))::text")
+		got=$($PSQL -q -c "$SPLIT" -c "SELECT gpu_quantiles($col, ARRAY[$fr]::float8[])::text FROM gs_split" -c "SELECT value FROM gpuselect_status() WHERE name = 'last_path'" | tr '\n' ' ')
+		want=$($PSQL -c "SELECT (percentile_disc(ARRAY[$fr]::float8[]) WITHIN GROUP (ORDER BY $col))::text FROM gs_split")
 		n=$(echo "$fr" | tr ',' '\n' | wc -l)
 		if [ "$got" = "$want service " ]; then pass=$((pass + 1)); echo "ok   - $col, $n fractions: split job = built-in";
 		else fail=$((fail + 1)); echo "FAIL - $col, $n fractions: got [$got] want [$want service]"; fi
