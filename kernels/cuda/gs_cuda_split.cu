@@ -5,22 +5,27 @@
  *
  * The reductions-only exchange of the SampleSelect and cutting-plane
  * papers, with radix digits for splitters (so that no sample is needed and
- * skew costs passes, never answers):
+ * skew costs passes, never answers), level by level:
  *
  *   count   every device streams its share of the keys (batches of whole
  *           segments or pieces, dealt round robin) and counts them by the
- *           next GS_DIGIT_BITS-bit digit under the work's prefix; the host
- *           adds the devices' 4096 bins and finds each wanted rank's digit
- *   narrow  a digit whose keys fit the budget is gathered; a larger one
- *           becomes new work one digit deeper (its keys share a longer
- *           prefix); a digit at the key's last bit is the answer itself
+ *           next digit under each of the level's prefixes (one per group of
+ *           ranks still open; 12-bit digits for up to two prefixes, fewer
+ *           bits for more, so that one pass counts them all:
+ *           gs_pass_digits.cuh); the host adds the devices' bins and finds
+ *           each wanted rank's digit
+ *   narrow  a digit whose keys fit the budget is gathered; a larger one's
+ *           prefix and digit become a prefix of the next level; a digit at
+ *           the key's last bit is the answer itself
  *   gather  the devices stream their shares again and append the keys of
- *           the wanted digits to candidate buffers, which go to the first
- *           device; gs_cuda_select answers the ranks among the candidates
+ *           every wanted digit of the level to candidate buffers, which go
+ *           to the first device; gs_cuda_select answers the ranks there
  *
  * So typically two passes over the data (count, gather) across the
- * devices' copy engines together; 8-byte keys of one value need six counts
- * (12 bits a level).  Only 4096 counts a device and the candidates travel.
+ * devices' copy engines together, a count more for each level where a
+ * digit still holds more keys than the budget (float keys' first 12 bits
+ * are sign and exponent: a small budget costs them a level).  Only the
+ * counts and the candidates travel.
  *
  * The caller holds every engine for the call (an engine is one thread's at
  * a time), passes keys that do not change during it, and page-locks them
@@ -41,16 +46,17 @@
 #define GS_SPLIT_MAX_DEVICES 16
 #define GS_SPLIT_STAGE_MAX ((size_t) 64 << 20)	/* 1.2 ms of PCIe a batch */
 #define GS_SPLIT_THREADS 512
-#define WANTED(want, d) ((((want)[(d) >> 5]) >> ((d) & 31)) & 1u)
+#define WANTED(want, b) ((((want)[(b) >> 5]) >> ((b) & 31)) & 1u)
 
 typedef struct split_dev
 {
 	gs_cuda_engine *e;
 	cudaStream_t st[2];			/* batches alternate: copy of one, count of the other */
 	void	   *stage[2];
-	gs_ull	   *d_bins;			/* GS_DIGIT_BINS counts, then the gather's count */
-	unsigned   *d_want;			/* the gather's digits, a bitmap */
-	gs_ull		bins[GS_DIGIT_BINS];	/* this device's share of the last count */
+	gs_ull	   *d_bins;			/* a pass's counts, then the gather's count */
+	gs_ull	   *d_prefix;		/* the pass's prefixes */
+	unsigned   *d_want;			/* the gather's bins, a bitmap */
+	gs_ull	   *bins;			/* host: this device's share of the last count */
 	void	   *d_cand;			/* this device's gathered keys (device 0: all of them) */
 	size_t		cand_bytes;
 	int			grid;
@@ -71,7 +77,7 @@ typedef struct split_ctx
 } split_ctx;
 
 /* one wanted rank: its place in the caller's arrays, its rank among the
- * keys under the current prefix, its digit there */
+ * keys under its current prefix, its digit there */
 typedef struct split_item
 {
 	size_t		idx;
@@ -79,28 +85,21 @@ typedef struct split_item
 	unsigned	digit;
 } split_item;
 
-/* work: the items [lo, hi) whose keys share the top bits_done bits = prefix */
-typedef struct split_work
+/* one prefix of a level: the items [lo, hi) whose keys share it */
+typedef struct split_task
 {
 	gs_ull		prefix;
-	int			bits_done;
 	size_t		lo,
 				hi;
-} split_work;
+} split_task;
 
-static gs_digit_at
-digit_at(gs_ull prefix, int bits_done, unsigned kb)
+/* one pass's view of a level: its digit and its prefixes */
+typedef struct split_pass_of
 {
-	gs_digit_at at;
-	int			left = 8 * (int) kb - bits_done;
-	int			width = left < GS_DIGIT_BITS ? left : GS_DIGIT_BITS;
-
-	at.prefix = prefix;
-	at.bits_done = bits_done;
-	at.shift = left - width;
-	at.mask = (1u << width) - 1u;
-	return at;
-}
+	gs_digit_level lv;
+	const split_task *tasks;	/* lv.nprefix of them, by prefix */
+	int			width;
+} split_pass_of;
 
 static gs_status
 set_device(split_dev *d, gs_error *err)
@@ -137,20 +136,59 @@ split_wait(split_ctx *c)
 }
 
 /*
+ * Before a pass, on every device: zero the bins and the gather's count,
+ * send the prefixes and (gather) the wanted bins; on the call's own
+ * non-blocking stream, which the legacy default stream of a plain
+ * cudaMemset / cudaMemcpy would not order with.
+ */
+static gs_status
+split_prepare(split_ctx *c, const split_pass_of *ps, const unsigned *want)
+{
+	gs_ull		prefix[GS_DIGIT_PREFIXES_MAX];
+	const int	nb = ps->lv.nprefix << ps->width;
+
+	for (int t = 0; t < ps->lv.nprefix; t++)
+		prefix[t] = ps->tasks[t].prefix;
+	for (int i = 0; i < c->ndev; i++)
+	{
+		split_dev  *d = &c->dev[i];
+		cudaStream_t s = d->st[0];
+		cudaError_t ce;
+
+		if (set_device(d, c->err) != GS_OK)
+			return GS_ERR_DEVICE;
+		ce = cudaMemsetAsync(d->d_bins, 0, (GS_DIGIT_BINS_MAX + 1) * sizeof(gs_ull), s);
+		if (ce == cudaSuccess)
+			ce = cudaMemcpyAsync(d->d_prefix, prefix, ps->lv.nprefix * sizeof(gs_ull), cudaMemcpyHostToDevice, s);
+		if (ce == cudaSuccess && want)
+			ce = cudaMemcpyAsync(d->d_want, want, (nb + 31) / 32 * sizeof(unsigned), cudaMemcpyHostToDevice, s);
+		if (ce == cudaSuccess)
+			ce = cudaStreamSynchronize(s);
+		if (ce != cudaSuccess)
+			return gs_cuda_fail(c->err, ce, "split selection pass setup");
+	}
+	return GS_OK;
+}
+
+/*
  * One pass over the input: batches of up to stage_keys keys (whole
  * segments, or pieces of a larger one) are copied into a staging buffer of
- * device b % ndev and counted (gather == false) or gathered.
+ * device b % ndev and counted (want == NULL) or gathered.
  */
 template <typename K, typename KO>
 static gs_status
-split_pass(split_ctx *c, gs_digit_at at, bool gather)
+split_pass(split_ctx *c, const split_pass_of *ps, const unsigned *want)
 {
 	const gs_input *in = c->in;
+	const size_t pre_bytes = ps->lv.nprefix * sizeof(gs_ull);
+	const size_t count_smem = pre_bytes + ((size_t) ps->lv.nprefix << ps->width) * sizeof(unsigned);
 	size_t		si = 0,
 				off = 0;
 	long		b = 0;
-	gs_status	rc = GS_OK;
+	gs_status	rc;
 
+	if ((rc = split_prepare(c, ps, want)) != GS_OK)
+		return rc;
 	while (si < in->nsegs)
 	{
 		split_dev  *d = &c->dev[b % c->ndev];
@@ -185,12 +223,13 @@ split_pass(split_ctx *c, gs_digit_at at, bool gather)
 		}
 		if (filled == 0)
 			break;
-		if (gather)
-			k_digit_gather<K, KO><<<d->grid, GS_SPLIT_THREADS, 0, s>>>(
-				(const K *) stage, filled, at, d->d_want, (KO *) d->d_cand, d->d_bins + GS_DIGIT_BINS,
-				d->cand_bytes / sizeof(KO));
+		if (want)
+			k_digit_gather<K, KO><<<d->grid, GS_SPLIT_THREADS, pre_bytes, s>>>(
+				(const K *) stage, filled, ps->lv, d->d_prefix, d->d_want, (KO *) d->d_cand,
+				d->d_bins + GS_DIGIT_BINS_MAX, d->cand_bytes / sizeof(KO));
 		else
-			k_digit_count<K><<<d->grid, GS_SPLIT_THREADS, 0, s>>>((const K *) stage, filled, at, d->d_bins);
+			k_digit_count<K><<<d->grid, GS_SPLIT_THREADS, count_smem, s>>>((const K *) stage, filled, ps->lv,
+																	   d->d_prefix, d->d_bins);
 		cudaError_t ce = cudaGetLastError();
 
 		if (ce != cudaSuccess)
@@ -203,38 +242,17 @@ split_pass(split_ctx *c, gs_digit_at at, bool gather)
 	return split_wait(c);
 }
 
-/* zeroes each device's bins and the gather's count before a pass */
-static gs_status
-split_reset(split_ctx *c)
-{
-	for (int i = 0; i < c->ndev; i++)
-	{
-		split_dev  *d = &c->dev[i];
-		cudaError_t ce;
-
-		if (set_device(d, c->err) != GS_OK)
-			return GS_ERR_DEVICE;
-		/* on the call's own (non-blocking) stream: the legacy default
-		 * stream a plain cudaMemset uses does not order with it */
-		ce = cudaMemsetAsync(d->d_bins, 0, (GS_DIGIT_BINS + 1) * sizeof(gs_ull), d->st[0]);
-		if (ce == cudaSuccess)
-			ce = cudaStreamSynchronize(d->st[0]);
-		if (ce != cudaSuccess)
-			return gs_cuda_fail(c->err, ce, "split selection reset");
-	}
-	return GS_OK;
-}
-
-/* counts the keys under at's prefix by digit: c->dev[i].bins, summed into total */
+/* counts the pass's keys by prefix and digit: c->dev[i].bins, summed into total */
 template <typename K, typename KO>
 static gs_status
-split_count(split_ctx *c, gs_digit_at at, gs_ull *total)
+split_count(split_ctx *c, const split_pass_of *ps, gs_ull *total)
 {
+	const int	nb = ps->lv.nprefix << ps->width;
 	gs_status	rc;
 
-	if ((rc = split_reset(c)) != GS_OK || (rc = split_pass<K, KO>(c, at, false)) != GS_OK)
+	if ((rc = split_pass<K, KO>(c, ps, NULL)) != GS_OK)
 		return rc;
-	memset(total, 0, GS_DIGIT_BINS * sizeof(gs_ull));
+	memset(total, 0, nb * sizeof(gs_ull));
 	for (int i = 0; i < c->ndev; i++)
 	{
 		split_dev  *d = &c->dev[i];
@@ -242,10 +260,10 @@ split_count(split_ctx *c, gs_digit_at at, gs_ull *total)
 
 		if ((rc = set_device(d, c->err)) != GS_OK)
 			return rc;
-		ce = cudaMemcpy(d->bins, d->d_bins, sizeof d->bins, cudaMemcpyDeviceToHost);
+		ce = cudaMemcpy(d->bins, d->d_bins, nb * sizeof(gs_ull), cudaMemcpyDeviceToHost);
 		if (ce != cudaSuccess)
 			return gs_cuda_fail(c->err, ce, "split selection counts");
-		for (int k = 0; k < GS_DIGIT_BINS; k++)
+		for (int k = 0; k < nb; k++)
 			total[k] += d->bins[k];
 	}
 	c->stats->count_passes++;
@@ -270,110 +288,126 @@ split_free_candidates(split_ctx *c)
 	}
 }
 
-/*
- * Gathers the keys of the digits in want under at's prefix (each device's
- * share known from its bins of the count just made) onto device 0, in any
- * order, and answers the items of [lo, hi) whose digit is wanted.
- */
-template <typename K, typename KO>
+/* each device's candidate buffer: device 0 all ncand, the others their share */
 static gs_status
-split_gather(split_ctx *c, gs_digit_at at, const unsigned *want, const gs_ull *total, split_item *items,
-			 size_t lo, size_t hi, uint64_t *out_keys)
+split_alloc_candidates(split_ctx *c, size_t ncand, const size_t *share, size_t kbo)
 {
-	size_t		ncand = 0,
-				share[GS_SPLIT_MAX_DEVICES];
-	gs_ull		below[GS_DIGIT_BINS];
-	uint64_t   *cranks = NULL,
-			   *ckeys = NULL;
-	gs_status	rc = GS_OK;
-
-	/* each device's share, and where each wanted digit starts among the candidates */
 	for (int i = 0; i < c->ndev; i++)
 	{
-		share[i] = 0;
-		for (int k = 0; k < GS_DIGIT_BINS; k++)
-			if (WANTED(want, k))
-				share[i] += c->dev[i].bins[k];
-	}
-	for (int k = 0; k < GS_DIGIT_BINS; k++)
-	{
-		below[k] = ncand;
-		if (WANTED(want, k))
-			ncand += total[k];
-	}
-	for (int i = 0; i < c->ndev && rc == GS_OK; i++)
-	{
 		split_dev  *d = &c->dev[i];
-		size_t		bytes = (i == 0 ? ncand : share[i]) * sizeof(KO);
+		size_t		bytes = (i == 0 ? ncand : share[i]) * kbo;
+		gs_status	rc;
 
-		if ((rc = set_device(d, c->err)) != GS_OK)
-			break;
-		if ((rc = gs_dev_alloc_internal(d->e, bytes, &d->d_cand, c->err)) != GS_OK)
-			break;
+		if ((rc = set_device(d, c->err)) != GS_OK ||
+			(rc = gs_dev_alloc_internal(d->e, bytes, &d->d_cand, c->err)) != GS_OK)
+			return rc;
 		d->cand_bytes = bytes;
-		if (cudaStreamSynchronize(d->e->s) != cudaSuccess ||
-			cudaMemcpyAsync(d->d_want, want, GS_DIGIT_BINS / 8, cudaMemcpyHostToDevice, d->st[0]) != cudaSuccess ||
-			cudaStreamSynchronize(d->st[0]) != cudaSuccess)
-			rc = gs_cuda_fail(c->err, cudaGetLastError(), "split selection gather setup");
+		if (cudaStreamSynchronize(d->e->s) != cudaSuccess)
+			return gs_cuda_fail(c->err, cudaGetLastError(), "split selection candidates");
 	}
-	if (rc == GS_OK)
-		rc = split_reset(c);
-	if (rc == GS_OK)
-		rc = split_pass<K, KO>(c, at, true);
+	return GS_OK;
+}
 
-	/* every device found its share (keys that changed under the call would
-	 * not add up), and sends it after device 0's */
+/* every device found its share (keys changed under the call would not add
+ * up), and sends it after device 0's, on device 0's stream */
+template <typename KO>
+static gs_status
+split_collect_candidates(split_ctx *c, const size_t *share)
+{
 	size_t		at0 = share[0];
 
-	for (int i = 0; rc == GS_OK && i < c->ndev; i++)
+	for (int i = 0; i < c->ndev; i++)
 	{
 		split_dev  *d = &c->dev[i];
 		gs_ull		got = 0;
 		cudaError_t ce;
 
 		(void) set_device(d, c->err);
-		ce = cudaMemcpy(&got, d->d_bins + GS_DIGIT_BINS, sizeof got, cudaMemcpyDeviceToHost);
+		ce = cudaMemcpy(&got, d->d_bins + GS_DIGIT_BINS_MAX, sizeof got, cudaMemcpyDeviceToHost);
 		if (ce != cudaSuccess)
-			rc = gs_cuda_fail(c->err, ce, "split selection gather count");
-		else if (got != share[i])
-			rc = gs_fail(c->err, GS_ERR_INVALID, "split selection: device %d gathered %llu keys where it counted %zu "
-						 "(the keys changed during the call)", i, (unsigned long long) got, share[i]);
-		else if (i > 0 && share[i] > 0)
+			return gs_cuda_fail(c->err, ce, "split selection gather count");
+		if (got != share[i])
+			return gs_fail(c->err, GS_ERR_INVALID, "split selection: device %d gathered %llu keys where it "
+						   "counted %zu (the keys changed during the call)", i, (unsigned long long) got, share[i]);
+		if (i > 0 && share[i] > 0)
 		{
-			/* on device 0's stream, waited for before the selection */
 			ce = cudaMemcpyPeerAsync((KO *) c->dev[0].d_cand + at0, c->dev[0].e->dev, d->d_cand, d->e->dev,
 									 share[i] * sizeof(KO), c->dev[0].st[0]);
 			if (ce == cudaSuccess)
 				ce = cudaStreamSynchronize(c->dev[0].st[0]);
 			if (ce != cudaSuccess)
-				rc = gs_cuda_fail(c->err, ce, "split selection candidates to device 0");
+				return gs_cuda_fail(c->err, ce, "split selection candidates to device 0");
 			at0 += share[i];
 		}
 	}
+	return GS_OK;
+}
+
+/*
+ * Gathers the keys of the bins set in want (each device's share known
+ * from its bins of the count just made) onto device 0, in any order, and
+ * answers the pass's items whose bin is wanted: a bin's keys sit among the
+ * candidates after those of every wanted bin before it (bins run in key
+ * order: prefixes ascending, then digits).
+ */
+template <typename K, typename KO>
+static gs_status
+split_gather(split_ctx *c, const split_pass_of *ps, const unsigned *want, const gs_ull *total,
+			 const split_item *items, uint64_t *out_keys)
+{
+	const int	nb = ps->lv.nprefix << ps->width;
+	const size_t lo = ps->tasks[0].lo,
+				hi = ps->tasks[ps->lv.nprefix - 1].hi;
+	size_t		ncand = 0,
+				m = 0,
+				share[GS_SPLIT_MAX_DEVICES];
+	gs_ull	   *below = (gs_ull *) malloc(nb * sizeof(gs_ull));
+	uint64_t   *cranks = (uint64_t *) malloc((hi - lo) * sizeof(uint64_t));
+	uint64_t   *ckeys = (uint64_t *) malloc((hi - lo) * sizeof(uint64_t));
+	gs_status	rc = GS_OK;
+
+	if (!below || !cranks || !ckeys)
+		rc = gs_fail(c->err, GS_ERR_NOMEM, "split selection: out of host memory");
+	for (int i = 0; rc == GS_OK && i < c->ndev; i++)
+	{
+		share[i] = 0;
+		for (int b = 0; b < nb; b++)
+			if (WANTED(want, b))
+				share[i] += c->dev[i].bins[b];
+	}
+	for (int b = 0; rc == GS_OK && b < nb; b++)
+	{
+		below[b] = ncand;
+		if (WANTED(want, b))
+			ncand += total[b];
+	}
+	if (rc == GS_OK)
+		rc = split_alloc_candidates(c, ncand, share, sizeof(KO));
+	if (rc == GS_OK)
+		rc = split_pass<K, KO>(c, ps, want);
+	if (rc == GS_OK)
+		rc = split_collect_candidates<KO>(c, share);
 	c->stats->gather_passes++;
 	c->stats->candidates += ncand;
-
-	/* the ranks among the candidates: the wanted digits below, then the rank within */
 	if (rc == GS_OK)
 	{
-		cranks = (uint64_t *) malloc((hi - lo) * sizeof *cranks);
-		ckeys = (uint64_t *) malloc((hi - lo) * sizeof *ckeys);
-		if (!cranks || !ckeys)
-			rc = gs_fail(c->err, GS_ERR_NOMEM, "split selection: out of host memory");
-	}
-	if (rc == GS_OK)
-	{
-		size_t		m = 0;
+		/* the pass's tasks hold consecutive item ranges */
+		for (int t = 0; t < ps->lv.nprefix; t++)
+			for (size_t j = ps->tasks[t].lo; j < ps->tasks[t].hi; j++)
+			{
+				const unsigned b = ((unsigned) t << ps->width) | items[j].digit;
 
-		for (size_t j = lo; j < hi; j++)
-			if (WANTED(want, items[j].digit))
-				cranks[m++] = below[items[j].digit] + items[j].r;
+				if (WANTED(want, b))
+					cranks[m++] = below[b] + items[j].r;
+			}
 		rc = gs_cuda_select(c->dev[0].e, c->dev[0].d_cand, ncand, c->kbo, cranks, m, ckeys, c->opt, c->err);
 		m = 0;
-		for (size_t j = lo; rc == GS_OK && j < hi; j++)
-			if (WANTED(want, items[j].digit))
-				out_keys[items[j].idx] = ckeys[m++];
+		for (int t = 0; rc == GS_OK && t < ps->lv.nprefix; t++)
+			for (size_t j = ps->tasks[t].lo; j < ps->tasks[t].hi; j++)
+				if (WANTED(want, ((unsigned) t << ps->width) | items[j].digit))
+					out_keys[items[j].idx] = ckeys[m++];
 	}
+	free(below);
 	free(cranks);
 	free(ckeys);
 	split_free_candidates(c);
@@ -392,23 +426,24 @@ item_by_digit(const void *a, const void *b)
 }
 
 /*
- * Each item's digit under the count's bins, and its rank within that
- * digit's keys; the items sorted by digit.
+ * Each of a task's items: its digit under the task's nb bins, its rank
+ * within that digit's keys; the items sorted by digit.
  */
 static void
-split_place(split_item *items, size_t lo, size_t hi, const gs_ull *total, gs_ull *cum)
+split_place(split_item *items, const split_task *t, const gs_ull *bins, int nb)
 {
+	gs_ull		cum[1 << GS_DIGIT_BITS];
 	gs_ull		sum = 0;
 
-	for (int k = 0; k < GS_DIGIT_BINS; k++)
+	for (int k = 0; k < nb; k++)
 	{
 		cum[k] = sum;
-		sum += total[k];
+		sum += bins[k];
 	}
-	for (size_t j = lo; j < hi; j++)
+	for (size_t j = t->lo; j < t->hi; j++)
 	{
 		int			a = 0,
-					z = GS_DIGIT_BINS - 1;
+					z = nb - 1;
 
 		/* the last digit whose keys start at or below the rank */
 		while (a < z)
@@ -423,86 +458,140 @@ split_place(split_item *items, size_t lo, size_t hi, const gs_ull *total, gs_ull
 		items[j].digit = (unsigned) a;
 		items[j].r -= cum[a];
 	}
-	qsort(items + lo, hi - lo, sizeof *items, item_by_digit);
+	qsort(items + t->lo, t->hi - t->lo, sizeof *items, item_by_digit);
+}
+
+/* a level's digit: 12 bits, fewer where the key ends or many prefixes share a pass */
+static int
+split_width(int KB, int bits_done, int ntasks)
+{
+	int			w = KB - bits_done < GS_DIGIT_BITS ? KB - bits_done : GS_DIGIT_BITS;
+	int			per = ntasks < GS_DIGIT_PREFIXES_MAX ? ntasks : GS_DIGIT_PREFIXES_MAX;
+
+	while (w > 1 && ((size_t) per << w) > GS_DIGIT_BINS_MAX)
+		w--;
+	return w;
 }
 
 /*
- * The narrowing: count the work's keys by digit; per digit holding wanted
- * ranks, answer it (the key's last digit), gather it (in batches of at
- * most cand_limit keys), or make it work one digit deeper.
+ * One pass's worth of a level's prefixes: count, place, and per digit
+ * holding wanted ranks answer it (the key's last digit), make it a prefix
+ * of the next level, or gather it.  A digit goes to the next level when it
+ * holds more keys than one gather may take, and so do all the level's
+ * digits when together they do (one more count of every one of them, in
+ * one pass, costs less than a gather pass per budget's worth) or when one
+ * of them goes anyway (the next level's count and gather then take them
+ * along: no gather pass of their own).
  */
+template <typename K, typename KO>
+static gs_status
+split_level_pass(split_ctx *c, const split_pass_of *ps, split_item *items, gs_ull *total, unsigned *want,
+				 split_task *next, int *nnext, uint64_t *out_keys)
+{
+	const int	nb = ps->lv.nprefix << ps->width;
+	gs_ull		gatherable = 0;
+	bool		deeper = false,
+				defer,
+				any = false;
+	gs_status	rc;
+
+	if ((rc = split_count<K, KO>(c, ps, total)) != GS_OK)
+		return rc;
+	for (int t = 0; t < ps->lv.nprefix; t++)
+		split_place(items, &ps->tasks[t], total + ((size_t) t << ps->width), 1 << ps->width);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		defer = ps->lv.shift > 0 && (deeper || gatherable > c->cand_limit);
+		memset(want, 0, (nb + 31) / 32 * sizeof(unsigned));
+		for (int t = 0; t < ps->lv.nprefix; t++)
+		{
+			const split_task *tk = &ps->tasks[t];
+
+			for (size_t j = tk->lo; j < tk->hi;)
+			{
+				const unsigned d = items[j].digit;
+				const unsigned b = ((unsigned) t << ps->width) | d;
+				const gs_ull key = (tk->prefix << ps->width) | d;
+				size_t		e = j;
+
+				while (e < tk->hi && items[e].digit == d)
+					e++;
+				if (pass == 0)
+				{
+					gatherable += ps->lv.shift > 0 && total[b] <= c->cand_limit ? total[b] : 0;
+					deeper |= ps->lv.shift > 0 && total[b] > c->cand_limit;
+				}
+				else if (ps->lv.shift == 0)
+				{
+					/* every key of this digit is one value: the prefix and the digit */
+					for (size_t q = j; q < e; q++)
+						out_keys[items[q].idx] = key;
+				}
+				else if (total[b] > c->cand_limit || defer)
+					next[(*nnext)++] = (split_task) {key, j, e};
+				else
+				{
+					want[b >> 5] |= 1u << (b & 31);
+					any = true;
+				}
+				j = e;
+			}
+		}
+	}
+	return any ? split_gather<K, KO>(c, ps, want, total, items, out_keys) : GS_OK;
+}
+
+/* the levels: every open prefix counted in one pass (or a few, past GS_DIGIT_PREFIXES_MAX) */
 template <typename K, typename KO>
 static gs_status
 split_run(split_ctx *c, const uint64_t *ranks, size_t nranks, uint64_t *out_keys)
 {
 	const int	KB = 8 * (int) sizeof(K);
-	const size_t max_work = nranks * (KB / GS_DIGIT_BITS + 2) + 1;
 	split_item *items = (split_item *) malloc(nranks * sizeof *items);
-	split_work *stack = (split_work *) malloc(max_work * sizeof *stack);
-	gs_ull	   *total = (gs_ull *) malloc(2 * GS_DIGIT_BINS * sizeof *total);
-	unsigned	want[GS_DIGIT_BINS / 32];
-	size_t		top = 0;
+	split_task *tasks = (split_task *) malloc((nranks + 1) * sizeof *tasks);
+	split_task *next = (split_task *) malloc((nranks + 1) * sizeof *next);
+	gs_ull	   *total = (gs_ull *) malloc(GS_DIGIT_BINS_MAX * sizeof *total);
+	unsigned   *want = (unsigned *) malloc(GS_DIGIT_BINS_MAX / 8);
+	int			ntasks = 1,
+				bits_done = 0;
 	gs_status	rc = GS_OK;
 
-	if (!items || !stack || !total)
+	if (!items || !tasks || !next || !total || !want)
 		rc = gs_fail(c->err, GS_ERR_NOMEM, "split selection: out of host memory");
 	for (size_t i = 0; rc == GS_OK && i < nranks; i++)
-	{
-		items[i].idx = i;
-		items[i].r = ranks[i];
-		items[i].digit = 0;
-	}
+		items[i] = (split_item) {i, ranks[i], 0};
 	if (rc == GS_OK)
-		stack[top++] = (split_work) {0, 0, 0, nranks};
-	while (rc == GS_OK && top > 0)
+		tasks[0] = (split_task) {0, 0, nranks};
+	while (rc == GS_OK && ntasks > 0)
 	{
-		split_work	w = stack[--top];
-		gs_digit_at at = digit_at(w.prefix, w.bits_done, c->kb);
-		const int	width = KB - w.bits_done - at.shift;
-		size_t		batch = 0;
-		bool		any = false;
+		const int	width = split_width(KB, bits_done, ntasks);
+		int			nnext = 0;
 
-		if ((rc = split_count<K, KO>(c, at, total)) != GS_OK)
-			break;
-		split_place(items, w.lo, w.hi, total, total + GS_DIGIT_BINS);
-		memset(want, 0, sizeof want);
-		for (size_t j = w.lo; rc == GS_OK && j < w.hi;)
+		for (int t0 = 0; rc == GS_OK && t0 < ntasks; t0 += GS_DIGIT_PREFIXES_MAX)
 		{
-			const unsigned d = items[j].digit;
-			size_t		e = j;
+			split_pass_of ps;
 
-			while (e < w.hi && items[e].digit == d)
-				e++;
-			if (at.shift == 0)
-			{
-				/* every key of this digit is one value: the prefix and the digit */
-				gs_ull		key = (w.prefix << width) | d;
-
-				for (size_t q = j; q < e; q++)
-					out_keys[items[q].idx] = key;
-			}
-			else if (total[d] > c->cand_limit)
-				stack[top++] = (split_work) {(w.prefix << width) | d, w.bits_done + width, j, e};
-			else
-			{
-				if (any && batch + total[d] > c->cand_limit)
-				{
-					rc = split_gather<K, KO>(c, at, want, total, items, w.lo, w.hi, out_keys);
-					memset(want, 0, sizeof want);
-					batch = 0;
-				}
-				want[d >> 5] |= 1u << (d & 31);
-				batch += total[d];
-				any = true;
-			}
-			j = e;
+			ps.width = width;
+			ps.tasks = tasks + t0;
+			ps.lv.bits_done = bits_done;
+			ps.lv.shift = KB - bits_done - width;
+			ps.lv.mask = (1u << width) - 1u;
+			ps.lv.nprefix = ntasks - t0 < GS_DIGIT_PREFIXES_MAX ? ntasks - t0 : GS_DIGIT_PREFIXES_MAX;
+			rc = split_level_pass<K, KO>(c, &ps, items, total, want, next, &nnext, out_keys);
 		}
-		if (rc == GS_OK && batch > 0)
-			rc = split_gather<K, KO>(c, at, want, total, items, w.lo, w.hi, out_keys);
+		/* the next level's prefixes came out in key order, as this level's did */
+		split_task *swap = tasks;
+
+		tasks = next;
+		next = swap;
+		ntasks = nnext;
+		bits_done += width;
 	}
 	free(items);
-	free(stack);
+	free(tasks);
+	free(next);
 	free(total);
+	free(want);
 	return rc;
 }
 
@@ -555,10 +644,15 @@ split_open(split_ctx *c, size_t budget, size_t nranks)
 			if ((rc = gs_dev_alloc_internal(d->e, stage_bytes, &d->stage[s], c->err)) != GS_OK)
 				return rc;
 		}
-		if ((rc = gs_dev_alloc_internal(d->e, (GS_DIGIT_BINS + 1) * sizeof(gs_ull), (void **) &d->d_bins,
+		if ((rc = gs_dev_alloc_internal(d->e, (GS_DIGIT_BINS_MAX + 1) * sizeof(gs_ull), (void **) &d->d_bins,
 										c->err)) != GS_OK ||
-			(rc = gs_dev_alloc_internal(d->e, GS_DIGIT_BINS / 8, (void **) &d->d_want, c->err)) != GS_OK)
+			(rc = gs_dev_alloc_internal(d->e, GS_DIGIT_PREFIXES_MAX * sizeof(gs_ull), (void **) &d->d_prefix,
+										c->err)) != GS_OK ||
+			(rc = gs_dev_alloc_internal(d->e, GS_DIGIT_BINS_MAX / 8, (void **) &d->d_want, c->err)) != GS_OK)
 			return rc;
+		d->bins = (gs_ull *) malloc(GS_DIGIT_BINS_MAX * sizeof(gs_ull));
+		if (!d->bins)
+			return gs_fail(c->err, GS_ERR_NOMEM, "split selection: out of host memory");
 		/* allocated in order on the engine's stream; used on the call's own */
 		ce = cudaStreamSynchronize(d->e->s);
 		if (ce != cudaSuccess)
@@ -579,6 +673,8 @@ split_close(split_ctx *c)
 	{
 		split_dev  *d = &c->dev[i];
 
+		free(d->bins);
+		d->bins = NULL;
 		if (cudaSetDevice(d->e->dev) != cudaSuccess)
 			continue;
 		for (int s = 0; s < 2; s++)
@@ -592,9 +688,11 @@ split_close(split_ctx *c)
 				(void) cudaStreamDestroy(d->st[s]);
 		}
 		if (d->d_bins)
-			gs_dev_free_internal(d->e, d->d_bins, (GS_DIGIT_BINS + 1) * sizeof(gs_ull));
+			gs_dev_free_internal(d->e, d->d_bins, (GS_DIGIT_BINS_MAX + 1) * sizeof(gs_ull));
+		if (d->d_prefix)
+			gs_dev_free_internal(d->e, d->d_prefix, GS_DIGIT_PREFIXES_MAX * sizeof(gs_ull));
 		if (d->d_want)
-			gs_dev_free_internal(d->e, d->d_want, GS_DIGIT_BINS / 8);
+			gs_dev_free_internal(d->e, d->d_want, GS_DIGIT_BINS_MAX / 8);
 		(void) cudaStreamSynchronize(d->e->s);
 	}
 	(void) cudaGetLastError();

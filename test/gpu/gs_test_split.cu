@@ -6,8 +6,9 @@
  *
  *   check  2-, 4- and 8-byte keys in ragged segments (some empty), seven
  *          distributions (skew and one value make the narrowing go digit
- *          by digit), 1-101 ranks, an 8 MB budget that forces several
- *          levels and batches, and the default budget; bad arguments, a
+ *          by digit), 1-1001 ranks, an 8 MB budget that forces several
+ *          levels (and, at 1001 ranks, passes of several hundred prefixes),
+ *          and the default budget; bad arguments, a
  *          budget too small, an interrupt; the engines' memory back where
  *          it was after every call.
  *   bench  2^GS_SPLIT_LOG2 (default 30) float8 keys in page-locked host
@@ -206,7 +207,7 @@ split_check(gs_cuda_engine **eng, int neng, uint64_t seed)
 {
 	const size_t small = (size_t) 8 << 20;
 	const uint64_t sizes[] = {1, 1000, 3000000, 30000000};
-	const int	nrs[] = {1, 3, 101};
+	const int	nrs[] = {1, 3, 101, 1001};
 
 	for (int d = 1; d <= neng; d++)
 	{
@@ -217,8 +218,12 @@ split_check(gs_cuda_engine **eng, int neng, uint64_t seed)
 				{
 					if (sizes[si] == 30000000 && dist != SD_UNIFORM && dist != SD_DEEP && dist != SD_SKEW)
 						continue;
-					for (int ri = 0; ri < 3; ri++)
+					for (int ri = 0; ri < 4; ri++)
 					{
+						/* 1001 ranks: past GS_DIGIT_PREFIXES_MAX open prefixes in a level,
+						 * and more candidates than a gather may take */
+						if (ri == 3 && (si < 2 || (dist != SD_UNIFORM && dist != SD_SKEW && dist != SD_SORTED)))
+							continue;
 						uint64_t	sd = seed + kb * 1000 + dist * 100 + si * 10 + ri;
 
 						check_one(eng, d, kb, dist, sizes[si], small, nrs[ri], sd);
