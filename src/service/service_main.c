@@ -450,9 +450,15 @@ gs_svc_start_job(int j, int d, const int *held, int nheld)
 		snprintf(w->err.message, sizeof(w->err.message),
 				 "injected failure (gpuselect.test_service_fault)");
 	}
-	/* a split job: the test hook's, or one the devices' memory calls for */
-	w->split = !job->approx && job->split_keys > 0 && job->nkeys > (uint64) job->split_keys;
-	w->split_budget = w->split ? GS_SVC_TEST_SPLIT_BUDGET : 0;
+	/*
+	 * A split job: one the other devices are held for (gs_svc_job_wide),
+	 * or the test hook's (with one device too, and a budget small enough
+	 * for several levels); the lane also splits a job that does not fit
+	 * its device when it comes to run it.
+	 */
+	w->split = !job->approx &&
+		(nheld > 0 || (job->split_keys > 0 && job->nkeys > (uint64) job->split_keys));
+	w->split_budget = job->split_keys > 0 ? GS_SVC_TEST_SPLIT_BUDGET : 0;
 	for (int i = 0; i < nheld; i++)
 		w->split_lanes[i] = held[i];
 	w->nsplit_lanes = nheld;
