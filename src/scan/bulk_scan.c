@@ -298,8 +298,10 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 						(List *) lthird(cs->custom_exprs), estate);
 	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
 										 ALLOCSET_DEFAULT_SIZES);
-	/* page shipping: one aggregate, serial, no quals or FILTER, no GROUP BY */
-	if (gs_guc_bulk_scan_ship_pages && bs->naggs == 1 && bs->qual_slot == NULL &&
+	/* page shipping: one aggregate, serial, no quals or FILTER, no GROUP BY;
+	 * not where this session keeps off the GPU (stage 2 extracts there) */
+	if (gs_guc_bulk_scan_ship_pages && gs_guc_device != GS_DEVICE_CPU &&
+		bs->naggs == 1 && bs->qual_slot == NULL &&
 		group == NIL && (bs->flags & GS_BULK_PARTIAL) == 0)
 		bs->ship = gs_bulk_ship_create(CurrentMemoryContext,
 									   RelationGetDescr(node->ss.ss_currentRelation),

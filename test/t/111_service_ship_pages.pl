@@ -176,6 +176,10 @@ is(psql_value($ship . "SELECT (SELECT gpu_quantiles(x, $F)::text FROM sv)"
 unlike(psql_value($ship . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(x, $F) FROM sv;"),
 	qr/Pages Shipped/, '... not shipped');
 
+unlike(psql_value($ship . "SET gpuselect.device = 'cpu';\n"
+		. "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(i8, $F) FROM sp;"),
+	qr/Pages Shipped/, 'gpuselect.device = cpu: not shipped');
+
 # ---- a cancel while the service holds the job: no pin left, pool empty ----
 ($rc, $out) = GsTest::psql($ship . "SET gpuselect.test_service_delay = 2000;\n"
 	  . "SET statement_timeout = 300;\nSELECT gpu_quantiles(i8, $F) FROM sp;");
