@@ -26,6 +26,7 @@ OBJS = \
 	src/service/service_devices.o \
 	src/service/service_prefetch.o \
 	src/service/service_slot.o \
+	src/service/service_pages.o \
 	src/state/state.o \
 	src/state/state_serial.o \
 	src/state/shared_state.o \
@@ -56,6 +57,7 @@ OBJS = \
 	src/aggs/citus_keys.o \
 	src/scan/bulk_scan.o \
 	src/scan/bulk_groups.o \
+	src/scan/bulk_ship.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
 	src/planner/planner_fraction.o \

@@ -12,6 +12,7 @@
 #define GS_CUDA_H
 
 #include "gs_engine.h"
+#include "gs_pages.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -127,6 +128,16 @@ gs_status	gs_cuda_copy_device_async(gs_cuda_engine *e, void *d_dst, const void *
 /* widen 2-byte keys to 4-byte keys on the device (n keys, src and dst on device) */
 gs_status	gs_cuda_widen16(gs_cuda_engine *e, const void *d_src16, void *d_dst32, size_t n,
 						   gs_error *err);
+/* ---- keys out of heap page images (gs_pages.h; issue #31, page shipping) ----
+ * d_pages: npages (<= 65536) images of page_bytes each on the device; d_items:
+ * n listed tuples, each (page index << 16) | line pointer number; the keys of
+ * the non-NULL ones, in item order, into d_keys (room for n keys of
+ * col->key_bytes), their count in *out_n.  GS_ERR_INVALID when a listed tuple
+ * does not fit its page.  Synchronous. */
+gs_status	gs_cuda_extract_pages(gs_cuda_engine *e, const void *d_pages, size_t npages,
+								  size_t page_bytes, const uint32_t *d_items, size_t n,
+								  const gs_page_column *col, void *d_keys, size_t *out_n,
+								  gs_error *err);
 /* wait for every copy and kernel the engine has queued */
 gs_status	gs_cuda_sync(gs_cuda_engine *e, gs_error *err);
 

@@ -22,6 +22,7 @@ bool		gs_guc_debug = false;
 bool		gs_guc_accelerate_builtins = false;
 bool		gs_guc_estimate_time_buckets = true;
 bool		gs_guc_bulk_scan = true;
+bool		gs_guc_bulk_scan_ship_pages = false;
 bool		gs_guc_citus_exchange = true;
 int			gs_guc_citus_exchange_min_rows = 100000;
 bool		gs_guc_prefault_pool_chunks = true;
@@ -254,6 +255,22 @@ gs_guc_define(void)
 							 &gs_guc_bulk_scan,
 							 true,
 							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * SUSET: a session with it on keeps up to a batch of shared buffers
+	 * pinned while the service reads them (scan/bulk_scan.c), which a
+	 * hostile role could use to crowd others out of shared buffers.  Off
+	 * until the device side (stage 2) is measured.
+	 */
+	DefineCustomBoolVariable("gpuselect.bulk_scan_ship_pages",
+							 "Let the GPU service extract the bulk scan's column from the pinned pages.",
+							 "The ungrouped single-aggregate bulk scan sends each checked page's buffer and "
+							 "visible line pointers to the service instead of extracting the keys itself.",
+							 &gs_guc_bulk_scan_ship_pages,
+							 false,
+							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 

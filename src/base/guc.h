@@ -109,6 +109,8 @@ extern void gs_guc_note_load(bool shared_preload);
 extern bool gs_guc_estimate_time_buckets;
 /* gpuselect.bulk_scan: plan the bulk scan (planner_bulk_scan.c) */
 extern bool gs_guc_bulk_scan;
+/* gpuselect.bulk_scan_ship_pages: the service extracts the keys (bulk_scan.c) */
+extern bool gs_guc_bulk_scan_ship_pages;
 /* gpuselect.citus_exchange(_min_rows): planner_citus.c, aggs/citus_exchange.c */
 extern bool gs_guc_citus_exchange;
 extern int	gs_guc_citus_exchange_min_rows;

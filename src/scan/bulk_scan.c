@@ -73,6 +73,7 @@
 #include "scan/bulk_fetch.h"
 #include "scan/bulk_groups.h"
 #include "scan/bulk_scan.h"
+#include "scan/bulk_ship.h"
 #include "state/state.h"
 
 /* one aggregate of the node */
@@ -101,6 +102,7 @@ typedef struct GsBulkCounts
 	uint64		keys;			/* non-NULL values appended */
 	uint64		range_rows;		/* rows whose group came from a cached range */
 	uint64		ranges;			/* ... ranges searched */
+	uint64		pages_shipped;	/* pages the GPU service extracted (bulk_ship.c) */
 } GsBulkCounts;
 
 #define GS_BULK_NCOUNTS (sizeof(GsBulkCounts) / sizeof(uint64))
@@ -141,6 +143,7 @@ typedef struct GsBulkScanState
 
 	GsBulkGroup *single;		/* no GROUP BY: the one group, once a row came */
 	bool		single_done;
+	GsBulkShip *ship;			/* page shipping (bulk_ship.c); NULL: off */
 
 	/* EXPLAIN ANALYZE: this process's, and the workers' (parallel) */
 	uint64		pages;
@@ -148,6 +151,7 @@ typedef struct GsBulkScanState
 	uint64		tuples;			/* visible */
 	uint64		rows;			/* passed the quals */
 	uint64		keys;			/* non-NULL values appended */
+	uint64		pages_shipped;
 	double		scan_ms;
 	GsBulkShared *shared;		/* parallel: NULL serially */
 	GsBulkCounts workers;		/* the leader: theirs, taken from shared */
@@ -294,6 +298,14 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 						(List *) lthird(cs->custom_exprs), estate);
 	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
 										 ALLOCSET_DEFAULT_SIZES);
+	/* page shipping: one aggregate, serial, no quals or FILTER, no GROUP BY;
+	 * not where this session keeps off the GPU (stage 2 extracts there) */
+	if (gs_guc_bulk_scan_ship_pages && gs_guc_device != GS_DEVICE_CPU &&
+		bs->naggs == 1 && bs->qual_slot == NULL &&
+		group == NIL && (bs->flags & GS_BULK_PARTIAL) == 0)
+		bs->ship = gs_bulk_ship_create(CurrentMemoryContext,
+									   RelationGetDescr(node->ss.ss_currentRelation),
+									   bs->aggs[0].attno, bs->aggs[0].tkind);
 	if (group != NIL)
 	{
 		List	   *mono = (List *) list_nth(priv, GS_BULK_PRIV_MONO);
@@ -547,6 +559,40 @@ gs_bulk_page_single(GsBulkScanState *bs, HeapScanDesc hs, Page page, TupleDesc d
 	bs->keys += keys;
 }
 
+/* the single group's state, made at the first row */
+static GsState *
+gs_bulk_single_state(GsBulkScanState *bs)
+{
+	if (bs->single == NULL)
+		bs->single = gs_bulk_new_group(bs);
+	return bs->single->states[0];
+}
+
+/* a shipped batch's keys into the state (bulk_ship.c), counted */
+static void
+gs_bulk_ship_batch(GsBulkScanState *bs, TupleDesc desc)
+{
+	GsState    *st = gs_bulk_single_state(bs);
+	int64		before = st->nrows;
+
+	gs_bulk_ship_flush(bs->ship, st, &bs->aggs[0].column, desc,
+					   RelationGetRelid(bs->css.ss.ss_currentRelation), &bs->pages_shipped);
+	bs->keys += (uint64) (st->nrows - before);
+}
+
+/* page shipping: the page's visible tuples go to the batch, not their keys */
+static void
+gs_bulk_page_ship(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc)
+{
+	int			n = (int) hs->rs_ntuples - (int) hs->rs_cindex;
+
+	(void) gs_bulk_single_state(bs);
+	bs->single->rows += n;
+	bs->rows += n;
+	if (gs_bulk_ship_page(bs->ship, hs))
+		gs_bulk_ship_batch(bs, desc);
+}
+
 /*
  * The page heap_getnext has just returned the first visible tuple of, that
  * tuple included, and mark the page done.  Page mode listed its visible
@@ -564,7 +610,9 @@ gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *
 	if (PageIsAllVisible(page))
 		bs->pages_all_visible++;
 	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
-	if (bs->qual_slot == NULL && bs->groups == NULL && bs->naggs == 1)
+	if (bs->ship != NULL)
+		gs_bulk_page_ship(bs, hs, desc);
+	else if (bs->qual_slot == NULL && bs->groups == NULL && bs->naggs == 1)
 		gs_bulk_page_single(bs, hs, page, desc);
 	else
 	{
@@ -621,6 +669,8 @@ gs_bulk_scan_run(GsBulkScanState *bs)
 		ResetExprContext(econtext);
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (bs->ship != NULL)
+		gs_bulk_ship_batch(bs, desc);
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	bs->scan_ms += INSTR_TIME_GET_MILLISEC(elapsed);
@@ -635,6 +685,7 @@ gs_bulk_own_counts(GsBulkScanState *bs, GsBulkCounts *c)
 	c->tuples = bs->tuples;
 	c->rows = bs->rows;
 	c->keys = bs->keys;
+	c->pages_shipped = bs->pages_shipped;
 	c->range_rows = 0;
 	c->ranges = 0;
 	if (bs->groups != NULL)
@@ -805,6 +856,8 @@ gs_bulk_end(CustomScanState *node)
 {
 	GsBulkScanState *bs = (GsBulkScanState *) node;
 
+	if (bs->ship != NULL)
+		gs_bulk_ship_discard(bs->ship);
 	if (bs->scan != NULL)
 		table_endscan(bs->scan);
 	bs->scan = NULL;
@@ -818,6 +871,8 @@ gs_bulk_rescan(CustomScanState *node)
 	GsBulkScanState *bs = (GsBulkScanState *) node;
 
 	gs_bulk_reset_groups(bs);
+	if (bs->ship != NULL)
+		gs_bulk_ship_discard(bs->ship);
 	if (bs->scan != NULL)
 		table_rescan(bs->scan, NULL);
 }
@@ -930,6 +985,8 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyUInteger("Tuples Visible", NULL, c.tuples, es);
 		ExplainPropertyUInteger("Rows Aggregated", NULL, c.rows, es);
 		ExplainPropertyUInteger("Keys", NULL, c.keys, es);
+		if (bs->ship != NULL)
+			ExplainPropertyUInteger("Pages Shipped", NULL, c.pages_shipped, es);
 		if (bs->groups != NULL)
 		{
 			ExplainPropertyUInteger("Group Ranges", NULL, c.ranges, es);

@@ -326,6 +326,7 @@ static void
 gs_svc_describe_job(GsSvcJob *job, unsigned key_bytes, uint64 n, int nranks, bool approx,
 					int io_chunks, int key_chunks)
 {
+	job->kind = GS_SVC_JOB_SELECT;
 	job->key_bytes = key_bytes;
 	job->approx = approx;
 	job->approx_buckets = (uint32) gs_guc_approx_buckets;
@@ -732,4 +733,142 @@ gs_service_select(GsState *st, gs_input *in, const uint64 *ranks, int nranks,
 		return gs_svc_fail(info, "the key pool's chunk list is damaged");
 	info->path = "service";
 	return GS_GPU_DONE;
+}
+
+/*
+ * Page shipping (issue #31; service.h: the PAGES job).  The bulk scan pinned
+ * npages shared buffers and listed, in refs, the tuples it found visible on
+ * each (ntuples in all); the service reads the column's keys out of them
+ * into this job's key chunks, which are appended to st here.  The caller
+ * keeps its pins until this returns, and so unpins only once the service is
+ * done with the pages (or freed the job after we abandoned it: a cancel or
+ * ERROR while waiting abandons it in gs_svc_wait and is re-thrown; the pins
+ * then go with the resource owner, service_pages.c says why that is safe).
+ * False, with why, when the service did not extract them (not ready, no
+ * room in the pool, a restart, a failure): the caller still holds the pins
+ * and extracts them itself.  A restart is not waited out: the keys are the
+ * caller's to read anyway.
+ */
+bool
+gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *refs,
+						 Size ref_bytes, int npages, uint64 ntuples, const char **why)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	Size		cb = c->chunk_bytes;
+	uint64		per_chunk = cb / col->key_bytes;
+	int			io_chunks = (int) ((ref_bytes + cb - 1) / cb);
+	int			key_chunks = (int) ((ntuples + per_chunk - 1) / per_chunk);
+	int			j = gs_svc_my_slot();
+	GsSvcJob   *job;
+	GsSvcClock	clk;
+	bool		restarted = false;
+	uint32		state;
+	uint32		expected;
+	uint64		epoch;
+	uint64		got = 0;
+	int			idx;
+
+	*why = NULL;
+	if (j < 0)
+	{
+		*why = "this process has no job slot";
+		return false;
+	}
+	if (npages <= 0 || ntuples == 0 || io_chunks + key_chunks > c->nchunks)
+	{
+		*why = "the batch does not fit the key pool";
+		return false;
+	}
+	job = &gs_svc_jobs[j];
+	gs_svc_register_exit();
+	gs_svc_clock_start(&clk, ntuples);
+	if (!gs_svc_wait_ready(clk.patience, &state))
+	{
+		*why = psprintf("the service is %s", gs_svc_state_name(state));
+		return false;
+	}
+	if (!gs_svc_slot_free(j, clk.deadline))
+	{
+		*why = "this process's job slot is still busy";
+		return false;
+	}
+
+	/* the slot (FREE -> OPEN), its chunks, the references into its io area */
+	job->owner_proc = MyProc;
+	job->owner_pid = MyProcPid;
+	job->head = -1;
+	expected = GS_JOB_FREE;
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_OPEN))
+	{
+		*why = "this process's job slot is still busy";
+		return false;
+	}
+	job->head = gs_pool_alloc(io_chunks + key_chunks, j);
+	if (job->head < 0)
+	{
+		pg_atomic_write_u32(&job->state, GS_JOB_FREE);
+		*why = "the key pool has no room now";
+		return false;
+	}
+	if (!gs_pool_copy(job->head, j, 0, (void *) refs, ref_bytes, true))
+	{
+		gs_svc_abandon(j);
+		*why = "the key pool's chunk list is damaged";
+		return false;
+	}
+	gs_svc_describe_job(job, col->key_bytes, ntuples, 0, false, io_chunks, key_chunks);
+	job->kind = GS_SVC_JOB_PAGES;
+	job->ref_bytes = ref_bytes;
+	job->npages = (uint32) npages;
+	job->column = *col;
+	job->out_keys = 0;
+	epoch = pg_atomic_read_u64(&c->epoch);
+	job->epoch = epoch;
+	expected = GS_JOB_OPEN;
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
+	{
+		gs_svc_abandon(j);
+		*why = "the request was dropped";
+		return false;
+	}
+	gs_svc_wake_service();
+	if (gs_svc_wait(j, epoch, &clk, &restarted, why) != GS_SVC_ANSWERED)
+	{
+		if (*why == NULL)
+			*why = "the service restarted";
+		return false;
+	}
+
+	pg_read_barrier();
+	if (pg_atomic_read_u32(&job->state) == GS_JOB_FAILED)
+	{
+		*why = pstrdup(job->message);
+		gs_svc_abandon(j);
+		return false;
+	}
+	/* DONE: the key chunks after the io area, each with its count */
+	idx = job->head;
+	for (int i = 0; i < io_chunks + key_chunks && idx >= 0; i++)
+	{
+		char	   *mem = gs_pool_chunk(idx, j);
+		uint32		n;
+
+		if (mem == NULL)
+			break;
+		n = gs_svc_chunks[idx].nkeys;
+		if (i >= io_chunks && n > 0 && n <= per_chunk && got + n <= job->out_keys)
+		{
+			gs_state_append_keys(st, mem, n);
+			got += n;
+		}
+		idx = gs_svc_chunks[idx].next;
+	}
+	if (got != job->out_keys)
+	{
+		/* keys already appended cannot be taken back: a clean ERROR */
+		gs_svc_abandon(j);
+		elog(ERROR, "gpuselect: a page job's answer does not match its chunks");
+	}
+	gs_svc_abandon(j);			/* DONE: frees the job's chunks and the slot */
+	return true;
 }

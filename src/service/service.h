@@ -62,6 +62,7 @@
 #include "utils/timestamp.h"
 
 #include "gs_engine.h"
+#include "gs_pages.h"
 
 /* gpuselect.service */
 typedef enum GsServiceMode
@@ -112,9 +113,22 @@ typedef enum GsJobState
  * before any held chunk, so freeing a job's list stops at the first held
  * chunk (gs_pool_free_list).
  */
+/*
+ * Job kinds.  SELECT: the io area holds ranks then answers, the key chunks
+ * keys.  PAGES (issue #31, page shipping; service_pages.c): the io area
+ * holds page references (gs_pages.h: shared buffers the owner keeps pinned,
+ * each with the line pointers it found visible under the buffer's share
+ * lock), the key chunks are empty ones the service fills with the column's
+ * keys, each chunk's count in its descriptor and the total in out_keys; the
+ * owner unpins once the job is DONE, FAILED or freed after ABANDONED.
+ */
+#define GS_SVC_JOB_SELECT 0
+#define GS_SVC_JOB_PAGES 1
+
 typedef struct GsSvcJob
 {
 	pg_atomic_uint32 state;		/* GsJobState */
+	int			kind;			/* GS_SVC_JOB_* */
 	PGPROC	   *owner_proc;		/* to SetLatch the owner; its pid tells a live owner */
 	int			owner_pid;
 	uint64		epoch;			/* the service incarnation it was submitted to */
@@ -136,6 +150,11 @@ typedef struct GsSvcJob
 	int			io_chunks;
 	int			key_chunks;
 	TimestampTz submit_time;
+	/* PAGES: the io area's bytes of gs_page_refs, how many, and the column;
+	 * nkeys is then the tuples listed (the output chunks' room) */
+	uint64		ref_bytes;
+	uint32		npages;
+	gs_page_column column;
 
 	/* response */
 	int			status;			/* gs_status */
@@ -144,6 +163,7 @@ typedef struct GsSvcJob
 	double		copy_ms;
 	double		select_ms;
 	uint64		bytes_copied;
+	uint64		out_keys;		/* PAGES: keys written into the key chunks */
 
 	/* the backend whose scan holds chunks under this slot (pool lock) */
 	PGPROC	   *scan_proc;
@@ -381,6 +401,11 @@ extern uint64 gs_service_prefetch_bytes(void);
 extern void gs_prefetch_start(void);
 extern void gs_prefetch_round(void);
 extern int	gs_prefetch_device(int slot);
+
+/* a PAGES job's work, on the service's main thread (service_pages.c):
+ * check the request and every page reference, extract the keys into the
+ * job's key chunks; false with err set on anything inconsistent */
+extern bool gs_svc_pages_run(int j, GsSvcJob *job, gs_error *err);
 
 /* the service's main (service_main.c), named in the worker's registration */
 extern PGDLLEXPORT void gs_service_main(Datum arg);

@@ -183,7 +183,8 @@ gs_svc_next_job(void)
 		GsSvcJob   *job = &gs_svc_jobs[j];
 		uint64		aged;
 
-		if (pg_atomic_read_u32(&job->state) != GS_JOB_SUBMITTED)
+		if (pg_atomic_read_u32(&job->state) != GS_JOB_SUBMITTED ||
+			job->kind != GS_SVC_JOB_SELECT)
 			continue;
 		if (gs_svc_device_ok(job->fail_device) && !gs_svc_device_free(job->fail_device))
 			continue;
@@ -661,10 +662,47 @@ gs_svc_start_wide(int j)
 	return true;
 }
 
+/*
+ * PAGES jobs (service_pages.c), each run to its answer here on the main
+ * thread: stage 1 extracts on the CPU, a few milliseconds a batch, so the
+ * devices' jobs wait at most that long.  (Stage 2 gives them to lanes.)
+ */
+static void
+gs_svc_run_page_jobs(void)
+{
+	for (int j = 0; j < gs_svc_ctl->njobs; j++)
+	{
+		GsSvcJob   *job = &gs_svc_jobs[j];
+		uint32		expected = GS_JOB_SUBMITTED;
+		TimestampTz start;
+		MemoryContext cxt,
+					old;
+		gs_error	err;
+
+		if (job->kind != GS_SVC_JOB_PAGES ||
+			!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
+			continue;
+		start = GetCurrentTimestamp();
+		job->queue_ms = (double) (start - job->submit_time) / 1000.0;
+		job->copy_ms = 0;
+		job->bytes_copied = 0;
+		cxt = AllocSetContextCreate(TopMemoryContext, "gpuselect service pages",
+									ALLOCSET_DEFAULT_SIZES);
+		old = MemoryContextSwitchTo(cxt);
+		memset(&err, 0, sizeof(err));
+		(void) gs_svc_pages_run(j, job, &err);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		job->select_ms = gs_svc_ms_since(start);
+		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
+	}
+}
+
 /* give waiting jobs to free devices, shortest (aged) first */
 static void
 gs_svc_dispatch(void)
 {
+	gs_svc_run_page_jobs();
 	for (;;)
 	{
 		int			j,

@@ -3,7 +3,9 @@
  *
  *   gs_test check [small]   correctness: every entry point vs. a CUB radix
  *                           sort of a copy (and vs. the CPU engine
- *                           kernels/cpu/ when built with -DGS_HAVE_CPU_ENGINE)
+ *                           kernels/cpu/ when built with -DGS_HAVE_CPU_ENGINE);
+ *                           gs_cuda_extract_pages vs. gs_pages.h's CPU
+ *                           extraction and the values written (page_checks)
  *   gs_test bench [out.md]  timing table (CUDA events, median of 25 after warm-up)
  *   gs_test sweep           one rank at 2^28 under several single-rank settings
  *
@@ -24,6 +26,7 @@
 
 #include "gs_cuda.h"
 #include "gs_keys.h"
+#include "gs_pages.h"
 #include "gs_select.cuh"
 #include "gs_block_select.cuh"
 
@@ -1068,6 +1071,229 @@ crossover(const char *mdpath)
 	return 0;
 }
 
+/*
+ * page_checks: gs_cuda_extract_pages (issue #31) on heap page images built
+ * here byte by byte (the format gs_pages.h restates), against the keys of
+ * the values written and against gs_page_extract_cpu on the same pages.
+ * Columns 1..4: int2, int4 (NULLs), a dropped int4, the key column (NULLs);
+ * some tuples have 3 attributes (the column added later: missing_key or
+ * NULL), some line pointers are unused or not listed (not visible).
+ */
+static uint32_t
+page_put_tuple(uint8_t *page, uint32_t *upper, int natts, const bool *isnull, const int64_t *v,
+			   const gs_page_column *col)
+{
+	bool		hasnull = false;
+	uint32_t	hoff,
+				pos = 0,
+				len;
+	uint8_t		t[256];
+
+	memset(t, 0, sizeof t);
+	for (int i = 0; i < natts; i++)
+		hasnull |= isnull[i];
+	hoff = GS_TUP_BITS + (hasnull ? (natts + 7) / 8 : 0);
+	hoff = (hoff + 7) & ~7u;
+	for (int i = 0; i < natts; i++)
+	{
+		uint32_t	al = col->attalign[i];
+
+		if (isnull[i])
+			continue;
+		if (hasnull)
+			t[GS_TUP_BITS + i / 8] |= (uint8_t) (1 << (i % 8));
+		pos = (pos + al - 1) & ~(al - 1);
+		memcpy(t + hoff + pos, &v[i], (size_t) col->attlen[i]);	/* little-endian */
+		pos += (uint32_t) col->attlen[i];
+	}
+	len = hoff + pos;
+	{
+		uint16_t	im2 = (uint16_t) natts,
+					im = hasnull ? GS_TUP_HASNULL : 0;
+
+		memcpy(t + GS_TUP_INFOMASK2, &im2, 2);
+		memcpy(t + GS_TUP_INFOMASK, &im, 2);
+		t[GS_TUP_HOFF] = (uint8_t) hoff;
+	}
+	*upper = (*upper - len) & ~7u;
+	memcpy(page + *upper, t, len);
+	return *upper | (GS_PAGE_LP_NORMAL << 15) | (len << 17);
+}
+
+static void
+page_checks_one(unsigned kb, bool is_float, bool has_missing)
+{
+	const size_t PB = 8192;
+	const int	npages = 300;
+	gs_page_column col;
+	std::vector<uint8_t> pages(PB * npages, 0);
+	std::vector<uint32_t> items;
+	std::vector<uint64_t> expect;
+	uint64_t	rs = g_seed ^ (kb * 131 + is_float * 7 + has_missing);
+
+	memset(&col, 0, sizeof col);
+	col.attnum = 4;
+	col.key_bytes = (uint16_t) kb;
+	col.is_float = is_float;
+	col.has_missing = has_missing;
+	col.missing_key = has_missing ? (kb == 2 ? gs_key_from_int16(25) : kb == 4 ? gs_key_from_int32(25)
+									 : gs_key_from_int64(25)) : 0;
+	{
+		int16_t		len[4] = {2, 4, 4, (int16_t) kb};
+		uint8_t		al[4] = {2, 4, 4, (uint8_t) kb};
+
+		for (int i = 0; i < 4; i++)
+		{
+			col.attlen[i] = len[i];
+			col.attalign[i] = al[i];
+		}
+	}
+	for (int p = 0; p < npages; p++)
+	{
+		uint8_t    *page = pages.data() + PB * p;
+		uint32_t	upper = (uint32_t) PB;
+		int			nlp = 0;
+		int			ntup = 20 + (int) (gs_splitmix64(rs++) % 100);
+
+		for (int k = 0; k < ntup; k++)
+		{
+			uint64_t	r = gs_splitmix64(rs++);
+			bool		isnull[4] = {false, (r & 3) == 0, (r & 12) == 0, (r & 0x70) == 0};
+			int64_t		v[4] = {(int16_t) r, (int32_t) (r >> 8), 7, 0};
+			int			natts = (r >> 40) % 10 == 0 ? 3 : 4;
+			uint32_t	lp;
+
+			if ((r >> 44) % 13 == 0)
+			{
+				nlp++;			/* an unused line pointer (0) */
+				continue;
+			}
+			if (kb == 2)
+				v[3] = (int16_t) (r >> 16);
+			else if (kb == 4)
+			{
+				float		f = (float) ((int32_t) (r >> 16)) / 7.0f;
+				int32_t		b;
+
+				memcpy(&b, &f, 4);
+				v[3] = is_float ? (int64_t) (uint32_t) b : (int64_t) (int32_t) (r >> 16);
+			}
+			else
+			{
+				double		d = (double) (int64_t) r / 3.0;
+
+				if (is_float)
+					memcpy(&v[3], &d, 8);
+				else
+					v[3] = (int64_t) r;
+			}
+			lp = page_put_tuple(page, &upper, natts, isnull, v, &col);
+			memcpy(page + GS_PAGE_HEADER_BYTES + 4 * nlp, &lp, 4);
+			nlp++;
+			if ((r >> 50) % 5 == 0)
+				continue;		/* not visible: not listed */
+			items.push_back(GS_PAGE_ITEM(p, nlp));
+			if (natts < 4)
+			{
+				if (has_missing)
+					expect.push_back(col.missing_key);
+			}
+			else if (!isnull[3])
+				expect.push_back(kb == 2 ? gs_key_from_int16((int16_t) v[3])
+								 : kb == 4 ? (is_float ? gs_key_from_float4_bits((uint32_t) v[3])
+											  : gs_key_from_int32((int32_t) v[3]))
+								 : (is_float ? gs_key_from_float8_bits((uint64_t) v[3])
+									: gs_key_from_int64(v[3])));
+		}
+		{
+			uint16_t	lower = (uint16_t) (GS_PAGE_HEADER_BYTES + 4 * nlp);
+
+			memcpy(page + GS_PAGE_PD_LOWER, &lower, 2);
+		}
+	}
+
+	/* the CPU extraction, page by page */
+	uint64_t	ncpu = 0;
+	std::vector<uint64_t> cpu_keys;
+
+	for (int p = 0; p < npages; p++)
+	{
+		std::vector<uint16_t> offs;
+		gs_page_ref r;
+
+		for (uint32_t it : items)
+			if ((int) (it >> 16) == p)
+				offs.push_back((uint16_t) (it & 0xFFFF));
+		r.buffer = 1;
+		r.block = (uint32_t) p;
+		r.noffsets = (uint16_t) offs.size();
+		r.flags = 0;
+		std::vector<uint64_t> k8(offs.size() + 1);
+		uint64_t	n = 0;
+
+		check(gs_page_extract_cpu(pages.data() + PB * p, PB, &r, offs.data(), &col, k8.data(), &n) == 0,
+			  "pages kb %u: CPU extraction of page %d", kb, p);
+		for (uint64_t i = 0; i < n; i++)
+			cpu_keys.push_back(kb == 2 ? ((uint16_t *) k8.data())[i] : kb == 4 ? ((uint32_t *) k8.data())[i]
+							   : k8[i]);
+		ncpu += n;
+	}
+	check(cpu_keys == expect, "pages kb %u float %d missing %d: CPU extraction equals the values written",
+		  kb, (int) is_float, (int) has_missing);
+
+	/* the device's */
+	void	   *d_pages,
+			   *d_keys;
+	uint32_t   *d_items;
+	size_t		nout = 0;
+	gs_error	err;
+
+	CK(cudaMalloc(&d_pages, pages.size()));
+	CK(cudaMalloc((void **) &d_items, sizeof(uint32_t) * items.size()));
+	CK(cudaMalloc(&d_keys, (size_t) kb * items.size() + 8));
+	CK(cudaMemcpy(d_pages, pages.data(), pages.size(), cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(d_items, items.data(), sizeof(uint32_t) * items.size(), cudaMemcpyHostToDevice));
+	gs_status	st = gs_cuda_extract_pages(E, d_pages, npages, PB, d_items, items.size(), &col,
+										   d_keys, &nout, &err);
+
+	check(st == GS_OK, "gs_cuda_extract_pages: %s", err.message);
+	std::vector<uint8_t> raw((size_t) kb * items.size() + 8);
+
+	CK(cudaMemcpy(raw.data(), d_keys, raw.size(), cudaMemcpyDeviceToHost));
+	std::vector<uint64_t> dev;
+
+	for (size_t i = 0; i < nout; i++)
+		dev.push_back(kb == 2 ? ((uint16_t *) raw.data())[i] : kb == 4 ? ((uint32_t *) raw.data())[i]
+					  : ((uint64_t *) raw.data())[i]);
+	check(nout == ncpu && dev == cpu_keys, "pages kb %u float %d missing %d: device equals CPU (%zu vs %llu keys)",
+		  kb, (int) is_float, (int) has_missing, nout, (unsigned long long) ncpu);
+
+	/* a listed line pointer past pd_lower: a clean GS_ERR_INVALID */
+	{
+		uint32_t	badit = GS_PAGE_ITEM(0, 400);
+
+		CK(cudaMemcpy(d_items, &badit, sizeof badit, cudaMemcpyHostToDevice));
+		st = gs_cuda_extract_pages(E, d_pages, npages, PB, d_items, 1, &col, d_keys, &nout, &err);
+		check(st == GS_ERR_INVALID, "gs_cuda_extract_pages: a tuple outside its page is refused (%d)", (int) st);
+	}
+	CK(cudaFree(d_pages));
+	CK(cudaFree(d_items));
+	CK(cudaFree(d_keys));
+}
+
+static void
+page_checks(void)
+{
+	long		f0 = g_fail;
+
+	page_checks_one(2, false, false);
+	page_checks_one(4, false, true);
+	page_checks_one(4, true, false);
+	page_checks_one(8, false, true);
+	page_checks_one(8, true, true);
+	printf("page extraction: %s\n", g_fail == f0 ? "ok" : "FAILED");
+}
+
 int			gs_test_split(gs_cuda_engine *e0, const char *what, uint64_t seed);
 
 int
@@ -1117,6 +1343,7 @@ main(int argc, char **argv)
 		bool		race = argc > 2 && strcmp(argv[2], "race") == 0;
 
 		api_checks();
+		page_checks();
 		block_select_checks<uint32_t, 16>();
 		block_select_checks<uint64_t, 16>();
 		block_select_checks<uint64_t, 8>();

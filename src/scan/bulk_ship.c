@@ -1,0 +1,245 @@
+/*
+ * bulk_ship.c — page shipping (issue #31, stage 1; gpuselect.
+ * bulk_scan_ship_pages): the bulk scan of one aggregate, without GROUP BY
+ * or quals, sends the GPU service its pages instead of their keys.
+ *
+ * Why: such a scan's time is the backend's per-tuple extraction (a cache
+ * miss per tuple); the service can read the same shared buffers, and in
+ * stage 2 copies the pages to its device and extracts there (the session
+ * 21 figures: test/bench/results/gpu-2026-11-27-session21.md).
+ *
+ * How.  Page mode (bulk_scan.c) has checked a page's tuples against the
+ * snapshot under the buffer's share lock and listed the visible ones.  We
+ * take a pin of our own on the buffer (IncrBufferRefCount, remembered by
+ * the current resource owner) and append a reference to the batch: the
+ * buffer, its block and the listed line pointers (just a count when they
+ * are 1..n, as on most all-visible pages).  heap_getnext then drops its
+ * own pin and moves on; ours keeps the page.  A full batch (or the scan's
+ * end) goes to the service as a PAGES job (select/service_client.c); once
+ * it answers, its keys are appended to the state and the pins released.
+ *
+ * MVCC and pins.  The listed tuples are the snapshot's answer for this
+ * page; checking them later would be wrong (a concurrent commit would
+ * change it), so the list travels, not the question.  And the list stays
+ * true for as long as we hold the pin: nothing moves a tuple's data or
+ * frees its line pointer without a cleanup lock (pruning, VACUUM), which
+ * our pin blocks, and a heap tuple's data never changes in place; what a
+ * writer may still do to the page -- add tuples (we read only the listed
+ * ones), set hint bits or xmax -- touches nothing the extraction reads.
+ * That is why we never list "every tuple of an all-visible page": one
+ * inserted after our check could be in a reused line pointer.
+ *
+ * Pins are released after the answer on success, by the resource owner on
+ * ERROR or cancel (the wait is interruptible and abandons the job first),
+ * and here on rescan and end.  A batch is at most 256 pages and at most
+ * half a backend's share of shared buffers (NBuffers / MaxBackends), so
+ * the read stream's own pin budget and other backends keep room.
+ *
+ * Fallback: whenever the service does not extract a batch (not ready, the
+ * pool full, a failure, a restart), this process still holds the pins and
+ * extracts the keys itself, the way the scan does without shipping
+ * (gs_bulk_fetch): the answer never depends on the service.
+ */
+#include "postgres.h"
+#include "base/pg_compat.h"
+
+#include "access/htup_details.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+
+#include "aggs/fn_cache.h"
+#include "scan/bulk_ship.h"
+#include "select/service_client.h"
+#include "service/service.h"
+
+#define GS_BULK_SHIP_MAX_PAGES 256
+
+struct GsBulkShip
+{
+	gs_page_column column;		/* what the service reads by */
+	GsTypeKind	tkind;
+	int			max_pages;
+	int			npages;
+	Buffer	   *buffers;		/* pinned by us, one per reference */
+	char	   *refs;			/* gs_page_refs, packed (gs_pages.h) */
+	Size		ref_bytes;
+	uint64		tuples;			/* listed */
+};
+
+/* the key of a Datum of the column's kind (an attmissingval) */
+static uint64
+gs_bulk_ship_key(GsTypeKind kind, Datum d)
+{
+	switch (kind)
+	{
+		case GS_T_INT2:
+			return gs_key_from_int16(DatumGetInt16(d));
+		case GS_T_INT4:
+		case GS_T_DATE:
+			return gs_key_from_int32(DatumGetInt32(d));
+		case GS_T_FLOAT4:
+			return gs_key_from_float4(DatumGetFloat4(d));
+		case GS_T_FLOAT8:
+			return gs_key_from_float8(DatumGetFloat8(d));
+		default:				/* int8, timestamp, timestamptz */
+			return gs_key_from_int64(DatumGetInt64(d));
+	}
+}
+
+static uint8
+gs_bulk_ship_align(char align)
+{
+	switch (align)
+	{
+		case TYPALIGN_CHAR:
+			return 1;
+		case TYPALIGN_SHORT:
+			return 2;
+		case TYPALIGN_INT:
+			return 4;
+		default:
+			return 8;
+	}
+}
+
+GsBulkShip *
+gs_bulk_ship_create(MemoryContext cxt, TupleDesc desc, AttrNumber attno, GsTypeKind tkind)
+{
+	GsBulkShip *sp;
+	gs_page_column col;
+	Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
+
+	if (!gs_service_in_use() || attno < 1 || attno > GS_PAGE_MAX_ATTS ||
+		(att->attlen != 2 && att->attlen != 4 && att->attlen != 8))
+		return NULL;
+	memset(&col, 0, sizeof(col));
+	col.attnum = (uint16) attno;
+	col.key_bytes = (uint16) att->attlen;
+	col.is_float = (tkind == GS_T_FLOAT4 || tkind == GS_T_FLOAT8);
+	for (int i = 0; i < attno; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		/* dropped columns too: old tuples still hold their bytes */
+		if (a->attlen <= 0)
+			return NULL;
+		col.attlen[i] = a->attlen;
+		col.attalign[i] = gs_bulk_ship_align(a->attalign);
+	}
+	if (att->atthasmissing)
+	{
+		bool		isnull;
+		Datum		d = getmissingattr(desc, attno, &isnull);
+
+		col.has_missing = !isnull;
+		if (!isnull)
+			col.missing_key = gs_bulk_ship_key(tkind, d);
+	}
+
+	sp = MemoryContextAllocZero(cxt, sizeof(GsBulkShip));
+	sp->column = col;
+	sp->tkind = tkind;
+	sp->max_pages = Max(1, Min(GS_BULK_SHIP_MAX_PAGES, NBuffers / MaxBackends / 2));
+	sp->buffers = MemoryContextAlloc(cxt, sizeof(Buffer) * sp->max_pages);
+	sp->refs = MemoryContextAlloc(cxt, (sizeof(gs_page_ref) +
+										MAXALIGN(sizeof(uint16) * MaxHeapTuplesPerPage)) *
+								  sp->max_pages);
+	return sp;
+}
+
+bool
+gs_bulk_ship_page(GsBulkShip *sp, HeapScanDesc hs)
+{
+	int			first = (int) hs->rs_cindex;
+	int			n = (int) hs->rs_ntuples - first;
+	gs_page_ref r;
+	bool		dense = (first == 0);
+
+	if (n <= 0)
+		return false;
+	for (int i = 0; i < n && dense; i++)
+		dense = hs->rs_vistuples[first + i] == (OffsetNumber) (i + 1);
+	r.buffer = (uint32) hs->rs_cbuf;
+	r.block = hs->rs_cblock;
+	r.noffsets = (uint16) n;
+	r.flags = dense ? GS_PAGE_DENSE : 0;
+
+	/* our pin first (the resource owner remembers it), then the reference */
+	IncrBufferRefCount(hs->rs_cbuf);
+	sp->buffers[sp->npages++] = hs->rs_cbuf;
+	memcpy(sp->refs + sp->ref_bytes, &r, sizeof(r));
+	if (!dense)
+		memcpy(sp->refs + sp->ref_bytes + sizeof(r), &hs->rs_vistuples[first],
+			   sizeof(uint16) * n);
+	sp->ref_bytes += gs_page_ref_bytes(&r);
+	sp->tuples += n;
+	return sp->npages >= sp->max_pages;
+}
+
+/* the batch's keys extracted here, from the pages we still pin */
+static void
+gs_bulk_ship_extract_here(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
+						  TupleDesc desc, Oid relid)
+{
+	Size		pos = 0;
+	HeapTupleData tup;
+
+	tup.t_tableOid = relid;
+	ItemPointerSetInvalid(&tup.t_self);
+	for (int p = 0; p < sp->npages; p++)
+	{
+		gs_page_ref r;
+		const uint16 *offsets;
+		Page		page = BufferGetPage(sp->buffers[p]);
+
+		memcpy(&r, sp->refs + pos, sizeof(r));
+		offsets = (const uint16 *) (sp->refs + pos + sizeof(r));
+		for (int i = 0; i < r.noffsets; i++)
+		{
+			OffsetNumber off = (r.flags & GS_PAGE_DENSE) ? (OffsetNumber) (i + 1) : offsets[i];
+			ItemId		lp = PageGetItemId(page, off);
+			bool		isnull;
+			Datum		d;
+
+			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tup.t_len = ItemIdGetLength(lp);
+			d = gs_bulk_fetch(col, &tup, desc, &isnull);
+			if (!isnull)
+				gs_append_datum(st, sp->tkind, d);
+		}
+		pos += gs_page_ref_bytes(&r);
+	}
+}
+
+/* the pins released, the batch empty */
+void
+gs_bulk_ship_discard(GsBulkShip *sp)
+{
+	for (int p = 0; p < sp->npages; p++)
+		ReleaseBuffer(sp->buffers[p]);
+	sp->npages = 0;
+	sp->ref_bytes = 0;
+	sp->tuples = 0;
+}
+
+void
+gs_bulk_ship_flush(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
+				   TupleDesc desc, Oid relid, uint64 *pages_shipped)
+{
+	const char *why = NULL;
+
+	if (sp->npages == 0)
+		return;
+	if (sp->tuples > 0 &&
+		gs_service_extract_pages(st, &sp->column, sp->refs, sp->ref_bytes, sp->npages,
+								 sp->tuples, &why))
+		*pages_shipped += sp->npages;
+	else
+	{
+		elog(DEBUG1, "gpuselect: %d pages extracted by the scan: %s", sp->npages,
+			 why ? why : "no tuples");
+		gs_bulk_ship_extract_here(sp, st, col, desc, relid);
+	}
+	gs_bulk_ship_discard(sp);
+}

@@ -1,0 +1,35 @@
+/*
+ * bulk_ship.h — page shipping for the bulk scan (issue #31, stage 1): the
+ * pages of an ungrouped single-aggregate scan sent to the GPU service, which
+ * extracts the column's keys from them (bulk_ship.c says how and why it is
+ * safe; service.h the PAGES job; kernels/gs_pages.h the page references).
+ */
+#ifndef GS_BULK_SHIP_H
+#define GS_BULK_SHIP_H
+
+#include "postgres.h"
+
+#include "access/heapam.h"
+
+#include "base/types.h"
+#include "scan/bulk_fetch.h"
+#include "state/state.h"
+
+typedef struct GsBulkShip GsBulkShip;
+
+/* a shipper for column attno of desc, in cxt; NULL when the column cannot
+ * be shipped (a variable-length column before it, past GS_PAGE_MAX_ATTS)
+ * or the service is not running */
+extern GsBulkShip *gs_bulk_ship_create(MemoryContext cxt, TupleDesc desc, AttrNumber attno,
+									   GsTypeKind tkind);
+/* the page heap_getnext is on (its visible tuples from rs_cindex on): pinned
+ * and listed; true when the batch is full (flush it) */
+extern bool gs_bulk_ship_page(GsBulkShip *sp, HeapScanDesc hs);
+/* the batch's keys into st (the service's extraction, else this process's,
+ * through col), its pins released; *pages_shipped += pages the service did */
+extern void gs_bulk_ship_flush(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
+							   TupleDesc desc, Oid relid, uint64 *pages_shipped);
+/* rescan or end: the batch dropped, its pins released (no keys) */
+extern void gs_bulk_ship_discard(GsBulkShip *sp);
+
+#endif							/* GS_BULK_SHIP_H */
