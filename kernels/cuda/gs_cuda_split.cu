@@ -391,7 +391,7 @@ split_gather(split_ctx *c, const split_pass_of *ps, const unsigned *want, const 
 	c->stats->candidates += ncand;
 	if (rc == GS_OK)
 	{
-		/* the pass's tasks hold consecutive item ranges */
+		/* the pass's tasks hold ascending, disjoint item ranges within [lo, hi) */
 		for (int t = 0; t < ps->lv.nprefix; t++)
 			for (size_t j = ps->tasks[t].lo; j < ps->tasks[t].hi; j++)
 			{
