@@ -41,7 +41,6 @@ gs_citus_key_of(FunctionCallInfo fcinfo)
 {
 	GsTypeKind *kind = (GsTypeKind *) fcinfo->flinfo->fn_extra;
 	Datum		d = PG_GETARG_DATUM(0);
-	uint64		key = 0;
 
 	if (kind == NULL)
 	{
@@ -60,30 +59,7 @@ gs_citus_key_of(FunctionCallInfo fcinfo)
 		*kind = k;
 		fcinfo->flinfo->fn_extra = kind;
 	}
-	switch (*kind)
-	{
-		case GS_T_INT2:
-			key = gs_key_from_int16(DatumGetInt16(d));
-			break;
-		case GS_T_INT4:
-		case GS_T_DATE:
-			key = gs_key_from_int32(DatumGetInt32(d));
-			break;
-		case GS_T_INT8:
-		case GS_T_TIMESTAMP:
-		case GS_T_TIMESTAMPTZ:
-			key = gs_key_from_int64(DatumGetInt64(d));
-			break;
-		case GS_T_FLOAT4:
-			key = gs_key_from_float4(DatumGetFloat4(d));
-			break;
-		case GS_T_FLOAT8:
-			key = gs_key_from_float8(DatumGetFloat8(d));
-			break;
-		case GS_T_DATUM:
-			break;
-	}
-	return (int64) (key ^ GS_X_SIGN);
+	return (int64) (gs_key_from_datum(*kind, d) ^ GS_X_SIGN);
 }
 
 /* gs_citus_key(x) -> int8: x's key (gs_citus_key_of) */

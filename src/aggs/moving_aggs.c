@@ -93,32 +93,6 @@ typedef struct GsMoving
 	ArrayType  *fractions;		/* gpu_quantiles (copy in mcxt) */
 } GsMoving;
 
-/* the key of a non-NULL value of a key type (as gs_append_datum maps it) */
-static inline uint64
-gs_moving_key(GsTypeKind kind, Datum d)
-{
-	switch (kind)
-	{
-		case GS_T_INT2:
-			return gs_key_from_int16(DatumGetInt16(d));
-		case GS_T_INT4:
-		case GS_T_DATE:
-			return gs_key_from_int32(DatumGetInt32(d));
-		case GS_T_INT8:
-		case GS_T_TIMESTAMP:
-		case GS_T_TIMESTAMPTZ:
-			return gs_key_from_int64(DatumGetInt64(d));
-		case GS_T_FLOAT4:
-			return gs_key_from_float4(DatumGetFloat4(d));
-		case GS_T_FLOAT8:
-			return gs_key_from_float8(DatumGetFloat8(d));
-		case GS_T_DATUM:
-			break;
-	}
-	elog(ERROR, "gpuselect: no key for a value of this type");
-	return 0;					/* keep compiler quiet */
-}
-
 /* gpuselect_status(): the most values and memory one moving state held at a final call */
 int64		gs_moving_peak_values = 0;
 int64		gs_moving_peak_bytes = 0;
@@ -303,7 +277,7 @@ gs_moving_add(GsMoving *ms, Datum d)
 		}
 		gs_moving_to_tree(ms);
 	}
-	gs_ostree_insert(ms->tree, gs_moving_key(ms->kind, d));
+	gs_ostree_insert(ms->tree, gs_key_from_datum(ms->kind, d));
 }
 
 /*
@@ -319,7 +293,7 @@ gs_moving_remove(FunctionCallInfo fcinfo, GsMoving *ms)
 			gs_moving_to_tree(ms);
 		if (ms->kind == GS_T_DATUM)
 			gs_dframe_remove_oldest(ms->dframe, PG_GETARG_DATUM(1));
-		else if (!gs_ostree_delete(ms->tree, gs_moving_key(ms->kind, PG_GETARG_DATUM(1))))
+		else if (!gs_ostree_delete(ms->tree, gs_key_from_datum(ms->kind, PG_GETARG_DATUM(1))))
 			elog(ERROR, "gpuselect: a row leaving the window frame was not in it");
 	}
 	if (ms->nframe <= 0)

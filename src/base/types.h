@@ -94,6 +94,38 @@ extern bool gs_sort_is_default(FunctionCallInfo fcinfo, const GsTypeInfo *t,
 extern bool gs_type_plan_rewritable(Oid typid, Oid collid, Oid sortop, bool cont,
 									bool *descending);
 
+/*
+ * A non-NULL value of one of the eight key kinds -> its key (gs_keys.h):
+ * the mapping every path that meets values one at a time shares (moving
+ * aggregates, the Citus keys, the shipped column's missing value).
+ * Inline: the moving aggregates call it for every row.  GS_T_DATUM has no
+ * key: an ERROR (its callers never pass it).
+ */
+static inline uint64
+gs_key_from_datum(GsTypeKind kind, Datum d)
+{
+	switch (kind)
+	{
+		case GS_T_INT2:
+			return gs_key_from_int16(DatumGetInt16(d));
+		case GS_T_INT4:
+		case GS_T_DATE:
+			return gs_key_from_int32(DatumGetInt32(d));
+		case GS_T_INT8:
+		case GS_T_TIMESTAMP:
+		case GS_T_TIMESTAMPTZ:
+			return gs_key_from_int64(DatumGetInt64(d));
+		case GS_T_FLOAT4:
+			return gs_key_from_float4(DatumGetFloat4(d));
+		case GS_T_FLOAT8:
+			return gs_key_from_float8(DatumGetFloat8(d));
+		case GS_T_DATUM:
+			break;
+	}
+	elog(ERROR, "gpuselect: no key for a value of this type");
+	return 0;
+}
+
 /* Selected key -> the stored Datum, and -> float8 (numeric kinds only). */
 extern Datum gs_key_to_datum(GsTypeKind kind, uint64 key);
 extern float8 gs_key_to_float8(GsTypeKind kind, uint64 key);

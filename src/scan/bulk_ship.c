@@ -67,26 +67,6 @@ struct GsBulkShip
 	uint64		tuples;			/* listed */
 };
 
-/* the key of a Datum of the column's kind (an attmissingval) */
-static uint64
-gs_bulk_ship_key(GsTypeKind kind, Datum d)
-{
-	switch (kind)
-	{
-		case GS_T_INT2:
-			return gs_key_from_int16(DatumGetInt16(d));
-		case GS_T_INT4:
-		case GS_T_DATE:
-			return gs_key_from_int32(DatumGetInt32(d));
-		case GS_T_FLOAT4:
-			return gs_key_from_float4(DatumGetFloat4(d));
-		case GS_T_FLOAT8:
-			return gs_key_from_float8(DatumGetFloat8(d));
-		default:				/* int8, timestamp, timestamptz */
-			return gs_key_from_int64(DatumGetInt64(d));
-	}
-}
-
 static uint8
 gs_bulk_ship_align(char align)
 {
@@ -134,7 +114,7 @@ gs_bulk_ship_create(MemoryContext cxt, TupleDesc desc, AttrNumber attno, GsTypeK
 
 		col.has_missing = !isnull;
 		if (!isnull)
-			col.missing_key = gs_bulk_ship_key(tkind, d);
+			col.missing_key = gs_key_from_datum(tkind, d);
 	}
 
 	sp = MemoryContextAllocZero(cxt, sizeof(GsBulkShip));
