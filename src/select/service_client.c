@@ -561,6 +561,57 @@ gs_svc_take_chunks(int j, GsSvcReq *r, const GsSvcClock *clk, GsSvcFill *f)
 }
 
 /*
+ * This process's job slot j, FREE -> OPEN once it is free (waiting until
+ * `until`), with us as its owner and no chunks yet; false (and why) when
+ * it stays busy.
+ */
+static bool
+gs_svc_open_slot(int j, TimestampTz until, const char **why)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_FREE;
+
+	if (!gs_svc_slot_free(j, until))
+	{
+		*why = "this process's job slot is still busy";
+		return false;
+	}
+	job->owner_proc = MyProc;
+	job->owner_pid = MyProcPid;
+	job->head = -1;
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_OPEN))
+	{
+		*why = "this process's job slot is still busy";
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Job j (OPEN, its request written) to the service: the incarnation it
+ * goes to in *epoch, then OPEN -> SUBMITTED (the compare-and-swap is a
+ * full barrier: the request is visible first) and the service woken; false
+ * (the slot abandoned, and why) when the job was dropped meanwhile.
+ */
+static bool
+gs_svc_submit(int j, uint64 *epoch, const char **why)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_OPEN;
+
+	*epoch = pg_atomic_read_u64(&gs_svc_ctl->epoch);
+	job->epoch = *epoch;
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
+	{
+		gs_svc_abandon(j);
+		*why = "the request was dropped";
+		return false;
+	}
+	gs_svc_wake_service();
+	return true;
+}
+
+/*
  * One submission: the slot, its chunks, the request, the wait.  ANSWERED:
  * the job is DONE or FAILED and still ours; RESTARTED: a service restart
  * dropped it (the slot is being freed); GIVEN_UP: why says why.
@@ -572,7 +623,6 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 	int			j = gs_svc_my_slot();
 	GsSvcJob   *job = &gs_svc_jobs[j];
 	uint32		state;
-	uint32		expected;
 	uint64		epoch;
 	GsSvcFill	fill;
 	TimestampTz t0;
@@ -586,22 +636,9 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 			: psprintf("the service is %s", gs_svc_state_name(state));
 		return GS_SVC_GIVEN_UP;
 	}
-	if (!gs_svc_slot_free(j, clk->deadline))
-	{
-		*why = "this process's job slot is still busy";
-		return GS_SVC_GIVEN_UP;
-	}
-
 	/* take the slot (FREE -> OPEN), then chunks for it */
-	job->owner_proc = MyProc;
-	job->owner_pid = MyProcPid;
-	job->head = -1;
-	expected = GS_JOB_FREE;
-	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_OPEN))
-	{
-		*why = "this process's job slot is still busy";
+	if (!gs_svc_open_slot(j, clk->deadline, why))
 		return GS_SVC_GIVEN_UP;
-	}
 	r->unload_ms = 0;
 	t0 = GetCurrentTimestamp();
 	job->head = gs_svc_take_chunks(j, r, clk, &fill);
@@ -629,8 +666,6 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 
 	gs_svc_describe_job(job, r->in->key_bytes, r->n, r->nranks, r->approx,
 						r->io_chunks, gs_svc_copy_chunks(r) + r->nheld);
-	epoch = pg_atomic_read_u64(&c->epoch);
-	job->epoch = epoch;
 	if (!r->submitted)
 	{
 		/* what the request hands the service (a retry after a restart: once) */
@@ -639,15 +674,8 @@ gs_svc_attempt(GsSvcReq *r, const GsSvcClock *clk, bool *restarted, const char *
 		pg_atomic_fetch_add_u64(&c->worker_keys_in_place, r->leased);
 		r->submitted = true;
 	}
-	/* the compare-and-swap is a full barrier: the request is visible first */
-	expected = GS_JOB_OPEN;
-	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
-	{
-		gs_svc_abandon(j);
-		*why = "the request was dropped";
+	if (!gs_svc_submit(j, &epoch, why))
 		return GS_SVC_GIVEN_UP;
-	}
-	gs_svc_wake_service();
 	r->submitted_at = GetCurrentTimestamp();
 	return gs_svc_wait(j, epoch, clk, restarted, why);
 }
@@ -763,7 +791,6 @@ gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *ref
 	GsSvcClock	clk;
 	bool		restarted = false;
 	uint32		state;
-	uint32		expected;
 	uint64		epoch;
 	uint64		got = 0;
 	int			idx;
@@ -787,22 +814,9 @@ gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *ref
 		*why = psprintf("the service is %s", gs_svc_state_name(state));
 		return false;
 	}
-	if (!gs_svc_slot_free(j, clk.deadline))
-	{
-		*why = "this process's job slot is still busy";
-		return false;
-	}
-
 	/* the slot (FREE -> OPEN), its chunks, the references into its io area */
-	job->owner_proc = MyProc;
-	job->owner_pid = MyProcPid;
-	job->head = -1;
-	expected = GS_JOB_FREE;
-	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_OPEN))
-	{
-		*why = "this process's job slot is still busy";
+	if (!gs_svc_open_slot(j, clk.deadline, why))
 		return false;
-	}
 	job->head = gs_pool_alloc(io_chunks + key_chunks, j);
 	if (job->head < 0)
 	{
@@ -822,16 +836,8 @@ gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *ref
 	job->npages = (uint32) npages;
 	job->column = *col;
 	job->out_keys = 0;
-	epoch = pg_atomic_read_u64(&c->epoch);
-	job->epoch = epoch;
-	expected = GS_JOB_OPEN;
-	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_SUBMITTED))
-	{
-		gs_svc_abandon(j);
-		*why = "the request was dropped";
+	if (!gs_svc_submit(j, &epoch, why))
 		return false;
-	}
-	gs_svc_wake_service();
 	if (gs_svc_wait(j, epoch, &clk, &restarted, why) != GS_SVC_ANSWERED)
 	{
 		if (*why == NULL)
