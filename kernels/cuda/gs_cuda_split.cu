@@ -739,14 +739,12 @@ gs_cuda_select_split(gs_cuda_engine *const *engines, int nengines, const gs_inpu
 					 gs_split_stats *stats, gs_error *err)
 {
 	return gs_guard(err, "gs_cuda_select_split", [&]() -> gs_status {
-		size_t		n = 0;
+		size_t		n = in && in->segs ? gs_input_count(in) : 0;
 		gs_split_stats local;
 		gs_options	dflt;
 		split_ctx  *c;
 		gs_status	rc;
 
-		for (size_t i = 0; in && in->segs && i < in->nsegs; i++)
-			n += in->segs[i].n;
 		if ((rc = split_validate(engines, nengines, in, ranks, nranks, out_keys, n, err)) != GS_OK)
 			return rc;
 		memset(stats ? stats : &local, 0, sizeof local);

@@ -241,15 +241,11 @@ lane_run_cpu(gs_lane_work *w, const void **seg)
 static bool
 lane_wants_split(gs_lane *l, gs_lane_work *w)
 {
-	size_t		n = 0;
-
 	if (w->approx || w->engine_fault != GS_SVC_CUDA_FAULT_NONE)
 		return false;
 	if (w->split)
 		return true;
-	for (size_t i = 0; i < w->in.nsegs; i++)
-		n += w->in.segs[i].n;
-	return !gs_svc_cuda_fits(l->dev, n, w->in.key_bytes, w->nranks);
+	return !gs_svc_cuda_fits(l->dev, gs_input_count(&w->in), w->in.key_bytes, w->nranks);
 }
 
 /* the split: this lane's device first, then the held lanes' */

@@ -28,6 +28,7 @@
 
 #include "gs_cuda.h"
 #include "gs_keys.h"
+#include "gs_pages.h"			/* gs_page_store_key */
 
 static long s_pass, s_fail;
 
@@ -72,17 +73,6 @@ split_key(int dist, uint64_t i, uint64_t n, uint64_t seed, unsigned kb)
 		default:
 			return r & mask;
 	}
-}
-
-static void
-store_key(void *base, unsigned kb, uint64_t i, uint64_t k)
-{
-	if (kb == 2)
-		((uint16_t *) base)[i] = (uint16_t) k;
-	else if (kb == 4)
-		((uint32_t *) base)[i] = (uint32_t) k;
-	else
-		((uint64_t *) base)[i] = k;
 }
 
 /* ragged segments over one buffer: random lengths, some empty */
@@ -134,7 +124,7 @@ check_one(gs_cuda_engine **eng, int neng, unsigned kb, int dist, uint64_t n, siz
 		return;
 	}
 	for (uint64_t i = 0; i < n; i++)
-		store_key(keys, kb, i, split_key(dist, i, n, seed, kb));
+		gs_page_store_key(keys, i, split_key(dist, i, n, seed, kb), kb);
 	for (int j = 0; j < nr; j++)
 		ranks[j] = j == 0 ? 0 : j == 1 ? n - 1 : (j == 2 ? n / 2 : gs_splitmix64(seed * 31 + j) % n);
 	std::vector<gs_segment> segs = ragged(keys, n, kb, seed);
