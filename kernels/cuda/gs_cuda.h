@@ -138,6 +138,24 @@ gs_status	gs_cuda_extract_pages(gs_cuda_engine *e, const void *d_pages, size_t n
 								  size_t page_bytes, const uint32_t *d_items, size_t n,
 								  const gs_page_column *col, void *d_keys, size_t *out_n,
 								  gs_error *err);
+/* page-lock host memory and map it for every device (portable, mapped):
+ * the page-shipping path reads shared buffers where they are */
+gs_status	gs_cuda_host_register_mapped(gs_cuda_engine *e, void *h_ptr, size_t bytes,
+										 gs_error *err);
+/* the device address, in this engine's context, of registered-mapped h_ptr */
+gs_status	gs_cuda_host_device_address(gs_cuda_engine *e, void *h_ptr, uint64_t *d_addr,
+										gs_error *err);
+/* ---- keys out of heap pages the device reads in host memory ----
+ * d_addrs[i] (host array): page i's device address (gs_cuda_host_device_address
+ * of a registered-mapped page, a multiple of 16), npages <= 65536; h_items
+ * (host) as gs_cuda_extract_pages' d_items.  The pages are gathered to the
+ * device, extracted there, and the keys of the non-NULL tuples copied to
+ * h_keys (host, room for n keys), their count in *out_n.  Synchronous. */
+gs_status	gs_cuda_extract_mapped_pages(gs_cuda_engine *e, const uint64_t *d_addrs,
+										 size_t npages, size_t page_bytes,
+										 const uint32_t *h_items, size_t n,
+										 const gs_page_column *col, void *h_keys,
+										 size_t *out_n, gs_error *err);
 /* wait for every copy and kernel the engine has queued */
 gs_status	gs_cuda_sync(gs_cuda_engine *e, gs_error *err);
 

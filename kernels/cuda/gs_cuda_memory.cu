@@ -223,6 +223,41 @@ gs_cuda_host_register(gs_cuda_engine *e, void *h_ptr, size_t bytes, gs_error *er
 	});
 }
 
+gs_status
+gs_cuda_host_register_mapped(gs_cuda_engine *e, void *h_ptr, size_t bytes, gs_error *err)
+{
+	return gs_guard(err, "gs_cuda_host_register_mapped", [&]() -> gs_status {
+		if (!e || !h_ptr)
+			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
+		cudaError_t ce = cudaHostRegister(h_ptr, bytes,
+										  cudaHostRegisterPortable | cudaHostRegisterMapped);
+
+		if (ce != cudaSuccess)
+			return gs_cuda_fail(err, ce, "cudaHostRegister (mapped)");
+		gs_rec_add(e, h_ptr, bytes, 2);
+		return gs_ok(err);
+	});
+}
+
+gs_status
+gs_cuda_host_device_address(gs_cuda_engine *e, void *h_ptr, uint64_t *d_addr, gs_error *err)
+{
+	return gs_guard(err, "gs_cuda_host_device_address", [&]() -> gs_status {
+		void	   *d = NULL;
+
+		if (!e || !h_ptr || !d_addr)
+			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
+		if (cudaSetDevice(e->dev) != cudaSuccess)
+			return gs_cuda_fail(err, cudaGetLastError(), "cudaSetDevice");
+		cudaError_t ce = cudaHostGetDevicePointer(&d, h_ptr, 0);
+
+		if (ce != cudaSuccess)
+			return gs_cuda_fail(err, ce, "cudaHostGetDevicePointer");
+		*d_addr = (uint64_t) (uintptr_t) d;
+		return gs_ok(err);
+	});
+}
+
 void
 gs_cuda_host_unregister(gs_cuda_engine *e, void *h_ptr)
 {

@@ -1,6 +1,8 @@
 /*
- * gs_cuda_pages.cu — gs_cuda_extract_pages (gs_cuda.h): the column's keys
- * out of heap page images already on the device (issue #31, page shipping,
+ * gs_cuda_pages.cu — gs_cuda_extract_pages and gs_cuda_extract_mapped_pages
+ * (gs_cuda.h): the column's keys out of heap page images already on the
+ * device, or gathered to it from host memory it maps (the service's shared
+ * buffers: k_gather_pages reads them over the bus, no CPU copies them) (issue #31, page shipping,
  * stage 2; the format and the per-tuple reading are gs_pages.h's, the pass
  * gs_pass_pages.cuh's).  One k_page_keys pass writes a key and a flag per
  * listed tuple; cub::DeviceSelect::Flagged keeps the keys of the non-NULL
@@ -68,6 +70,48 @@ done:
 	return rc;
 }
 
+/* gather the pages from host memory, extract, keys back to the host */
+template <typename K>
+static gs_status
+extract_mapped(gs_cuda_engine *e, const uint64_t *d_addrs, size_t npages, size_t page_bytes,
+			   const uint32_t *h_items, size_t n, const gs_page_column *col, void *h_keys,
+			   size_t *out_n, gs_error *err)
+{
+	gs_status	rc = GS_OK;
+	size_t		tmp_size = gs_round_up(sizeof(uint64_t) * npages) +
+		gs_round_up(sizeof(uint32_t) * n) + gs_round_up(page_bytes * npages) +
+		gs_round_up(sizeof(K) * n);
+	char	   *tmp = NULL;
+	unsigned long long *addrs;
+	uint32_t   *items;
+	uint8_t    *pages;
+	K		   *keys;
+
+	if ((rc = gs_dev_alloc_internal(e, tmp_size, (void **) &tmp, err)) != GS_OK)
+		return rc;
+	addrs = (unsigned long long *) tmp;
+	items = (uint32_t *) (tmp + gs_round_up(sizeof(uint64_t) * npages));
+	pages = (uint8_t *) items + gs_round_up(sizeof(uint32_t) * n);
+	keys = (K *) (pages + gs_round_up(page_bytes * npages));
+
+	GS_CK(cudaMemcpyAsync(addrs, d_addrs, sizeof(uint64_t) * npages, cudaMemcpyHostToDevice, e->s),
+		  "copy page addresses");
+	GS_CK(cudaMemcpyAsync(items, h_items, sizeof(uint32_t) * n, cudaMemcpyHostToDevice, e->s),
+		  "copy items");
+	k_gather_pages<<<(unsigned) npages, 256, 0, e->s>>>(addrs, page_bytes, pages);
+	GS_CK(cudaGetLastError(), "launch k_gather_pages");
+	rc = extract_pages<K>(e, pages, npages, page_bytes, items, n, col, keys, out_n, err);
+	if (rc == GS_OK && *out_n > 0)
+	{
+		GS_CK(cudaMemcpyAsync(h_keys, keys, sizeof(K) * *out_n, cudaMemcpyDeviceToHost, e->s),
+			  "copy keys");
+		GS_CK(cudaStreamSynchronize(e->s), "copy keys");
+	}
+done:
+	gs_dev_free_internal(e, tmp, tmp_size);
+	return rc;
+}
+
 extern "C" {
 
 gs_status
@@ -96,6 +140,41 @@ gs_cuda_extract_pages(gs_cuda_engine *e, const void *d_pages, size_t npages, siz
 			case 8:
 				return extract_pages<uint64_t>(e, d_pages, npages, page_bytes, d_items, n, col,
 											   d_keys, out_n, err);
+			default:
+				return gs_fail(err, GS_ERR_INVALID, "key width %u", (unsigned) col->key_bytes);
+		}
+	});
+}
+
+gs_status
+gs_cuda_extract_mapped_pages(gs_cuda_engine *e, const uint64_t *d_addrs, size_t npages,
+							 size_t page_bytes, const uint32_t *h_items, size_t n,
+							 const gs_page_column *col, void *h_keys, size_t *out_n, gs_error *err)
+{
+	return gs_guard(err, "gs_cuda_extract_mapped_pages", [&]() -> gs_status {
+		if (!e || !col || !out_n || (n && (!d_addrs || !h_items || !h_keys)) ||
+			npages > 65536 || page_bytes < GS_PAGE_HEADER_BYTES || page_bytes % 16 != 0 ||
+			col->attnum < 1 || col->attnum > GS_PAGE_MAX_ATTS)
+			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
+		*out_n = 0;
+		if (n == 0 || npages == 0)
+			return gs_ok(err);
+		for (size_t i = 0; i < npages; i++)
+			if (d_addrs[i] % 16 != 0)
+				return gs_fail(err, GS_ERR_INVALID, "a page address is not 16-byte aligned");
+		if (cudaSetDevice(e->dev) != cudaSuccess)
+			return gs_cuda_fail(err, cudaGetLastError(), "cudaSetDevice");
+		switch (col->key_bytes)
+		{
+			case 2:
+				return extract_mapped<uint16_t>(e, d_addrs, npages, page_bytes, h_items, n, col,
+												h_keys, out_n, err);
+			case 4:
+				return extract_mapped<uint32_t>(e, d_addrs, npages, page_bytes, h_items, n, col,
+												h_keys, out_n, err);
+			case 8:
+				return extract_mapped<uint64_t>(e, d_addrs, npages, page_bytes, h_items, n, col,
+												h_keys, out_n, err);
 			default:
 				return gs_fail(err, GS_ERR_INVALID, "key width %u", (unsigned) col->key_bytes);
 		}

@@ -38,4 +38,22 @@ k_page_keys(const uint8_t *pages, size_t page_bytes, size_t npages, const uint32
 	}
 }
 
+/*
+ * One page a block: page i's image, read where it lies (host memory the
+ * device maps: shared buffers, registered by the service) at addrs[i],
+ * copied to pages + i * page_bytes in 16-byte words, so that each read
+ * over the bus is a whole, coalesced line and k_page_keys then reads
+ * device memory.  page_bytes and every address are multiples of 16.
+ */
+__global__ void
+k_gather_pages(const unsigned long long *addrs, size_t page_bytes, uint8_t *pages)
+{
+	const uint4 *src = (const uint4 *) (uintptr_t) addrs[blockIdx.x];
+	uint4	   *dst = (uint4 *) (pages + (size_t) blockIdx.x * page_bytes);
+	size_t		words = page_bytes / sizeof(uint4);
+
+	for (size_t w = threadIdx.x; w < words; w += blockDim.x)
+		dst[w] = src[w];
+}
+
 #endif							/* GS_PASS_PAGES_CUH */

@@ -298,11 +298,11 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 						(List *) lthird(cs->custom_exprs), estate);
 	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
 										 ALLOCSET_DEFAULT_SIZES);
-	/* page shipping: one aggregate, serial, no quals or FILTER, no GROUP BY;
-	 * not where this session keeps off the GPU (stage 2 extracts there) */
+	/* page shipping: one aggregate, no quals or FILTER, no GROUP BY, in the
+	 * leader and each worker alike (each its own page slots); not where
+	 * this session keeps off the GPU (the service extracts on its device) */
 	if (gs_guc_bulk_scan_ship_pages && gs_guc_device != GS_DEVICE_CPU &&
-		bs->naggs == 1 && bs->qual_slot == NULL &&
-		group == NIL && (bs->flags & GS_BULK_PARTIAL) == 0)
+		bs->naggs == 1 && bs->qual_slot == NULL && group == NIL)
 		bs->ship = gs_bulk_ship_create(CurrentMemoryContext,
 									   RelationGetDescr(node->ss.ss_currentRelation),
 									   bs->aggs[0].attno, bs->aggs[0].tkind);
@@ -568,15 +568,21 @@ gs_bulk_single_state(GsBulkScanState *bs)
 	return bs->single->states[0];
 }
 
-/* a shipped batch's keys into the state (bulk_ship.c), counted */
+/* a full batch shipped (bulk_ship.c), or at the end every batch; the keys
+ * of the batches collected meanwhile counted */
 static void
-gs_bulk_ship_batch(GsBulkScanState *bs, TupleDesc desc)
+gs_bulk_ship_batch(GsBulkScanState *bs, TupleDesc desc, bool end)
 {
 	GsState    *st = gs_bulk_single_state(bs);
 	int64		before = st->nrows;
+	Oid			relid = RelationGetRelid(bs->css.ss.ss_currentRelation);
 
-	gs_bulk_ship_flush(bs->ship, st, &bs->aggs[0].column, desc,
-					   RelationGetRelid(bs->css.ss.ss_currentRelation), &bs->pages_shipped);
+	if (end)
+		gs_bulk_ship_finish(bs->ship, st, &bs->aggs[0].column, desc, relid,
+							&bs->pages_shipped);
+	else
+		gs_bulk_ship_flush(bs->ship, st, &bs->aggs[0].column, desc, relid,
+						   &bs->pages_shipped);
 	bs->keys += (uint64) (st->nrows - before);
 }
 
@@ -590,7 +596,7 @@ gs_bulk_page_ship(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc)
 	bs->single->rows += n;
 	bs->rows += n;
 	if (gs_bulk_ship_page(bs->ship, hs))
-		gs_bulk_ship_batch(bs, desc);
+		gs_bulk_ship_batch(bs, desc, false);
 }
 
 /*
@@ -670,7 +676,7 @@ gs_bulk_scan_run(GsBulkScanState *bs)
 		CHECK_FOR_INTERRUPTS();
 	}
 	if (bs->ship != NULL)
-		gs_bulk_ship_batch(bs, desc);
+		gs_bulk_ship_batch(bs, desc, true);
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	bs->scan_ms += INSTR_TIME_GET_MILLISEC(elapsed);

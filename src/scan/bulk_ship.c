@@ -1,22 +1,27 @@
 /*
- * bulk_ship.c — page shipping (issue #31, stage 1; gpuselect.
- * bulk_scan_ship_pages): the bulk scan of one aggregate, without GROUP BY
- * or quals, sends the GPU service its pages instead of their keys.
+ * bulk_ship.c — page shipping (issue #31; gpuselect.bulk_scan_ship_pages):
+ * the bulk scan of one aggregate, without GROUP BY or quals, sends the GPU
+ * service its pages instead of their keys.
  *
  * Why: such a scan's time is the backend's per-tuple extraction (a cache
- * miss per tuple); the service can read the same shared buffers, and in
- * stage 2 copies the pages to its device and extracts there (the session
- * 21 figures: test/bench/results/gpu-2026-11-27-session21.md).
+ * miss per tuple); the service can read the same shared buffers and
+ * extract there -- on its device, which reads the pages over the bus
+ * without a CPU touching them, or on a thread of its own -- while this
+ * process goes on scanning (the session 21 figures:
+ * test/bench/results/gpu-2026-11-27-session21.md).
  *
  * How.  Page mode (bulk_scan.c) has checked a page's tuples against the
  * snapshot under the buffer's share lock and listed the visible ones.  We
  * take a pin of our own on the buffer (IncrBufferRefCount, remembered by
- * the current resource owner) and append a reference to the batch: the
- * buffer, its block and the listed line pointers (just a count when they
- * are 1..n, as on most all-visible pages).  heap_getnext then drops its
- * own pin and moves on; ours keeps the page.  A full batch (or the scan's
- * end) goes to the service as a PAGES job (select/service_client.c); once
- * it answers, its keys are appended to the state and the pins released.
+ * the current resource owner) and append a reference to the current batch:
+ * the buffer, its block and the listed line pointers (just a count when
+ * they are 1..n, as on most all-visible pages).  heap_getnext then drops
+ * its own pin and moves on; ours keeps the page.  A full batch goes to the
+ * service as a PAGES job (select/service_client.c) without waiting, and
+ * the scan fills the next one: up to GS_SVC_PAGE_SLOTS batches are in
+ * flight, each in a page slot of its own.  A batch whose slot comes round
+ * again, and every batch at the scan's end, is collected: its keys
+ * appended to the state, its pins released.
  *
  * MVCC and pins.  The listed tuples are the snapshot's answer for this
  * page; checking them later would be wrong (a concurrent commit would
@@ -29,11 +34,14 @@
  * That is why we never list "every tuple of an all-visible page": one
  * inserted after our check could be in a reused line pointer.
  *
- * Pins are released after the answer on success, by the resource owner on
- * ERROR or cancel (the wait is interruptible and abandons the job first),
- * and here on rescan and end.  A batch is at most 256 pages and at most
- * half a backend's share of shared buffers (NBuffers / MaxBackends), so
- * the read stream's own pin budget and other backends keep room.
+ * Pins are released after a batch is collected, by the resource owner on
+ * ERROR or cancel, and here on rescan and end once the jobs in flight are
+ * given up.  The jobs in flight on ERROR are given up by a reset callback
+ * of the scan's memory; a slot still busy when it is next wanted is given
+ * up then (service_client.c), so none is leaked.  All batches together
+ * pin at most GS_BULK_SHIP_MAX_PAGES pages and half a backend's share of
+ * shared buffers (NBuffers / MaxBackends), so the read stream's own pin
+ * budget and other backends keep room.
  *
  * Fallback: whenever the service does not extract a batch (not ready, the
  * pool full, a failure, a restart), this process still holds the pins and
@@ -53,19 +61,41 @@
 #include "select/service_client.h"
 #include "service/service.h"
 
-#define GS_BULK_SHIP_MAX_PAGES 256
+/* pages pinned by all batches of one scan together, at most */
+#define GS_BULK_SHIP_MAX_PAGES 4096
 
-struct GsBulkShip
+/* one batch: its pinned pages and their references */
+typedef struct GsShipBatch
 {
-	gs_page_column column;		/* what the service reads by */
-	GsTypeKind	tkind;
-	int			max_pages;
 	int			npages;
 	Buffer	   *buffers;		/* pinned by us, one per reference */
 	char	   *refs;			/* gs_page_refs, packed (gs_pages.h) */
 	Size		ref_bytes;
 	uint64		tuples;			/* listed */
+	bool		in_flight;		/* submitted in page slot (its index) */
+} GsShipBatch;
+
+struct GsBulkShip
+{
+	gs_page_column column;		/* what the service reads by */
+	GsTypeKind	tkind;
+	int			max_pages;		/* a batch's */
+	int			fill;			/* the batch being filled */
+	bool		any_in_flight;
+	GsShipBatch batch[GS_SVC_PAGE_SLOTS];
+	MemoryContextCallback on_reset;
 };
+
+/* the scan's memory goes (end, or ERROR): no job of ours may outlive it */
+static void
+gs_bulk_ship_on_reset(void *arg)
+{
+	GsBulkShip *sp = (GsBulkShip *) arg;
+
+	if (sp->any_in_flight)
+		gs_service_pages_abandon();
+	sp->any_in_flight = false;
+}
 
 static uint8
 gs_bulk_ship_align(char align)
@@ -120,17 +150,28 @@ gs_bulk_ship_create(MemoryContext cxt, TupleDesc desc, AttrNumber attno, GsTypeK
 	sp = MemoryContextAllocZero(cxt, sizeof(GsBulkShip));
 	sp->column = col;
 	sp->tkind = tkind;
-	sp->max_pages = Max(1, Min(GS_BULK_SHIP_MAX_PAGES, NBuffers / MaxBackends / 2));
-	sp->buffers = MemoryContextAlloc(cxt, sizeof(Buffer) * sp->max_pages);
-	sp->refs = MemoryContextAlloc(cxt, (sizeof(gs_page_ref) +
-										MAXALIGN(sizeof(uint16) * MaxHeapTuplesPerPage)) *
-								  sp->max_pages);
+	sp->max_pages = Max(1, Min(GS_BULK_SHIP_MAX_PAGES, NBuffers / MaxBackends / 2) /
+						GS_SVC_PAGE_SLOTS);
+	for (int k = 0; k < GS_SVC_PAGE_SLOTS; k++)
+	{
+		GsShipBatch *b = &sp->batch[k];
+
+		b->buffers = MemoryContextAlloc(cxt, sizeof(Buffer) * sp->max_pages);
+		b->refs = MemoryContextAlloc(cxt, (sizeof(gs_page_ref) +
+										   MAXALIGN(sizeof(uint16) * MaxHeapTuplesPerPage)) *
+									 sp->max_pages);
+	}
+	/* an ERROR leaves jobs in flight: give them up with the scan's memory */
+	sp->on_reset.func = gs_bulk_ship_on_reset;
+	sp->on_reset.arg = sp;
+	MemoryContextRegisterResetCallback(cxt, &sp->on_reset);
 	return sp;
 }
 
 bool
 gs_bulk_ship_page(GsBulkShip *sp, HeapScanDesc hs)
 {
+	GsShipBatch *b = &sp->batch[sp->fill];
 	int			first = (int) hs->rs_cindex;
 	int			n = (int) hs->rs_ntuples - first;
 	gs_page_ref r;
@@ -147,34 +188,34 @@ gs_bulk_ship_page(GsBulkShip *sp, HeapScanDesc hs)
 
 	/* our pin first (the resource owner remembers it), then the reference */
 	IncrBufferRefCount(hs->rs_cbuf);
-	sp->buffers[sp->npages++] = hs->rs_cbuf;
-	memcpy(sp->refs + sp->ref_bytes, &r, sizeof(r));
+	b->buffers[b->npages++] = hs->rs_cbuf;
+	memcpy(b->refs + b->ref_bytes, &r, sizeof(r));
 	if (!dense)
-		memcpy(sp->refs + sp->ref_bytes + sizeof(r), &hs->rs_vistuples[first],
+		memcpy(b->refs + b->ref_bytes + sizeof(r), &hs->rs_vistuples[first],
 			   sizeof(uint16) * n);
-	sp->ref_bytes += gs_page_ref_bytes(&r);
-	sp->tuples += n;
-	return sp->npages >= sp->max_pages;
+	b->ref_bytes += gs_page_ref_bytes(&r);
+	b->tuples += n;
+	return b->npages >= sp->max_pages;
 }
 
-/* the batch's keys extracted here, from the pages we still pin */
+/* batch b's keys extracted here, from the pages we still pin */
 static void
-gs_bulk_ship_extract_here(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
-						  TupleDesc desc, Oid relid)
+gs_bulk_ship_extract_here(GsBulkShip *sp, GsShipBatch *b, GsState *st,
+						  const GsBulkColumn *col, TupleDesc desc, Oid relid)
 {
 	Size		pos = 0;
 	HeapTupleData tup;
 
 	tup.t_tableOid = relid;
 	ItemPointerSetInvalid(&tup.t_self);
-	for (int p = 0; p < sp->npages; p++)
+	for (int p = 0; p < b->npages; p++)
 	{
 		gs_page_ref r;
 		const uint16 *offsets;
-		Page		page = BufferGetPage(sp->buffers[p]);
+		Page		page = BufferGetPage(b->buffers[p]);
 
-		memcpy(&r, sp->refs + pos, sizeof(r));
-		offsets = (const uint16 *) (sp->refs + pos + sizeof(r));
+		memcpy(&r, b->refs + pos, sizeof(r));
+		offsets = (const uint16 *) (b->refs + pos + sizeof(r));
 		for (int i = 0; i < r.noffsets; i++)
 		{
 			OffsetNumber off = (r.flags & GS_PAGE_DENSE) ? (OffsetNumber) (i + 1) : offsets[i];
@@ -192,34 +233,92 @@ gs_bulk_ship_extract_here(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
 	}
 }
 
-/* the pins released, the batch empty */
-void
-gs_bulk_ship_discard(GsBulkShip *sp)
+/* batch b's pins released, the batch empty */
+static void
+gs_bulk_ship_release(GsShipBatch *b)
 {
-	for (int p = 0; p < sp->npages; p++)
-		ReleaseBuffer(sp->buffers[p]);
-	sp->npages = 0;
-	sp->ref_bytes = 0;
-	sp->tuples = 0;
+	for (int p = 0; p < b->npages; p++)
+		ReleaseBuffer(b->buffers[p]);
+	b->npages = 0;
+	b->ref_bytes = 0;
+	b->tuples = 0;
+	b->in_flight = false;
 }
 
+/* batch k in flight: its keys into st, by the service or else by us */
+static void
+gs_bulk_ship_collect(GsBulkShip *sp, int k, GsState *st, const GsBulkColumn *col,
+					 TupleDesc desc, Oid relid, uint64 *pages_shipped)
+{
+	GsShipBatch *b = &sp->batch[k];
+	const char *why = NULL;
+
+	if (gs_service_pages_collect(k, st, &why))
+		*pages_shipped += b->npages;
+	else
+	{
+		elog(DEBUG1, "gpuselect: %d pages extracted by the scan: %s", b->npages, why);
+		gs_bulk_ship_extract_here(sp, b, st, col, desc, relid);
+	}
+	gs_bulk_ship_release(b);
+}
+
+/* the batch being filled to the service (or extracted here), then the next
+ * one made ready to fill: collected first if it is still in flight */
 void
 gs_bulk_ship_flush(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
 				   TupleDesc desc, Oid relid, uint64 *pages_shipped)
 {
+	GsShipBatch *b = &sp->batch[sp->fill];
 	const char *why = NULL;
 
-	if (sp->npages == 0)
-		return;
-	if (sp->tuples > 0 &&
-		gs_service_extract_pages(st, &sp->column, sp->refs, sp->ref_bytes, sp->npages,
-								 sp->tuples, &why))
-		*pages_shipped += sp->npages;
-	else
+	if (b->npages > 0)
 	{
-		elog(DEBUG1, "gpuselect: %d pages extracted by the scan: %s", sp->npages,
-			 why ? why : "no tuples");
-		gs_bulk_ship_extract_here(sp, st, col, desc, relid);
+		if (b->tuples > 0 &&
+			gs_service_pages_submit(sp->fill, &sp->column, b->refs, b->ref_bytes, b->npages,
+									b->tuples, &why))
+		{
+			b->in_flight = true;
+			sp->any_in_flight = true;
+		}
+		else
+		{
+			elog(DEBUG1, "gpuselect: %d pages extracted by the scan: %s", b->npages,
+				 why ? why : "no tuples");
+			gs_bulk_ship_extract_here(sp, b, st, col, desc, relid);
+			gs_bulk_ship_release(b);
+		}
+		sp->fill = (sp->fill + 1) % GS_SVC_PAGE_SLOTS;
 	}
-	gs_bulk_ship_discard(sp);
+	if (sp->batch[sp->fill].in_flight)
+		gs_bulk_ship_collect(sp, sp->fill, st, col, desc, relid, pages_shipped);
+}
+
+/* the scan's end: the last batch sent, every batch collected */
+void
+gs_bulk_ship_finish(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
+					TupleDesc desc, Oid relid, uint64 *pages_shipped)
+{
+	gs_bulk_ship_flush(sp, st, col, desc, relid, pages_shipped);
+	for (int i = 0; i < GS_SVC_PAGE_SLOTS; i++)
+	{
+		int			k = (sp->fill + i) % GS_SVC_PAGE_SLOTS;
+
+		if (sp->batch[k].in_flight)
+			gs_bulk_ship_collect(sp, k, st, col, desc, relid, pages_shipped);
+	}
+	sp->any_in_flight = false;
+	sp->fill = 0;
+}
+
+/* rescan or end: the jobs in flight given up first, then every pin */
+void
+gs_bulk_ship_discard(GsBulkShip *sp)
+{
+	if (sp->any_in_flight)
+		gs_service_pages_abandon();
+	sp->any_in_flight = false;
+	for (int k = 0; k < GS_SVC_PAGE_SLOTS; k++)
+		gs_bulk_ship_release(&sp->batch[k]);
+	sp->fill = 0;
 }

@@ -1,5 +1,5 @@
 /*
- * bulk_ship.h — page shipping for the bulk scan (issue #31, stage 1): the
+ * bulk_ship.h — page shipping for the bulk scan (issue #31): the
  * pages of an ungrouped single-aggregate scan sent to the GPU service, which
  * extracts the column's keys from them (bulk_ship.c says how and why it is
  * safe; service.h the PAGES job; kernels/gs_pages.h the page references).
@@ -23,13 +23,18 @@ typedef struct GsBulkShip GsBulkShip;
 extern GsBulkShip *gs_bulk_ship_create(MemoryContext cxt, TupleDesc desc, AttrNumber attno,
 									   GsTypeKind tkind);
 /* the page heap_getnext is on (its visible tuples from rs_cindex on): pinned
- * and listed; true when the batch is full (flush it) */
+ * and listed in the current batch; true when the batch is full (flush) */
 extern bool gs_bulk_ship_page(GsBulkShip *sp, HeapScanDesc hs);
-/* the batch's keys into st (the service's extraction, else this process's,
- * through col), its pins released; *pages_shipped += pages the service did */
+/* the current batch to the service without waiting (or its keys extracted
+ * here, through col, when the service does not take it); then the next
+ * batch, collected first if still in flight: its keys into st, its pins
+ * released; *pages_shipped += the pages the service extracted */
 extern void gs_bulk_ship_flush(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
 							   TupleDesc desc, Oid relid, uint64 *pages_shipped);
-/* rescan or end: the batch dropped, its pins released (no keys) */
+/* the scan's end: flush, then every batch in flight collected */
+extern void gs_bulk_ship_finish(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
+								TupleDesc desc, Oid relid, uint64 *pages_shipped);
+/* rescan or end: the jobs in flight given up, every pin released (no keys) */
 extern void gs_bulk_ship_discard(GsBulkShip *sp);
 
 #endif							/* GS_BULK_SHIP_H */

@@ -767,38 +767,33 @@ gs_service_select(GsState *st, gs_input *in, const uint64 *ranks, int nranks,
  * Page shipping (issue #31; service.h: the PAGES job).  The bulk scan pinned
  * npages shared buffers and listed, in refs, the tuples it found visible on
  * each (ntuples in all); the service reads the column's keys out of them
- * into this job's key chunks, which are appended to st here.  The caller
- * keeps its pins until this returns, and so unpins only once the service is
- * done with the pages (or freed the job after we abandoned it: a cancel or
- * ERROR while waiting abandons it in gs_svc_wait and is re-thrown; the pins
- * then go with the resource owner, service_pages.c says why that is safe).
- * False, with why, when the service did not extract them (not ready, no
- * room in the pool, a restart, a failure): the caller still holds the pins
- * and extracts them itself.  A restart is not waited out: the keys are the
- * caller's to read anyway.
+ * into the job's key chunks, appended to the scan's state at collection.
+ * The caller keeps its pins until the job is collected or abandoned, so it
+ * unpins only once the service is done with the pages, or after we gave
+ * the job up (a cancel or ERROR: the pins then go with the resource owner;
+ * service_pages.c says why that is safe).  Nothing here waits for the
+ * service to come back or for room: a batch the service does not take is
+ * the caller's to extract, and so is one it does not answer.
  */
+static GsSvcClock gs_svc_page_clk[GS_SVC_PAGE_SLOTS];
+static uint64 gs_svc_page_epoch[GS_SVC_PAGE_SLOTS];
+
 bool
-gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *refs,
-						 Size ref_bytes, int npages, uint64 ntuples, const char **why)
+gs_service_pages_submit(int k, const gs_page_column *col, const char *refs,
+						Size ref_bytes, int npages, uint64 ntuples, const char **why)
 {
 	GsSvcControl *c = gs_svc_ctl;
 	Size		cb = c->chunk_bytes;
 	uint64		per_chunk = cb / col->key_bytes;
 	int			io_chunks = (int) ((ref_bytes + cb - 1) / cb);
 	int			key_chunks = (int) ((ntuples + per_chunk - 1) / per_chunk);
-	int			j = gs_svc_my_slot();
+	int			j = gs_svc_page_slot(k);
 	GsSvcJob   *job;
-	GsSvcClock	clk;
-	bool		restarted = false;
-	uint32		state;
-	uint64		epoch;
-	uint64		got = 0;
-	int			idx;
 
 	*why = NULL;
 	if (j < 0)
 	{
-		*why = "this process has no job slot";
+		*why = "this process has no page slot";
 		return false;
 	}
 	if (npages <= 0 || ntuples == 0 || io_chunks + key_chunks > c->nchunks)
@@ -806,16 +801,16 @@ gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *ref
 		*why = "the batch does not fit the key pool";
 		return false;
 	}
-	job = &gs_svc_jobs[j];
-	gs_svc_register_exit();
-	gs_svc_clock_start(&clk, ntuples);
-	if (!gs_svc_wait_ready(clk.patience, &state))
+	if (pg_atomic_read_u32(&c->state) != GS_SVC_READY)
 	{
-		*why = psprintf("the service is %s", gs_svc_state_name(state));
+		*why = psprintf("the service is %s", gs_svc_state_name(pg_atomic_read_u32(&c->state)));
 		return false;
 	}
-	/* the slot (FREE -> OPEN), its chunks, the references into its io area */
-	if (!gs_svc_open_slot(j, clk.deadline, why))
+	job = &gs_svc_jobs[j];
+	gs_svc_register_exit();
+	gs_svc_clock_start(&gs_svc_page_clk[k], ntuples);
+	/* the slot (FREE -> OPEN, no waiting), its chunks, the references */
+	if (!gs_svc_open_slot(j, GetCurrentTimestamp(), why))
 		return false;
 	job->head = gs_pool_alloc(io_chunks + key_chunks, j);
 	if (job->head < 0)
@@ -836,25 +831,20 @@ gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *ref
 	job->npages = (uint32) npages;
 	job->column = *col;
 	job->out_keys = 0;
-	if (!gs_svc_submit(j, &epoch, why))
-		return false;
-	if (gs_svc_wait(j, epoch, &clk, &restarted, why) != GS_SVC_ANSWERED)
-	{
-		if (*why == NULL)
-			*why = "the service restarted";
-		return false;
-	}
+	job->pages_on_cpu = gs_guc_test_ship_pages_cpu;
+	return gs_svc_submit(j, &gs_svc_page_epoch[k], why);
+}
 
-	pg_read_barrier();
-	if (pg_atomic_read_u32(&job->state) == GS_JOB_FAILED)
-	{
-		*why = pstrdup(job->message);
-		gs_svc_abandon(j);
-		return false;
-	}
-	/* DONE: the key chunks after the io area, each with its count */
-	idx = job->head;
-	for (int i = 0; i < io_chunks + key_chunks && idx >= 0; i++)
+/* job j (DONE)'s keys, the key chunks after the io area, into st */
+static bool
+gs_svc_pages_append(int j, GsState *st)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint64		per_chunk = gs_svc_ctl->chunk_bytes / job->key_bytes;
+	uint64		got = 0;
+	int			idx = job->head;
+
+	for (int i = 0; i < job->io_chunks + job->key_chunks && idx >= 0; i++)
 	{
 		char	   *mem = gs_pool_chunk(idx, j);
 		uint32		n;
@@ -862,14 +852,47 @@ gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *ref
 		if (mem == NULL)
 			break;
 		n = gs_svc_chunks[idx].nkeys;
-		if (i >= io_chunks && n > 0 && n <= per_chunk && got + n <= job->out_keys)
+		if (i >= job->io_chunks && n > 0 && n <= per_chunk && got + n <= job->out_keys)
 		{
 			gs_state_append_keys(st, mem, n);
 			got += n;
 		}
 		idx = gs_svc_chunks[idx].next;
 	}
-	if (got != job->out_keys)
+	return got == job->out_keys;
+}
+
+bool
+gs_service_pages_collect(int k, GsState *st, const char **why)
+{
+	int			j = gs_svc_page_slot(k);
+	GsSvcJob   *job;
+	bool		restarted = false;
+
+	*why = NULL;
+	if (j < 0)
+	{
+		*why = "this process has no page slot";
+		return false;
+	}
+	job = &gs_svc_jobs[j];
+	/* a restart is not waited out: the keys are ours to read anyway */
+	gs_svc_page_clk[k].patience = Min(gs_svc_page_clk[k].patience, GetCurrentTimestamp());
+	if (gs_svc_wait(j, gs_svc_page_epoch[k], &gs_svc_page_clk[k], &restarted, why) !=
+		GS_SVC_ANSWERED)
+	{
+		if (*why == NULL)
+			*why = "the service restarted";
+		return false;
+	}
+	pg_read_barrier();
+	if (pg_atomic_read_u32(&job->state) == GS_JOB_FAILED)
+	{
+		*why = pstrdup(job->message);
+		gs_svc_abandon(j);
+		return false;
+	}
+	if (!gs_svc_pages_append(j, st))
 	{
 		/* keys already appended cannot be taken back: a clean ERROR */
 		gs_svc_abandon(j);
@@ -877,4 +900,18 @@ gs_service_extract_pages(GsState *st, const gs_page_column *col, const char *ref
 	}
 	gs_svc_abandon(j);			/* DONE: frees the job's chunks and the slot */
 	return true;
+}
+
+void
+gs_service_pages_abandon(void)
+{
+	if (gs_svc_ctl == NULL)
+		return;
+	for (int k = 0; k < GS_SVC_PAGE_SLOTS; k++)
+	{
+		int			j = gs_svc_page_slot(k);
+
+		if (j >= 0)
+			gs_svc_abandon(j);
+	}
 }

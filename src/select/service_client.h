@@ -21,10 +21,19 @@ extern GsGpuOutcome gs_service_select(GsState *st, gs_input *in, const uint64 *r
 										uint64 *out_keys, gs_approx_pick *picks,
 										GsRunInfo *info);
 
-/* page shipping: the service extracts the column's keys from pinned pages
- * into st; false (why set): the caller extracts them itself */
-extern bool gs_service_extract_pages(GsState *st, const gs_page_column *col,
-									 const char *refs, Size ref_bytes, int npages,
-									 uint64 ntuples, const char **why);
+/*
+ * Page shipping (bulk_ship.c): up to GS_SVC_PAGE_SLOTS batches of pinned
+ * pages in flight, batch k in this process's page slot k.  Submit hands
+ * batch k to the service without waiting; collect waits for its answer and
+ * appends its keys to st.  Either false (why set): the caller extracts the
+ * batch itself (the job is gone, the pins still the caller's).  Abandon
+ * gives up every page job of this process (never ERRORs: reset callbacks
+ * call it); only then may the caller drop pins of batches in flight.
+ */
+extern bool gs_service_pages_submit(int k, const gs_page_column *col, const char *refs,
+									Size ref_bytes, int npages, uint64 ntuples,
+									const char **why);
+extern bool gs_service_pages_collect(int k, GsState *st, const char **why);
+extern void gs_service_pages_abandon(void);
 
 #endif							/* GS_SERVICE_CLIENT_H */

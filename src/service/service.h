@@ -8,7 +8,8 @@
  *
  *   GsSvcControl   the service's state, pid, device, counters, the pool's
  *                  free list (under one LWLock)
- *   GsSvcJob[]     one job slot per backend, indexed by its proc number
+ *   GsSvcJob[]     one job slot per backend, indexed by its proc number,
+ *                  then GS_SVC_PAGE_SLOTS more per backend for page jobs
  *   GsSvcChunk[]   one descriptor per key-pool chunk
  *   pool           nchunks * chunk_bytes, page aligned (page-locked once by
  *                  the service in CUDA mode)
@@ -155,6 +156,7 @@ typedef struct GsSvcJob
 	uint64		ref_bytes;
 	uint32		npages;
 	gs_page_column column;
+	bool		pages_on_cpu;	/* gpuselect.test_ship_pages_cpu */
 
 	/* response */
 	int			status;			/* gs_status */
@@ -259,6 +261,8 @@ typedef struct GsSvcControl
 	pg_atomic_uint64 requeued;	/* jobs re-run after their device failed */
 	pg_atomic_uint64 fallen_back;
 	pg_atomic_uint64 split_jobs;	/* exact jobs streamed through the devices */
+	pg_atomic_uint64 pages_on_device;	/* shipped pages a device extracted */
+	pg_atomic_uint64 pages_on_cpu;	/* ... a lane's thread extracted */
 	pg_atomic_uint64 canceled;
 	pg_atomic_uint64 timed_out;
 	pg_atomic_uint64 pool_exhausted;
@@ -291,7 +295,8 @@ typedef struct GsSvcControl
 	char		device[128];
 	char		reason[256];
 
-	int			njobs;
+	int			njobs;			/* nbackend_slots * (1 + GS_SVC_PAGE_SLOTS) */
+	int			nbackend_slots; /* a backend's main slot is its proc number */
 	int			nchunks;
 	Size		chunk_bytes;
 	int			free_head;
@@ -317,7 +322,8 @@ extern int	gs_guc_service_timeout; /* ms */
 extern int	gs_guc_test_service_delay;	/* ms */
 extern int	gs_guc_test_service_fault;
 extern int	gs_guc_service_prefetch_size;	/* MB (1 GB); -1: the key pool's size; 0: off */
-extern bool gs_guc_test_service_prefetch;	/* off: this session seals nothing */
+extern bool gs_guc_test_service_prefetch;
+extern bool gs_guc_test_ship_pages_cpu;	/* shipped pages extracted on the CPU */	/* off: this session seals nothing */
 
 /* _PG_init (gpuselect.c): settings always; the rest only when preloading */
 extern void gs_service_define_gucs(void);
@@ -402,10 +408,13 @@ extern void gs_prefetch_start(void);
 extern void gs_prefetch_round(void);
 extern int	gs_prefetch_device(int slot);
 
-/* a PAGES job's work, on the service's main thread (service_pages.c):
- * check the request and every page reference, extract the keys into the
- * job's key chunks; false with err set on anything inconsistent */
-extern bool gs_svc_pages_run(int j, GsSvcJob *job, gs_error *err);
+/* a PAGES job on the main thread (service_pages.c): checked and described
+ * for a lane (its gs_lane_work, service_lanes.h), then the lane's keys into
+ * the job's chunks */
+struct gs_lane_work;
+extern bool gs_svc_pages_prepare(int j, GsSvcJob *job, struct gs_lane_work *w, gs_error *err);
+extern bool gs_svc_pages_store(int j, GsSvcJob *job, const struct gs_lane_work *w,
+							   gs_error *err);
 
 /* the service's main (service_main.c), named in the worker's registration */
 extern PGDLLEXPORT void gs_service_main(Datum arg);
@@ -413,6 +422,14 @@ extern PGDLLEXPORT void gs_service_main(Datum arg);
 /* this backend's slot, and its exit cleanup (registered once);
  * service_slot.c */
 extern int	gs_svc_my_slot(void);
+/*
+ * Page shipping keeps up to GS_SVC_PAGE_SLOTS PAGES jobs of one scan in
+ * flight (bulk_ship.c), each in a slot of its own after the backends' main
+ * slots: backend b's k-th is nbackend_slots + b * GS_SVC_PAGE_SLOTS + k.
+ * -1: this process has none.
+ */
+#define GS_SVC_PAGE_SLOTS 4
+extern int	gs_svc_page_slot(int k);
 extern void gs_svc_register_exit(void);
 /* wake the service's main thread; give up job slot j (never ERRORs) */
 extern void gs_svc_wake_service(void);

@@ -12,6 +12,7 @@
  * while the scan went on: service_prefetch.c) are copied from that device
  * copy instead, device to device.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,55 @@ struct gs_svc_cuda_dev
 	uint64_t	device_peak;	/* the engine's device bytes, highest seen in a job */
 	bool		oom_armed;		/* gs_svc_cuda_arm_fault(OOM) for the next job */
 	size_t		total_bytes;	/* the device's memory (at open) */
+	void	   *pages_locked;	/* shared buffers, when this device's engine mapped them */
+	uint64_t	pages_dev_base; /* their device address here (0: not yet looked up) */
 };
+
+/*
+ * Shared buffers, page-locked and mapped for every device once, by the
+ * first lane that extracts shipped pages (not at the service's start: a
+ * server that never ships pages should not pin its whole buffer pool).
+ * Lanes race for it, hence the lock; a failure is remembered, and the
+ * lanes then extract on the CPU.
+ */
+static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
+static int	pages_state = 0;	/* 0: not tried, 1: mapped, -1: failed */
+static char pages_why[128];
+
+/* 4 kB pages: the range registered, rounded out to whole pages */
+#define GS_SVC_HOST_PAGE ((uintptr_t) 4096)
+
+static bool
+map_shared_buffers(gs_svc_cuda_dev *d, void *base, size_t bytes, gs_error *err)
+{
+	uintptr_t	lo = (uintptr_t) base & ~(GS_SVC_HOST_PAGE - 1);
+	uintptr_t	hi = ((uintptr_t) base + bytes + GS_SVC_HOST_PAGE - 1) & ~(GS_SVC_HOST_PAGE - 1);
+	uint64_t	dlo = 0;
+	gs_status	s = GS_OK;
+
+	pthread_mutex_lock(&pages_lock);
+	if (pages_state == 0)
+	{
+		s = gs_cuda_host_register_mapped(d->engine, (void *) lo, hi - lo, err);
+		pages_state = s == GS_OK ? 1 : -1;
+		if (s == GS_OK)
+			d->pages_locked = (void *) lo;
+		else
+			snprintf(pages_why, sizeof(pages_why), "%s", err->message);
+	}
+	pthread_mutex_unlock(&pages_lock);
+	if (pages_state != 1)
+	{
+		err->status = GS_ERR_NO_DEVICE;
+		snprintf(err->message, sizeof(err->message),
+				 "shared buffers could not be mapped for the device: %s", pages_why);
+		return false;
+	}
+	if (gs_cuda_host_device_address(d->engine, (void *) lo, &dlo, err) != GS_OK)
+		return false;
+	d->pages_dev_base = dlo + ((uintptr_t) base - lo);
+	return true;
+}
 
 /* sample the engine's device memory while a job holds its buffers */
 static void
@@ -386,11 +435,54 @@ gs_svc_cuda_memory(gs_svc_cuda_dev *dev, uint64_t *engine_bytes, uint64_t *engin
 	}
 }
 
+gs_status
+gs_svc_cuda_extract_pages(gs_svc_cuda_dev *dev, void *base, size_t base_bytes,
+						  const uint64_t *page_off, size_t npages, size_t page_bytes,
+						  const uint32_t *items, size_t n, const gs_page_column *col,
+						  void *keys, size_t *out_n, bool *sticky, gs_error *err)
+{
+	uint64_t   *addrs;
+	gs_status	s;
+
+	*sticky = false;
+	*out_n = 0;
+	if (dev == NULL)
+	{
+		err->status = GS_ERR_NO_DEVICE;
+		snprintf(err->message, sizeof(err->message), "the CUDA engine is not open");
+		return GS_ERR_NO_DEVICE;
+	}
+	if (dev->pages_dev_base == 0 && !map_shared_buffers(dev, base, base_bytes, err))
+		return GS_ERR_NO_DEVICE;
+	if ((addrs = malloc(sizeof(uint64_t) * (npages ? npages : 1))) == NULL)
+	{
+		err->status = GS_ERR_NOMEM;
+		snprintf(err->message, sizeof(err->message), "out of host memory");
+		return GS_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < npages; i++)
+		addrs[i] = dev->pages_dev_base + page_off[i];
+	s = gs_cuda_extract_mapped_pages(dev->engine, addrs, npages, page_bytes, items, n, col,
+									 keys, out_n, err);
+	free(addrs);
+	if (s == GS_ERR_DEVICE)
+	{
+		gs_error	sync_err;
+
+		memset(&sync_err, 0, sizeof(sync_err));
+		if (gs_cuda_sync(dev->engine, &sync_err) != GS_OK)
+			*sticky = true;
+	}
+	return s;
+}
+
 void
 gs_svc_cuda_close(gs_svc_cuda_dev *dev)
 {
 	if (dev == NULL)
 		return;
+	if (dev->pages_locked)
+		gs_cuda_host_unregister(dev->engine, dev->pages_locked);
 	if (dev->pool_locked)
 		gs_cuda_host_unregister(dev->engine, dev->pool_locked);
 	gs_cuda_close(dev->engine);

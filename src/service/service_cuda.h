@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "gs_engine.h"
+#include "gs_pages.h"
 
 typedef struct gs_svc_cuda_dev gs_svc_cuda_dev;
 
@@ -100,7 +101,22 @@ void		gs_svc_cuda_arm_fault(gs_svc_cuda_dev *dev, gs_svc_cuda_fault kind);
 void		gs_svc_cuda_memory(gs_svc_cuda_dev *dev, uint64_t *engine_bytes, uint64_t *engine_peak,
 							   uint64_t *device_used, uint64_t *device_total);
 
-/* unlocks the pool if this device locked it: close that device last */
+/*
+ * Page shipping (issue #31): the keys of the listed tuples (items:
+ * GS_PAGE_ITEM(page, line pointer)) of npages shared-buffer pages, at
+ * byte offsets page_off[] of base (shared buffers, base_bytes in all), read
+ * by the device where they are and extracted there; into keys (host, room
+ * for n), their count in *out_n.  The first call of any device page-locks
+ * and maps base for all of them; GS_ERR_NO_DEVICE when that failed (the
+ * lane extracts on the CPU then).
+ */
+gs_status	gs_svc_cuda_extract_pages(gs_svc_cuda_dev *dev, void *base, size_t base_bytes,
+									  const uint64_t *page_off, size_t npages, size_t page_bytes,
+									  const uint32_t *items, size_t n, const gs_page_column *col,
+									  void *keys, size_t *out_n, bool *sticky, gs_error *err);
+
+/* unlocks the pool (and shared buffers) if this device locked them: close
+ * that device last */
 void		gs_svc_cuda_close(gs_svc_cuda_dev *dev);
 
 #endif							/* GS_SERVICE_CUDA_H */

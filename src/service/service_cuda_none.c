@@ -130,3 +130,24 @@ gs_svc_cuda_arm_fault(gs_svc_cuda_dev *dev, gs_svc_cuda_fault kind)
 	(void) dev;
 	(void) kind;
 }
+
+gs_status
+gs_svc_cuda_extract_pages(gs_svc_cuda_dev *dev, void *base, size_t base_bytes,
+						  const uint64_t *page_off, size_t npages, size_t page_bytes,
+						  const uint32_t *items, size_t n, const gs_page_column *col,
+						  void *keys, size_t *out_n, bool *sticky, gs_error *err)
+{
+	(void) dev;
+	(void) base;
+	(void) base_bytes;
+	(void) page_off;
+	(void) npages;
+	(void) page_bytes;
+	(void) items;
+	(void) n;
+	(void) col;
+	(void) keys;
+	*out_n = 0;
+	*sticky = false;
+	return no_cuda(err);
+}

@@ -266,6 +266,70 @@ lane_run_split(gs_lane *l, gs_lane_work *w)
 	w->split_used = true;
 }
 
+/* a PAGES job on the CPU: each listed tuple read where the page lies */
+static gs_status
+lane_pages_cpu(gs_lane_work *w)
+{
+	gs_lane_pages *pg = &w->pages;
+	size_t		pos = 0;
+	uint64_t	n = 0;
+
+	for (size_t p = 0; p < pg->npages; p++)
+	{
+		gs_page_ref r;
+		const uint16_t *offsets;
+
+		if (interrupted(w))
+		{
+			snprintf(w->err.message, sizeof(w->err.message), "the request was abandoned");
+			return w->err.status = GS_ERR_CANCELED;
+		}
+		memcpy(&r, pg->refs + pos, sizeof(r));
+		offsets = (const uint16_t *) (pg->refs + pos + sizeof(r));
+		if (n + r.noffsets > pg->nitems ||
+			gs_page_extract_cpu((const uint8_t *) pg->base + pg->page_off[p], pg->page_bytes,
+								&r, offsets, &pg->column, pg->keys, &n) != 0)
+		{
+			snprintf(w->err.message, sizeof(w->err.message), "a listed tuple does not fit its page");
+			return w->err.status = GS_ERR_INVALID;
+		}
+		pos += gs_page_ref_bytes(&r);
+	}
+	pg->nkeys = (size_t) n;
+	return GS_OK;
+}
+
+/* a PAGES job: on the device where there is one that maps shared buffers */
+static void
+lane_run_pages(gs_lane *l, gs_lane_work *w)
+{
+	gs_lane_pages *pg = &w->pages;
+	double		t0 = now_ms();
+
+	memset(&w->err, 0, sizeof(w->err));
+	pg->on_device = false;
+	pg->nkeys = 0;
+	if (l->dev != NULL && !pg->on_cpu)
+	{
+		w->status = gs_svc_cuda_extract_pages(l->dev, pg->base, pg->base_bytes, pg->page_off,
+											  pg->npages, pg->page_bytes, pg->items,
+											  pg->nitems, &pg->column, pg->keys, &pg->nkeys,
+											  &w->sticky, &w->err);
+		if (w->status == GS_OK)
+		{
+			pg->on_device = true;
+			w->bytes_copied = (uint64_t) pg->npages * pg->page_bytes;
+			w->copy_ms = now_ms() - t0;
+			return;
+		}
+		/* not mapped (or no engine): the CPU below; a real failure fails the job */
+		if (w->status != GS_ERR_NO_DEVICE || w->sticky)
+			return;
+		memset(&w->err, 0, sizeof(w->err));
+	}
+	w->status = lane_pages_cpu(w);
+}
+
 static void
 lane_run(gs_lane *l, gs_lane_work *w)
 {
@@ -297,6 +361,8 @@ lane_run(gs_lane *l, gs_lane_work *w)
 		snprintf(w->err.message, sizeof(w->err.message),
 				 "the service is shutting down or the request was abandoned");
 	}
+	else if (w->pages.npages > 0)
+		lane_run_pages(l, w);
 	else if (l->dev != NULL && lane_wants_split(l, w))
 		lane_run_split(l, w);
 	else if (l->dev != NULL)

@@ -20,9 +20,35 @@
 #include <stdint.h>
 
 #include "gs_engine.h"
+#include "gs_pages.h"
 #include "service/service_cuda.h"
 
 #define GS_LANES_MAX 16
+
+/*
+ * A PAGES job as a lane sees it (issue #31; service_pages.c prepares it):
+ * the keys of the listed tuples of pinned shared-buffer pages.  CUDA lanes
+ * have the device read the pages where they are (gs_svc_cuda_extract_pages)
+ * unless on_cpu; CPU lanes, and CUDA lanes whose device cannot map shared
+ * buffers, extract on the lane's thread (gs_page_extract_cpu).
+ */
+typedef struct gs_lane_pages
+{
+	size_t		npages;			/* 0: the job is a selection */
+	void	   *base;			/* shared buffers */
+	size_t		base_bytes;
+	size_t		page_bytes;
+	const uint64_t *page_off;	/* each page's offset in base */
+	const char *refs;			/* the gs_page_refs, packed, as the owner sent them */
+	size_t		ref_bytes;
+	const uint32_t *items;		/* GS_PAGE_ITEM per listed tuple, nitems */
+	size_t		nitems;
+	gs_page_column column;
+	bool		on_cpu;			/* test hook: not on the device */
+	void	   *keys;			/* out: room for nitems keys */
+	size_t		nkeys;			/* out */
+	bool		on_device;		/* out: the device extracted them */
+} gs_lane_pages;
 
 /* one job as a lane sees it; the main thread owns the memory throughout */
 typedef struct gs_lane_work
@@ -49,6 +75,7 @@ typedef struct gs_lane_work
 	size_t		split_budget;	/* its bytes a device (0: the engine's default) */
 	int			split_lanes[GS_LANES_MAX];	/* other lanes whose devices it uses, */
 	int			nsplit_lanes;	/* held for it (gs_lanes_hold) */
+	gs_lane_pages pages;		/* a PAGES job (pages.npages > 0) */
 
 	/* set by the lane before it hands the work back */
 	int			lane;

@@ -499,6 +499,27 @@ gs_svc_requeue(int j)
 		gs_svc_release_job(j);
 }
 
+/* a PAGES job's keys into its chunks (when the lane has them), published */
+static int
+gs_svc_finish_pages(int j, gs_lane_work *w)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	gs_error	err;
+
+	memset(&err, 0, sizeof(err));
+	if (w->status != GS_OK)
+		return gs_svc_publish(j, w->status, w->err.message, NULL, 0);
+	if (pg_atomic_read_u32(&job->state) != GS_JOB_RUNNING)
+		return gs_svc_publish(j, GS_ERR_CANCELED, "abandoned", NULL, 0);	/* frees it */
+	if (!gs_svc_pages_store(j, job, w, &err))
+		return gs_svc_publish(j, err.status, err.message, NULL, 0);
+	if (w->pages.on_device)
+		pg_atomic_fetch_add_u64(&gs_svc_ctl->pages_on_device, w->pages.npages);
+	else
+		pg_atomic_fetch_add_u64(&gs_svc_ctl->pages_on_cpu, w->pages.npages);
+	return gs_svc_publish(j, GS_OK, NULL, NULL, 0);
+}
+
 /*
  * A lane handed back work w: take the device out of rotation when it failed
  * for good, then publish the answer or requeue the job (gs_svc_requeue),
@@ -543,6 +564,8 @@ gs_svc_finish_job(gs_lane_work *w)
 		gs_svc_requeue(j);		/* its device failed: another one runs it */
 		outcome = 0;
 	}
+	else if (w->pages.npages > 0)
+		outcome = gs_svc_finish_pages(j, w);
 	else
 		outcome = gs_svc_publish(j, w->status, w->err.message, w->answer,
 								 (w->approx ? sizeof(gs_approx_pick) : sizeof(uint64)) * w->nranks);
@@ -663,38 +686,74 @@ gs_svc_start_wide(int j)
 }
 
 /*
- * PAGES jobs (service_pages.c), each run to its answer here on the main
- * thread: stage 1 extracts on the CPU, a few milliseconds a batch, so the
- * devices' jobs wait at most that long.  (Stage 2 gives them to lanes.)
+ * PAGES jobs (issue #31, page shipping; service_pages.c): checked here and
+ * given to lanes before any selection, since a scan is waiting to go on;
+ * one that finds every device full waits for the next dispatch.  A page
+ * job in a lane counts as a job on its device, like a selection.
  */
 static void
-gs_svc_run_page_jobs(void)
+gs_svc_start_page_job(int j, int d)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_SUBMITTED;
+	GsSvcRun   *run = NULL;
+	gs_lane_work *w;
+	gs_error	err;
+	MemoryContext old;
+
+	for (int r = 0; r < GS_SVC_RUNS_PER_DEVICE && run == NULL; r++)
+		if (svc_runs[d][r].job < 0)
+			run = &svc_runs[d][r];
+	if (run == NULL)
+		elog(ERROR, "gpuselect GPU service: device %d has no room for a job", d);
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
+		return;					/* abandoned meanwhile */
+	run->start = GetCurrentTimestamp();
+	job->queue_ms = (double) (run->start - job->submit_time) / 1000.0;
+	job->copy_ms = 0;
+	job->bytes_copied = 0;
+	job->out_keys = 0;
+	run->cxt = AllocSetContextCreate(TopMemoryContext, "gpuselect service pages",
+									 ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(run->cxt);
+	memset(&err, 0, sizeof(err));
+	w = palloc0(sizeof(gs_lane_work));
+	if (!gs_svc_pages_prepare(j, job, w, &err))
+	{
+		MemoryContextSwitchTo(old);
+		job->select_ms = gs_svc_ms_since(run->start);
+		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
+		MemoryContextDelete(run->cxt);
+		run->cxt = NULL;
+		return;
+	}
+	w->tag = j;
+	w->opt.interrupt = gs_svc_interrupt;
+	w->opt.interrupt_arg = job;
+	w->delay_ms = job->delay_ms;
+	w->inject = GS_OK;
+	MemoryContextSwitchTo(old);
+	run->job = j;
+	run->work = w;
+	gs_svc_device_start(d, job->nkeys);
+	gs_lanes_submit(d, w);
+}
+
+static void
+gs_svc_start_page_jobs(void)
 {
 	for (int j = 0; j < gs_svc_ctl->njobs; j++)
 	{
 		GsSvcJob   *job = &gs_svc_jobs[j];
-		uint32		expected = GS_JOB_SUBMITTED;
-		TimestampTz start;
-		MemoryContext cxt,
-					old;
-		gs_error	err;
+		int			d;
 
 		if (job->kind != GS_SVC_JOB_PAGES ||
-			!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
+			pg_atomic_read_u32(&job->state) != GS_JOB_SUBMITTED)
 			continue;
-		start = GetCurrentTimestamp();
-		job->queue_ms = (double) (start - job->submit_time) / 1000.0;
-		job->copy_ms = 0;
-		job->bytes_copied = 0;
-		cxt = AllocSetContextCreate(TopMemoryContext, "gpuselect service pages",
-									ALLOCSET_DEFAULT_SIZES);
-		old = MemoryContextSwitchTo(cxt);
-		memset(&err, 0, sizeof(err));
-		(void) gs_svc_pages_run(j, job, &err);
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(cxt);
-		job->select_ms = gs_svc_ms_since(start);
-		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
+		d = gs_svc_device_pick(-1, -1);
+		if (d < 0)
+			return;				/* every device full */
+		gs_svc_start_page_job(j, d);
 	}
 }
 
@@ -702,7 +761,7 @@ gs_svc_run_page_jobs(void)
 static void
 gs_svc_dispatch(void)
 {
-	gs_svc_run_page_jobs();
+	gs_svc_start_page_jobs();
 	for (;;)
 	{
 		int			j,

@@ -25,10 +25,13 @@
  * shared buffers; and the loop stops at the next page once it sees the job
  * abandoned.
  *
- * Stage 1 extracts on this (the main) thread's CPU, in cpu_test and on
- * alike: CI exercises the protocol and the pins.  Stage 2 hands the pages
- * to a lane, which copies them to its device and extracts there
- * (gs_cuda_extract_pages, kernels/cuda/gs_pass_pages.cuh).
+ * The main thread checks the request and the buffers here and hands the
+ * job to a lane (service_main.c), whose device reads the pages where they
+ * lie and extracts there (gs_svc_cuda_extract_pages), or whose thread
+ * extracts on the CPU (cpu_test, the test hook, a device that cannot map
+ * shared buffers); the keys come back here and go into the job's key
+ * chunks.  A buffer the owner unpinned after it abandoned the job may be
+ * read meanwhile: memory of shared buffers all the same, and bounds-checked.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -41,6 +44,7 @@
 #include "storage/itemid.h"
 
 #include "service/service.h"
+#include "service/service_lanes.h"
 
 /* gs_pages.h restates the heap format: the build fails if it is not this one */
 StaticAssertDecl(SizeOfPageHeaderData == GS_PAGE_HEADER_BYTES, "page header size");
@@ -107,21 +111,23 @@ gs_svc_pages_buffer_ok(const gs_page_ref *r)
 		desc->tag.blockNum == r->block;
 }
 
-/* the keys of every listed tuple into out (room for job->nkeys) */
+/*
+ * The references into w->pages: each page's offset in shared buffers (its
+ * buffer checked) and an item per listed tuple for the device.
+ */
 static bool
-gs_svc_pages_extract(GsSvcJob *job, const char *refs, void *out, gs_error *err)
+gs_svc_pages_index(GsSvcJob *job, const char *refs, gs_lane_pages *pg, gs_error *err)
 {
 	Size		pos = 0;
 	uint64		listed = 0;
-	uint64		n = 0;
+	uint64	   *page_off = palloc(sizeof(uint64) * job->npages);
+	uint32	   *items = palloc(sizeof(uint32) * job->nkeys);
 
 	for (uint32 p = 0; p < job->npages; p++)
 	{
 		gs_page_ref r;
 		const uint16 *offsets;
 
-		if (pg_atomic_read_u32(&job->state) == GS_JOB_ABANDONED)
-			return gs_svc_pages_fail(err, "abandoned");
 		if (pos + sizeof(gs_page_ref) > job->ref_bytes)
 			return gs_svc_pages_fail(err, "request does not match its chunks");
 		memcpy(&r, refs + pos, sizeof(r));
@@ -131,66 +137,80 @@ gs_svc_pages_extract(GsSvcJob *job, const char *refs, void *out, gs_error *err)
 		if (!gs_svc_pages_buffer_ok(&r))
 			return gs_svc_pages_fail(err, "a page reference is not a pinned buffer of its block");
 		offsets = (const uint16 *) (refs + pos + sizeof(gs_page_ref));
-		if (gs_page_extract_cpu((const uint8 *) BufferGetPage((Buffer) r.buffer), BLCKSZ,
-								&r, offsets, &job->column, out, &n) != 0)
-			return gs_svc_pages_fail(err, "a listed tuple does not fit its page");
+		page_off[p] = (uint64) ((char *) BufferGetPage((Buffer) r.buffer) - BufferBlocks);
+		for (int i = 0; i < r.noffsets; i++)
+			items[listed + i] = GS_PAGE_ITEM(p, (r.flags & GS_PAGE_DENSE) ? i + 1 : offsets[i]);
 		listed += r.noffsets;
 		pos += gs_page_ref_bytes(&r);
 	}
-	job->out_keys = n;
+	pg->page_off = page_off;
+	pg->items = items;
+	pg->nitems = (size_t) listed;
 	return true;
 }
 
 /*
- * Job j, RUNNING on this thread: check the request, extract, and write the
- * keys into the job's key chunks (after its io chunks), each chunk's count
- * in its descriptor.
+ * Job j, RUNNING on the main thread: check the request and its buffers and
+ * describe it for a lane in w->pages (memory of the current context, which
+ * outlives the lane's work).  False, err set: answer it failed.
  */
 bool
-gs_svc_pages_run(int j, GsSvcJob *job, gs_error *err)
+gs_svc_pages_prepare(int j, GsSvcJob *job, gs_lane_work *w, gs_error *err)
 {
 	Size		cb = gs_svc_ctl->chunk_bytes;
 	unsigned	kb = job->column.key_bytes;
-	uint64		per_chunk;
+	gs_lane_pages *pg = &w->pages;
 	char	   *refs;
-	char	   *out;
-	uint64		left;
-	int			idx;
 
 	err->status = GS_OK;
-	job->out_keys = 0;
 	if (!gs_svc_pages_itemid_ok())
 		return gs_svc_pages_fail(err, "this build's line pointer layout is not gs_pages.h's");
 	if (!gs_svc_pages_column_ok(&job->column) || job->key_bytes != kb ||
-		job->npages == 0 || job->io_chunks <= 0 || job->key_chunks <= 0 ||
-		job->io_chunks + job->key_chunks != job->nchunks ||
+		job->npages == 0 || job->npages > 65536 || job->io_chunks <= 0 ||
+		job->key_chunks <= 0 || job->io_chunks + job->key_chunks != job->nchunks ||
 		job->nchunks > gs_svc_ctl->nchunks ||
 		job->ref_bytes > (uint64) job->io_chunks * cb)
 		return gs_svc_pages_fail(err, "malformed request");
-	per_chunk = cb / kb;
-	if (job->nkeys == 0 || job->nkeys > (uint64) job->key_chunks * per_chunk)
+	if (job->nkeys == 0 || job->nkeys > (uint64) job->key_chunks * (cb / kb))
 		return gs_svc_pages_fail(err, "request does not match its chunks");
-
-	/*
-	 * gpuselect.test_service_delay (tests: a cancel while the service holds
-	 * the job): on this thread, so it holds up the service's loop too
-	 */
-	for (int waited = 0; waited < job->delay_ms &&
-		 pg_atomic_read_u32(&job->state) != GS_JOB_ABANDONED; waited += 10)
-		pg_usleep(10000L);
-
 	if (job->fault != GS_SVC_FAULT_NONE)
 		return gs_svc_pages_fail(err, "injected failure (gpuselect.test_service_fault)");
 
 	refs = palloc(job->ref_bytes);
-	out = palloc((Size) job->nkeys * kb);
 	if (!gs_pool_copy(job->head, j, 0, refs, job->ref_bytes, false))
 		return gs_svc_pages_fail(err, "bad chunk list");
-	if (!gs_svc_pages_extract(job, refs, out, err))
+	if (!gs_svc_pages_index(job, refs, pg, err))
 		return false;
+	pg->npages = job->npages;
+	pg->base = BufferBlocks;
+	pg->base_bytes = (size_t) NBuffers * BLCKSZ;
+	pg->page_bytes = BLCKSZ;
+	pg->refs = refs;
+	pg->ref_bytes = job->ref_bytes;
+	pg->column = job->column;
+	pg->on_cpu = job->pages_on_cpu;
+	pg->keys = palloc((Size) job->nkeys * kb);
+	return true;
+}
 
-	/* the keys into the key chunks, full ones first */
-	if (!gs_pool_copy(job->head, j, (Size) job->io_chunks * cb, out,
+/*
+ * The lane's keys (w->pages) into job j's key chunks, after its io chunks,
+ * full ones first, each chunk's count in its descriptor; out_keys the total.
+ */
+bool
+gs_svc_pages_store(int j, GsSvcJob *job, const gs_lane_work *w, gs_error *err)
+{
+	Size		cb = gs_svc_ctl->chunk_bytes;
+	unsigned	kb = job->column.key_bytes;
+	uint64		per_chunk = cb / kb;
+	uint64		left;
+	int			idx;
+
+	err->status = GS_OK;
+	if (w->pages.nkeys > job->nkeys)
+		return gs_svc_pages_fail(err, "more keys than listed tuples");
+	job->out_keys = w->pages.nkeys;
+	if (!gs_pool_copy(job->head, j, (Size) job->io_chunks * cb, w->pages.keys,
 					  (Size) job->out_keys * kb, true))
 		return gs_svc_pages_fail(err, "bad chunk list");
 	idx = job->head;

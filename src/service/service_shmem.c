@@ -31,6 +31,7 @@ int			gs_guc_key_pool_size = 256;
 int			gs_guc_key_pool_chunk_size = 4096;
 int			gs_guc_service_prefetch_size = 1024;
 bool		gs_guc_test_service_prefetch = true;
+bool		gs_guc_test_ship_pages_cpu = false;
 int			gs_guc_service_timeout = 30000;
 int			gs_guc_test_service_delay = 0;
 int			gs_guc_test_service_fault = GS_SVC_FAULT_NONE;
@@ -116,6 +117,13 @@ gs_service_define_gucs(void)
 							 true,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("gpuselect.test_ship_pages_cpu",
+							 "Test hook: the GPU service extracts this session's shipped pages on its CPU, not on a device.",
+							 "For benchmarks that compare the two ways of extracting shipped pages in one session.",
+							 &gs_guc_test_ship_pages_cpu,
+							 false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 	gs_svc_devices_define_gucs(false);
 }
 
@@ -124,7 +132,9 @@ gs_svc_shmem_size(int *njobs, int *nchunks, Size *chunk_bytes)
 {
 	Size		size;
 
-	*njobs = MaxBackends + 1;	/* ProcNumber 0-based (17+), BackendId 1-based (15/16) */
+	/* ProcNumber 0-based (17+), BackendId 1-based (15/16): MaxBackends + 1
+	 * main slots, then each one's page slots (service.h) */
+	*njobs = (MaxBackends + 1) * (1 + GS_SVC_PAGE_SLOTS);
 	*chunk_bytes = (Size) gs_guc_key_pool_chunk_size * 1024;
 	*nchunks = (int) (((Size) gs_guc_key_pool_size << 20) / *chunk_bytes);
 
@@ -190,6 +200,8 @@ gs_svc_shmem_startup(void)
 		pg_atomic_init_u64(&c->requeued, 0);
 		pg_atomic_init_u64(&c->fallen_back, 0);
 		pg_atomic_init_u64(&c->split_jobs, 0);
+		pg_atomic_init_u64(&c->pages_on_device, 0);
+		pg_atomic_init_u64(&c->pages_on_cpu, 0);
 		pg_atomic_init_u64(&c->canceled, 0);
 		pg_atomic_init_u64(&c->timed_out, 0);
 		pg_atomic_init_u64(&c->pool_exhausted, 0);
@@ -215,6 +227,7 @@ gs_svc_shmem_startup(void)
 		c->lock = &(GetNamedLWLockTranche("gpuselect_service"))->lock;
 		strlcpy(c->reason, gs_svc_registered ? "" : gs_svc_off_reason, sizeof(c->reason));
 		c->njobs = njobs;
+		c->nbackend_slots = MaxBackends + 1;
 		c->nchunks = nchunks;
 		c->chunk_bytes = chunk_bytes;
 		for (int i = 0; i < njobs; i++)
@@ -435,6 +448,8 @@ gs_service_status(void (*emit) (const char *name, const char *value, void *arg),
 	EMIT_U64("service_requeued", pg_atomic_read_u64(&c->requeued));
 	EMIT_U64("service_fallen_back", pg_atomic_read_u64(&c->fallen_back));
 	EMIT_U64("service_split_jobs", pg_atomic_read_u64(&c->split_jobs));
+	EMIT_U64("service_pages_on_device", pg_atomic_read_u64(&c->pages_on_device));
+	EMIT_U64("service_pages_on_cpu", pg_atomic_read_u64(&c->pages_on_cpu));
 	EMIT_U64("service_canceled", pg_atomic_read_u64(&c->canceled));
 	EMIT_U64("service_timed_out", pg_atomic_read_u64(&c->timed_out));
 	EMIT_U64("service_pool_exhausted", pg_atomic_read_u64(&c->pool_exhausted));

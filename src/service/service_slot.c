@@ -26,9 +26,21 @@ gs_svc_my_slot(void)
 {
 	int			idx = (int) MyProcNumber;
 
-	if (idx < 0 || idx >= gs_svc_ctl->njobs)
+	if (idx < 0 || idx >= gs_svc_ctl->nbackend_slots)
 		return -1;
 	return idx;
+}
+
+int
+gs_svc_page_slot(int k)
+{
+	int			me = gs_svc_my_slot();
+	int			idx;
+
+	if (me < 0 || k < 0 || k >= GS_SVC_PAGE_SLOTS)
+		return -1;
+	idx = gs_svc_ctl->nbackend_slots + me * GS_SVC_PAGE_SLOTS + k;
+	return idx < gs_svc_ctl->njobs ? idx : -1;
 }
 
 void
@@ -82,8 +94,8 @@ gs_svc_abandon(int j)
 	}
 }
 
-/* exit (FATAL, terminate, normal): our place in the pool's queue, the job,
- * then every chunk our scans still hold (states' reset callbacks normally
+/* exit (FATAL, terminate, normal): our place in the pool's queue, the job
+ * and the page jobs, then every chunk our scans still hold (states' reset callbacks normally
  * freed them already) */
 static void
 gs_svc_client_exit(int code, Datum arg)
@@ -96,6 +108,9 @@ gs_svc_client_exit(int code, Datum arg)
 		return;
 	gs_pool_queue_leave(j);
 	gs_svc_abandon(j);
+	for (int k = 0; k < GS_SVC_PAGE_SLOTS; k++)
+		if (gs_svc_page_slot(k) >= 0)
+			gs_svc_abandon(gs_svc_page_slot(k));
 	gs_pool_free_all_held(j, MyProcPid);
 }
 

@@ -1268,6 +1268,47 @@ page_checks_one(unsigned kb, bool is_float, bool has_missing)
 	check(nout == ncpu && dev == cpu_keys, "pages kb %u float %d missing %d: device equals CPU (%zu vs %llu keys)",
 		  kb, (int) is_float, (int) has_missing, nout, (unsigned long long) ncpu);
 
+	/*
+	 * The mapped path (the service's page shipping): the same pages in
+	 * registered host memory, in reverse order and one page apart, read by
+	 * the device where they lie; the keys come back to the host.
+	 */
+	{
+		size_t		slots = 2 * (size_t) npages + 1;
+		std::vector<uint8_t> host(PB * slots + 4096);
+		uint8_t    *base = (uint8_t *) (((uintptr_t) host.data() + 4095) & ~(uintptr_t) 4095);
+		std::vector<uint64_t> addrs(npages);
+		uint64_t	d_base = 0;
+		std::vector<uint8_t> hkeys((size_t) kb * items.size() + 8);
+		size_t		nmap = 0;
+
+		for (int p = 0; p < npages; p++)
+			memcpy(base + PB * (2 * (size_t) (npages - 1 - p) + 1), pages.data() + PB * p, PB);
+		st = gs_cuda_host_register_mapped(E, base, PB * slots, &err);
+		check(st == GS_OK, "gs_cuda_host_register_mapped: %s", err.message);
+		st = gs_cuda_host_device_address(E, base, &d_base, &err);
+		check(st == GS_OK && d_base != 0, "gs_cuda_host_device_address: %s", err.message);
+		for (int p = 0; p < npages; p++)
+			addrs[p] = d_base + PB * (2 * (uint64_t) (npages - 1 - p) + 1);
+		st = gs_cuda_extract_mapped_pages(E, addrs.data(), npages, PB, items.data(), items.size(),
+										  &col, hkeys.data(), &nmap, &err);
+		check(st == GS_OK, "gs_cuda_extract_mapped_pages: %s", err.message);
+		std::vector<uint64_t> mk;
+
+		for (size_t i = 0; i < nmap; i++)
+			mk.push_back(kb == 2 ? ((uint16_t *) hkeys.data())[i] : kb == 4 ? ((uint32_t *) hkeys.data())[i]
+						 : ((uint64_t *) hkeys.data())[i]);
+		check(nmap == ncpu && mk == cpu_keys,
+			  "pages kb %u float %d missing %d: mapped pages on the device equal the CPU (%zu vs %llu keys)",
+			  kb, (int) is_float, (int) has_missing, nmap, (unsigned long long) ncpu);
+		addrs[0] += 8;
+		st = gs_cuda_extract_mapped_pages(E, addrs.data(), npages, PB, items.data(), items.size(),
+										  &col, hkeys.data(), &nmap, &err);
+		check(st == GS_ERR_INVALID, "gs_cuda_extract_mapped_pages: a misaligned page address is refused (%d)",
+			  (int) st);
+		gs_cuda_host_unregister(E, base);
+	}
+
 	/* a listed line pointer past pd_lower: a clean GS_ERR_INVALID */
 	{
 		uint32_t	badit = GS_PAGE_ITEM(0, 400);

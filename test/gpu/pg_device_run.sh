@@ -83,6 +83,10 @@ if has service-on; then
 		"${GS_KEY_POOL_SIZE:-8GB}" >"$PGDATA/gpuselect-service.conf"
 	# GS_SHARED_BUFFERS overrides the bundle's 4GB (the file comes later)
 	[ -n "${GS_SHARED_BUFFERS:-}" ] && echo "shared_buffers = '$GS_SHARED_BUFFERS'" >>"$PGDATA/gpuselect-service.conf"
+	# GS_WORKER_PROCESSES: room for that many parallel workers besides the service
+	[ -n "${GS_WORKER_PROCESSES:-}" ] &&
+		printf "max_worker_processes = %s\nmax_parallel_workers = %s\n" "$((GS_WORKER_PROCESSES + 2))" \
+			"$GS_WORKER_PROCESSES" >>"$PGDATA/gpuselect-service.conf"
 	# (postgresql.auto.conf would override it: earlier runs used ALTER SYSTEM)
 	psql -X -q -c "ALTER SYSTEM RESET shared_preload_libraries" -c "ALTER SYSTEM RESET max_connections"
 	pg_restart

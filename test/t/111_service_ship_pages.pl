@@ -1,6 +1,8 @@
-# Page shipping (issue #31, stage 1; gpuselect.bulk_scan_ship_pages): the
-# bulk scan pins the pages it checked and the GPU service (cpu_test here)
-# extracts the column's keys from the shared buffers.  Differential: every
+# Page shipping (issue #31; gpuselect.bulk_scan_ship_pages): the bulk scan
+# pins the pages it checked and the GPU service (cpu_test here: a lane's
+# thread; with the CUDA engine its device) extracts the column's keys from
+# the shared buffers, while the scan goes on (up to four batches in
+# flight, each in a page slot of its own).  Differential: every
 # answer is compared with the executor's plan (the built-in percentile_disc
 # with accelerate_builtins off) under the same snapshot, while other
 # sessions insert, update, delete, abort and VACUUM:
@@ -11,7 +13,8 @@
 # then follows from the NULL bitmap), an int2 before an int8 (alignment), a
 # dropped column before them, a column added later with a default
 # (attmissingval) and one without (NULL).  EXPLAIN ANALYZE must show every
-# page shipped, so the comparison is never executor against itself.  Then:
+# page shipped, so the comparison is never executor against itself.  The
+# same with two parallel workers shipping too.  Then:
 # the setting is superuser-only; a column after a varlena is not shipped
 # (same answer); a cancel while the service holds the job leaves no pin
 # (pg_buffercache) and the pool empty; the service failing page jobs: the scan
@@ -101,6 +104,29 @@ ok(defined $shipped && $pages > 50 && $shipped == $pages, "every page shipped ($
 like(psql_value("SET gpuselect.accelerate_builtins = off;\n"
 		. "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(i8, $F) FROM sp;"),
 	qr/^(?!.*Pages Shipped)/s, 'off by default: nothing shipped');
+# cpu_test: the lanes' threads extracted them; with the CUDA engine the device
+my $st0 = GsTest::service_status();
+my ($by, $not) = GsTest::service_mode() eq 'cpu_test'
+  ? ('service_pages_on_cpu', 'service_pages_on_device')
+  : ('service_pages_on_device', 'service_pages_on_cpu');
+ok($st0->{$by} >= $pages && $st0->{$not} == 0,
+	"status: $by $st0->{$by}, $not $st0->{$not}");
+my $cpu0 = $st0->{service_pages_on_cpu};
+is(psql_value($ship . "SET gpuselect.test_ship_pages_cpu = on;\n" . same_statement('f8')), 't',
+	'the test hook: extracted on a lane thread, same answer');
+ok(GsTest::service_status()->{service_pages_on_cpu} > $cpu0, '... and counted there');
+
+# parallel workers ship their pages too
+my $par = $ship . "SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;\n"
+  . "SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;\n";
+my $pplan = psql_value($par . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(i8, $F) FROM sp;");
+like($pplan, qr/Workers Launched: [12]/, 'parallel: workers launched') or diag($pplan);
+my ($pshipped) = $pplan =~ /Pages Shipped: (\d+)/;
+ok(defined $pshipped && $pshipped > 0, "parallel: pages shipped ($pplan)");
+for my $c (qw(i8 f4 ts m))
+{
+	is(psql_value($par . same_statement($c)), 't', "parallel, $c: shipped scan equals the executor");
+}
 
 # ---- with writers ----
 psql_value(q{
@@ -148,6 +174,7 @@ for my $r (1 .. $rounds)
 	{
 		is(psql_value($ship . same_statement($c)), 't', "round $r, read committed, $c");
 	}
+	is(psql_value($par . same_statement('f8')), 't', "round $r, read committed, parallel, f8");
 	# repeatable read: the shipped scan, then the executor, in one transaction
 	for my $c (qw(i8 f8 m))
 	{
@@ -170,6 +197,8 @@ for my $b (@bg, $vac)
 # ---- the setting, the scope ----
 my ($rc, $out) = GsTest::psql("CREATE ROLE nosu; SET ROLE nosu; SET gpuselect.bulk_scan_ship_pages = on;");
 like($out, qr/permission denied/, 'the setting is superuser-only');
+($rc, $out) = GsTest::psql("SET ROLE nosu; SET gpuselect.test_ship_pages_cpu = on;");
+like($out, qr/permission denied/, 'the test hook is superuser-only');
 is(psql_value($ship . "SELECT (SELECT gpu_quantiles(x, $F)::text FROM sv)"
 		. " = (SELECT (percentile_disc($F) WITHIN GROUP (ORDER BY x))::text FROM sv);"), 't',
 	'a column after a varlena: same answer');
