@@ -300,9 +300,11 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 										 ALLOCSET_DEFAULT_SIZES);
 	/* page shipping: one aggregate, no quals or FILTER, no GROUP BY, in the
 	 * leader and each worker alike (each its own page slots); not where
-	 * this session keeps off the GPU (the service extracts on its device) */
+	 * this session keeps off the GPU (the service extracts on its device),
+	 * nor for a temporary table (local buffers: the service cannot see them) */
 	if (gs_guc_bulk_scan_ship_pages && gs_guc_device != GS_DEVICE_CPU &&
-		bs->naggs == 1 && bs->qual_slot == NULL && group == NIL)
+		bs->naggs == 1 && bs->qual_slot == NULL && group == NIL &&
+		!RelationUsesLocalBuffers(node->ss.ss_currentRelation))
 		bs->ship = gs_bulk_ship_create(CurrentMemoryContext,
 									   RelationGetDescr(node->ss.ss_currentRelation),
 									   bs->aggs[0].attno, bs->aggs[0].tkind);
@@ -645,26 +647,66 @@ gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *
 	hs->rs_cindex = ntuples - 1;
 }
 
+/*
+ * Page shipping's own page loop (bulk_ship.c, gs_bulk_ship_read_page): the
+ * blocks in the order heap_getnext takes them -- serially from the scan's
+ * start block round (synchronized scans), in parallel as the table AM's
+ * shared block allocation hands them out -- each read, checked and listed
+ * in the batch.  Pages without a visible tuple count nowhere, as there.
+ */
 static void
-gs_bulk_scan_run(GsBulkScanState *bs)
+gs_bulk_ship_loop(GsBulkScanState *bs, TupleDesc desc)
 {
-	Relation	rel = bs->css.ss.ss_currentRelation;
-	TupleDesc	desc = RelationGetDescr(rel);
-	ExprContext *econtext = bs->css.ss.ps.ps_ExprContext;
-	instr_time	start,
-				elapsed;
+	HeapScanDesc hs = (HeapScanDesc) bs->scan;
+	Relation	rel = hs->rs_base.rs_rd;
+	ParallelBlockTableScanDesc pb = (ParallelBlockTableScanDesc) hs->rs_base.rs_parallel;
+	BlockNumber nblocks = pb != NULL ? pb->phs_nblocks : hs->rs_nblocks;
+	BlockNumber done = 0;
+
+	(void) gs_bulk_single_state(bs);
+	if (pb != NULL)
+		table_block_parallelscan_startblock_init(rel, hs->rs_parallelworkerdata, pb);
+	for (;;)
+	{
+		BlockNumber blk;
+		int			n;
+		bool		av;
+		bool		full;
+
+		if (pb != NULL)
+			blk = table_block_parallelscan_nextpage(rel, hs->rs_parallelworkerdata, pb);
+		else
+			blk = done < nblocks ? (hs->rs_startblock + done++) % nblocks : InvalidBlockNumber;
+		if (blk == InvalidBlockNumber)
+			break;
+		full = gs_bulk_ship_read_page(bs->ship, rel, blk, hs->rs_strategy,
+									  hs->rs_base.rs_snapshot, &n, &av);
+		if (n > 0)
+		{
+			bs->pages++;
+			if (av)
+				bs->pages_all_visible++;
+			bs->tuples += n;
+			bs->rows += n;
+			bs->single->rows += n;
+			GS_PGSTAT_COUNT_TUPLES_RETURNED(rel, n);
+		}
+		if (full)
+			gs_bulk_ship_batch(bs, desc, false);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* heap_getnext's pages (or rows, without page mode: no MVCC snapshot) */
+static void
+gs_bulk_scan_heap(GsBulkScanState *bs, TupleDesc desc, ExprContext *econtext)
+{
 	HeapTuple	tup;
 
-	INSTR_TIME_SET_CURRENT(start);
-	if (bs->scan == NULL)
-		bs->scan = bs->pscan != NULL ?
-			table_beginscan_parallel(rel, bs->pscan) :
-			table_beginscan(rel, bs->css.ss.ps.state->es_snapshot, 0, NULL);
 	while ((tup = heap_getnext(bs->scan, ForwardScanDirection)) != NULL)
 	{
 		HeapScanDesc hs = (HeapScanDesc) bs->scan;
 
-		/* without page mode (no MVCC snapshot) heap_getnext goes row by row */
 		if (hs->rs_base.rs_flags & SO_ALLOW_PAGEMODE)
 			gs_bulk_page(bs, hs, desc, econtext);
 		else
@@ -675,6 +717,25 @@ gs_bulk_scan_run(GsBulkScanState *bs)
 		ResetExprContext(econtext);
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+static void
+gs_bulk_scan_run(GsBulkScanState *bs)
+{
+	Relation	rel = bs->css.ss.ss_currentRelation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	instr_time	start,
+				elapsed;
+
+	INSTR_TIME_SET_CURRENT(start);
+	if (bs->scan == NULL)
+		bs->scan = bs->pscan != NULL ?
+			table_beginscan_parallel(rel, bs->pscan) :
+			table_beginscan(rel, bs->css.ss.ps.state->es_snapshot, 0, NULL);
+	if (bs->ship != NULL && gs_bulk_ship_own_pages(rel, bs->scan->rs_snapshot))
+		gs_bulk_ship_loop(bs, desc);
+	else
+		gs_bulk_scan_heap(bs, desc, bs->css.ss.ps.ps_ExprContext);
 	if (bs->ship != NULL)
 		gs_bulk_ship_batch(bs, desc, true);
 	INSTR_TIME_SET_CURRENT(elapsed);

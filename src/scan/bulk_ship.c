@@ -23,6 +23,14 @@
  * again, and every batch at the scan's end, is collected: its keys
  * appended to the state, its pins released.
  *
+ * A scan never waits for a service that is behind, except where the
+ * session asked for the GPU (gpuselect.device = gpu): when the batch just
+ * filled would have to wait for its slot's earlier batch, the scan
+ * extracts it itself and refills it.  So a device busy with other work,
+ * or parallel workers shipping faster than one device extracts, make
+ * shipping no slower than extracting here; the service takes the share it
+ * can (measured: test/bench/results/gpu-2026-11-28-session26.md).
+ *
  * MVCC and pins.  The listed tuples are the snapshot's answer for this
  * page; checking them later would be wrong (a concurrent commit would
  * change it), so the list travels, not the question.  And the list stays
@@ -51,12 +59,16 @@
 #include "postgres.h"
 #include "base/pg_compat.h"
 
+#include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "utils/snapmgr.h"
 #include "utils/memutils.h"
 
 #include "aggs/fn_cache.h"
+#include "base/guc.h"
 #include "scan/bulk_ship.h"
 #include "select/service_client.h"
 #include "service/service.h"
@@ -168,34 +180,118 @@ gs_bulk_ship_create(MemoryContext cxt, TupleDesc desc, AttrNumber attno, GsTypeK
 	return sp;
 }
 
+static bool gs_bulk_ship_append(GsBulkShip *sp, Buffer buf, BlockNumber blk,
+								const OffsetNumber *offs, int n);
+
 bool
 gs_bulk_ship_page(GsBulkShip *sp, HeapScanDesc hs)
 {
-	GsShipBatch *b = &sp->batch[sp->fill];
 	int			first = (int) hs->rs_cindex;
 	int			n = (int) hs->rs_ntuples - first;
-	gs_page_ref r;
-	bool		dense = (first == 0);
 
 	if (n <= 0)
 		return false;
+	/* our pin (the resource owner remembers it): heap_getnext drops its own */
+	IncrBufferRefCount(hs->rs_cbuf);
+	return gs_bulk_ship_append(sp, hs->rs_cbuf, hs->rs_cblock, &hs->rs_vistuples[first], n);
+}
+
+/* a reference to the current batch: buf (whose pin the batch now holds),
+ * block blk and its n visible line pointers offs */
+static bool
+gs_bulk_ship_append(GsBulkShip *sp, Buffer buf, BlockNumber blk, const OffsetNumber *offs,
+					int n)
+{
+	GsShipBatch *b = &sp->batch[sp->fill];
+	gs_page_ref r;
+	bool		dense = true;
+
 	for (int i = 0; i < n && dense; i++)
-		dense = hs->rs_vistuples[first + i] == (OffsetNumber) (i + 1);
-	r.buffer = (uint32) hs->rs_cbuf;
-	r.block = hs->rs_cblock;
+		dense = offs[i] == (OffsetNumber) (i + 1);
+	r.buffer = (uint32) buf;
+	r.block = blk;
 	r.noffsets = (uint16) n;
 	r.flags = dense ? GS_PAGE_DENSE : 0;
-
-	/* our pin first (the resource owner remembers it), then the reference */
-	IncrBufferRefCount(hs->rs_cbuf);
-	b->buffers[b->npages++] = hs->rs_cbuf;
+	b->buffers[b->npages++] = buf;
 	memcpy(b->refs + b->ref_bytes, &r, sizeof(r));
 	if (!dense)
-		memcpy(b->refs + b->ref_bytes + sizeof(r), &hs->rs_vistuples[first],
-			   sizeof(uint16) * n);
+		memcpy(b->refs + b->ref_bytes + sizeof(r), offs, sizeof(uint16) * n);
 	b->ref_bytes += gs_page_ref_bytes(&r);
 	b->tuples += n;
 	return b->npages >= sp->max_pages;
+}
+
+/*
+ * Whether gs_bulk_ship_read_page may read rel's pages for this snapshot:
+ * an MVCC snapshot, shared buffers (the service cannot see a temporary
+ * table's), and not SERIALIZABLE (whose conflict checks per tuple we leave
+ * to heap_getnext, which then reads the pages).
+ */
+bool
+gs_bulk_ship_own_pages(Relation rel, Snapshot snapshot)
+{
+	return IsMVCCSnapshot(snapshot) && !IsolationIsSerializable() &&
+		!RelationUsesLocalBuffers(rel);
+}
+
+/*
+ * Block blk read as heap_getnext's page mode reads it (heapgetpage /
+ * heap_prepare_pagescan): pruned if it may be, then under the buffer's
+ * share lock each normal line pointer's tuple checked against the
+ * snapshot -- all of them visible on a page marked all-visible, unless the
+ * snapshot was taken during recovery -- and the visible ones listed in the
+ * current batch, which keeps the buffer's pin; heap_getnext's per-tuple
+ * bookkeeping is what this saves.  Only under gs_bulk_ship_own_pages.
+ * *ntuples: the visible tuples; true when the batch is full.
+ */
+bool
+gs_bulk_ship_read_page(GsBulkShip *sp, Relation rel, BlockNumber blk,
+					   BufferAccessStrategy strategy, Snapshot snapshot, int *ntuples,
+					   bool *all_visible)
+{
+	Buffer		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
+	OffsetNumber offs[MaxHeapTuplesPerPage];
+	Page		page;
+	OffsetNumber lines;
+	bool		av;
+	int			n = 0;
+
+	heap_page_prune_opt(rel, buf);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+#if PG_VERSION_NUM < 170000
+	TestForOldSnapshot(snapshot, rel, page);
+#endif
+	lines = PageGetMaxOffsetNumber(page);
+	*all_visible = PageIsAllVisible(page);
+	av = *all_visible && !snapshot->takenDuringRecovery;
+	for (OffsetNumber off = FirstOffsetNumber; off <= lines; off++)
+	{
+		ItemId		lp = PageGetItemId(page, off);
+
+		if (!ItemIdIsNormal(lp))
+			continue;
+		if (!av)
+		{
+			HeapTupleData tup;
+
+			tup.t_tableOid = RelationGetRelid(rel);
+			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tup.t_len = ItemIdGetLength(lp);
+			ItemPointerSet(&tup.t_self, blk, off);
+			if (!HeapTupleSatisfiesVisibility(&tup, snapshot, buf))
+				continue;
+		}
+		offs[n++] = off;
+	}
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	*ntuples = n;
+	if (n == 0)
+	{
+		ReleaseBuffer(buf);
+		return false;
+	}
+	return gs_bulk_ship_append(sp, buf, blk, offs, n);
 }
 
 /* batch b's keys extracted here, from the pages we still pin */
@@ -263,8 +359,9 @@ gs_bulk_ship_collect(GsBulkShip *sp, int k, GsState *st, const GsBulkColumn *col
 	gs_bulk_ship_release(b);
 }
 
-/* the batch being filled to the service (or extracted here), then the next
- * one made ready to fill: collected first if it is still in flight */
+/* the batch being filled to the service (or extracted here, also when the
+ * service is behind: above), then the next one made ready to fill:
+ * collected first if it is still in flight */
 void
 gs_bulk_ship_flush(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
 				   TupleDesc desc, Oid relid, uint64 *pages_shipped)
@@ -274,6 +371,16 @@ gs_bulk_ship_flush(GsBulkShip *sp, GsState *st, const GsBulkColumn *col,
 
 	if (b->npages > 0)
 	{
+		int			next = (sp->fill + 1) % GS_SVC_PAGE_SLOTS;
+
+		if (gs_guc_device != GS_DEVICE_GPU && sp->batch[next].in_flight &&
+			!gs_service_pages_answered(next))
+		{
+			/* the service is behind: this one is ours, its slot refilled */
+			gs_bulk_ship_extract_here(sp, b, st, col, desc, relid);
+			gs_bulk_ship_release(b);
+			return;
+		}
 		if (b->tuples > 0 &&
 			gs_service_pages_submit(sp->fill, &sp->column, b->refs, b->ref_bytes, b->npages,
 									b->tuples, &why))

@@ -902,6 +902,18 @@ gs_service_pages_collect(int k, GsState *st, const char **why)
 	return true;
 }
 
+bool
+gs_service_pages_answered(int k)
+{
+	int			j = gs_svc_page_slot(k);
+	uint32		s;
+
+	if (j < 0)
+		return true;
+	s = pg_atomic_read_u32(&gs_svc_jobs[j].state);
+	return s != GS_JOB_SUBMITTED && s != GS_JOB_RUNNING && s != GS_JOB_WRITING;
+}
+
 void
 gs_service_pages_abandon(void)
 {

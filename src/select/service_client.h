@@ -34,6 +34,8 @@ extern bool gs_service_pages_submit(int k, const gs_page_column *col, const char
 									Size ref_bytes, int npages, uint64 ntuples,
 									const char **why);
 extern bool gs_service_pages_collect(int k, GsState *st, const char **why);
+/* whether batch k's job is answered (or gone): collecting it will not wait */
+extern bool gs_service_pages_answered(int k);
 extern void gs_service_pages_abandon(void);
 
 #endif							/* GS_SERVICE_CLIENT_H */

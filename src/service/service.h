@@ -428,7 +428,7 @@ extern int	gs_svc_my_slot(void);
  * slots: backend b's k-th is nbackend_slots + b * GS_SVC_PAGE_SLOTS + k.
  * -1: this process has none.
  */
-#define GS_SVC_PAGE_SLOTS 4
+#define GS_SVC_PAGE_SLOTS 2
 extern int	gs_svc_page_slot(int k);
 extern void gs_svc_register_exit(void);
 /* wake the service's main thread; give up job slot j (never ERRORs) */

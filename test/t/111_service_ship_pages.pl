@@ -1,8 +1,11 @@
 # Page shipping (issue #31; gpuselect.bulk_scan_ship_pages): the bulk scan
 # pins the pages it checked and the GPU service (cpu_test here: a lane's
 # thread; with the CUDA engine its device) extracts the column's keys from
-# the shared buffers, while the scan goes on (up to four batches in
-# flight, each in a page slot of its own).  Differential: every
+# the shared buffers, while the scan goes on (two batches in flight, each
+# in a page slot of its own).  gpuselect.device = gpu here, so that the scan
+# waits for the service instead of extracting a batch itself when the
+# service is behind (auto does that), and every page is shipped; the
+# parallel cases run under auto.  Differential: every
 # answer is compared with the executor's plan (the built-in percentile_disc
 # with accelerate_builtins off) under the same snapshot, while other
 # sessions insert, update, delete, abort and VACUUM:
@@ -81,7 +84,8 @@ psql_value('UPDATE sp SET f8 = f8 + 1, z = id WHERE id <= 6000 AND id % 3 = 0; A
 
 my $F = "'{0,0.01,0.25,0.5,0.77,0.99,1}'::float8[]";
 my @cols = qw(i8 f8 i4 f4 i2 d ts m z);
-my $ship = "SET gpuselect.bulk_scan_ship_pages = on;\nSET gpuselect.accelerate_builtins = off;\n";
+my $ship = "SET gpuselect.bulk_scan_ship_pages = on;\nSET gpuselect.accelerate_builtins = off;\n"
+  . "SET gpuselect.device = gpu;\n";
 
 # the shipped scan and the executor's twin in one statement (one snapshot)
 sub same_statement
@@ -117,7 +121,7 @@ is(psql_value($ship . "SET gpuselect.test_ship_pages_cpu = on;\n" . same_stateme
 ok(GsTest::service_status()->{service_pages_on_cpu} > $cpu0, '... and counted there');
 
 # parallel workers ship their pages too
-my $par = $ship . "SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;\n"
+my $par = $ship . "SET gpuselect.device = auto; SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;\n"
   . "SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;\n";
 my $pplan = psql_value($par . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(i8, $F) FROM sp;");
 like($pplan, qr/Workers Launched: [12]/, 'parallel: workers launched') or diag($pplan);
@@ -205,6 +209,15 @@ is(psql_value($ship . "SELECT (SELECT gpu_quantiles(x, $F)::text FROM sv)"
 unlike(psql_value($ship . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(x, $F) FROM sv;"),
 	qr/Pages Shipped/, '... not shipped');
 
+# serializable: heap_getnext reads the pages (its per-tuple conflict checks)
+is(psql_value($ship . "BEGIN ISOLATION LEVEL SERIALIZABLE;\n" . same_statement('f8') . "\nCOMMIT;"), 't',
+	'serializable: same answer');
+# a temporary table: local buffers, which the service cannot read: not shipped
+like(psql_value($ship . "CREATE TEMP TABLE tt AS SELECT * FROM sp;\n"
+		. "SELECT (SELECT gpu_quantiles(f8, $F)::text FROM tt)"
+		. " = (SELECT (percentile_disc($F) WITHIN GROUP (ORDER BY f8))::text FROM tt);\n"
+		. "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(f8, $F) FROM tt;"),
+	qr/^t\n(?!.*Pages Shipped)/s, 'a temporary table: same answer, not shipped');
 unlike(psql_value($ship . "SET gpuselect.device = 'cpu';\n"
 		. "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(i8, $F) FROM sp;"),
 	qr/Pages Shipped/, 'gpuselect.device = cpu: not shipped');
@@ -224,7 +237,7 @@ SKIP:
 is(psql_value($ship . same_statement('i8')), 't', 'after the cancel: same answer');
 
 # ---- the service fails every page job: the scan extracts the pages itself ----
-my $fail = $ship . "SET gpuselect.test_service_fault = 'fail';\n";
+my $fail = $ship . "SET gpuselect.device = auto; SET gpuselect.test_service_fault = 'fail';\n";
 is(psql_value($fail . same_statement('f8')), 't', 'page jobs failing: same answer');
 $plan = psql_value($fail . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT gpu_quantiles(i8, $F) FROM sp;");
 like($plan, qr/Pages Shipped: 0\b/, '... none shipped');
