@@ -149,12 +149,15 @@ gs_status	gs_cuda_host_device_address(gs_cuda_engine *e, void *h_ptr, uint64_t *
  * d_addrs[i] (host array): page i's device address (gs_cuda_host_device_address
  * of a registered-mapped page, a multiple of 16), npages <= 65536; h_items
  * (host) as gs_cuda_extract_pages' d_items.  The pages are gathered to the
- * device, extracted there, and the keys of the non-NULL tuples copied to
- * h_keys (host, room for n keys), their count in *out_n.  Synchronous. */
+ * device, extracted there, and the keys of the non-NULL tuples copied to the
+ * host segments h_segs[0..nsegs) in order, each filled to its room of
+ * seg_keys[i] keys before the next (room for n keys in all; page-locked
+ * segments are copied to directly), their count in *out_n.  Synchronous. */
 gs_status	gs_cuda_extract_mapped_pages(gs_cuda_engine *e, const uint64_t *d_addrs,
 										 size_t npages, size_t page_bytes,
 										 const uint32_t *h_items, size_t n,
-										 const gs_page_column *col, void *h_keys,
+										 const gs_page_column *col, void *const *h_segs,
+										 const size_t *seg_keys, size_t nsegs,
 										 size_t *out_n, gs_error *err);
 /* wait for every copy and kernel the engine has queued */
 gs_status	gs_cuda_sync(gs_cuda_engine *e, gs_error *err);

@@ -74,8 +74,8 @@ done:
 template <typename K>
 static gs_status
 extract_mapped(gs_cuda_engine *e, const uint64_t *d_addrs, size_t npages, size_t page_bytes,
-			   const uint32_t *h_items, size_t n, const gs_page_column *col, void *h_keys,
-			   size_t *out_n, gs_error *err)
+			   const uint32_t *h_items, size_t n, const gs_page_column *col, void *const *h_segs,
+			   const size_t *seg_keys, size_t nsegs, size_t *out_n, gs_error *err)
 {
 	gs_status	rc = GS_OK;
 	size_t		tmp_size = gs_round_up(sizeof(uint64_t) * npages) +
@@ -103,9 +103,20 @@ extract_mapped(gs_cuda_engine *e, const uint64_t *d_addrs, size_t npages, size_t
 	rc = extract_pages<K>(e, pages, npages, page_bytes, items, n, col, keys, out_n, err);
 	if (rc == GS_OK && *out_n > 0)
 	{
-		GS_CK(cudaMemcpyAsync(h_keys, keys, sizeof(K) * *out_n, cudaMemcpyDeviceToHost, e->s),
-			  "copy keys");
+		size_t		off = 0;
+
+		/* the keys into the segments in order, each filled before the next */
+		for (size_t i = 0; i < nsegs && off < *out_n; i++)
+		{
+			size_t		take = seg_keys[i] < *out_n - off ? seg_keys[i] : *out_n - off;
+
+			GS_CK(cudaMemcpyAsync(h_segs[i], keys + off, sizeof(K) * take, cudaMemcpyDeviceToHost,
+								  e->s), "copy keys");
+			off += take;
+		}
 		GS_CK(cudaStreamSynchronize(e->s), "copy keys");
+		if (off < *out_n)
+			rc = gs_fail(err, GS_ERR_INVALID, "the segments hold %zu of %zu keys", off, *out_n);
 	}
 done:
 	gs_dev_free_internal(e, tmp, tmp_size);
@@ -149,10 +160,11 @@ gs_cuda_extract_pages(gs_cuda_engine *e, const void *d_pages, size_t npages, siz
 gs_status
 gs_cuda_extract_mapped_pages(gs_cuda_engine *e, const uint64_t *d_addrs, size_t npages,
 							 size_t page_bytes, const uint32_t *h_items, size_t n,
-							 const gs_page_column *col, void *h_keys, size_t *out_n, gs_error *err)
+							 const gs_page_column *col, void *const *h_segs, const size_t *seg_keys,
+							 size_t nsegs, size_t *out_n, gs_error *err)
 {
 	return gs_guard(err, "gs_cuda_extract_mapped_pages", [&]() -> gs_status {
-		if (!e || !col || !out_n || (n && (!d_addrs || !h_items || !h_keys)) ||
+		if (!e || !col || !out_n || (n && (!d_addrs || !h_items || !h_segs || !seg_keys)) ||
 			npages > 65536 || page_bytes < GS_PAGE_HEADER_BYTES || page_bytes % 16 != 0 ||
 			col->attnum < 1 || col->attnum > GS_PAGE_MAX_ATTS)
 			return gs_fail(err, GS_ERR_INVALID, "bad arguments");
@@ -168,13 +180,13 @@ gs_cuda_extract_mapped_pages(gs_cuda_engine *e, const uint64_t *d_addrs, size_t 
 		{
 			case 2:
 				return extract_mapped<uint16_t>(e, d_addrs, npages, page_bytes, h_items, n, col,
-												h_keys, out_n, err);
+												h_segs, seg_keys, nsegs, out_n, err);
 			case 4:
 				return extract_mapped<uint32_t>(e, d_addrs, npages, page_bytes, h_items, n, col,
-												h_keys, out_n, err);
+												h_segs, seg_keys, nsegs, out_n, err);
 			case 8:
 				return extract_mapped<uint64_t>(e, d_addrs, npages, page_bytes, h_items, n, col,
-												h_keys, out_n, err);
+												h_segs, seg_keys, nsegs, out_n, err);
 			default:
 				return gs_fail(err, GS_ERR_INVALID, "key width %u", (unsigned) col->key_bytes);
 		}

@@ -439,7 +439,8 @@ gs_status
 gs_svc_cuda_extract_pages(gs_svc_cuda_dev *dev, void *base, size_t base_bytes,
 						  const uint64_t *page_off, size_t npages, size_t page_bytes,
 						  const uint32_t *items, size_t n, const gs_page_column *col,
-						  void *keys, size_t *out_n, bool *sticky, gs_error *err)
+						  void *const *segs, const size_t *seg_keys, size_t nsegs,
+						  size_t *out_n, bool *sticky, gs_error *err)
 {
 	uint64_t   *addrs;
 	gs_status	s;
@@ -463,7 +464,7 @@ gs_svc_cuda_extract_pages(gs_svc_cuda_dev *dev, void *base, size_t base_bytes,
 	for (size_t i = 0; i < npages; i++)
 		addrs[i] = dev->pages_dev_base + page_off[i];
 	s = gs_cuda_extract_mapped_pages(dev->engine, addrs, npages, page_bytes, items, n, col,
-									 keys, out_n, err);
+									 segs, seg_keys, nsegs, out_n, err);
 	free(addrs);
 	if (s == GS_ERR_DEVICE)
 	{

@@ -105,15 +105,18 @@ void		gs_svc_cuda_memory(gs_svc_cuda_dev *dev, uint64_t *engine_bytes, uint64_t 
  * Page shipping (issue #31): the keys of the listed tuples (items:
  * GS_PAGE_ITEM(page, line pointer)) of npages shared-buffer pages, at
  * byte offsets page_off[] of base (shared buffers, base_bytes in all), read
- * by the device where they are and extracted there; into keys (host, room
- * for n), their count in *out_n.  The first call of any device page-locks
+ * by the device where they are and extracted there; into the host segments
+ * segs[0..nsegs) in order (seg_keys[i] keys of room each; pool chunks,
+ * page-locked, so the device copies into them directly), their count in
+ * *out_n.  The first call of any device page-locks
  * and maps base for all of them; GS_ERR_NO_DEVICE when that failed (the
  * lane extracts on the CPU then).
  */
 gs_status	gs_svc_cuda_extract_pages(gs_svc_cuda_dev *dev, void *base, size_t base_bytes,
 									  const uint64_t *page_off, size_t npages, size_t page_bytes,
 									  const uint32_t *items, size_t n, const gs_page_column *col,
-									  void *keys, size_t *out_n, bool *sticky, gs_error *err);
+									  void *const *segs, const size_t *seg_keys, size_t nsegs,
+									  size_t *out_n, bool *sticky, gs_error *err);
 
 /* unlocks the pool (and shared buffers) if this device locked them: close
  * that device last */

@@ -135,7 +135,8 @@ gs_status
 gs_svc_cuda_extract_pages(gs_svc_cuda_dev *dev, void *base, size_t base_bytes,
 						  const uint64_t *page_off, size_t npages, size_t page_bytes,
 						  const uint32_t *items, size_t n, const gs_page_column *col,
-						  void *keys, size_t *out_n, bool *sticky, gs_error *err)
+						  void *const *segs, const size_t *seg_keys, size_t nsegs,
+						  size_t *out_n, bool *sticky, gs_error *err)
 {
 	(void) dev;
 	(void) base;
@@ -146,7 +147,9 @@ gs_svc_cuda_extract_pages(gs_svc_cuda_dev *dev, void *base, size_t base_bytes,
 	(void) items;
 	(void) n;
 	(void) col;
-	(void) keys;
+	(void) segs;
+	(void) seg_keys;
+	(void) nsegs;
 	*out_n = 0;
 	*sticky = false;
 	return no_cuda(err);

@@ -266,13 +266,23 @@ lane_run_split(gs_lane *l, gs_lane_work *w)
 	w->split_used = true;
 }
 
-/* a PAGES job on the CPU: each listed tuple read where the page lies */
+/* a PAGES job on the CPU: each listed tuple read where the page lies,
+ * the keys gathered here, then into the job's chunks in order */
 static gs_status
 lane_pages_cpu(gs_lane_work *w)
 {
 	gs_lane_pages *pg = &w->pages;
+	size_t		kb = pg->column.key_bytes;
 	size_t		pos = 0;
 	uint64_t	n = 0;
+	size_t		off = 0;
+	char	   *keys = malloc(kb * (pg->nitems ? pg->nitems : 1));
+
+	if (keys == NULL)
+	{
+		snprintf(w->err.message, sizeof(w->err.message), "out of host memory");
+		return w->err.status = GS_ERR_NOMEM;
+	}
 
 	for (size_t p = 0; p < pg->npages; p++)
 	{
@@ -281,6 +291,7 @@ lane_pages_cpu(gs_lane_work *w)
 
 		if (interrupted(w))
 		{
+			free(keys);
 			snprintf(w->err.message, sizeof(w->err.message), "the request was abandoned");
 			return w->err.status = GS_ERR_CANCELED;
 		}
@@ -288,12 +299,26 @@ lane_pages_cpu(gs_lane_work *w)
 		offsets = (const uint16_t *) (pg->refs + pos + sizeof(r));
 		if (n + r.noffsets > pg->nitems ||
 			gs_page_extract_cpu((const uint8_t *) pg->base + pg->page_off[p], pg->page_bytes,
-								&r, offsets, &pg->column, pg->keys, &n) != 0)
+								&r, offsets, &pg->column, keys, &n) != 0)
 		{
+			free(keys);
 			snprintf(w->err.message, sizeof(w->err.message), "a listed tuple does not fit its page");
 			return w->err.status = GS_ERR_INVALID;
 		}
 		pos += gs_page_ref_bytes(&r);
+	}
+	for (size_t i = 0; i < pg->nsegs && off < n; i++)
+	{
+		size_t		take = pg->seg_keys[i] < n - off ? pg->seg_keys[i] : n - off;
+
+		memcpy(pg->segs[i], keys + off * kb, take * kb);
+		off += take;
+	}
+	free(keys);
+	if (off < n)
+	{
+		snprintf(w->err.message, sizeof(w->err.message), "the job's chunks hold too few keys");
+		return w->err.status = GS_ERR_INVALID;
 	}
 	pg->nkeys = (size_t) n;
 	return GS_OK;
@@ -313,8 +338,8 @@ lane_run_pages(gs_lane *l, gs_lane_work *w)
 	{
 		w->status = gs_svc_cuda_extract_pages(l->dev, pg->base, pg->base_bytes, pg->page_off,
 											  pg->npages, pg->page_bytes, pg->items,
-											  pg->nitems, &pg->column, pg->keys, &pg->nkeys,
-											  &w->sticky, &w->err);
+											  pg->nitems, &pg->column, pg->segs, pg->seg_keys,
+											  pg->nsegs, &pg->nkeys, &w->sticky, &w->err);
 		if (w->status == GS_OK)
 		{
 			pg->on_device = true;

@@ -45,8 +45,10 @@ typedef struct gs_lane_pages
 	size_t		nitems;
 	gs_page_column column;
 	bool		on_cpu;			/* test hook: not on the device */
-	void	   *keys;			/* out: room for nitems keys */
-	size_t		nkeys;			/* out */
+	void	  **segs;			/* out: the job's key chunks, in order, */
+	size_t	   *seg_keys;		/* ... each with room for this many keys */
+	size_t		nsegs;			/* (nitems in all, at least) */
+	size_t		nkeys;			/* out: the keys written, in order */
 	bool		on_device;		/* out: the device extracted them */
 } gs_lane_pages;
 

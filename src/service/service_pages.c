@@ -149,6 +149,31 @@ gs_svc_pages_index(GsSvcJob *job, const char *refs, gs_lane_pages *pg, gs_error 
 	return true;
 }
 
+/* the job's key chunks (after its io chunks), where the lane writes the keys */
+static bool
+gs_svc_pages_segments(int j, GsSvcJob *job, gs_lane_pages *pg, gs_error *err)
+{
+	int			idx = job->head;
+
+	pg->segs = palloc(sizeof(void *) * job->key_chunks);
+	pg->seg_keys = palloc(sizeof(size_t) * job->key_chunks);
+	pg->nsegs = (size_t) job->key_chunks;
+	for (int i = 0; i < job->io_chunks + job->key_chunks; i++)
+	{
+		char	   *mem = gs_pool_chunk(idx, j);
+
+		if (mem == NULL)
+			return gs_svc_pages_fail(err, "bad chunk list");
+		if (i >= job->io_chunks)
+		{
+			pg->segs[i - job->io_chunks] = mem;
+			pg->seg_keys[i - job->io_chunks] = gs_svc_ctl->chunk_bytes / job->column.key_bytes;
+		}
+		idx = gs_svc_chunks[idx].next;
+	}
+	return true;
+}
+
 /*
  * Job j, RUNNING on the main thread: check the request and its buffers and
  * describe it for a lane in w->pages (memory of the current context, which
@@ -189,20 +214,18 @@ gs_svc_pages_prepare(int j, GsSvcJob *job, gs_lane_work *w, gs_error *err)
 	pg->ref_bytes = job->ref_bytes;
 	pg->column = job->column;
 	pg->on_cpu = job->pages_on_cpu;
-	pg->keys = palloc((Size) job->nkeys * kb);
-	return true;
+	return gs_svc_pages_segments(j, job, pg, err);
 }
 
 /*
- * The lane's keys (w->pages) into job j's key chunks, after its io chunks,
- * full ones first, each chunk's count in its descriptor; out_keys the total.
+ * The lane wrote its keys into job j's key chunks in order, each filled
+ * before the next: each chunk's count into its descriptor, out_keys the
+ * total.
  */
 bool
 gs_svc_pages_store(int j, GsSvcJob *job, const gs_lane_work *w, gs_error *err)
 {
-	Size		cb = gs_svc_ctl->chunk_bytes;
-	unsigned	kb = job->column.key_bytes;
-	uint64		per_chunk = cb / kb;
+	uint64		per_chunk = gs_svc_ctl->chunk_bytes / job->column.key_bytes;
 	uint64		left;
 	int			idx;
 
@@ -210,9 +233,6 @@ gs_svc_pages_store(int j, GsSvcJob *job, const gs_lane_work *w, gs_error *err)
 	if (w->pages.nkeys > job->nkeys)
 		return gs_svc_pages_fail(err, "more keys than listed tuples");
 	job->out_keys = w->pages.nkeys;
-	if (!gs_pool_copy(job->head, j, (Size) job->io_chunks * cb, w->pages.keys,
-					  (Size) job->out_keys * kb, true))
-		return gs_svc_pages_fail(err, "bad chunk list");
 	idx = job->head;
 	for (int i = 0; i < job->io_chunks; i++)
 	{

@@ -1281,6 +1281,9 @@ page_checks_one(unsigned kb, bool is_float, bool has_missing)
 		uint64_t	d_base = 0;
 		std::vector<uint8_t> hkeys((size_t) kb * items.size() + 8);
 		size_t		nmap = 0;
+		/* two segments, the first holding about a third of the keys */
+		size_t		seg_keys[2] = {items.size() / 3, items.size() - items.size() / 3 + 1};
+		void	   *segs[2] = {hkeys.data(), hkeys.data() + kb * seg_keys[0]};
 
 		for (int p = 0; p < npages; p++)
 			memcpy(base + PB * (2 * (size_t) (npages - 1 - p) + 1), pages.data() + PB * p, PB);
@@ -1291,7 +1294,7 @@ page_checks_one(unsigned kb, bool is_float, bool has_missing)
 		for (int p = 0; p < npages; p++)
 			addrs[p] = d_base + PB * (2 * (uint64_t) (npages - 1 - p) + 1);
 		st = gs_cuda_extract_mapped_pages(E, addrs.data(), npages, PB, items.data(), items.size(),
-										  &col, hkeys.data(), &nmap, &err);
+										  &col, segs, seg_keys, 2, &nmap, &err);
 		check(st == GS_OK, "gs_cuda_extract_mapped_pages: %s", err.message);
 		std::vector<uint64_t> mk;
 
@@ -1301,9 +1304,17 @@ page_checks_one(unsigned kb, bool is_float, bool has_missing)
 		check(nmap == ncpu && mk == cpu_keys,
 			  "pages kb %u float %d missing %d: mapped pages on the device equal the CPU (%zu vs %llu keys)",
 			  kb, (int) is_float, (int) has_missing, nmap, (unsigned long long) ncpu);
+		{
+			size_t		few[1] = {1};
+
+			st = gs_cuda_extract_mapped_pages(E, addrs.data(), npages, PB, items.data(), items.size(),
+											  &col, segs, few, 1, &nmap, &err);
+			check(ncpu <= 1 || st == GS_ERR_INVALID,
+				  "gs_cuda_extract_mapped_pages: segments too small are refused (%d)", (int) st);
+		}
 		addrs[0] += 8;
 		st = gs_cuda_extract_mapped_pages(E, addrs.data(), npages, PB, items.data(), items.size(),
-										  &col, hkeys.data(), &nmap, &err);
+										  &col, segs, seg_keys, 2, &nmap, &err);
 		check(st == GS_ERR_INVALID, "gs_cuda_extract_mapped_pages: a misaligned page address is refused (%d)",
 			  (int) st);
 		gs_cuda_host_unregister(E, base);
