@@ -64,7 +64,9 @@ OBJS = \
 	src/planner/planner_merge.o \
 	src/planner/planner_groups.o \
 	src/planner/planner_citus.o \
-	src/planner/planner_bulk_scan.o
+	src/planner/planner_bulk_scan.o \
+	src/planner/planner_bulk_scan_shape.o \
+	src/planner/planner_bulk_scan_plan.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect
