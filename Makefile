@@ -47,6 +47,7 @@ OBJS = \
 	src/select/service_client.o \
 	src/aggs/fn_cache.o \
 	src/aggs/ranks.o \
+	src/aggs/final.o \
 	src/aggs/ordered_set.o \
 	src/aggs/plain_aggs.o \
 	src/aggs/moving_aggs.o \
