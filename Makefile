@@ -47,6 +47,7 @@ OBJS = \
 	src/select/service_client.o \
 	src/aggs/fn_cache.o \
 	src/aggs/ranks.o \
+	src/aggs/final.o \
 	src/aggs/ordered_set.o \
 	src/aggs/plain_aggs.o \
 	src/aggs/moving_aggs.o \
@@ -64,7 +65,9 @@ OBJS = \
 	src/planner/planner_merge.o \
 	src/planner/planner_groups.o \
 	src/planner/planner_citus.o \
-	src/planner/planner_bulk_scan.o
+	src/planner/planner_bulk_scan.o \
+	src/planner/planner_bulk_scan_shape.o \
+	src/planner/planner_bulk_scan_plan.o
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=gpuselect

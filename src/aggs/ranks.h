@@ -90,7 +90,8 @@ gs_cont_engine_ranks(const GsState *st, float8 p, GsContRows *cr, uint64 ranks[2
 #endif							/* GS_RANKS_H */
 
 /*
- * Final-function bodies shared by the ordered-set and plain aggregates.  The
+ * Final-function bodies shared by the ordered-set and plain aggregates
+ * (final.c; the rest of this header is ranks.c's, but gs_interval_lerp).  The
  * caller has done PostgreSQL's NULL / range / no-rows checks in PostgreSQL's
  * order (st->nrows > 0 here, except for the array forms, which validate the
  * array themselves, as setup_pct_info does).  Ranks are in st's ORDER BY
@@ -108,7 +109,7 @@ extern ArrayType *gs_final_disc_multi(GsState *st, ArrayType *param, const GsTyp
 extern ArrayType *gs_final_cont_multi(GsState *st, ArrayType *param);
 
 /*
- * The arithmetic of those bodies, for values held elsewhere (the window
+ * The arithmetic of those bodies (ranks.c), for values held elsewhere (the window
  * aggregates' order-statistic trees, moving_aggs.c), so that both give the
  * same answers bit for bit.  gs_cont_from_keys: percentile_cont's value from
  * the keys at cr's rows (keys[1] read only when cr->second > cr->first).

@@ -8,7 +8,7 @@
  * ordinary argument, and gpuselect's plain aggregates hash, combine and
  * serialize.  A planner_hook rewrites a copy of the Query before
  * standard_planner sees it, so the planner itself costs and chooses
- * HashAggregate and Partial Aggregate for the new Aggrefs (docs/architecture.md
+ * HashAggregate and Partial Aggregate for the new Aggrefs (docs/planner-rewrite.md
  * says why this hook and not plan post-processing).
  *
  * gpu_quantile(s)'s fraction argument, which PostgreSQL evaluates per row

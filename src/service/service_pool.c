@@ -1,10 +1,12 @@
 /*
  * service_pool.c — the GPU service's key pool (service.h): its free list.
- * A job's chunks taken all or nothing and given back, each chunk's
+ * A job's chunks taken all or nothing, a chunk put back, each chunk's
  * generation and sealing for the service's prefetch, and a job's chunk
- * list read and written as one byte range.  Who waits for chunks is
+ * list read and written as one byte range.  Who waits for chunks, and a
+ * job's chunks given back (which wakes the waiters), is
  * service_pool_queue.c's; the chunks scans hold and lease,
- * service_pool_held.c's (service_pool.h: what the three share).
+ * service_pool_held.c's (service_pool.h: what the three share).  This file
+ * calls neither: it is the bottom of the three.
  *
  * Plain shared memory bookkeeping under the pool lock; nothing here raises
  * an ERROR, no CUDA.
@@ -160,36 +162,6 @@ gs_pool_seal(int idx)
 	pg_write_barrier();
 	pg_atomic_write_u32(&k->sealed, pg_atomic_read_u32(&k->gen));
 	gs_pool_prefetch_wake();
-}
-
-/*
- * Back to the free list: the chunks of the list from head that job owns.
- * Stops at the first index out of range, owned by another job, or held by
- * a scan (a job's own chunks come first; held chunks are their holder's
- * to free).  A list is never longer than the pool, so it ends.  Never
- * raises an ERROR: it runs from PG_CATCH blocks and exit callbacks.
- */
-void
-gs_pool_free_list(int head, int job)
-{
-	GsSvcControl *c = gs_svc_ctl;
-	int			idx = head;
-	int			n = 0;
-
-	if (head < 0)
-		return;
-	LWLockAcquire(c->lock, LW_EXCLUSIVE);
-	while (idx >= 0 && idx < c->nchunks && gs_svc_chunks[idx].job == job &&
-		   !gs_svc_chunks[idx].held && n < c->nchunks)
-	{
-		int			next = gs_svc_chunks[idx].next;
-
-		gs_pool_put(idx);
-		n++;
-		idx = next;
-	}
-	gs_pool_wake_queue();
-	LWLockRelease(c->lock);
 }
 
 /*

@@ -4,10 +4,12 @@
  * with the pool lock (GsSvcControl.lock) held exclusively, by more than
  * one of the files:
  *
- *   service_pool.c        the free list: a job's chunks taken and given
+ *   service_pool.c        the free list: a job's chunks taken, a chunk put
  *                         back, chunk generations and sealing (prefetch),
- *                         a chunk list's memory and copies
- *   service_pool_queue.c  the queue of backends waiting for chunks
+ *                         a chunk list's memory and copies; it calls
+ *                         neither of the others
+ *   service_pool_queue.c  the queue of backends waiting for chunks, and a
+ *                         job's chunks given back (which wakes it)
  *   service_pool_held.c   chunks held by scans and leased for parallel
  *                         workers' partial states; the reaper of those
  *                         whose holder is gone

@@ -1,8 +1,10 @@
 /*
  * service_pool_queue.c — the key pool's queue: backends whose job found
  * too few free chunks wait here, in arrival order, for all of them at
- * once (the comment below says why that cannot deadlock).  The free list
- * itself is service_pool.c's.
+ * once (the comment below says why that cannot deadlock); and a job's
+ * chunks given back (gs_pool_free_list), which wakes the first of them, as
+ * service_pool_held.c's frees do.  The free list itself is
+ * service_pool.c's, which knows nothing of the queue.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
@@ -177,5 +179,36 @@ gs_pool_queue_leave(int job)
 		c->nwaiting--;
 		gs_pool_wake_queue();
 	}
+	LWLockRelease(c->lock);
+}
+
+/*
+ * Back to the free list (gs_pool_put), then the queue's first waiter woken:
+ * the chunks of the list from head that job owns.
+ * Stops at the first index out of range, owned by another job, or held by
+ * a scan (a job's own chunks come first; held chunks are their holder's
+ * to free).  A list is never longer than the pool, so it ends.  Never
+ * raises an ERROR: it runs from PG_CATCH blocks and exit callbacks.
+ */
+void
+gs_pool_free_list(int head, int job)
+{
+	GsSvcControl *c = gs_svc_ctl;
+	int			idx = head;
+	int			n = 0;
+
+	if (head < 0)
+		return;
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	while (idx >= 0 && idx < c->nchunks && gs_svc_chunks[idx].job == job &&
+		   !gs_svc_chunks[idx].held && n < c->nchunks)
+	{
+		int			next = gs_svc_chunks[idx].next;
+
+		gs_pool_put(idx);
+		n++;
+		idx = next;
+	}
+	gs_pool_wake_queue();
 	LWLockRelease(c->lock);
 }
