@@ -15,6 +15,13 @@
 #   and gpuselect.citus_exchange = off keep the partial aggregates; a
 #   counts round is a histogram per shard (gs_citus_histogram), or GROUP BY
 #   the bucket where the buckets outnumber the rows.
+# - The first counts round by shard scans (gs_citus_shard_histogram through
+#   run_command_on_shards, src/aggs/citus_shard_round.c): used for each key
+#   type, as the built-in; today's round after the transaction's own DELETE,
+#   UPDATE or TRUNCATE (no wait on its own lock: statement_timeout), under
+#   REPEATABLE READ (a concurrent DELETE the snapshot must not see), with
+#   row-level security; the column found by name on shards a split made
+#   after a column was dropped.
 # - The bytes: today's (Citus's counter in EXPLAIN ANALYZE with the
 #   exchange off) and the exchange's (its own report, and Citus's counter
 #   over its rounds, re-run one by one); printed; the exchange's a small
