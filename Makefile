@@ -56,9 +56,11 @@ OBJS = \
 	src/aggs/citus_exchange.o \
 	src/aggs/citus_exchange_grouped.o \
 	src/aggs/citus_keys.o \
+	src/aggs/citus_shard_round.o \
 	src/scan/bulk_scan.o \
 	src/scan/bulk_groups.o \
 	src/scan/bulk_ship.o \
+	src/scan/bulk_shard_histogram.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
 	src/planner/planner_fraction.o \

@@ -257,6 +257,16 @@ CREATE AGGREGATE gs_citus_histogram(int4) (
 	PARALLEL = SAFE
 );
 
+-- the first counts round on one shard, read as the bulk scan reads a table
+-- (src/scan/bulk_shard_histogram.c): element b + 1 counts the rows whose
+-- column col (found by name on the shard) is in bucket b of the sorted
+-- thresholds (gs_citus_bucket's); the coordinator runs it on every shard
+-- through run_command_on_shards where that is safe (docs/citus.md)
+CREATE FUNCTION gs_citus_shard_histogram(regclass, text, int8[])
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_shard_histogram'
+LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
+
 CREATE FUNCTION gs_citus_exchange(regclass, text, text, text, float8[], anyelement)
 RETURNS anyelement
 AS 'MODULE_PATHNAME', 'gs_citus_exchange'

@@ -19,7 +19,9 @@
  *           WHERE ...                                             (per shard:
  *           an array of every bucket's count; Citus adds them up on the
  *           coordinator; the buckets add up to n, which fixes the ranks;
- *           GROUP BY the bucket where a shard has fewer rows than buckets)
+ *           GROUP BY the bucket where a shard has fewer rows than buckets;
+ *           the first level's as a C scan per shard, fanned out by
+ *           run_command_on_shards, where that is safe: citus_shard_round.c)
  *   gather  SELECT k FROM t WHERE ... AND <k in the wanted buckets>
  *
  * So two full scans of the shards (counts, gather) and two cheap rounds,
@@ -648,9 +650,14 @@ gs_x_count_buckets(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr, c
 	if (minmax)
 		gs_x_count_minmax(x, lv);
 	else
-		lv->cnt = gs_x_count_round(x, lv->bk.expr,
-								   psprintf("%s WHERE %s%s", x->rel, x->where, x->cand.data),
-								   lv->bk.nb, (double) total);
+	{
+		/* the first level's by shard scans where that is safe (citus_shard_round.c) */
+		lv->cnt = x->cand.len == 0 ? gs_x_shard_count_round(x, &lv->bk) : NULL;
+		if (lv->cnt == NULL)
+			lv->cnt = gs_x_count_round(x, lv->bk.expr,
+									   psprintf("%s WHERE %s%s", x->rel, x->where, x->cand.data),
+									   lv->bk.nb, (double) total);
+	}
 	lv->below = (int64 *) palloc(sizeof(int64) * lv->bk.nb);
 	lv->sum = 0;
 	for (int b = 0; b < lv->bk.nb; b++)
@@ -1033,11 +1040,15 @@ gs_x_exact_literals(void)
 char *
 gs_x_counts_detail(const GsXchg *x)
 {
+	int64		combined = x->count_bytes - x->count_direct_bytes;
+
 	return psprintf("Of them the counts rounds: %lld rows, %lld bytes as Citus combined them, "
-					"at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.",
+					"at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.%s",
 					(long long) x->count_rows, (long long) x->count_bytes,
-					(long long) (x->count_bytes * x->shards), (long long) x->shards,
-					(long long) x->sql_bytes);
+					(long long) (combined * x->shards + x->count_direct_bytes), (long long) x->shards,
+					(long long) x->sql_bytes,
+					x->shard_rounds > 0 ? " The first counts round by shard scans." :
+					x->shard_why != NULL ? psprintf(" The counts by a distributed query: %s.", x->shard_why) : "");
 }
 
 void

@@ -3,7 +3,9 @@
  * (aggs/citus_exchange.c: the rounds and the ungrouped query;
  * aggs/citus_exchange_grouped.c: every group in each round) and the
  * planner that writes their calls (planner/planner_citus.c: the literal
- * settings) and citus_keys.c (GS_X_SIGN).  Nothing else includes it.
+ * settings) and citus_keys.c (GS_X_SIGN); aggs/citus_shard_round.c (the
+ * first counts round by shard scans) and the scan it runs on each shard
+ * (scan/bulk_shard_histogram.c: GS_X_SIGN, GS_X_HIST_MAX_BUCKETS).  Nothing else includes it.
  */
 #ifndef GS_CITUS_EXCHANGE_H
 #define GS_CITUS_EXCHANGE_H
@@ -55,8 +57,11 @@ typedef struct GsXchg
 	int64		bytes;
 	int64		count_rows;		/* of it: the counts rounds' rows (combined) */
 	int64		count_bytes;
+	int64		count_direct_bytes;	/* of it: what came from each shard as it was (shard scans) */
 	int64		sql_bytes;		/* the rounds' query text (Citus: once per shard) */
 	int64		shards;
+	int			shard_rounds;	/* counts rounds by shard scans (citus_shard_round.c) */
+	const char *shard_why;		/* ... why not, where the first was not */
 	bool		all;			/* every value gathered */
 	const char *why_all;
 } GsXchg;
@@ -110,6 +115,7 @@ extern bool gs_x_bucket_equal(GsXchg *x, const GsXBuckets *bk, int b, Datum *v);
 extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);
 extern int	gs_x_exact_literals(void);
 extern char *gs_x_counts_detail(const GsXchg *x);
+extern int64 *gs_x_shard_count_round(GsXchg *x, const GsXBuckets *bk);
 extern int64 *gs_x_count_round(GsXchg *x, const char *bexpr, const char *from_where, int nb,
 							   double rows);
 

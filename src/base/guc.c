@@ -25,6 +25,7 @@ bool		gs_guc_bulk_scan = true;
 bool		gs_guc_bulk_scan_ship_pages = false;
 bool		gs_guc_citus_exchange = true;
 int			gs_guc_citus_exchange_min_rows = 100000;
+bool		gs_guc_citus_exchange_shard_scans = true;
 bool		gs_guc_prefault_pool_chunks = true;
 bool		gs_guc_huge_pages = true;
 int			gs_guc_finalize_threads = -1;
@@ -300,6 +301,21 @@ gs_guc_define(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	/*
+	 * USERSET: off only costs time; on, the exchange still checks that the
+	 * shard scans are safe (aggs/citus_shard_round.c).
+	 */
+	DefineCustomBoolVariable("gpuselect.citus_exchange_shard_scans",
+							 "Run the Citus exchange's first counts round as one scan per shard where that is safe.",
+							 "A C page loop per shard fanned out by run_command_on_shards, instead of a distributed "
+							 "aggregate, where this transaction has not written to the table, under READ COMMITTED, "
+							 "without row-level security (docs/citus.md); the same answers either way.",
+							 &gs_guc_citus_exchange_shard_scans,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.estimate_time_buckets",
 							 "Estimate the groups of GROUP BY time buckets (date_trunc, date_bin, floor(extract(epoch ...)/n)) from the column's range.",

@@ -26,6 +26,9 @@
  *                             (aggs/citus_exchange.c)          (default on)
  *   gpuselect.citus_exchange_min_rows  fewer values are gathered in one
  *                             round                            (default 100000)
+ *   gpuselect.citus_exchange_shard_scans  the first counts round as a
+ *                             scan per shard where safe
+ *                             (aggs/citus_shard_round.c)       (default on)
  *   gpuselect.finalize_threads  threads besides the backend that
  *                             select a hashed aggregation's groups
  *                             at once (final_batch.c)   (default -1:
@@ -114,6 +117,7 @@ extern bool gs_guc_bulk_scan_ship_pages;
 /* gpuselect.citus_exchange(_min_rows): planner_citus.c, aggs/citus_exchange.c */
 extern bool gs_guc_citus_exchange;
 extern int	gs_guc_citus_exchange_min_rows;
+extern bool gs_guc_citus_exchange_shard_scans;
 extern bool gs_guc_huge_pages;
 /* gpuselect.prefault_pool_chunks: MADV_POPULATE_WRITE on key-pool chunks */
 extern bool gs_guc_prefault_pool_chunks;

@@ -108,6 +108,8 @@ XG="SET gpuselect.citus_exchange_min_rows = 0;"
 declare -A QUERY=(
 	[gq3]="SELECT gpu_quantiles(latency, $F3) FROM gs_cbench"
 	[gq3_off]="$OFF SELECT gpu_quantiles(latency, $F3) FROM gs_cbench"
+	# the exchange with its first counts round as a distributed aggregate, not shard scans
+	[gq3_noshard]="SET gpuselect.citus_exchange_shard_scans = off; SELECT gpu_quantiles(latency, $F3) FROM gs_cbench"
 	[disc3]="SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench"
 	[sum]="SELECT sum(latency) FROM gs_cbench"
 	[gq3_hour]="SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
@@ -140,6 +142,7 @@ same() {
 if [ "${GS_BENCH_CHECK:-1}" = 1 ]; then
 	same "${QUERY[gq3]}" "${QUERY[disc3]}"
 	same "${QUERY[gq3_off]}" "${QUERY[disc3]}"
+	same "${QUERY[gq3_noshard]}" "${QUERY[disc3]}"
 	same "${QUERY[cont3_hour_acc]}" "${QUERY[cont3_hour]}"
 	same "${QUERY[gq3_hour]}" \
 		"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
@@ -212,6 +215,7 @@ printf '%s rows, %s timed rounds (+1 warm-up), PostgreSQL %s, Citus %s, gpuselec
 	"$ROWS" "$ROUNDS" "$(q -c 'SHOW server_version')" "$(q -c 'SELECT citus_version()' | awk '{print $2}')" \
 	"$(git -C "$ROOT" describe --always --dirty)" "$COLBYTES"
 echo "disc3 / gq3 = $(ratio disc3 gq3) (goal >= 10); gq3 / sum = $(ratio gq3 sum) (goal <= 3); gq3_off / gq3 = $(ratio gq3_off gq3)"
+echo "gq3_noshard / sum = $(ratio gq3_noshard sum); gq3 / gq3_noshard = $(ratio gq3 gq3_noshard); disc3 / gq3_noshard = $(ratio disc3 gq3_noshard)"
 echo "cont3_hour / gq3_hour = $(ratio cont3_hour gq3_hour) (goal >= 10); cont3_hour / cont3_hour_acc = $(ratio cont3_hour cont3_hour_acc) (goal >= 10); gq3_hour_off / gq3_hour = $(ratio gq3_hour_off gq3_hour)"
 echo "cont3_hour / gq3_hour_x = $(ratio cont3_hour gq3_hour_x); gq3_hour_x / sum_hour = $(ratio gq3_hour_x sum_hour); gq3_hour_x / gq3_hour_off = $(ratio gq3_hour_x gq3_hour_off)"
 # the exchange's bytes with the counts rounds' rows as every shard sent them

@@ -15,6 +15,13 @@
 #   and gpuselect.citus_exchange = off keep the partial aggregates; a
 #   counts round is a histogram per shard (gs_citus_histogram), or GROUP BY
 #   the bucket where the buckets outnumber the rows.
+# - The first counts round by shard scans (gs_citus_shard_histogram through
+#   run_command_on_shards, src/aggs/citus_shard_round.c): used for each key
+#   type, as the built-in; today's round after the transaction's own DELETE,
+#   UPDATE or TRUNCATE (no wait on its own lock: statement_timeout), under
+#   REPEATABLE READ (a concurrent DELETE the snapshot must not see), with
+#   row-level security; the column found by name on shards a split made
+#   after a column was dropped.
 # - The bytes: today's (Citus's counter in EXPLAIN ANALYZE with the
 #   exchange off) and the exchange's (its own report, and Citus's counter
 #   over its rounds, re-run one by one); printed; the exchange's a small
@@ -176,6 +183,115 @@ is(on(0, "BEGIN; INSERT INTO xt (id, f8) SELECT g, g * 1000.5 FROM generate_seri
 	on(0, "BEGIN; INSERT INTO xt (id, f8) SELECT g, g * 1000.5 FROM generate_series(100001, 101000) g;"
 	  . " SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt; ROLLBACK;"),
 	'in a transaction after its own write: same as the built-in');
+# ---- the first counts round by shard scans (src/aggs/citus_shard_round.c) ----
+# A C page loop per shard (gs_citus_shard_histogram) fanned out by
+# run_command_on_shards, whose connections are outside this transaction:
+# used where that changes nothing, today's distributed query elsewhere.  The
+# report line's detail says which; every answer as the built-in's.
+my $sdbg = "SET client_min_messages = notice; SET gpuselect.debug = on;";
+my $by_shards = qr/The first counts round by shard scans\./;
+sub answer_of { my ($out) = @_; my ($a) = $out =~ /^\s*(\{.*\})\s*$/m; return $a // "none in: $out"; }
+for my $c (qw(f8 i2 i4 i8 f4 d ts tz))
+{
+	my $out = on(0, "$ex$sdbg SELECT gpu_quantiles($c, $fr) FROM xt;");
+	like($out, $by_shards, "$c: the first counts round by shard scans");
+	like($out, qr/\d+ values, \d+ levels/, "$c: by levels");
+	is(answer_of($out), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY $c) FROM xt;"),
+		"$c, by shard scans: same as the built-in");
+}
+like(on(0, "SET client_min_messages = debug2; ${ex}SELECT gpu_quantiles(f8, $fr) FROM xt;"),
+	qr/round: SELECT shardid, success, result FROM pg_catalog\.run_command_on_shards\(\d+::pg_catalog\.regclass, 'SELECT public\.gs_citus_shard_histogram\(%L::pg_catalog\.regclass, ''f8''/,
+	'the round: gs_citus_shard_histogram fanned out by run_command_on_shards');
+like(on(0, "$ex$sdbg SET gpuselect.citus_exchange_shard_scans = off; SELECT gpu_quantiles(f8, $fr) FROM xt;"),
+	qr/The counts by a distributed query: gpuselect\.citus_exchange_shard_scans is off/, 'off: the distributed query');
+like(on(0, "$ex$sdbg SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 > 0;"),
+	qr/The counts by a distributed query: a WHERE/, 'a WHERE: the distributed query');
+# a transaction that wrote to the table: the shard scans would not see its
+# writes (nor, after its TRUNCATE, get past its lock: statement_timeout
+# stops a wait instead of hanging the test)
+on(0, q{
+SELECT setseed(0.3);
+CREATE TABLE tw AS SELECT g::int8 AS id, round((random() * 1e4)::numeric, 1)::float8 AS f8 FROM generate_series(1, 60000) g;
+SELECT create_distributed_table('tw', 'id');
+});
+for my $w (["DELETE FROM tw WHERE id % 3 = 0 OR f8 > 8000;", 'a DELETE'],
+	["UPDATE tw SET f8 = -f8 WHERE id % 2 = 0;", 'an UPDATE'],
+	["TRUNCATE tw; INSERT INTO tw SELECT g, g % 1777 FROM generate_series(1, 30000) g;", 'TRUNCATE, then an INSERT'])
+{
+	my ($write, $what) = @$w;
+	my $pre = "SET statement_timeout = '60s'; BEGIN; $write";
+	my ($rc, $out) = on(0, "$pre $ex$sdbg SELECT gpu_quantiles(f8, $fr) FROM tw; ROLLBACK;", may_fail => 1);
+	is($rc, 0, "after $what in the transaction: it answers (no wait on its own lock)") or diag($out);
+	like($out, qr/The counts by a distributed query: this transaction holds a lock above ACCESS SHARE/,
+		"after $what: today's round");
+	unlike($out, qr/all gathered/, "after $what: by levels, the rounds agreeing");
+	is(answer_of($out), on(0, "$pre SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM tw; ROLLBACK;"),
+		"after $what: same as the built-in in the same transaction (its own writes seen)");
+}
+like(on(0, "BEGIN; SELECT count(*) FROM tw; $ex$sdbg SELECT gpu_quantiles(f8, $fr) FROM tw; COMMIT;"), $by_shards,
+	'a transaction that only read the table: shard scans');
+# REPEATABLE READ: the transaction's snapshot predates a concurrent DELETE;
+# shard scans (new connections, new snapshots) would count without it
+{
+	my $bg;
+	{
+		local $ENV{PGHOST} = $nodes[0]{host};
+		local $ENV{PGPORT} = $nodes[0]{port};
+		$bg = GsTest::psql_bg("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM tw; SELECT 'rr_waits', pg_sleep(4);"
+			  . " $ex$sdbg SELECT gpu_quantiles(f8, $fr) FROM tw; SELECT 'rr_builtin', percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM tw; COMMIT;");
+	}
+	ok(GsTest::wait_for(sub { on(0, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%rr_waits%' AND wait_event = 'PgSleep'") == 1 }, 60),
+		'REPEATABLE READ: the transaction has its snapshot');
+	on(0, "DELETE FROM tw WHERE f8 < 5000;");
+	my ($rc, $out) = GsTest::psql_wait($bg);
+	like($out, qr/The counts by a distributed query: isolation above READ COMMITTED/, 'REPEATABLE READ: today\'s round');
+	unlike($out, qr/all gathered/, 'REPEATABLE READ: by levels, the rounds agreeing');
+	my ($builtin) = $out =~ /rr_builtin\|(\{.*\})/;
+	is(answer_of($out), $builtin, 'REPEATABLE READ: same as the built-in in the same transaction');
+	isnt($builtin, on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM tw;"),
+		'REPEATABLE READ: which did not see the concurrent DELETE');
+}
+# row-level security: the planner keeps the partial aggregates (the query
+# has row security); a hand-made exchange call runs today's round, whose
+# queries apply the policies (a role they restrict; the superuser too)
+on(0, q{
+CREATE TABLE rl AS SELECT g::int8 AS id, (g * 7919 % 100003)::float8 AS f8 FROM generate_series(1, 40000) g;
+SELECT create_distributed_table('rl', 'id');
+CREATE ROLE gs_rls_user LOGIN;
+GRANT SELECT ON rl TO gs_rls_user;
+ALTER TABLE rl ENABLE ROW LEVEL SECURITY;
+CREATE POLICY rl_some ON rl FOR SELECT TO gs_rls_user USING (f8 < 60000);
+});
+for my $role ('', 'SET ROLE gs_rls_user;')
+{
+	my $bi = on(0, "$role SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM rl;");
+	is(on(0, "$role $ex SELECT gpu_quantiles(f8, $fr) FROM rl;"), $bi, "row-level security ($role): same as the built-in");
+	my $out = on(0, "$role $ex$sdbg SELECT gs_citus_exchange('rl', 'f8', NULL, 'disc', $fr, NULL::float8[]);");
+	like($out, qr/The counts by a distributed query: row-level security is enabled on the table/,
+		"row-level security ($role), the exchange called by hand: today's round");
+	is(answer_of($out), $bi, "row-level security ($role), the exchange called by hand: same as the built-in");
+}
+# a column dropped before the counted one, then shards made after the drop
+# (a split): the old shards' f8 is attribute 3, the new ones' 2
+on(0, q{
+CREATE TABLE dc AS SELECT g::int8 AS id, g AS gone, ((g * 104729) % 1000003)::float8 AS f8 FROM generate_series(1, 20000) g;
+SELECT create_distributed_table('dc', 'id', colocate_with => 'none');
+ALTER TABLE dc DROP COLUMN gone;
+});
+my ($rc_split, $split) = on(0, "SET citus.local_hostname = '$nodes[0]{host}'; SELECT citus_split_shard_by_split_points((SELECT min(shardid) FROM pg_dist_shard WHERE logicalrelid = 'dc'::regclass),"
+	  . " ARRAY[(SELECT ((shardminvalue::int8 + shardmaxvalue::int8) / 2)::text FROM pg_dist_shard WHERE shardid = (SELECT min(shardid) FROM pg_dist_shard WHERE logicalrelid = 'dc'::regclass))],"
+	  . " ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = $nodes[1]{port}), (SELECT nodeid FROM pg_dist_node WHERE nodeport = $nodes[2]{port})], 'block_writes');", may_fail => 1);
+diag("split: $split") if $rc_split != 0;
+my $attnos = join(',', sort(split /\n/, on(0, "SELECT DISTINCT result FROM run_command_on_shards('dc', \$\$SELECT attnum FROM pg_attribute WHERE attrelid = '%s'::regclass AND attname = 'f8'\$\$);")));
+is($attnos, $rc_split == 0 ? '2,3' : '3', "dc's f8 is attribute $attnos on its shards");
+{
+	my $out = on(0, "$ex$sdbg SELECT gpu_quantiles(f8, $fr), gpu_median(f8) FROM dc;");
+	like($out, $by_shards, 'a dropped column before the counted one: shard scans');
+	my $both = on(0, "$ex SELECT gpu_quantiles(f8, $fr), gpu_median(f8) FROM dc;");
+	is($both, on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8), percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM dc;"),
+		'a dropped column before the counted one: same as the built-in');
+}
+
 my ($plain, $prounds) = rounds_of("${ex}SELECT gpu_quantiles(f8, $fr) FROM xt");
 ok(!grep({ /SELECT count\(f8\)/ } @$prounds), 'a table the estimate is right about: no count round')
   or diag(join("\n", @$prounds));
@@ -263,8 +379,8 @@ diag("a counts round's plan: $cplan");
 # ungrouped: the first level's counts as histograms; a later level's, over
 # fewer candidates than its buckets times the shards, GROUP BY the bucket
 # (a histogram would be mostly zeros); the answers are checked above
-($rc3, $rounds) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SET client_min_messages = debug2;"
-	  . " SELECT gpu_quantiles(f8, $fr) FROM xt;", may_fail => 1);
+($rc3, $rounds) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SET gpuselect.citus_exchange_shard_scans = off;"
+	  . " SET client_min_messages = debug2; SELECT gpu_quantiles(f8, $fr) FROM xt;", may_fail => 1);
 like($rounds, qr/round: SELECT public\.gs_citus_histogram\(public\.gs_citus_bucket\(f8, /, 'ungrouped: a histogram round');
 like($rounds, qr/round: SELECT public\.gs_citus_bucket\(f8, .*, count\(\*\) FROM .* GROUP BY 1$/m,
 	'and a GROUP BY round where the buckets outnumber the rows');
