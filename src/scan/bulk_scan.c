@@ -61,6 +61,9 @@
 #include "nodes/nodeFuncs.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
+#if PG_VERSION_NUM >= 170000
+#include "storage/read_stream.h"
+#endif
 #include "utils/array.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -648,39 +651,83 @@ gs_bulk_page(GsBulkScanState *bs, HeapScanDesc hs, TupleDesc desc, ExprContext *
 }
 
 /*
- * Page shipping's own page loop (bulk_ship.c, gs_bulk_ship_read_page): the
+ * Page shipping's own page loop (bulk_ship.c, gs_bulk_ship_take_page): the
  * blocks in the order heap_getnext takes them -- serially from the scan's
  * start block round (synchronized scans), in parallel as the table AM's
- * shared block allocation hands them out -- each read, checked and listed
- * in the batch.  Pages without a visible tuple count nowhere, as there.
+ * shared block allocation hands them out -- each read (through a read
+ * stream where the server has them, else with the scan's bulk-read
+ * strategy), checked and listed in the batch.  Pages without a visible
+ * tuple count nowhere, as there.
  */
+typedef struct GsShipBlocks
+{
+	HeapScanDesc hs;
+	BlockNumber nblocks;
+	BlockNumber done;
+} GsShipBlocks;
+
+static BlockNumber
+gs_ship_next_block(GsShipBlocks *b)
+{
+	HeapScanDesc hs = b->hs;
+	ParallelBlockTableScanDesc pb = (ParallelBlockTableScanDesc) hs->rs_base.rs_parallel;
+
+	if (pb != NULL)
+		return table_block_parallelscan_nextpage(hs->rs_base.rs_rd, hs->rs_parallelworkerdata, pb);
+	if (b->done >= b->nblocks)
+		return InvalidBlockNumber;
+	return (hs->rs_startblock + b->done++) % b->nblocks;
+}
+
+#if PG_VERSION_NUM >= 170000
+static BlockNumber
+gs_ship_stream_block(ReadStream *stream, void *arg, void *per_buffer)
+{
+	return gs_ship_next_block((GsShipBlocks *) arg);
+}
+#endif
+
 static void
 gs_bulk_ship_loop(GsBulkScanState *bs, TupleDesc desc)
 {
 	HeapScanDesc hs = (HeapScanDesc) bs->scan;
 	Relation	rel = hs->rs_base.rs_rd;
 	ParallelBlockTableScanDesc pb = (ParallelBlockTableScanDesc) hs->rs_base.rs_parallel;
-	BlockNumber nblocks = pb != NULL ? pb->phs_nblocks : hs->rs_nblocks;
-	BlockNumber done = 0;
+	GsShipBlocks blocks;
 
+#if PG_VERSION_NUM >= 170000
+	ReadStream *stream;
+#endif
+
+	blocks.hs = hs;
+	blocks.nblocks = pb != NULL ? pb->phs_nblocks : hs->rs_nblocks;
+	blocks.done = 0;
 	(void) gs_bulk_single_state(bs);
 	if (pb != NULL)
 		table_block_parallelscan_startblock_init(rel, hs->rs_parallelworkerdata, pb);
+#if PG_VERSION_NUM >= 170000
+	stream = read_stream_begin_relation(READ_STREAM_SEQUENTIAL, hs->rs_strategy, rel,
+										MAIN_FORKNUM, gs_ship_stream_block, &blocks, 0);
+#endif
 	for (;;)
 	{
-		BlockNumber blk;
+		Buffer		buf;
 		int			n;
 		bool		av;
 		bool		full;
 
-		if (pb != NULL)
-			blk = table_block_parallelscan_nextpage(rel, hs->rs_parallelworkerdata, pb);
-		else
-			blk = done < nblocks ? (hs->rs_startblock + done++) % nblocks : InvalidBlockNumber;
+#if PG_VERSION_NUM >= 170000
+		buf = read_stream_next_buffer(stream, NULL);
+		if (!BufferIsValid(buf))
+			break;
+#else
+		BlockNumber blk = gs_ship_next_block(&blocks);
+
 		if (blk == InvalidBlockNumber)
 			break;
-		full = gs_bulk_ship_read_page(bs->ship, rel, blk, hs->rs_strategy,
-									  hs->rs_base.rs_snapshot, &n, &av);
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, hs->rs_strategy);
+#endif
+		full = gs_bulk_ship_take_page(bs->ship, rel, buf, hs->rs_base.rs_snapshot, &n, &av);
 		if (n > 0)
 		{
 			bs->pages++;
@@ -695,6 +742,9 @@ gs_bulk_ship_loop(GsBulkScanState *bs, TupleDesc desc)
 			gs_bulk_ship_batch(bs, desc, false);
 		CHECK_FOR_INTERRUPTS();
 	}
+#if PG_VERSION_NUM >= 170000
+	read_stream_end(stream);
+#endif
 }
 
 /* heap_getnext's pages (or rows, without page mode: no MVCC snapshot) */

@@ -235,21 +235,21 @@ gs_bulk_ship_own_pages(Relation rel, Snapshot snapshot)
 }
 
 /*
- * Block blk read as heap_getnext's page mode reads it (heapgetpage /
+ * The pinned buffer buf (its pin now the batch's or released here) taken as
+ * heap_getnext's page mode takes a page (heapgetpage /
  * heap_prepare_pagescan): pruned if it may be, then under the buffer's
  * share lock each normal line pointer's tuple checked against the
  * snapshot -- all of them visible on a page marked all-visible, unless the
  * snapshot was taken during recovery -- and the visible ones listed in the
- * current batch, which keeps the buffer's pin; heap_getnext's per-tuple
- * bookkeeping is what this saves.  Only under gs_bulk_ship_own_pages.
- * *ntuples: the visible tuples; true when the batch is full.
+ * current batch, which keeps the pin; heap_getnext's per-tuple bookkeeping
+ * is what this saves.  Only under gs_bulk_ship_own_pages.  *ntuples: the
+ * visible tuples; true when the batch is full.
  */
 bool
-gs_bulk_ship_read_page(GsBulkShip *sp, Relation rel, BlockNumber blk,
-					   BufferAccessStrategy strategy, Snapshot snapshot, int *ntuples,
-					   bool *all_visible)
+gs_bulk_ship_take_page(GsBulkShip *sp, Relation rel, Buffer buf, Snapshot snapshot,
+					   int *ntuples, bool *all_visible)
 {
-	Buffer		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
+	BlockNumber blk = BufferGetBlockNumber(buf);
 	OffsetNumber offs[MaxHeapTuplesPerPage];
 	Page		page;
 	OffsetNumber lines;

@@ -26,12 +26,11 @@ extern GsBulkShip *gs_bulk_ship_create(MemoryContext cxt, TupleDesc desc, AttrNu
  * and listed in the current batch; true when the batch is full (flush) */
 extern bool gs_bulk_ship_page(GsBulkShip *sp, HeapScanDesc hs);
 /* the scan's own page loop (bulk_scan.c): whether it may read rel's pages
- * for snapshot, and one block read, checked and listed (bulk_ship.c says
- * how); true when the batch is full (flush) */
+ * for snapshot, and one pinned buffer's page checked and listed, its pin
+ * taken over (bulk_ship.c says how); true when the batch is full (flush) */
 extern bool gs_bulk_ship_own_pages(Relation rel, Snapshot snapshot);
-extern bool gs_bulk_ship_read_page(GsBulkShip *sp, Relation rel, BlockNumber blk,
-								   BufferAccessStrategy strategy, Snapshot snapshot,
-								   int *ntuples, bool *all_visible);
+extern bool gs_bulk_ship_take_page(GsBulkShip *sp, Relation rel, Buffer buf,
+								   Snapshot snapshot, int *ntuples, bool *all_visible);
 /* the current batch to the service without waiting (or its keys extracted
  * here, through col, when the service does not take it); then the next
  * batch, collected first if still in flight: its keys into st, its pins
