@@ -5,10 +5,10 @@
 #   1. the engine harness's small checks (GS_TINY): page extraction from
 #      device pages and from mapped host pages against the CPU's
 #   2. pg_device_run.sh $GS_SHIP_STAGES ("service-on tap"; add regress for
-#      the pg_regress suite through the service) with TAP 111 (or
-#      $GS_TAP_SERVICE) (the
-#      shipped scan against the executor under concurrent writers, the CUDA
-#      engine extracting), GS_WORKER_PROCESSES (8) workers' room
+#      the pg_regress suite through the service) with TAP 111 (the shipped
+#      scan against the executor under concurrent writers, the CUDA engine
+#      extracting; GS_TAP_SERVICE names others), GS_WORKER_PROCESSES (8)
+#      workers' room
 #   3. ship_pages_timing.sh (GS_SHIP_ROWS rows; its table last)
 # Logs under $OUT.
 set -u
