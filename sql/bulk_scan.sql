@@ -341,6 +341,20 @@ FROM pg_stat_user_tables WHERE relname = 'bs';
 RESET stats_fetch_consistency;
 DROP FUNCTION bulk_counts(text);
 
+-- with timing, EXPLAIN ANALYZE gives the scan's time and the finals' selections' time
+CREATE FUNCTION bulk_times(q text, OUT scan_time bool, OUT select_time bool) LANGUAGE plpgsql AS $$
+DECLARE
+	j jsonb;
+BEGIN
+	PERFORM set_config('enable_seqscan', 'off', true);
+	EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO j;
+	SELECT (n->>'Scan Time')::float8 >= 0, (n->>'Select Time')::float8 >= 0 INTO scan_time, select_time
+	FROM jsonb_path_query(j, 'strict $[*].**  ? (@."Custom Plan Provider" == "gpuselect")') n;
+	PERFORM set_config('enable_seqscan', 'on', true);
+END $$;
+SELECT * FROM bulk_times('SELECT gpu_median(x) FROM bs');
+DROP FUNCTION bulk_times(text);
+
 -- a partitioned table (a sub-partitioned part; one partition's columns in
 -- another order) and an inheritance tree: one scan per leaf under an Append
 CREATE TABLE bp (ts timestamptz, x float8, k int) PARTITION BY RANGE (ts);

@@ -286,7 +286,13 @@ gs_batch_slice(GsFinalBatch *b, int *next, GsBatchRule rule, int threads)
 		owners[nitems++] = s;
 	}
 	if (nitems > 0)
+	{
+		instr_time	start;
+
+		INSTR_TIME_SET_CURRENT(start);
 		gs_dispatch_cpu_many(items, nitems, threads);
+		gs_dispatch_add_select_ms(gs_elapsed_ms(start));
+	}
 	for (int i = 0; i < nitems; i++)
 		gs_batch_keep(owners[i], &items[i]);
 	return nitems;

@@ -77,6 +77,7 @@
 #include "scan/bulk_groups.h"
 #include "scan/bulk_scan.h"
 #include "scan/bulk_ship.h"
+#include "select/dispatch.h"
 #include "state/state.h"
 
 /* one aggregate of the node */
@@ -156,6 +157,7 @@ typedef struct GsBulkScanState
 	uint64		keys;			/* non-NULL values appended */
 	uint64		pages_shipped;
 	double		scan_ms;
+	double		select_ms0;		/* gs_select_ms_total when the node began */
 	GsBulkShared *shared;		/* parallel: NULL serially */
 	GsBulkCounts workers;		/* the leader: theirs, taken from shared */
 } GsBulkScanState;
@@ -299,6 +301,7 @@ gs_bulk_begin(CustomScanState *node, EState *estate, int eflags)
 					   (List *) lsecond(cs->custom_exprs));
 	gs_bulk_begin_quals(bs, (List *) linitial(cs->custom_exprs),
 						(List *) lthird(cs->custom_exprs), estate);
+	bs->select_ms0 = gs_select_ms_total;
 	bs->statecxt = AllocSetContextCreate(CurrentMemoryContext, "gpuselect bulk scan",
 										 ALLOCSET_DEFAULT_SIZES);
 	/* page shipping: one aggregate, no quals or FILTER, no GROUP BY, in the
@@ -1110,6 +1113,10 @@ gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyUInteger("Rows In Ranges", NULL, c.range_rows, es);
 		}
 		if (es->timing)
+		{
 			ExplainPropertyFloat("Scan Time", "ms", bs->scan_ms, 3, es);
+			/* the finals above this node run in this process: their selections */
+			ExplainPropertyFloat("Select Time", "ms", gs_select_ms_total - bs->select_ms0, 3, es);
+		}
 	}
 }

@@ -24,6 +24,14 @@ int64		gs_gpu_runs = 0;
 int64		gs_cpu_runs = 0;
 bool		gs_have_last = false;
 GsRunInfo	gs_last;
+double		gs_select_ms_total = 0;
+
+void
+gs_dispatch_add_select_ms(double ms)
+{
+	if (ms > 0)
+		gs_select_ms_total += ms;
+}
 static char gs_last_path[256];
 bool		gs_last_approx = false;
 int			gs_last_nranks = 0;
@@ -181,10 +189,12 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 	gs_approx_pick *picks = NULL;
 	bool		approx = gs_guc_approximate && !gs_dispatch_exact_only;
 	int64		n = st->nrows;
+	instr_time	entered;
 
 	if (nranks <= 0)
 		return;
 	Assert(n > 0);
+	INSTR_TIME_SET_CURRENT(entered);
 
 	memset(&info, 0, sizeof(info));
 	info.n = n;
@@ -236,6 +246,7 @@ gs_dispatch_select(GsState *st, const uint64 *ranks, int nranks, uint64 *out_key
 
 	if (in.segs != NULL)
 		pfree((void *) in.segs);
+	info.wall_ms = gs_elapsed_ms(entered);
 	gs_dispatch_note_run(&info, nranks, approx);
 }
 
@@ -243,6 +254,7 @@ void
 gs_dispatch_note_run(const GsRunInfo *info, int nranks, bool approx)
 {
 	gs_have_last = true;
+	gs_dispatch_add_select_ms(info->wall_ms > 0 ? info->wall_ms : info->copy_ms + info->select_ms);
 	gs_last = *info;
 	strlcpy(gs_last_path, info->path, sizeof(gs_last_path));
 	gs_last.path = gs_last_path;

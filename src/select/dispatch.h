@@ -39,7 +39,16 @@ typedef struct GsRunInfo
 	double		svc_fill_ms;
 	double		svc_queue_ms;
 	double		svc_answer_ms;
+	double		wall_ms;		/* the whole final call's selection, when known */
 } GsRunInfo;
+
+/*
+ * This process's time in selections (each run's wall_ms, else its copy and
+ * select time; a hashed aggregation's batch as it runs), so the bulk scan's
+ * EXPLAIN ANALYZE can say what its query's finals took (Select Time).
+ */
+extern double gs_select_ms_total;
+extern void gs_dispatch_add_select_ms(double ms);
 
 /*
  * The per-backend record of the selection runs, for gpuselect_status()
