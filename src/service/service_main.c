@@ -499,7 +499,7 @@ gs_svc_requeue(int j)
 		gs_svc_release_job(j);
 }
 
-/* a PAGES job's keys into its chunks (when the lane has them), published */
+/* a PAGES job the lane finished: its chunks' counts (the lane wrote the keys), published */
 static int
 gs_svc_finish_pages(int j, gs_lane_work *w)
 {
