@@ -29,9 +29,11 @@
  * job to a lane (service_main.c), whose device reads the pages where they
  * lie and extracts there (gs_svc_cuda_extract_pages), or whose thread
  * extracts on the CPU (cpu_test, the test hook, a device that cannot map
- * shared buffers); the keys come back here and go into the job's key
- * chunks.  A buffer the owner unpinned after it abandoned the job may be
- * read meanwhile: memory of shared buffers all the same, and bounds-checked.
+ * shared buffers); the lane writes the keys straight into the job's key
+ * chunks (their addresses are in its work), and the main thread then only
+ * counts them into the chunks' descriptors here.  A buffer the owner
+ * unpinned after it abandoned the job may be read meanwhile: memory of
+ * shared buffers all the same, and bounds-checked.
  */
 #include "postgres.h"
 #include "base/pg_compat.h"
