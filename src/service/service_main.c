@@ -377,6 +377,73 @@ gs_svc_answer_bytes(const GsSvcJob *job)
 	return job->approx ? sizeof(gs_approx_pick) * job->nranks : sizeof(uint64) * job->nranks;
 }
 
+typedef bool (*GsSvcPrepare) (int j, GsSvcJob *job, gs_lane_work *w, gs_error *err);
+
+/*
+ * Claim job j (SUBMITTED -> RUNNING) for free device d: a run slot of d,
+ * the job's timings, and its lane work built by prepare (gs_svc_prepare,
+ * gs_svc_pages_prepare) in a memory context of the run's own, which stays
+ * current for the caller to finish the work in.  NULL when the job was
+ * abandoned meanwhile, or failed prepare's checks (answered at once).
+ */
+static gs_lane_work *
+gs_svc_claim_run(int j, int d, GsSvcPrepare prepare, bool large, GsSvcRun **runp,
+				 MemoryContext *old)
+{
+	GsSvcJob   *job = &gs_svc_jobs[j];
+	uint32		expected = GS_JOB_SUBMITTED;
+	GsSvcRun   *run = NULL;
+	gs_lane_work *w;
+	gs_error	err;
+
+	for (int r = 0; r < GS_SVC_RUNS_PER_DEVICE && run == NULL; r++)
+		if (svc_runs[d][r].job < 0)
+			run = &svc_runs[d][r];
+	if (run == NULL)
+		elog(ERROR, "gpuselect GPU service: device %d has no room for a job", d);
+	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
+		return NULL;			/* abandoned meanwhile */
+	run->start = GetCurrentTimestamp();
+	job->queue_ms = (double) (run->start - job->submit_time) / 1000.0;
+	job->copy_ms = 0;
+	job->bytes_copied = 0;
+
+	/* a page job's item lists are larger than a selection's ranks */
+	run->cxt = large
+		? AllocSetContextCreate(TopMemoryContext, "gpuselect service pages", ALLOCSET_DEFAULT_SIZES)
+		: AllocSetContextCreate(TopMemoryContext, "gpuselect service job", ALLOCSET_SMALL_SIZES);
+	*old = MemoryContextSwitchTo(run->cxt);
+	memset(&err, 0, sizeof(err));
+	w = palloc0(sizeof(gs_lane_work));
+	if (!prepare(j, job, w, &err))
+	{
+		MemoryContextSwitchTo(*old);
+		job->select_ms = gs_svc_ms_since(run->start);
+		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
+		MemoryContextDelete(run->cxt);
+		run->cxt = NULL;
+		return NULL;
+	}
+	w->tag = j;
+	w->opt.interrupt = gs_svc_interrupt;
+	w->opt.interrupt_arg = job;
+	w->delay_ms = job->delay_ms;
+	w->inject = GS_OK;
+	*runp = run;
+	return w;
+}
+
+/* the claimed run's work (its context left) to device d's lane */
+static void
+gs_svc_hand_to_lane(GsSvcRun *run, int j, int d, gs_lane_work *w, MemoryContext old)
+{
+	MemoryContextSwitchTo(old);
+	run->job = j;
+	run->work = w;
+	gs_svc_device_start(d, gs_svc_jobs[j].nkeys);
+	gs_lanes_submit(d, w);
+}
+
 /*
  * Start job j (SUBMITTED) on free device d: claim it, check its chunks
  * and build the engine's input in a memory context of its own, and give
@@ -386,53 +453,22 @@ static void
 gs_svc_start_job(int j, int d, const int *held, int nheld)
 {
 	GsSvcJob   *job = &gs_svc_jobs[j];
-	uint32		expected = GS_JOB_SUBMITTED;
 	GsSvcRun   *run = NULL;
 	gs_lane_work *w;
-	gs_error	err;
 	MemoryContext old;
 
-	for (int r = 0; r < GS_SVC_RUNS_PER_DEVICE && run == NULL; r++)
-		if (svc_runs[d][r].job < 0)
-			run = &svc_runs[d][r];
-	if (run == NULL)
-		elog(ERROR, "gpuselect GPU service: device %d has no room for a job", d);
-	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
+	w = gs_svc_claim_run(j, d, gs_svc_prepare, false, &run, &old);
+	if (w == NULL)
 	{
-		gs_svc_release_holds(held, nheld);
-		return;					/* abandoned meanwhile */
-	}
-	run->start = GetCurrentTimestamp();
-	job->queue_ms = (double) (run->start - job->submit_time) / 1000.0;
-	job->copy_ms = 0;
-	job->bytes_copied = 0;
-
-	run->cxt = AllocSetContextCreate(TopMemoryContext, "gpuselect service job",
-									 ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(run->cxt);
-	memset(&err, 0, sizeof(err));
-	w = palloc0(sizeof(gs_lane_work));
-	if (!gs_svc_prepare(j, job, w, &err))
-	{
-		MemoryContextSwitchTo(old);
-		job->select_ms = gs_svc_ms_since(run->start);
-		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
-		MemoryContextDelete(run->cxt);
-		run->cxt = NULL;
 		gs_svc_release_holds(held, nheld);
 		return;
 	}
-	w->tag = j;
 	w->nranks = (size_t) job->nranks;
 	w->approx = job->approx;
 	w->answer = palloc(gs_svc_answer_bytes(job));
-	w->opt.interrupt = gs_svc_interrupt;
-	w->opt.interrupt_arg = job;
 	w->opt.seed = job->seed;
 	w->opt.approx_buckets = job->approx_buckets;
 	w->cpu_path = job->cpu_path;
-	w->delay_ms = job->delay_ms;
-	w->inject = GS_OK;
 	if (job->fail_device == d)
 	{
 		w->inject = GS_ERR_DEVICE;
@@ -463,12 +499,7 @@ gs_svc_start_job(int j, int d, const int *held, int nheld)
 	for (int i = 0; i < nheld; i++)
 		w->split_lanes[i] = held[i];
 	w->nsplit_lanes = nheld;
-	MemoryContextSwitchTo(old);
-
-	run->job = j;
-	run->work = w;
-	gs_svc_device_start(d, job->nkeys);
-	gs_lanes_submit(d, w);
+	gs_svc_hand_to_lane(run, j, d, w, old);
 }
 
 /*
@@ -694,49 +725,15 @@ gs_svc_start_wide(int j)
 static void
 gs_svc_start_page_job(int j, int d)
 {
-	GsSvcJob   *job = &gs_svc_jobs[j];
-	uint32		expected = GS_JOB_SUBMITTED;
 	GsSvcRun   *run = NULL;
 	gs_lane_work *w;
-	gs_error	err;
 	MemoryContext old;
 
-	for (int r = 0; r < GS_SVC_RUNS_PER_DEVICE && run == NULL; r++)
-		if (svc_runs[d][r].job < 0)
-			run = &svc_runs[d][r];
-	if (run == NULL)
-		elog(ERROR, "gpuselect GPU service: device %d has no room for a job", d);
-	if (!pg_atomic_compare_exchange_u32(&job->state, &expected, GS_JOB_RUNNING))
-		return;					/* abandoned meanwhile */
-	run->start = GetCurrentTimestamp();
-	job->queue_ms = (double) (run->start - job->submit_time) / 1000.0;
-	job->copy_ms = 0;
-	job->bytes_copied = 0;
-	job->out_keys = 0;
-	run->cxt = AllocSetContextCreate(TopMemoryContext, "gpuselect service pages",
-									 ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(run->cxt);
-	memset(&err, 0, sizeof(err));
-	w = palloc0(sizeof(gs_lane_work));
-	if (!gs_svc_pages_prepare(j, job, w, &err))
-	{
-		MemoryContextSwitchTo(old);
-		job->select_ms = gs_svc_ms_since(run->start);
-		(void) gs_svc_publish(j, err.status, err.message, NULL, 0);
-		MemoryContextDelete(run->cxt);
-		run->cxt = NULL;
+	w = gs_svc_claim_run(j, d, gs_svc_pages_prepare, true, &run, &old);
+	if (w == NULL)
 		return;
-	}
-	w->tag = j;
-	w->opt.interrupt = gs_svc_interrupt;
-	w->opt.interrupt_arg = job;
-	w->delay_ms = job->delay_ms;
-	w->inject = GS_OK;
-	MemoryContextSwitchTo(old);
-	run->job = j;
-	run->work = w;
-	gs_svc_device_start(d, job->nkeys);
-	gs_lanes_submit(d, w);
+	gs_svc_jobs[j].out_keys = 0;
+	gs_svc_hand_to_lane(run, j, d, w, old);
 }
 
 static void
