@@ -212,7 +212,7 @@ gs_svc_wait(int j, uint64 epoch, const GsSvcClock *clk, bool *restarted, const c
 			s = pg_atomic_read_u32(&job->state);
 			if (s == GS_JOB_DONE || s == GS_JOB_FAILED)
 				break;
-			live = (s == GS_JOB_SUBMITTED || s == GS_JOB_RUNNING || s == GS_JOB_WRITING);
+			live = gs_svc_job_live(s);
 			svc = pg_atomic_read_u32(&gs_svc_ctl->state);
 			if (svc != GS_SVC_READY || pg_atomic_read_u64(&gs_svc_ctl->epoch) != my_epoch)
 			{
@@ -911,7 +911,7 @@ gs_service_pages_answered(int k)
 	if (j < 0)
 		return true;
 	s = pg_atomic_read_u32(&gs_svc_jobs[j].state);
-	return s != GS_JOB_SUBMITTED && s != GS_JOB_RUNNING && s != GS_JOB_WRITING;
+	return !gs_svc_job_live(s);
 }
 
 void

@@ -95,6 +95,13 @@ typedef enum GsJobState
 	GS_JOB_ABANDONED
 } GsJobState;
 
+/* the service has job state s in hand: submitted, running or being answered */
+static inline bool
+gs_svc_job_live(uint32 s)
+{
+	return s == GS_JOB_SUBMITTED || s == GS_JOB_RUNNING || s == GS_JOB_WRITING;
+}
+
 /* test hook gpuselect.test_service_fault: what the service does to a job */
 #define GS_SVC_FAULT_NONE 0
 #define GS_SVC_FAULT_FAIL 1		/* the job fails as a failed launch would */

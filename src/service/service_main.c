@@ -896,7 +896,7 @@ gs_svc_on_exit(int code, Datum arg)
 	{
 		uint32		s = pg_atomic_read_u32(&gs_svc_jobs[j].state);
 
-		if (s == GS_JOB_SUBMITTED || s == GS_JOB_RUNNING || s == GS_JOB_WRITING)
+		if (gs_svc_job_live(s))
 			gs_svc_wake(gs_svc_jobs[j].owner_proc, gs_svc_jobs[j].owner_pid);
 	}
 	/* no context, no device memory of ours */
