@@ -60,7 +60,7 @@ OBJS = \
 	src/scan/bulk_scan.o \
 	src/scan/bulk_groups.o \
 	src/scan/bulk_ship.o \
-	src/scan/bulk_shard_histogram.o \
+	src/scan/bulk_shard_scan.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
 	src/planner/planner_fraction.o \

@@ -257,14 +257,21 @@ CREATE AGGREGATE gs_citus_histogram(int4) (
 	PARALLEL = SAFE
 );
 
--- the first counts round on one shard, read as the bulk scan reads a table
--- (src/scan/bulk_shard_histogram.c): element b + 1 counts the rows whose
--- column col (found by name on the shard) is in bucket b of the sorted
--- thresholds (gs_citus_bucket's); the coordinator runs it on every shard
--- through run_command_on_shards where that is safe (docs/citus.md)
-CREATE FUNCTION gs_citus_shard_histogram(regclass, text, int8[])
+-- the Citus exchange's shard scans (src/scan/bulk_shard_scan.c): a C
+-- page loop over some shards of a table, run on the workers by the
+-- coordinator where that is safe (docs/citus.md).  The histogram: element
+-- b + 1 counts the shards' rows whose column col (found by name on each
+-- shard) is in bucket b of the sorted thresholds (gs_citus_bucket's)
+CREATE FUNCTION gs_citus_shard_histogram(regclass[], text, int8[])
 RETURNS int8[]
 AS 'MODULE_PATHNAME', 'gs_citus_shard_histogram'
+LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
+
+-- the gather: the keys of those rows inside the ranges of the sorted
+-- bounds lo1, hi1, lo2, hi2, ... (gs_citus_bucket(col, bounds) odd)
+CREATE FUNCTION gs_citus_shard_keys(regclass[], text, int8[])
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_shard_keys'
 LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 
 CREATE FUNCTION gs_citus_exchange(regclass, text, text, text, float8[], anyelement)

@@ -79,12 +79,16 @@ SELECT gs_citus_histogram_merge('{1, NULL}', '{}');
 SELECT gs_citus_histogram_merge('{9223372036854775807}', '{1}');
 DROP FUNCTION hb_counts(int);
 DROP TABLE hb;
--- gs_citus_shard_histogram(shard, col, t): the exchange's first counts round
--- on one shard, a C scan (src/scan/bulk_shard_histogram.c), against GROUP BY
--- gs_citus_bucket(col, t) on the same rows, for every key type: the counts of
--- its length(t) + 1 buckets (thresholds: some rows' keys, a heavy value's
--- v, v + 1); the column found by name after a column before it was dropped;
--- what the statement's snapshot sees (rows deleted in this transaction)
+-- gs_citus_shard_histogram(shards, col, t) and gs_citus_shard_keys(shards,
+-- col, bounds): the exchange's first counts round and its gather over some
+-- shards, C scans (src/scan/bulk_shard_scan.c), against GROUP BY
+-- gs_citus_bucket(col, t) and WHERE gs_citus_bucket(col, bounds) % 2 = 1 on
+-- the same rows, for every key type: the counts of its length(t) + 1
+-- buckets (thresholds: some rows' keys, a heavy value's v, v + 1) summed
+-- over two tables, and the keys inside the bounds' ranges (from
+-- -infinity, and not); the column found by name after a column before it
+-- was dropped and in a table with its columns in another order; what the
+-- statement's snapshot sees (rows deleted in this transaction)
 CREATE TABLE sh (gone int4, id int4, f8 float8, f4 float4, i2 int2, i4 int4, i8 int8, d date, ts timestamp, tz timestamptz);
 INSERT INTO sh SELECT g, g,
   CASE WHEN g % 50 = 0 THEN NULL WHEN g % 7 = 0 THEN 1.5 WHEN g % 333 = 0 THEN 'NaN' WHEN g % 111 = 0 THEN '-0'
@@ -94,52 +98,78 @@ INSERT INTO sh SELECT g, g,
   timestamptz '2026-01-01 00:00+00' + ((g * 13) % 3000) * interval '13 seconds'
 FROM generate_series(1, 3000) g;
 ALTER TABLE sh DROP COLUMN gone;
+CREATE TABLE sh2 (tz timestamptz, ts timestamp, d date, i8 int8, i4 int4, i2 int2, f4 float4, f8 float8, id int4);
+INSERT INTO sh2 (id, f8, f4, i2, i4, i8, d, ts, tz)
+  SELECT id + 3000, f8 * 2, f4 + 1, i2, i4 - 7, i8 / 3, d + 11, ts + interval '1 day', tz - interval '5 hours'
+  FROM sh WHERE id % 4 <> 0;
 CREATE FUNCTION sh_check(col text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   t int8[];
+  b1 int8[];
+  b2 int8[];
   got int8[];
   want int8[];
+  keys1 boolean;
+  keys2 boolean;
+  nkeys int;
+  rows text := '(SELECT * FROM ONLY sh UNION ALL SELECT id, f8, f4, i2, i4, i8, d, ts, tz FROM sh2) u';
 BEGIN
-  EXECUTE format('SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT gs_citus_key(%1$I) k FROM sh WHERE id %% 97 = 0 AND %1$I IS NOT NULL'
-                 ' UNION SELECT gs_citus_key(%1$I) + 1 FROM sh WHERE id = 7) s', col) INTO t;
-  got := gs_citus_shard_histogram('sh', col, t);
-  EXECUTE format('SELECT array_agg(coalesce(c, 0) ORDER BY i) FROM generate_series(0, %2$s) i'
-                 ' LEFT JOIN (SELECT gs_citus_bucket(%1$I, $1) b, count(*) c FROM sh WHERE %1$I IS NOT NULL GROUP BY 1) s ON s.b = i',
-                 col, array_length(t, 1)) USING t INTO want;
+  EXECUTE format('SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT gs_citus_key(%1$I) k FROM %2$s WHERE id %% 97 = 0 AND %1$I IS NOT NULL'
+                 ' UNION SELECT gs_citus_key(%1$I) + 1 FROM sh WHERE id = 7) s', col, rows) INTO t;
+  got := gs_citus_shard_histogram('{sh, sh2}', col, t);
+  EXECUTE format('SELECT array_agg(coalesce(c, 0) ORDER BY i) FROM generate_series(0, %3$s) i'
+                 ' LEFT JOIN (SELECT gs_citus_bucket(%1$I, $1) b, count(*) c FROM %2$s WHERE %1$I IS NOT NULL GROUP BY 1) s ON s.b = i',
+                 col, rows, array_length(t, 1)) USING t INTO want;
+  -- the gather's bounds: every third threshold, from -infinity (odd: the last range open) and not
+  b1 := '{-9223372036854775808}'::int8[] || ARRAY(SELECT k FROM unnest(t) WITH ORDINALITY u(k, i) WHERE i % 3 = 1 ORDER BY i);
+  b2 := ARRAY(SELECT k FROM unnest(t) WITH ORDINALITY u(k, i) WHERE i % 5 = 2 ORDER BY i);
+  EXECUTE format('SELECT (SELECT array_agg(k ORDER BY k) FROM unnest(gs_citus_shard_keys(''{sh, sh2}'', %3$L, $1)) k)'
+                 ' IS NOT DISTINCT FROM (SELECT array_agg(gs_citus_key(%1$I) ORDER BY gs_citus_key(%1$I)) FROM %2$s WHERE gs_citus_bucket(%1$I, $1) %% 2 = 1),'
+                 ' (SELECT count(*) FROM unnest(gs_citus_shard_keys(''{sh, sh2}'', %3$L, $1)))',
+                 col, rows, col) USING b1 INTO keys1, nkeys;
+  EXECUTE format('SELECT (SELECT array_agg(k ORDER BY k) FROM unnest(gs_citus_shard_keys(''{sh2, sh}'', %3$L, $1)) k)'
+                 ' IS NOT DISTINCT FROM (SELECT array_agg(gs_citus_key(%1$I) ORDER BY gs_citus_key(%1$I)) FROM %2$s WHERE gs_citus_bucket(%1$I, $1) %% 2 = 1)',
+                 col, rows, col) USING b2 INTO keys2;
   RETURN (got = want) || ' ' || array_length(got, 1) || ' ' || (SELECT sum(c) FROM unnest(got) c)
-         || ' ' || (SELECT count(*) FROM unnest(got) c WHERE c > 0);
+         || ' ' || (SELECT count(*) FROM unnest(got) c WHERE c > 0) || ' ' || keys1 || ' ' || keys2 || ' ' || nkeys;
 END $$;
-SELECT c, sh_check(c) AS "same, buckets, rows, non-empty" FROM unnest('{f8, f4, i2, i4, i8, d, ts, tz}'::text[]) c;
-SELECT gs_citus_shard_histogram('sh', 'i4', '{}');
+SELECT c, sh_check(c) AS "counts: same, buckets, rows, non-empty; keys: same x2, number" FROM unnest('{f8, f4, i2, i4, i8, d, ts, tz}'::text[]) c;
+SELECT gs_citus_shard_histogram('{sh}', 'i4', '{}'), gs_citus_shard_histogram('{}', 'i4', '{1}'),
+  gs_citus_shard_keys('{sh}', 'i4', '{}'), array_length(gs_citus_shard_keys('{sh}', 'i4', '{-9223372036854775808}'), 1);
 BEGIN;
 DELETE FROM sh WHERE id % 3 = 0;
 SELECT sh_check('f8') AS after_own_delete, sh_check('ts') AS ts_after_own_delete;
 ROLLBACK;
--- refused: clean ERRORs (the coordinator falls back to today's round)
-SELECT gs_citus_shard_histogram('sh', 'nope', '{1}');
-SELECT gs_citus_shard_histogram('sh', 'id', '{3, 1}');
-SELECT gs_citus_shard_histogram('sh', 'id', '{1, NULL}');
-SELECT gs_citus_shard_histogram('sh', 'id', '{{1}}');
+-- refused: clean ERRORs (the coordinator falls back to the distributed query)
+SELECT gs_citus_shard_histogram('{sh}', 'nope', '{1}');
+SELECT gs_citus_shard_keys('{sh2, sh}', 'gone', '{1}');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{3, 1}');
+SELECT gs_citus_shard_keys('{sh}', 'id', '{3, 1}');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1, NULL}');
+SELECT gs_citus_shard_histogram('{sh, NULL}', 'id', '{1}');
+SELECT gs_citus_shard_keys('{{sh}}', 'id', '{1}');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{{1}}');
 CREATE TABLE shn (n numeric, v int4);
-SELECT gs_citus_shard_histogram('shn', 'n', '{1}');
+SELECT gs_citus_shard_histogram('{shn}', 'n', '{1}');
 CREATE VIEW shv AS SELECT * FROM sh;
-SELECT gs_citus_shard_histogram('shv', 'id', '{1}');
+SELECT gs_citus_shard_histogram('{shv}', 'id', '{1}');
 -- row-level security: refused for a role it applies to; no SELECT: refused
 CREATE ROLE regress_gs_shard;
 GRANT SELECT ON sh, shn TO regress_gs_shard;
 ALTER TABLE sh ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sh_some ON sh FOR SELECT USING (id < 100);
 SET ROLE regress_gs_shard;
-SELECT gs_citus_shard_histogram('sh', 'id', '{1}');
-SELECT gs_citus_shard_histogram('shn', 'v', '{1}');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}');
+SELECT gs_citus_shard_keys('{sh}', 'id', '{1}');
+SELECT gs_citus_shard_histogram('{shn}', 'v', '{1}');
 RESET ROLE;
 REVOKE SELECT ON shn FROM regress_gs_shard;
 SET ROLE regress_gs_shard;
-SELECT gs_citus_shard_histogram('shn', 'v', '{1}');
+SELECT gs_citus_shard_histogram('{shn}', 'v', '{1}');
 RESET ROLE;
 DROP POLICY sh_some ON sh;
 REVOKE ALL ON sh FROM regress_gs_shard;
 DROP ROLE regress_gs_shard;
 DROP VIEW shv;
 DROP FUNCTION sh_check(text);
-DROP TABLE sh, shn;
+DROP TABLE sh, sh2, shn;

@@ -246,12 +246,32 @@ gs_x_array_literal(GsXchg *x, Datum *v, int n)
 	return psprintf("%s::%s", quote_literal_cstr(text), format_type_be_qualified(arrtype));
 }
 
-/* every candidate, sorted (the candidates of the levels so far; *m) */
+/*
+ * every candidate, sorted (the candidates of the levels so far; *m): by
+ * shard scans where the first level's counts came from them and it is the
+ * only level (citus_shard_round.c), else a distributed query
+ */
 static Datum *
 gs_x_gather(GsXchg *x, int64 *m)
 {
-	char	   *sql = psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where, x->cand.data);
-	Datum	   *v = gs_x_fetch_keys(x, sql, m);
+	Datum	   *v = NULL;
+
+	if (gs_guc_test_citus_gather_pause > 0)
+	{
+		elog(DEBUG1, "gpuselect: Citus exchange: the gather waits %d ms (test hook)",
+			 gs_guc_test_citus_gather_pause);
+		for (int ms = 0; ms < gs_guc_test_citus_gather_pause; ms += 10)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(10000L);
+		}
+	}
+
+	if (!x->all && x->levels == 1 && x->shard_rounds > 0 && x->gather_bounds != NULL)
+		v = gs_x_shard_gather(x, x->gather_bounds, x->gather_nbounds, m);
+	if (v == NULL)
+		v = gs_x_fetch_keys(x, psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where,
+										x->cand.data), m);
 
 	qsort_arg(v, *m, sizeof(Datum), gs_x_cmp, x);
 	return v;
@@ -454,6 +474,12 @@ gs_x_ranges_cond(GsXchg *x, const GsXLevel *lv, StringInfo conds)
 	}
 	appendStringInfo(conds, "%s.gs_citus_bucket(%s, %s) %% 2 = 1", quote_identifier(x->nsp), x->value,
 					 gs_x_array_literal(x, bounds, nbounds));
+	/* the first level's, for a gather by shard scans (gs_x_gather) */
+	if (x->cand.len == 0)
+	{
+		x->gather_bounds = bounds;
+		x->gather_nbounds = nbounds;
+	}
 }
 
 /* the bucket holding candidate position r, given the bucket counts */
@@ -1047,7 +1073,8 @@ gs_x_counts_detail(const GsXchg *x)
 					(long long) x->count_rows, (long long) x->count_bytes,
 					(long long) (combined * x->shards + x->count_direct_bytes), (long long) x->shards,
 					(long long) x->sql_bytes,
-					x->shard_rounds > 0 ? " The first counts round by shard scans." :
+					x->shard_rounds > 0 ? (x->shard_gathers > 0 ? " The first counts round and the gather by shard scans." :
+										   " The first counts round by shard scans.") :
 					x->shard_why != NULL ? psprintf(" The counts by a distributed query: %s.", x->shard_why) : "");
 }
 

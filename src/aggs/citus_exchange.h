@@ -4,8 +4,8 @@
  * aggs/citus_exchange_grouped.c: every group in each round) and the
  * planner that writes their calls (planner/planner_citus.c: the literal
  * settings) and citus_keys.c (GS_X_SIGN); aggs/citus_shard_round.c (the
- * first counts round by shard scans) and the scan it runs on each shard
- * (scan/bulk_shard_histogram.c: GS_X_SIGN, GS_X_HIST_MAX_BUCKETS).  Nothing else includes it.
+ * first counts round and the gather by shard scans) and the scans it runs
+ * on the shards (scan/bulk_shard_scan.c: GS_X_SIGN, GS_X_HIST_MAX_BUCKETS).  Nothing else includes it.
  */
 #ifndef GS_CITUS_EXCHANGE_H
 #define GS_CITUS_EXCHANGE_H
@@ -61,7 +61,11 @@ typedef struct GsXchg
 	int64		sql_bytes;		/* the rounds' query text (Citus: once per shard) */
 	int64		shards;
 	int			shard_rounds;	/* counts rounds by shard scans (citus_shard_round.c) */
+	int			shard_gathers;	/* gathers by shard scans */
 	const char *shard_why;		/* ... why not, where the first was not */
+	char	   *shard_col;		/* the column's name, where the counts were by shard scans */
+	Datum	   *gather_bounds;	/* the first level's wanted ranges (gs_x_ranges_cond) */
+	int			gather_nbounds;
 	bool		all;			/* every value gathered */
 	const char *why_all;
 } GsXchg;
@@ -116,6 +120,7 @@ extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);
 extern int	gs_x_exact_literals(void);
 extern char *gs_x_counts_detail(const GsXchg *x);
 extern int64 *gs_x_shard_count_round(GsXchg *x, const GsXBuckets *bk);
+extern Datum *gs_x_shard_gather(GsXchg *x, const Datum *bounds, int nbounds, int64 *m);
 extern int64 *gs_x_count_round(GsXchg *x, const char *bexpr, const char *from_where, int nb,
 							   double rows);
 

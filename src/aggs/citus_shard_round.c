@@ -1,22 +1,28 @@
 /*
- * citus_shard_round.c — the Citus exchange's first counts round as one scan
- * per shard (issue 34; docs/citus.md, "The counts round by shard scans"):
+ * citus_shard_round.c — the Citus exchange's first counts round and its
+ * gather as scans of the shards (issue 34; docs/citus.md, "The rounds by
+ * shard scans"):
  *
- *   SELECT shardid, success, result FROM run_command_on_shards(t,
- *     'SELECT gs_citus_shard_histogram(%L::regclass, ''x'', ''{T}'')')
+ *   SELECT success, result FROM master_run_on_worker(nodes, ports,
+ *     '{"SELECT gs_citus_shard_histogram(ARRAY[shard, ...]::regclass[],
+ *        ''x'', ''{T}'')", ...}', true)
  *
- * every shard counts its rows per bucket in a C page loop
- * (scan/bulk_shard_histogram.c: no executor, no slot, no fmgr call and no
- * Citus wrapper per row) and sends one array back as text; the arrays are
- * added up here.  Today's round (gs_x_count_round: gs_citus_histogram
- * through Citus's worker_partial_agg) took 2.5x sum(x) at 10M rows; the
- * shard scans 0.4x of that
- * (test/bench/results/citus-2026-11-28-vm-shardscan.md).
+ * every worker reads its shards, a few a connection
+ * (gpuselect.citus_exchange_scans_per_node), in a C page loop
+ * (scan/bulk_shard_scan.c: no executor, no slot, no fmgr call and no
+ * Citus wrapper per row) and sends one array back as text: the counts per
+ * bucket, added up here, or the gather's keys (gs_citus_shard_keys), the
+ * rows of the wanted buckets' ranges.  As distributed queries the counts
+ * round (through Citus's worker_partial_agg) took 2.3x sum(x) at 10M rows
+ * and the gather (a filtered scan) 1.4x; as shard scans 0.65x and 0.55x.
+ * Opening a connection per shard (run_command_on_shards) cost 50-85 ms at
+ * 32 shards on the 2-core machine, two connections 17 ms
+ * (test/bench/results/citus-2026-11-28-vm-gather.md).
  *
- * But run_command_on_shards runs outside this statement's transaction: it
- * opens a new connection per shard (Citus's master_run_on_worker), each
- * with a transaction and a snapshot of its own.  So it is used only where
- * that changes nothing (gs_x_shard_unsafe says why not, and the report line
+ * But master_run_on_worker runs outside this statement's transaction: it
+ * opens new connections (Citus's FORCE_NEW_CONNECTION), each with a
+ * transaction and a snapshot of its own.  So it is used only where that
+ * changes nothing (gs_x_shard_unsafe says why not, and the report line
  * shows it):
  *
  * - This transaction has not written to the table.  A write the other
@@ -35,25 +41,28 @@
  *   position (XactLastRecEnd) and transaction id say nothing; the
  *   transaction id does say that this node wrote -- shards it holds itself
  *   (Citus's local execution), or a trigger's writes -- so any transaction
- *   id keeps today's round too.  A trigger on the workers that writes this
- *   table's shards leaves no trace here: citus.enable_unsafe_triggers on
- *   (Citus refuses such triggers otherwise) keeps today's round.
+ *   id keeps the distributed queries too.  A trigger on the workers that
+ *   writes this table's shards leaves no trace here:
+ *   citus.enable_unsafe_triggers on (Citus refuses such triggers otherwise)
+ *   keeps them.
  * - READ COMMITTED.  There every round is a statement with new snapshots on
  *   the workers already, and the rounds' checks (citus_exchange.c: the
  *   counts must add up, the gather must find what they counted) cover a
  *   write between them; the shard scans' snapshots are one more such
  *   statement.  Under REPEATABLE READ or SERIALIZABLE the transaction's
  *   connections keep one snapshot on each worker for all its statements,
- *   and new connections would see later commits: today's round.
+ *   and new connections would see later commits: the distributed queries.
  * - The rows are the table's for every user: no row-level security on it
  *   (the shard function refuses it as well), a heap table (not columnar),
  *   the value a plain column (found by name on each shard), no WHERE, the
- *   first level (a later one's candidates are SQL conditions), a type with
- *   a key (not numeric or interval).
+ *   first level (a later one's candidates are SQL conditions; the gather by
+ *   shard scans follows only a first level counted by them), a type with a
+ *   key (not numeric or interval).
  *
- * A shard scan that fails (a worker with an older gpuselect, a shard
- * without its placement) makes this round today's, not an ERROR; a failing
- * connection is Citus's ERROR as in any round.
+ * A round by shard scans that fails (a worker with an older gpuselect or
+ * stopped, a shard without an active placement) runs as the distributed
+ * query instead, not an ERROR; that one then answers or raises Citus's
+ * ERROR as any round.
  */
 #include "postgres.h"
 
@@ -118,15 +127,15 @@ gs_x_plain_column(GsXchg *x, Relation rel)
 	return NULL;
 }
 
-/* run_command_on_shards(regclass, text, bool) is there (Citus 8 on) */
+/* master_run_on_worker(text[], int[], text[], bool) is there (Citus 7 on) */
 static bool
 gs_x_have_fan_out(void)
 {
-	Oid			args[3] = {REGCLASSOID, TEXTOID, BOOLOID};
+	Oid			args[4] = {TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLOID};
 
 	return OidIsValid(LookupFuncName(list_make2(makeString("pg_catalog"),
-												makeString("run_command_on_shards")),
-									 3, args, true));
+												makeString("master_run_on_worker")),
+									 4, args, true));
 }
 
 /*
@@ -153,7 +162,7 @@ gs_x_shard_unsafe(GsXchg *x, char **col)
 	if (unsafe_triggers != NULL && strcmp(unsafe_triggers, "on") == 0)
 		return "citus.enable_unsafe_triggers is on";
 	if (!gs_x_have_fan_out())
-		return "no run_command_on_shards";
+		return "no master_run_on_worker";
 
 	/* locked already (the rounds before read it): a no-op */
 	rel = table_open(x->relid, AccessShareLock);
@@ -171,95 +180,228 @@ gs_x_shard_unsafe(GsXchg *x, char **col)
 	return why;
 }
 
-/* s with every % doubled: a literal part of run_command_on_shards' format string */
-static char *
-gs_x_format_escape(const char *s)
+/*
+ * shard_name(regclass, int8, bool) is there (Citus 13.1 on): with false it
+ * qualifies a shard of public too, which the workers' connections then find
+ * whatever their search_path; the older shard_name(regclass, int8) leaves
+ * public's unqualified, as run_command_on_shards does.
+ */
+static bool
+gs_x_have_shard_name_qualified(void)
 {
-	StringInfoData b;
+	Oid			args[3] = {REGCLASSOID, INT8OID, BOOLOID};
 
-	initStringInfo(&b);
-	for (; *s; s++)
-	{
-		if (*s == '%')
-			appendStringInfoChar(&b, '%');
-		appendStringInfoChar(&b, *s);
-	}
-	return b.data;
+	return OidIsValid(LookupFuncName(list_make2(makeString("pg_catalog"), makeString("shard_name")),
+									 3, args, true));
 }
 
 /*
- * One shard's answer (run_command_on_shards' result text) added into cnt[0
- * .. nb); false where it is not an array of nb counts.
+ * The commands of a round by shard scans: SELECT fn(ARRAY[shards],
+ * 'col', 'arg') on every worker, its active shards (one placement each)
+ * split over at most gpuselect.citus_exchange_scans_per_node connections
+ * (0: one a shard), as one master_run_on_worker call; NULL where some shard
+ * has no active placement (x->shard_why says so).
  */
-static bool
-gs_x_add_shard_counts(const char *text, int64 *cnt, int nb)
+static char *
+gs_x_fan_out_sql(GsXchg *x, const char *fn, const char *col, const char *arg)
 {
+	SPITupleTable *tt;
+	uint64		n;
+	Datum	   *nodes;
+	Datum	   *ports;
+	Datum	   *cmds;
+	int			ncmd = 0;
+	int			per = gs_guc_citus_exchange_scans_per_node;
+	Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
+
+	/* the coordinator's catalog, not a round: not counted as one */
+	if (SPI_execute(psprintf("SELECT p.nodename, p.nodeport, pg_catalog.shard_name(s.logicalrelid, s.shardid%s)"
+							  " FROM pg_catalog.pg_dist_shard s CROSS JOIN LATERAL"
+							  " (SELECT nodename, nodeport FROM pg_catalog.pg_dist_shard_placement p"
+							  "  WHERE p.shardid = s.shardid AND p.shardstate = 1 ORDER BY p.placementid LIMIT 1) p"
+							  " WHERE s.logicalrelid = %u ORDER BY 1, 2, s.shardid",
+							 gs_x_have_shard_name_qualified() ? ", false" : "", x->relid),
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "gpuselect: Citus exchange: could not read the shards' placements");
+	tt = SPI_tuptable;
+	gs_x_check_columns(tt, 3, types);
+	n = SPI_processed;
+	if ((int64) n != x->shards)
+	{
+		x->shard_why = psprintf("%lld of %lld shards have an active placement", (long long) n,
+								(long long) x->shards);
+		return NULL;
+	}
+	nodes = (Datum *) palloc(sizeof(Datum) * Max(n, 1));
+	ports = (Datum *) palloc(sizeof(Datum) * Max(n, 1));
+	cmds = (Datum *) palloc(sizeof(Datum) * Max(n, 1));
+	for (uint64 first = 0; first < n;)
+	{
+		char	   *node = SPI_getvalue(tt->vals[first], tt->tupdesc, 1);
+		char	   *port = SPI_getvalue(tt->vals[first], tt->tupdesc, 2);
+		uint64		end = first;
+		int			conns;
+
+		while (end < n && strcmp(SPI_getvalue(tt->vals[end], tt->tupdesc, 1), node) == 0 &&
+			   strcmp(SPI_getvalue(tt->vals[end], tt->tupdesc, 2), port) == 0)
+			end++;
+		/* the node's shards end - first, dealt out over its connections */
+		conns = per == 0 ? (int) (end - first) : (int) Min((uint64) per, end - first);
+		for (int c = 0; c < conns; c++)
+		{
+			StringInfoData cmd;
+			bool		firstname = true;
+
+			initStringInfo(&cmd);
+			appendStringInfo(&cmd, "SELECT %s.%s(ARRAY[", quote_identifier(x->nsp), fn);
+			for (uint64 r = first + c; r < end; r += conns)
+			{
+				appendStringInfo(&cmd, "%s%s", firstname ? "" : ", ",
+								 quote_literal_cstr(SPI_getvalue(tt->vals[r], tt->tupdesc, 3)));
+				firstname = false;
+			}
+			appendStringInfo(&cmd, "]::pg_catalog.regclass[], %s, %s)", quote_literal_cstr(col), arg);
+			nodes[ncmd] = CStringGetTextDatum(node);
+			ports[ncmd] = Int32GetDatum(pg_strtoint32(port));
+			cmds[ncmd] = CStringGetTextDatum(cmd.data);
+			ncmd++;
+		}
+		first = end;
+	}
+	SPI_freetuptable(tt);
+	return psprintf("SELECT success, result FROM pg_catalog.master_run_on_worker(%s, %s, %s, true)",
+					gs_x_typed_array_literal(TEXTOID, nodes, ncmd),
+					gs_x_typed_array_literal(INT4OID, ports, ncmd),
+					gs_x_typed_array_literal(TEXTOID, cmds, ncmd));
+}
+
+/*
+ * A round by shard scans: fn run on every shard (gs_x_fan_out_sql), each
+ * connection's answer (an int8[] as text) parsed; NULL where one failed or
+ * is not an int8[] (x->shard_why says why), else *nres of them.
+ */
+static ArrayType **
+gs_x_fan_out(GsXchg *x, const char *fn, const char *col, const char *arg, bool counts, int *nres)
+{
+	char	   *sql = gs_x_fan_out_sql(x, fn, col, arg);
+	int64		before = x->bytes;
+	SPITupleTable *tt;
+	ArrayType **res;
+	Oid			types[2] = {BOOLOID, TEXTOID};
 	Oid			infn;
 	Oid			ioparam;
-	ArrayType  *a;
-	const int64 *c;
 
+	if (sql == NULL)
+		return NULL;
+	tt = gs_x_run(x, sql, counts);
+	if (counts)
+		x->count_direct_bytes += x->bytes - before;
+	/* the query text a shard's connection got, not this statement's (all of them) */
+	x->sql_bytes += (int64) (strlen(sql) / Max(x->shards, 1)) - (int64) strlen(sql);
+	gs_x_check_columns(tt, 2, types);
 	getTypeInputInfo(INT8ARRAYOID, &infn, &ioparam);
-	a = DatumGetArrayTypeP(OidInputFunctionCall(infn, (char *) text, ioparam, -1));
-	if (ARR_ELEMTYPE(a) != INT8OID || ARR_NDIM(a) != 1 || ARR_HASNULL(a) || ARR_DIMS(a)[0] != nb)
-		return false;
-	c = (const int64 *) ARR_DATA_PTR(a);
-	for (int b = 0; b < nb; b++)
-		if (c[b] < 0 || pg_add_s64_overflow(cnt[b], c[b], &cnt[b]))
-			return false;
-	return true;
+	res = (ArrayType **) palloc(sizeof(ArrayType *) * Max(SPI_processed, 1));
+	*nres = (int) SPI_processed;
+	for (uint64 r = 0; r < SPI_processed && x->shard_why == NULL; r++)
+	{
+		bool		isnull;
+		bool		ok = DatumGetBool(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull)) && !isnull;
+		char	   *text = SPI_getvalue(tt->vals[r], tt->tupdesc, 2);
+
+		if (!ok || text == NULL)
+		{
+			x->shard_why = psprintf("a shard scan failed: %s", text ? text : "no result");
+			break;
+		}
+		res[r] = DatumGetArrayTypeP(OidInputFunctionCall(infn, text, ioparam, -1));
+		if (ARR_ELEMTYPE(res[r]) != INT8OID || ARR_NDIM(res[r]) > 1 || ARR_HASNULL(res[r]))
+			x->shard_why = "a shard scan's answer is not an int8 array";
+	}
+	SPI_freetuptable(tt);
+	if (x->shard_why != NULL)
+	{
+		elog(DEBUG1, "gpuselect: Citus exchange: a round by shard scans did not answer (%s): the distributed query instead",
+			 x->shard_why);
+		return NULL;
+	}
+	return res;
 }
 
 /*
  * The first level's counts per bucket of bk (keyed: nb = nt + 1) by shard
  * scans, palloc'd; NULL where they cannot be used (x->shard_why says why):
- * the caller runs today's round.
+ * the caller runs the distributed query.
  */
 int64 *
 gs_x_shard_count_round(GsXchg *x, const GsXBuckets *bk)
 {
 	char	   *col = NULL;
-	char	   *cmd;
-	char	   *sql;
-	SPITupleTable *tt;
+	ArrayType **res;
+	int			nres;
 	int64	   *cnt;
-	int64		before = x->bytes;
-	Oid			types[3] = {INT8OID, BOOLOID, TEXTOID};
 
 	x->shard_why = gs_x_shard_unsafe(x, &col);
 	if (x->shard_why != NULL)
 		return NULL;
-	cmd = psprintf("SELECT %s.gs_citus_shard_histogram(%%L::pg_catalog.regclass, %s, %s)",
-				   gs_x_format_escape(quote_identifier(x->nsp)),
-				   gs_x_format_escape(quote_literal_cstr(col)),
-				   gs_x_format_escape(gs_x_array_literal(x, bk->t, bk->nt)));
-	sql = psprintf("SELECT shardid, success, result FROM pg_catalog.run_command_on_shards(%u::pg_catalog.regclass, %s)",
-				   x->relid, quote_literal_cstr(cmd));
-	tt = gs_x_run(x, sql, true);
-	x->count_direct_bytes += x->bytes - before;
-	gs_x_check_columns(tt, 3, types);
-	cnt = (int64 *) palloc0(sizeof(int64) * bk->nb);
-	if ((int64) SPI_processed != x->shards)
-		x->shard_why = psprintf("%lld of %lld shards answered", (long long) SPI_processed,
-								(long long) x->shards);
-	for (uint64 r = 0; r < SPI_processed && x->shard_why == NULL; r++)
-	{
-		bool		isnull;
-		bool		ok = DatumGetBool(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull)) && !isnull;
-		char	   *text = SPI_getvalue(tt->vals[r], tt->tupdesc, 3);
-
-		if (!ok || text == NULL)
-			x->shard_why = psprintf("a shard scan failed: %s", text ? text : "no result");
-		else if (!gs_x_add_shard_counts(text, cnt, bk->nb))
-			x->shard_why = "a shard scan's counts are not the buckets'";
-	}
-	SPI_freetuptable(tt);
-	if (x->shard_why != NULL)
-	{
-		elog(DEBUG1, "gpuselect: Citus exchange: the counts round by shard scans did not answer (%s): the distributed query instead",
-			 x->shard_why);
+	res = gs_x_fan_out(x, "gs_citus_shard_histogram", col,
+					   gs_x_array_literal(x, bk->t, bk->nt), true, &nres);
+	if (res == NULL)
 		return NULL;
+	cnt = (int64 *) palloc0(sizeof(int64) * bk->nb);
+	for (int r = 0; r < nres; r++)
+	{
+		const int64 *c = (const int64 *) ARR_DATA_PTR(res[r]);
+
+		if (ARR_NDIM(res[r]) != 1 || ARR_DIMS(res[r])[0] != bk->nb)
+		{
+			x->shard_why = "a shard scan's counts are not the buckets'";
+			return NULL;
+		}
+		for (int b = 0; b < bk->nb; b++)
+			if (c[b] < 0 || pg_add_s64_overflow(cnt[b], c[b], &cnt[b]))
+			{
+				x->shard_why = "a shard scan's counts are not the buckets'";
+				return NULL;
+			}
 	}
+	x->shard_col = col;
 	x->shard_rounds++;
 	return cnt;
+}
+
+/*
+ * The first level's gather by shard scans, where its counts came from them:
+ * the keys inside the ranges of bounds[0 .. nbounds) (gs_x_ranges_cond's),
+ * in no order, *m of them; NULL where a shard scan failed (the caller
+ * gathers by a distributed query; its checks then compare either with the
+ * counts).
+ */
+Datum *
+gs_x_shard_gather(GsXchg *x, const Datum *bounds, int nbounds, int64 *m)
+{
+	ArrayType **res;
+	int			nres;
+	int64		total = 0;
+	Datum	   *v;
+
+	if (x->shard_col == NULL)
+		return NULL;
+	res = gs_x_fan_out(x, "gs_citus_shard_keys", x->shard_col,
+					   gs_x_array_literal(x, (Datum *) bounds, nbounds), false, &nres);
+	if (res == NULL)
+		return NULL;
+	for (int r = 0; r < nres; r++)
+		total += ARR_NDIM(res[r]) == 0 ? 0 : ARR_DIMS(res[r])[0];
+	v = (Datum *) palloc(sizeof(Datum) * Max(total, 1));
+	*m = 0;
+	for (int r = 0; r < nres; r++)
+	{
+		int			k = ARR_NDIM(res[r]) == 0 ? 0 : ARR_DIMS(res[r])[0];
+		const int64 *c = (const int64 *) ARR_DATA_PTR(res[r]);
+
+		for (int i = 0; i < k; i++)
+			v[(*m)++] = Int64GetDatum(c[i]);
+	}
+	x->shard_gathers++;
+	return v;
 }

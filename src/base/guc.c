@@ -26,6 +26,7 @@ bool		gs_guc_bulk_scan_ship_pages = false;
 bool		gs_guc_citus_exchange = true;
 int			gs_guc_citus_exchange_min_rows = 100000;
 bool		gs_guc_citus_exchange_shard_scans = true;
+int			gs_guc_citus_exchange_scans_per_node = 4;
 bool		gs_guc_prefault_pool_chunks = true;
 bool		gs_guc_huge_pages = true;
 int			gs_guc_finalize_threads = -1;
@@ -39,6 +40,7 @@ char	   *gs_guc_parallel_arena = NULL;
 char	   *gs_guc_parallel_fileset = NULL;
 int			gs_guc_test_cancel_at_poll = 0;
 int			gs_guc_test_citus_gather_limit = 12288;
+int			gs_guc_test_citus_gather_pause = 0;
 int			gs_guc_test_terminate_at_poll = 0;
 int			gs_guc_test_cpu_path = GS_CPU_PATH_AUTO;
 int			gs_guc_test_bulk_prefetch = GS_BULK_PREFETCH_DEFAULT;
@@ -307,15 +309,27 @@ gs_guc_define(void)
 	 * shard scans are safe (aggs/citus_shard_round.c).
 	 */
 	DefineCustomBoolVariable("gpuselect.citus_exchange_shard_scans",
-							 "Run the Citus exchange's first counts round as one scan per shard where that is safe.",
-							 "A C page loop per shard fanned out by run_command_on_shards, instead of a distributed "
-							 "aggregate, where this transaction has not written to the table, under READ COMMITTED, "
+							 "Run the Citus exchange's first counts round and its gather as scans of the shards where that is safe.",
+							 "C page loops on the workers, a few shards a connection, instead of distributed queries, "
+							 "where this transaction has not written to the table, under READ COMMITTED, "
 							 "without row-level security (docs/citus.md); the same answers either way.",
 							 &gs_guc_citus_exchange_shard_scans,
 							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.citus_exchange_scans_per_node",
+							"Connections per worker node for the Citus exchange's shard scans (0: one per shard).",
+							"Each is a new connection (a new backend on the worker) that reads its share of the "
+							"node's shards one after another: more read more shards at once, fewer cost less to open.",
+							&gs_guc_citus_exchange_scans_per_node,
+							4,
+							0,
+							1024,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.estimate_time_buckets",
 							 "Estimate the groups of GROUP BY time buckets (date_trunc, date_bin, floor(extract(epoch ...)/n)) from the column's range.",
@@ -469,6 +483,15 @@ gs_guc_define(void)
 							&gs_guc_test_citus_gather_limit,
 							12288, 1, INT_MAX,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuselect.test_citus_gather_pause",
+							"Test hook: the Citus exchange waits this many milliseconds before its gather (default 0).",
+							"So that tests can write to the table, or stop a worker, between the counts and the gather "
+							"without depending on how long a round takes; the wait can be cancelled.",
+							&gs_guc_test_citus_gather_pause,
+							0, 0, 600000,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuselect.test_cancel_at_poll",

@@ -26,9 +26,11 @@
  *                             (aggs/citus_exchange.c)          (default on)
  *   gpuselect.citus_exchange_min_rows  fewer values are gathered in one
  *                             round                            (default 100000)
- *   gpuselect.citus_exchange_shard_scans  the first counts round as a
- *                             scan per shard where safe
+ *   gpuselect.citus_exchange_shard_scans  the first counts round and
+ *                             the gather as shard scans where safe
  *                             (aggs/citus_shard_round.c)       (default on)
+ *   gpuselect.citus_exchange_scans_per_node  connections per worker
+ *                             for those scans        (default 4; 0: one a shard)
  *   gpuselect.finalize_threads  threads besides the backend that
  *                             select a hashed aggregation's groups
  *                             at once (final_batch.c)   (default -1:
@@ -68,6 +70,9 @@
  *   gpuselect.test_citus_gather_limit  the Citus exchange gathers its
  *                                    candidates once this few (default
  *                                    12288): levels on little data
+ *   gpuselect.test_citus_gather_pause  milliseconds the exchange waits
+ *                                    before its gather (a write or a
+ *                                    stopped worker in between)
  *   gpuselect.test_cpu_path          the CPU engine's exact path: auto,
  *                                    select or sort
  *   gpuselect.test_bulk_prefetch     tuples ahead the bulk scan's page
@@ -118,6 +123,7 @@ extern bool gs_guc_bulk_scan_ship_pages;
 extern bool gs_guc_citus_exchange;
 extern int	gs_guc_citus_exchange_min_rows;
 extern bool gs_guc_citus_exchange_shard_scans;
+extern int	gs_guc_citus_exchange_scans_per_node;
 extern bool gs_guc_huge_pages;
 /* gpuselect.prefault_pool_chunks: MADV_POPULATE_WRITE on key-pool chunks */
 extern bool gs_guc_prefault_pool_chunks;
@@ -133,6 +139,7 @@ extern char *gs_guc_parallel_arena;
 extern char *gs_guc_parallel_fileset;
 extern int	gs_guc_test_cancel_at_poll;
 extern int	gs_guc_test_citus_gather_limit;
+extern int	gs_guc_test_citus_gather_pause;
 extern int	gs_guc_test_terminate_at_poll;
 extern int	gs_guc_test_cpu_path;	/* GS_CPU_PATH_* (gs_engine.h) */
 /* gpuselect.test_bulk_prefetch: tuples ahead the bulk scan prefetches (bulk_scan.c) */

@@ -15,13 +15,17 @@
 #   and gpuselect.citus_exchange = off keep the partial aggregates; a
 #   counts round is a histogram per shard (gs_citus_histogram), or GROUP BY
 #   the bucket where the buckets outnumber the rows.
-# - The first counts round by shard scans (gs_citus_shard_histogram through
-#   run_command_on_shards, src/aggs/citus_shard_round.c): used for each key
-#   type, as the built-in; today's round after the transaction's own DELETE,
-#   UPDATE or TRUNCATE (no wait on its own lock: statement_timeout), under
-#   REPEATABLE READ (a concurrent DELETE the snapshot must not see), with
-#   row-level security; the column found by name on shards a split made
-#   after a column was dropped.
+# - The first counts round and the gather by shard scans
+#   (gs_citus_shard_histogram and gs_citus_shard_keys through
+#   master_run_on_worker, a few shards a connection,
+#   src/aggs/citus_shard_round.c): used for each key type, as the built-in;
+#   one shard a connection as well; today's rounds after the transaction's
+#   own DELETE, UPDATE or TRUNCATE (no wait on its own lock:
+#   statement_timeout), under REPEATABLE READ (a concurrent DELETE the
+#   snapshot must not see), with row-level security; the column found by
+#   name on shards a split made after a column was dropped; a write between
+#   the shard scans' counts and gather seen (every value gathered); a worker
+#   stopped before the gather: a clean ERROR.
 # - The bytes: today's (Citus's counter in EXPLAIN ANALYZE with the
 #   exchange off) and the exchange's (its own report, and Citus's counter
 #   over its rounds, re-run one by one); printed; the exchange's a small
@@ -46,6 +50,38 @@ END { GsTest::citus_cluster_stop(\@nodes) if @nodes; }
 
 # run SQL on node $n (0: coordinator)
 sub on { return GsTest::citus_on(\@nodes, @_); }
+
+# the second worker stopped at once (immediate), and started again: then
+# the cluster answers
+sub worker_stop
+{
+	my $w = $nodes[2]{h};
+	GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-m', 'immediate', '-w', 'stop'));
+}
+sub worker_start
+{
+	my $w = $nodes[2]{h};
+	GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-l', $w->{log}, '-w', 'start')) == 0
+	  or BAIL_OUT('worker restart failed');
+	ok(GsTest::wait_for(sub { my ($r) = on(0, 'SELECT count(*) FROM xt', may_fail => 1); $r == 0 }, 30),
+		'the cluster answers again');
+}
+
+# $sql in the background on the coordinator, then a wait until the
+# coordinator's log (from now on) matches $until; the background psql
+sub coordinator_bg
+{
+	my ($sql, $until, $what) = @_;
+	my $log_from = -s $nodes[0]{h}{log};
+	my $bg;
+	{
+		local $ENV{PGHOST} = $nodes[0]{host};
+		local $ENV{PGPORT} = $nodes[0]{port};
+		$bg = GsTest::psql_bg($sql);
+	}
+	ok(GsTest::wait_for(sub { substr(`cat $nodes[0]{h}{log}`, $log_from) =~ $until }, 60), $what);
+	return $bg;
+}
 
 # every twin type, NULLs, NaN, -0 (and +0) and duplicates; a heavy value
 my $rows = 40000;
@@ -183,25 +219,46 @@ is(on(0, "BEGIN; INSERT INTO xt (id, f8) SELECT g, g * 1000.5 FROM generate_seri
 	on(0, "BEGIN; INSERT INTO xt (id, f8) SELECT g, g * 1000.5 FROM generate_series(100001, 101000) g;"
 	  . " SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt; ROLLBACK;"),
 	'in a transaction after its own write: same as the built-in');
-# ---- the first counts round by shard scans (src/aggs/citus_shard_round.c) ----
-# A C page loop per shard (gs_citus_shard_histogram) fanned out by
-# run_command_on_shards, whose connections are outside this transaction:
-# used where that changes nothing, today's distributed query elsewhere.  The
-# report line's detail says which; every answer as the built-in's.
+# ---- the first counts round and the gather by shard scans (src/aggs/citus_shard_round.c) ----
+# C page loops over the shards (gs_citus_shard_histogram, then
+# gs_citus_shard_keys) fanned out by master_run_on_worker, whose connections
+# are outside this transaction: used where that changes nothing, today's
+# distributed queries elsewhere.  The report line's detail says which; every
+# answer as the built-in's.
 my $sdbg = "SET client_min_messages = notice; SET gpuselect.debug = on;";
-my $by_shards = qr/The first counts round by shard scans\./;
+my $by_shards = qr/The first counts round (and the gather )?by shard scans\./;
+my $both_by_shards = qr/The first counts round and the gather by shard scans\./;
 sub answer_of { my ($out) = @_; my ($a) = $out =~ /^\s*(\{.*\})\s*$/m; return $a // "none in: $out"; }
 for my $c (qw(f8 i2 i4 i8 f4 d ts tz))
 {
 	my $out = on(0, "$ex$sdbg SELECT gpu_quantiles($c, $fr) FROM xt;");
-	like($out, $by_shards, "$c: the first counts round by shard scans");
-	like($out, qr/\d+ values, \d+ levels/, "$c: by levels");
+	like($out, $both_by_shards, "$c: the first counts round and the gather by shard scans");
+	like($out, qr/\d+ values, 1 levels/, "$c: by one level");
 	is(answer_of($out), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY $c) FROM xt;"),
 		"$c, by shard scans: same as the built-in");
 }
-like(on(0, "SET client_min_messages = debug2; ${ex}SELECT gpu_quantiles(f8, $fr) FROM xt;"),
-	qr/round: SELECT shardid, success, result FROM pg_catalog\.run_command_on_shards\(\d+::pg_catalog\.regclass, 'SELECT public\.gs_citus_shard_histogram\(%L::pg_catalog\.regclass, ''f8''/,
-	'the round: gs_citus_shard_histogram fanned out by run_command_on_shards');
+for my $per (0, 1)
+{
+	my $q = "SET gpuselect.citus_exchange_scans_per_node = $per; SELECT gpu_quantiles(f8, $fr), gpu_quantile(i4, 0.3) FROM xt;";
+	like(on(0, "$ex$sdbg $q"), $both_by_shards, "scans_per_node = $per: by shard scans");
+	is(on(0, "$ex $q"), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8), percentile_disc(0.3) WITHIN GROUP (ORDER BY i4) FROM xt;"),
+		"scans_per_node = $per: same as the built-in");
+}
+{
+	my $rounds = on(0, "SET client_min_messages = debug2; ${ex}SELECT gpu_quantiles(f8, $fr) FROM xt;");
+	# 8 shards on 2 workers, 4 connections each at most (the default): 8 commands, one shard each
+	like($rounds, qr/round: SELECT success, result FROM pg_catalog\.master_run_on_worker\('\{[^}]*\}'::pg_catalog\.text\[\], '\{[^}]*\}'::integer\[\], '\{"SELECT public\.gs_citus_shard_histogram\(ARRAY\[''public\.xt_\d+''\]::pg_catalog\.regclass\[\], ''f8''/,
+		'the counts round: gs_citus_shard_histogram fanned out by master_run_on_worker');
+	like($rounds, qr/round: SELECT success, result FROM pg_catalog\.master_run_on_worker\(.*gs_citus_shard_keys\(ARRAY\[/,
+		'the gather: gs_citus_shard_keys fanned out by master_run_on_worker');
+	my ($conns) = $rounds =~ /master_run_on_worker\('\{([^}]*)\}'/;
+	my @conns = split /,/, $conns // '';
+	is(scalar(@conns), 8, 'a connection a shard at 4 shards a worker (scans_per_node 4)');
+	$rounds = on(0, "SET client_min_messages = debug2; SET gpuselect.citus_exchange_scans_per_node = 1; ${ex}SELECT gpu_quantiles(f8, $fr) FROM xt;");
+	($conns) = $rounds =~ /master_run_on_worker\('\{([^}]*)\}'/;
+	@conns = split /,/, $conns // '';
+	is(scalar(@conns), 2, 'scans_per_node 1: a connection a worker');
+}
 like(on(0, "$ex$sdbg SET gpuselect.citus_exchange_shard_scans = off; SELECT gpu_quantiles(f8, $fr) FROM xt;"),
 	qr/The counts by a distributed query: gpuselect\.citus_exchange_shard_scans is off/, 'off: the distributed query');
 like(on(0, "$ex$sdbg SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 > 0;"),
@@ -446,11 +503,23 @@ cmp_ok($citus_sum, '<', $today_bytes / 20, "and so says Citus's counter over its
 
 # grouped: 24 groups (hours) of ~16700 values, p50 / p90 / p99, with the
 # exchange's rounds from groups of 10000 values on (by default, groups of
-# fewer than citus_exchange_min_rows = 100000 values take today's plan); and
-# 400 groups of 1000 values: today's plan (the bytes of the partial aggregates)
+# fewer than citus_exchange_min_rows = 100000 values take today's plan, a
+# sample of the pages says so before any groups round; where the sample
+# would be a quarter of the pages, the groups round says so); and 400
+# groups of 1000 values: today's plan (the bytes of the partial aggregates)
 my $hq = "SELECT date_trunc('hour', ts), gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
-like(on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $hq;"), qr/24 groups, $big values, small groups: today's plan/,
-	"grouped, groups under citus_exchange_min_rows (default): today's plan");
+{
+	my $out = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $hq;");
+	like($out, qr/24 groups, $big values, small groups by a sample: today's plan/,
+		"grouped, groups under citus_exchange_min_rows (default): today's plan, by a sample");
+	like($out, qr/round: SELECT count\(f8\) FROM public\.big TABLESAMPLE SYSTEM \(2\.32\d*\) GROUP BY \(date_trunc/,
+		'  the sample: 2.32% of the pages');
+	unlike($out, qr/round: SELECT \(date_trunc\('hour'::text, ts\)\), count\(f8\)/, '  no groups round');
+	$out = on(0, "SET gpuselect.citus_exchange_min_rows = 9000; SET client_min_messages = debug2; SET gpuselect.debug = on; $hq;");
+	like($out, qr/round: SELECT \(date_trunc\('hour'::text, ts\)\), count\(f8\)/,
+		'min_rows 9000 (a sample of over a quarter of the pages): the groups round');
+	unlike($out, qr/TABLESAMPLE/, '  and no sample');
+}
 for my $g (["date_trunc('hour', ts)", 24, '/ 5', 'SET gpuselect.citus_exchange_min_rows = 10000;'],
 	["id % " . ($big / 1000), $big / 1000, '* 1.2', ''])
 {
@@ -462,6 +531,9 @@ for my $g (["date_trunc('hour', ts)", 24, '/ 5', 'SET gpuselect.citus_exchange_m
 	my ($gng, $grows, $gbytes) = $grep =~ /exchange over public\.big grouped by .*: (\d+) groups, $big values[^;]*; \d+ rounds received (\d+) rows, (\d+) bytes/;
 	my ($gcount, $gupper) = $grep =~ /counts rounds: \d+ rows, (\d+) bytes as Citus combined them, at most (\d+) bytes/;
 	ok(defined $gbytes && $gng == $ng, "grouped by $gexpr: the exchange reports $ng groups") or diag($grep);
+	# min_rows 10000: the sample (23.2% of the pages) says the groups are large
+	like($grep, qr/TABLESAMPLE SYSTEM \(23\.2\d*\) GROUP BY .*\n(.*\n)*.*24 groups, $big values; \d+ rounds/, '  a sample said large groups: the exchange ran')
+	  if $mr;
 	my $gsum = 0;
 	for my $round ($grep =~ /gpuselect: Citus exchange round: (SELECT .*)$/mg)
 	{
@@ -480,6 +552,42 @@ for my $g (["date_trunc('hour', ts)", 24, '/ 5', 'SET gpuselect.citus_exchange_m
 	cmp_ok($gsum, '<', eval("$gtoday $bound"), "grouped by $gexpr: Citus's counter under today's $bound");
 }
 
+# ---- between the shard scans' counts and their gather ----
+# The test hook gpuselect.test_citus_gather_pause holds the exchange before
+# its gather.  A write there (the sign of half the values) makes the gather's
+# keys disagree with the counts: every value gathered, the answer the
+# table's after the write.  A worker stopped there: the gather by shard
+# scans fails, the distributed query's gather then a clean ERROR.
+sub exchange_paused_bg
+{
+	my ($sql) = @_;
+	return coordinator_bg("${ex}SET log_min_messages = debug2; SET client_min_messages = notice; SET gpuselect.debug = on;"
+		  . " SET gpuselect.test_citus_gather_pause = 4000; $sql;",
+		qr/the gather waits 4000 ms/, 'the exchange waits before its gather');
+}
+{
+	my $bg = exchange_paused_bg("SELECT gpu_quantiles(f8, $fr) FROM xt");
+	on(0, "UPDATE xt SET f8 = -f8 WHERE id % 2 = 0;");
+	my ($rc, $out) = GsTest::psql_wait($bg);
+	like($out, qr/all gathered \(the rounds' counts disagreed/, 'a write after the shard scans\' counts: every value gathered');
+	like($out, $by_shards, '  the counts by shard scans');
+	is(answer_of($out), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt;"),
+		'  the answer is the table after the write (the built-in)');
+	on(0, "UPDATE xt SET f8 = -f8 WHERE id % 2 = 0;");
+}
+{
+	my $bg = exchange_paused_bg("SELECT gpu_quantiles(f8, $fr) FROM xt");
+	worker_stop();
+	my ($rc, $out) = GsTest::psql_wait($bg);
+	isnt($rc, 0, 'a worker stopped before the gather by shard scans: the query fails');
+	like($out, qr/ERROR:/, '  with an ERROR');
+	unlike($out, qr/server closed the connection unexpectedly|terminated by signal/, '  the coordinator did not crash');
+	diag("a worker stopped before the gather: $out");
+	worker_start();
+	my $out2 = on(0, "$ex$sdbg SELECT gpu_quantiles(f8, $fr) FROM xt;");
+	like($out2, $both_by_shards, '  then the next exchange by shard scans');
+	is(answer_of($out2), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt;"), '  answers right');
+}
 # ---- a worker stopped mid-exchange ----
 # a stable (not volatile: the exchange takes it) slow qual, ~1 s a round
 # (Citus creates it on the workers too)
@@ -493,16 +601,9 @@ on(0, "CREATE FUNCTION slow(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELECT 
 on(0, "CREATE FUNCTION slower(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELECT pg_sleep(0.0005) IS NOT NULL';");
 {
 	my $wq = "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slower(f8)";
-	my $log_from = -s $nodes[0]{h}{log};
-	my $bg;
-	{
-		local $ENV{PGHOST} = $nodes[0]{host};
-		local $ENV{PGPORT} = $nodes[0]{port};
-		$bg = GsTest::psql_bg("${ex}SET log_min_messages = debug2; SET client_min_messages = notice;"
-			  . " SET gpuselect.debug = on; $wq;");
-	}
-	ok(GsTest::wait_for(sub { substr(`cat $nodes[0]{h}{log}`, $log_from) =~ /Citus exchange round: SELECT public\.gs_citus_histogram/ }, 60),
-		'the exchange is in its counts round');
+	my $bg = coordinator_bg("${ex}SET log_min_messages = debug2; SET client_min_messages = notice;"
+		  . " SET gpuselect.debug = on; $wq;",
+		qr/Citus exchange round: SELECT public\.gs_citus_histogram/, 'the exchange is in its counts round');
 	select(undef, undef, undef, 0.5);
 	on(0, "UPDATE xt SET f8 = -f8 WHERE id % 2 = 0;");
 	my ($rc, $out) = GsTest::psql_wait($bg);
@@ -520,29 +621,18 @@ for my $case (["SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slow(f8)", qr/Citus 
 		"SELECT k, percentile_cont(0.5) WITHIN GROUP (ORDER BY lat) FROM gt WHERE i4 % 3 = 0 GROUP BY k ORDER BY 1"])
 {
 my ($slow, $past_count, $later, $next, $next_bi) = @$case;
-my $log_from = -s $nodes[0]{h}{log};	# this case's lines only
 like(on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) $slow;"), qr/gs_citus_exchange/, 'the slow query runs the exchange');
-my $bg;
-{
-	local $ENV{PGHOST} = $nodes[0]{host};
-	local $ENV{PGPORT} = $nodes[0]{port};
-	# its rounds in the coordinator's log, to stop the worker after the first
-	$bg = GsTest::psql_bg("${ex}SET gpuselect.test_citus_gather_limit = 3; SET log_min_messages = debug2; $slow;");
-}
-ok(GsTest::wait_for(sub { substr(`cat $nodes[0]{h}{log}`, $log_from) =~ $past_count }, 60),
-	'the exchange is past its count round');
-my $w = $nodes[2]{h};
-GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-m', 'immediate', '-w', 'stop'));
+# its rounds in the coordinator's log, to stop the worker after the first
+my $bg = coordinator_bg("${ex}SET gpuselect.test_citus_gather_limit = 3; SET log_min_messages = debug2; $slow;",
+	$past_count, 'the exchange is past its count round');
+worker_stop();
 my ($rc, $out) = GsTest::psql_wait($bg);
 isnt($rc, 0, 'worker stopped mid-exchange: the query fails');
 like($out, qr/ERROR:/, 'with an ERROR');
 like($out, $later, 'in a later round of the exchange');
 diag("the coordinator's error: $out");
 unlike($out, qr/server closed the connection unexpectedly|terminated by signal/, 'the coordinator did not crash');
-GsTest::_quiet(GsTest::_as_server_user("$w->{bindir}/pg_ctl", '-D', "$w->{dir}/data", '-l', $w->{log}, '-w', 'start')) == 0
-  or BAIL_OUT('worker restart failed');
-ok(GsTest::wait_for(sub { my ($r) = on(0, 'SELECT count(*) FROM xt', may_fail => 1); $r == 0 }, 30),
-	'the cluster answers again');
+worker_start();
 is(on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; $next;"), on(0, "$next_bi;"),
 	'and the next exchange answers right');
 }
