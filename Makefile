@@ -54,6 +54,7 @@ OBJS = \
 	src/aggs/final_batch.o \
 	src/aggs/datum_final.o \
 	src/aggs/citus_exchange.o \
+	src/aggs/citus_rounds.o \
 	src/aggs/citus_exchange_grouped.o \
 	src/aggs/citus_keys.o \
 	src/aggs/citus_shard_round.o \

@@ -1,11 +1,13 @@
 /*
  * citus_exchange.h -- what the two halves of the Citus exchange share
- * (aggs/citus_exchange.c: the rounds and the ungrouped query;
- * aggs/citus_exchange_grouped.c: every group in each round) and the
- * planner that writes their calls (planner/planner_citus.c: the literal
- * settings) and citus_keys.c (GS_X_SIGN); aggs/citus_shard_round.c (the
- * first counts round and the gather by shard scans) and the scans it runs
- * on the shards (scan/bulk_shard_scan.c: GS_X_SIGN, GS_X_HIST_MAX_BUCKETS).  Nothing else includes it.
+ * (aggs/citus_exchange.c: the levels and the ungrouped query;
+ * aggs/citus_exchange_grouped.c: every group in each round; both run their
+ * rounds through aggs/citus_rounds.c) and the planner that writes their
+ * calls (planner/planner_citus.c: the literal settings) and citus_keys.c
+ * (GS_X_SIGN); aggs/citus_shard_round.c (the first counts round and the
+ * gather by shard scans) and the scans it runs on the shards
+ * (scan/bulk_shard_scan.c: GS_X_SIGN, GS_X_HIST_MAX_BUCKETS).  Nothing else
+ * includes it.
  */
 #ifndef GS_CITUS_EXCHANGE_H
 #define GS_CITUS_EXCHANGE_H
@@ -102,11 +104,15 @@ typedef struct GsXSpec
 	GsTypeInfo	t;				/* the value's type */
 } GsXSpec;
 
+/* citus_rounds.c */
 extern SPITupleTable *gs_x_run(GsXchg *x, const char *sql, bool counts);
 extern void gs_x_check_columns(SPITupleTable *tt, int natts, const Oid *types);
-extern int gs_x_cmp(const void *a, const void *b, void *arg);
-extern int gs_x_bucket_of(const int64 *below, const int64 *cnt, int nb, int64 r);
 extern char *gs_x_typed_array_literal(Oid typ, Datum *v, int n);
+extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);
+
+/* citus_exchange.c */
+extern int	gs_x_cmp(const void *a, const void *b, void *arg);
+extern int gs_x_bucket_of(const int64 *below, const int64 *cnt, int nb, int64 r);
 extern Datum *gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr,
 							 const bool *done, int nr, int per_rank, int *ns);
 extern int gs_x_spec_ranks(const GsXSpec *sp, int64 n, int64 *ranks, GsContRows *cr);
@@ -116,12 +122,13 @@ extern void gs_x_parse_spec(FunctionCallInfo fcinfo, GsXSpec *sp, Oid rettype);
 extern void gs_x_check_value_type(const char *rel, const char *value, Oid want);
 extern void gs_x_buckets(GsXchg *x, Datum *sp, int ns, const Datum *s, int64 m, GsXBuckets *bk);
 extern bool gs_x_bucket_equal(GsXchg *x, const GsXBuckets *bk, int b, Datum *v);
-extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);
 extern int	gs_x_exact_literals(void);
 extern char *gs_x_counts_detail(const GsXchg *x);
-extern int64 *gs_x_shard_count_round(GsXchg *x, const GsXBuckets *bk);
-extern Datum *gs_x_shard_gather(GsXchg *x, const Datum *bounds, int nbounds, int64 *m);
 extern int64 *gs_x_count_round(GsXchg *x, const char *bexpr, const char *from_where, int nb,
 							   double rows);
+
+/* citus_shard_round.c */
+extern int64 *gs_x_shard_count_round(GsXchg *x, const GsXBuckets *bk);
+extern Datum *gs_x_shard_gather(GsXchg *x, const Datum *bounds, int nbounds, int64 *m);
 
 #endif							/* GS_CITUS_EXCHANGE_H */
