@@ -261,15 +261,16 @@ CREATE AGGREGATE gs_citus_histogram(int4) (
 -- page loop over some shards of a table, run on the workers by the
 -- coordinator where that is safe (docs/citus.md).  The histogram: element
 -- b + 1 counts the shards' rows whose column col (found by name on each
--- shard) is in bucket b of the sorted thresholds (gs_citus_bucket's)
-CREATE FUNCTION gs_citus_shard_histogram(regclass[], text, int8[])
+-- shard) is in bucket b of the sorted thresholds (gs_citus_bucket's),
+-- of those rows that satisfy the last argument (the WHERE as SQL, or '')
+CREATE FUNCTION gs_citus_shard_histogram(regclass[], text, int8[], text)
 RETURNS int8[]
 AS 'MODULE_PATHNAME', 'gs_citus_shard_histogram'
 LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 
 -- the gather: the keys of those rows inside the ranges of the sorted
 -- bounds lo1, hi1, lo2, hi2, ... (gs_citus_bucket(col, bounds) odd)
-CREATE FUNCTION gs_citus_shard_keys(regclass[], text, int8[])
+CREATE FUNCTION gs_citus_shard_keys(regclass[], text, int8[], text)
 RETURNS int8[]
 AS 'MODULE_PATHNAME', 'gs_citus_shard_keys'
 LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;

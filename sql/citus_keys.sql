@@ -109,6 +109,10 @@ DECLARE
   b2 int8[];
   got int8[];
   want int8[];
+  gotq int8[];
+  wantq int8[];
+  -- a WHERE over other columns (a cast, an operator, a function, NULLs)
+  q text := 'i4 % 3 <> 0 AND (d > date ''2026-01-05'' OR f8 IS NULL) AND abs(i2) < 250';
   keys1 boolean;
   keys2 boolean;
   nkeys int;
@@ -116,57 +120,77 @@ DECLARE
 BEGIN
   EXECUTE format('SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT gs_citus_key(%1$I) k FROM %2$s WHERE id %% 97 = 0 AND %1$I IS NOT NULL'
                  ' UNION SELECT gs_citus_key(%1$I) + 1 FROM sh WHERE id = 7) s', col, rows) INTO t;
-  got := gs_citus_shard_histogram('{sh, sh2}', col, t);
+  got := gs_citus_shard_histogram('{sh, sh2}', col, t, '');
+  gotq := gs_citus_shard_histogram('{sh, sh2}', col, t, q);
   EXECUTE format('SELECT array_agg(coalesce(c, 0) ORDER BY i) FROM generate_series(0, %3$s) i'
                  ' LEFT JOIN (SELECT gs_citus_bucket(%1$I, $1) b, count(*) c FROM %2$s WHERE %1$I IS NOT NULL GROUP BY 1) s ON s.b = i',
                  col, rows, array_length(t, 1)) USING t INTO want;
+  EXECUTE format('SELECT array_agg(coalesce(c, 0) ORDER BY i) FROM generate_series(0, %3$s) i'
+                 ' LEFT JOIN (SELECT gs_citus_bucket(%1$I, $1) b, count(*) c FROM %2$s WHERE %1$I IS NOT NULL AND (%4$s) GROUP BY 1) s ON s.b = i',
+                 col, rows, array_length(t, 1), q) USING t INTO wantq;
   -- the gather's bounds: every third threshold, from -infinity (odd: the last range open) and not
   b1 := '{-9223372036854775808}'::int8[] || ARRAY(SELECT k FROM unnest(t) WITH ORDINALITY u(k, i) WHERE i % 3 = 1 ORDER BY i);
   b2 := ARRAY(SELECT k FROM unnest(t) WITH ORDINALITY u(k, i) WHERE i % 5 = 2 ORDER BY i);
-  EXECUTE format('SELECT (SELECT array_agg(k ORDER BY k) FROM unnest(gs_citus_shard_keys(''{sh, sh2}'', %3$L, $1)) k)'
+  EXECUTE format('SELECT (SELECT array_agg(k ORDER BY k) FROM unnest(gs_citus_shard_keys(''{sh, sh2}'', %3$L, $1, '''')) k)'
                  ' IS NOT DISTINCT FROM (SELECT array_agg(gs_citus_key(%1$I) ORDER BY gs_citus_key(%1$I)) FROM %2$s WHERE gs_citus_bucket(%1$I, $1) %% 2 = 1),'
-                 ' (SELECT count(*) FROM unnest(gs_citus_shard_keys(''{sh, sh2}'', %3$L, $1)))',
+                 ' (SELECT count(*) FROM unnest(gs_citus_shard_keys(''{sh, sh2}'', %3$L, $1, '''')))',
                  col, rows, col) USING b1 INTO keys1, nkeys;
-  EXECUTE format('SELECT (SELECT array_agg(k ORDER BY k) FROM unnest(gs_citus_shard_keys(''{sh2, sh}'', %3$L, $1)) k)'
-                 ' IS NOT DISTINCT FROM (SELECT array_agg(gs_citus_key(%1$I) ORDER BY gs_citus_key(%1$I)) FROM %2$s WHERE gs_citus_bucket(%1$I, $1) %% 2 = 1)',
-                 col, rows, col) USING b2 INTO keys2;
-  RETURN (got = want) || ' ' || array_length(got, 1) || ' ' || (SELECT sum(c) FROM unnest(got) c)
+  EXECUTE format('SELECT (SELECT array_agg(k ORDER BY k) FROM unnest(gs_citus_shard_keys(''{sh2, sh}'', %3$L, $1, %4$L)) k)'
+                 ' IS NOT DISTINCT FROM (SELECT array_agg(gs_citus_key(%1$I) ORDER BY gs_citus_key(%1$I)) FROM %2$s WHERE gs_citus_bucket(%1$I, $1) %% 2 = 1 AND (%4$s))',
+                 col, rows, col, q) USING b2 INTO keys2;
+  RETURN (got = want) || ' ' || (gotq = wantq) || ' ' || array_length(got, 1) || ' ' || (SELECT sum(c) FROM unnest(got) c)
          || ' ' || (SELECT count(*) FROM unnest(got) c WHERE c > 0) || ' ' || keys1 || ' ' || keys2 || ' ' || nkeys;
 END $$;
-SELECT c, sh_check(c) AS "counts: same, buckets, rows, non-empty; keys: same x2, number" FROM unnest('{f8, f4, i2, i4, i8, d, ts, tz}'::text[]) c;
-SELECT gs_citus_shard_histogram('{sh}', 'i4', '{}'), gs_citus_shard_histogram('{}', 'i4', '{1}'),
-  gs_citus_shard_keys('{sh}', 'i4', '{}'), array_length(gs_citus_shard_keys('{sh}', 'i4', '{-9223372036854775808}'), 1);
+SELECT c, sh_check(c) AS "counts: same, WHERE, buckets, rows, non-empty; keys: same x2, n" FROM unnest('{f8, f4, i2, i4, i8, d, ts, tz}'::text[]) c;
+SELECT gs_citus_shard_histogram('{sh}', 'i4', '{}', ''), gs_citus_shard_histogram('{}', 'i4', '{1}', ''),
+  gs_citus_shard_keys('{sh}', 'i4', '{}', ''), array_length(gs_citus_shard_keys('{sh}', 'i4', '{-9223372036854775808}', ''), 1);
 BEGIN;
 DELETE FROM sh WHERE id % 3 = 0;
 SELECT sh_check('f8') AS after_own_delete, sh_check('ts') AS ts_after_own_delete;
 ROLLBACK;
 -- refused: clean ERRORs (the coordinator falls back to the distributed query)
-SELECT gs_citus_shard_histogram('{sh}', 'nope', '{1}');
-SELECT gs_citus_shard_keys('{sh2, sh}', 'gone', '{1}');
-SELECT gs_citus_shard_histogram('{sh}', 'id', '{3, 1}');
-SELECT gs_citus_shard_keys('{sh}', 'id', '{3, 1}');
-SELECT gs_citus_shard_histogram('{sh}', 'id', '{1, NULL}');
-SELECT gs_citus_shard_histogram('{sh, NULL}', 'id', '{1}');
-SELECT gs_citus_shard_keys('{{sh}}', 'id', '{1}');
-SELECT gs_citus_shard_histogram('{sh}', 'id', '{{1}}');
+SELECT gs_citus_shard_histogram('{sh}', 'nope', '{1}', '');
+SELECT gs_citus_shard_keys('{sh2, sh}', 'gone', '{1}', '');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{3, 1}', '');
+SELECT gs_citus_shard_keys('{sh}', 'id', '{3, 1}', '');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1, NULL}', '');
+SELECT gs_citus_shard_histogram('{sh, NULL}', 'id', '{1}', '');
+SELECT gs_citus_shard_keys('{{sh}}', 'id', '{1}', '');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{{1}}', '');
+-- quals: one condition on the shard's plain columns, nothing else
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}', 'id IN (SELECT 1)');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}', 'ctid > ''(0,1)''');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}', 'true; DROP TABLE sh');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}', 'true GROUP BY id');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}', 'true FOR UPDATE');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}', 'true UNION SELECT');
+SELECT gs_citus_shard_keys('{sh}', 'id', '{1}', 'nope > 1');
+SELECT gs_citus_shard_keys('{sh}', 'id', '{-9223372036854775808}', 'id < 3 AND sh.i4 IS NOT NULL');
 CREATE TABLE shn (n numeric, v int4);
-SELECT gs_citus_shard_histogram('{shn}', 'n', '{1}');
+SELECT gs_citus_shard_histogram('{shn}', 'n', '{1}', '');
 CREATE VIEW shv AS SELECT * FROM sh;
-SELECT gs_citus_shard_histogram('{shv}', 'id', '{1}');
+SELECT gs_citus_shard_histogram('{shv}', 'id', '{1}', '');
 -- row-level security: refused for a role it applies to; no SELECT: refused
 CREATE ROLE regress_gs_shard;
 GRANT SELECT ON sh, shn TO regress_gs_shard;
 ALTER TABLE sh ENABLE ROW LEVEL SECURITY;
 CREATE POLICY sh_some ON sh FOR SELECT USING (id < 100);
 SET ROLE regress_gs_shard;
-SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}');
-SELECT gs_citus_shard_keys('{sh}', 'id', '{1}');
-SELECT gs_citus_shard_histogram('{shn}', 'v', '{1}');
+SELECT gs_citus_shard_histogram('{sh}', 'id', '{1}', '');
+SELECT gs_citus_shard_keys('{sh}', 'id', '{1}', '');
+SELECT gs_citus_shard_histogram('{shn}', 'v', '{1}', '');
 RESET ROLE;
 REVOKE SELECT ON shn FROM regress_gs_shard;
 SET ROLE regress_gs_shard;
-SELECT gs_citus_shard_histogram('{shn}', 'v', '{1}');
+SELECT gs_citus_shard_histogram('{shn}', 'v', '{1}', '');
 RESET ROLE;
+-- the column alone may be read; a WHERE on another column may not
+GRANT SELECT (v) ON shn TO regress_gs_shard;
+SET ROLE regress_gs_shard;
+SELECT gs_citus_shard_histogram('{shn}', 'v', '{1}', 'v > 0');
+SELECT gs_citus_shard_histogram('{shn}', 'v', '{1}', 'n > 0');
+RESET ROLE;
+REVOKE SELECT (v) ON shn FROM regress_gs_shard;
 DROP POLICY sh_some ON sh;
 REVOKE ALL ON sh FROM regress_gs_shard;
 DROP ROLE regress_gs_shard;

@@ -54,7 +54,8 @@
  *   and new connections would see later commits: the distributed queries.
  * - The rows are the table's for every user: no row-level security on it
  *   (the shard function refuses it as well), a heap table (not columnar),
- *   the value a plain column (found by name on each shard), no WHERE, the
+ *   the value a plain column (found by name on each shard; the WHERE's
+ *   columns too: the shard functions parse it against each shard), the
  *   first level (a later one's candidates are SQL conditions; the gather by
  *   shard scans follows only a first level counted by them), a type with a
  *   key (not numeric or interval).
@@ -153,8 +154,6 @@ gs_x_shard_unsafe(GsXchg *x, char **col)
 		return "gpuselect.citus_exchange_shard_scans is off";
 	if (!x->keyed)
 		return "a value without a key";
-	if (x->quals[0] != '\0')
-		return "a WHERE";
 	if (x->cand.len > 0)
 		return "a later level";
 	if (IsolationUsesXactSnapshot())
@@ -260,7 +259,8 @@ gs_x_fan_out_sql(GsXchg *x, const char *fn, const char *col, const char *arg)
 								 quote_literal_cstr(SPI_getvalue(tt->vals[r], tt->tupdesc, 3)));
 				firstname = false;
 			}
-			appendStringInfo(&cmd, "]::pg_catalog.regclass[], %s, %s)", quote_literal_cstr(col), arg);
+			appendStringInfo(&cmd, "]::pg_catalog.regclass[], %s, %s, %s)", quote_literal_cstr(col), arg,
+							 quote_literal_cstr(x->quals));
 			nodes[ncmd] = CStringGetTextDatum(node);
 			ports[ncmd] = Int32GetDatum(pg_strtoint32(port));
 			cmds[ncmd] = CStringGetTextDatum(cmd.data);

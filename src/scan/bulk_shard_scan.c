@@ -3,18 +3,26 @@
  * round and its gather, on the shards one connection reads (issue 34;
  * docs/citus.md, "The rounds by shard scans"):
  *
- *   gs_citus_shard_histogram(shards regclass[], col text, t int8[]) -> int8[]
+ *   gs_citus_shard_histogram(shards regclass[], col text, t int8[],
+ *                            quals text) -> int8[]
  *       element b + 1 counts the shards' visible rows whose column col is
  *       not NULL and whose key (gs_citus_key's) has exactly b of the sorted
  *       thresholds t at or below it -- what gs_citus_histogram(
  *       gs_citus_bucket(col, t)) answers for the same rows, one element per
  *       bucket (length(t) + 1 of them, trailing zeros kept), summed over
  *       the shards;
- *   gs_citus_shard_keys(shards regclass[], col text, bounds int8[]) -> int8[]
+ *   gs_citus_shard_keys(shards regclass[], col text, bounds int8[],
+ *                       quals text) -> int8[]
  *       the keys of those rows with an odd number of the sorted bounds at
  *       or below them -- the rows of the gather's condition
  *       gs_citus_bucket(col, bounds) % 2 = 1 (the wanted buckets' ranges
  *       lo1, hi1, lo2, hi2, ...), in no order.
+ *
+ * Only the rows that satisfy quals count: the query's WHERE as SQL over the
+ * table's columns ('' for none), parsed against each shard (its columns by
+ * name), planned as an expression and evaluated on each visible tuple
+ * (gs_shard_scan_qual).  One condition only: no sub-select, no system
+ * column, no other clause.
  *
  * The coordinator (aggs/citus_shard_round.c) runs them on every worker,
  * a few shards a connection, and adds the arrays up, where that is safe
@@ -40,12 +48,19 @@
 #include "base/pg_compat.h"
 
 #include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/tableam.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
@@ -77,6 +92,10 @@ typedef struct GsShardScan
 	GsTypeKind	kind;
 	GsBulkColumn column;
 	TupleDesc	desc;
+	const char *quals;			/* the WHERE, SQL, or "" */
+	ExprState  *qual;			/* ... on the shard being read, or NULL */
+	ExprContext *econtext;
+	TupleTableSlot *slot;
 } GsShardScan;
 
 /*
@@ -131,6 +150,17 @@ gs_shard_scan_tuple(GsShardScan *h, HeapTuple tup)
 
 	if (isnull)
 		return;
+	if (h->qual != NULL)
+	{
+		bool		pass;
+
+		ExecStoreHeapTuple(tup, h->slot, false);
+		h->econtext->ecxt_scantuple = h->slot;
+		pass = ExecQual(h->qual, h->econtext);
+		ResetExprContext(h->econtext);
+		if (!pass)
+			return;
+	}
 	key = (int64) (gs_key_from_datum(h->kind, d) ^ GS_X_SIGN);
 	b = gs_shard_bucket(h->t, h->nt, key);
 	if (!h->keys)
@@ -153,10 +183,11 @@ gs_shard_scan_page(GsShardScan *h, HeapScanDesc hs)
 	HeapTupleData tup;
 
 	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
-	ItemPointerSetInvalid(&tup.t_self);
 	for (int i = (int) hs->rs_cindex; i < ntuples; i++)
 	{
 		ItemId		lp = PageGetItemId(page, hs->rs_vistuples[i]);
+
+		ItemPointerSet(&tup.t_self, BufferGetBlockNumber(hs->rs_cbuf), hs->rs_vistuples[i]);
 
 		if (i + 4 < ntuples)
 			gs_bulk_prefetch_tuple(page, hs->rs_vistuples[i + 4]);
@@ -167,6 +198,21 @@ gs_shard_scan_page(GsShardScan *h, HeapScanDesc hs)
 	/* pg_stat's seq_tup_read, as heap_getnext counts each tuple it returns */
 	GS_PGSTAT_COUNT_TUPLES_RETURNED(hs->rs_base.rs_rd, ntuples - (int) hs->rs_cindex - 1);
 	hs->rs_cindex = ntuples - 1;
+}
+
+/*
+ * This user may read column attno of rel (the table, or the column).
+ */
+static void
+gs_shard_scan_check_column(Relation rel, AttrNumber attno)
+{
+	if (pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck(RelationGetRelid(rel), attno, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for column %s of table %s",
+						NameStr(TupleDescAttr(RelationGetDescr(rel), attno - 1)->attname),
+						RelationGetRelationName(rel))));
 }
 
 /* a shard opened, checked (see the header), and its column found by name */
@@ -196,12 +242,7 @@ gs_shard_scan_open(Oid relid, const char *col, GsShardScan *h, const char *fn)
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("%s: column \"%s\" of \"%s\" does not exist",
 						fn, col, RelationGetRelationName(rel))));
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
-		pg_attribute_aclcheck(relid, attno, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for column %s of table %s", col,
-						RelationGetRelationName(rel))));
+	gs_shard_scan_check_column(rel, attno);
 	typid = getBaseType(TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid);
 	if (!gs_type_kind_from_oid(typid, &h->kind, &kb, &num) || h->kind == GS_T_DATUM)
 		ereport(ERROR,
@@ -233,13 +274,98 @@ gs_shard_scan_thresholds(ArrayType *t, GsShardScan *h, const char *fn)
 					 errmsg("%s: thresholds must be sorted", fn)));
 }
 
+/*
+ * An error while the quals are parsed points into their statement, not the
+ * caller's (as SPI reports an error in the statement it runs).
+ */
+static void
+gs_shard_scan_qual_error(void *arg)
+{
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery((const char *) arg);
+	}
+	errcontext("the WHERE of a Citus exchange's shard scan");
+}
+
+/*
+ * The quals (SQL over the table's columns) as a qual on this shard's
+ * tuples, or NULL for "": parsed as "SELECT FROM ONLY shard WHERE quals"
+ * (the shard's columns by name), then planned as an expression, as a
+ * SeqScan's qual would be.  Anything but one condition on plain columns the
+ * user may read is refused.
+ */
+static ExprState *
+gs_shard_scan_qual(Relation rel, const char *quals, EState *estate, const char *fn)
+{
+	char	   *sql;
+	List	   *raw;
+	Query	   *q;
+	Bitmapset  *attrs = NULL;
+	int			a = -1;
+	Expr	   *expr;
+	ErrorContextCallback errcb;
+
+	if (quals[0] == '\0')
+		return NULL;
+	sql = psprintf("SELECT FROM ONLY %s WHERE %s",
+				   quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+											  RelationGetRelationName(rel)), quals);
+	errcb.callback = gs_shard_scan_qual_error;
+	errcb.arg = sql;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	if (list_length(raw) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: quals must be one condition", fn)));
+	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, NULL, 0, NULL);
+	error_context_stack = errcb.previous;
+	if (q->commandType != CMD_SELECT || q->hasSubLinks || q->hasAggs || q->hasWindowFuncs ||
+		q->hasTargetSRFs || q->hasRecursive || q->hasModifyingCTE || q->cteList != NIL ||
+		list_length(q->rtable) != 1 || q->jointree->quals == NULL || q->groupClause != NIL ||
+		q->havingQual != NULL || q->sortClause != NIL || q->distinctClause != NIL ||
+		q->limitCount != NULL || q->limitOffset != NULL || q->rowMarks != NIL ||
+		q->setOperations != NULL || q->targetList != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: quals must be one condition on the table's columns", fn)));
+	pull_varattnos(q->jointree->quals, 1, &attrs);
+	while ((a = bms_next_member(attrs, a)) >= 0)
+	{
+		AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s: quals may not use system columns or whole rows", fn)));
+		gs_shard_scan_check_column(rel, attno);
+	}
+	expr = expression_planner((Expr *) q->jointree->quals);
+	return ExecPrepareQual(make_ands_implicit(expr), estate);
+}
+
 /* one shard read into h under the statement's snapshot, as a SeqScan would take it */
 static void
 gs_shard_scan_one(GsShardScan *h, Oid relid, const char *col, const char *fn)
 {
 	Relation	rel = gs_shard_scan_open(relid, col, h, fn);
-	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	EState	   *estate = CreateExecutorState();
+	TableScanDesc scan;
 	HeapTuple	tup;
+
+	h->qual = gs_shard_scan_qual(rel, h->quals, estate, fn);
+	if (h->qual != NULL)
+	{
+		h->econtext = CreateExprContext(estate);
+		h->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	}
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
 
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
@@ -253,6 +379,11 @@ gs_shard_scan_one(GsShardScan *h, Oid relid, const char *col, const char *fn)
 		CHECK_FOR_INTERRUPTS();
 	}
 	table_endscan(scan);
+	if (h->slot != NULL)
+		ExecDropSingleTupleTableSlot(h->slot);
+	h->slot = NULL;
+	h->qual = NULL;
+	FreeExecutorState(estate);
 	table_close(rel, AccessShareLock);
 }
 
@@ -265,6 +396,8 @@ gs_shard_scan_all(FunctionCallInfo fcinfo, GsShardScan *h, const char *fn)
 	Datum	   *rels;
 	bool	   *nulls;
 	int			nrels;
+
+	h->quals = text_to_cstring(PG_GETARG_TEXT_PP(3));
 
 	if (ARR_ELEMTYPE(shards) != REGCLASSOID || ARR_NDIM(shards) > 1)
 		ereport(ERROR,

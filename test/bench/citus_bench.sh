@@ -29,7 +29,8 @@
 # of ROWS rows already there (GS_BENCH_KEEP=1) is used as it is.  gq3_hour_x
 # (not timed unless named in GS_BENCH_QUERIES): the grouped exchange forced
 # (citus_exchange_min_rows = 0; at 720 groups of 14k values it runs today's
-# plan otherwise).
+# plan otherwise).  gq3_day, gq3_day_noshard, disc3_day, sum_day (not timed
+# unless named): the last day of the 720 hours as a WHERE.
 set -u -o pipefail
 LOCAL=0
 [ "${1:-}" = --local ] && { LOCAL=1; shift; }
@@ -104,6 +105,7 @@ ACC="SET gpuselect.accelerate_builtins = on;"
 # the grouped exchange whatever the groups' sizes (at 720 groups of 14k
 # values it would run today's plan: citus_exchange_min_rows)
 XG="SET gpuselect.citus_exchange_min_rows = 0;"
+DAY="ts >= timestamptz '2026-01-30 00:00+00'"
 # name -> query (settings first, the SELECT last)
 declare -A QUERY=(
 	[gq3]="SELECT gpu_quantiles(latency, $F3) FROM gs_cbench"
@@ -118,6 +120,11 @@ declare -A QUERY=(
 	[cont3_hour_acc]="$ACC SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 	[sum_hour]="SELECT $HOUR, sum(latency) FROM gs_cbench GROUP BY 1"
 	[gq3_hour_x]="$XG SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
+	# a dashboard's time filter: the last 24 of the 720 hours (1/30 of the rows)
+	[gq3_day]="SELECT gpu_quantiles(latency, $F3) FROM gs_cbench WHERE $DAY"
+	[gq3_day_noshard]="SET gpuselect.citus_exchange_shard_scans = off; SELECT gpu_quantiles(latency, $F3) FROM gs_cbench WHERE $DAY"
+	[disc3_day]="SELECT percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench WHERE $DAY"
+	[sum_day]="SELECT sum(latency) FROM gs_cbench WHERE $DAY"
 	# bytes only
 	[gq1]="SELECT gpu_quantiles(latency, $F1) FROM gs_cbench"
 	[gq101]="SELECT gpu_quantiles(latency, $F101) FROM gs_cbench"
@@ -146,6 +153,10 @@ if [ "${GS_BENCH_CHECK:-1}" = 1 ]; then
 	same "${QUERY[cont3_hour_acc]}" "${QUERY[cont3_hour]}"
 	same "${QUERY[gq3_hour]}" \
 		"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
+	case " ${TIMED[*]} " in *" gq3_day "*)
+		same "${QUERY[gq3_day]}" "${QUERY[disc3_day]}"
+		same "${QUERY[gq3_day_noshard]}" "${QUERY[disc3_day]}" ;;
+	esac
 	case " ${TIMED[*]} " in *" gq3_hour_x "*)
 		same "${QUERY[gq3_hour_x]}" \
 			"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1" ;;
@@ -215,6 +226,7 @@ printf '%s rows, %s timed rounds (+1 warm-up), PostgreSQL %s, Citus %s, gpuselec
 	"$ROWS" "$ROUNDS" "$(q -c 'SHOW server_version')" "$(q -c 'SELECT citus_version()' | awk '{print $2}')" \
 	"$(git -C "$ROOT" describe --always --dirty)" "$COLBYTES"
 echo "disc3 / gq3 = $(ratio disc3 gq3) (goal >= 10); gq3 / sum = $(ratio gq3 sum) (goal <= 3); gq3_off / gq3 = $(ratio gq3_off gq3)"
+echo "disc3_day / gq3_day = $(ratio disc3_day gq3_day); gq3_day / sum_day = $(ratio gq3_day sum_day); gq3_day_noshard / gq3_day = $(ratio gq3_day_noshard gq3_day)"
 echo "gq3_noshard / sum = $(ratio gq3_noshard sum); gq3 / gq3_noshard = $(ratio gq3 gq3_noshard); disc3 / gq3_noshard = $(ratio disc3 gq3_noshard)"
 echo "cont3_hour / gq3_hour = $(ratio cont3_hour gq3_hour) (goal >= 10); cont3_hour / cont3_hour_acc = $(ratio cont3_hour cont3_hour_acc) (goal >= 10); gq3_hour_off / gq3_hour = $(ratio gq3_hour_off gq3_hour)"
 echo "cont3_hour / gq3_hour_x = $(ratio cont3_hour gq3_hour_x); gq3_hour_x / sum_hour = $(ratio gq3_hour_x sum_hour); gq3_hour_x / gq3_hour_off = $(ratio gq3_hour_x gq3_hour_off)"

@@ -261,8 +261,17 @@ for my $per (0, 1)
 }
 like(on(0, "$ex$sdbg SET gpuselect.citus_exchange_shard_scans = off; SELECT gpu_quantiles(f8, $fr) FROM xt;"),
 	qr/The counts by a distributed query: gpuselect\.citus_exchange_shard_scans is off/, 'off: the distributed query');
-like(on(0, "$ex$sdbg SELECT gpu_quantiles(f8, $fr) FROM xt WHERE i4 > 0;"),
-	qr/The counts by a distributed query: a WHERE/, 'a WHERE: the distributed query');
+# a WHERE: parsed against each shard and evaluated on its tuples
+for my $w ("i4 > 0", "i4 % 3 <> 0 AND (d > date '2026-01-05' OR f8 IS NULL) AND abs(i2) < 12000", "f8 < 0 OR f8 = 'NaN'")
+{
+	for my $c (qw(f8 ts))
+	{
+		my $out = on(0, "$ex$sdbg SELECT gpu_quantiles($c, $fr) FROM xt WHERE $w;");
+		like($out, $both_by_shards, "WHERE $w, $c: by shard scans");
+		is(answer_of($out), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY $c) FROM xt WHERE $w;"),
+			"WHERE $w, $c: same as the built-in");
+	}
+}
 # a transaction that wrote to the table: the shard scans would not see its
 # writes (nor, after its TRUNCATE, get past its lock: statement_timeout
 # stops a wait instead of hanging the test)
@@ -601,7 +610,8 @@ on(0, "CREATE FUNCTION slow(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELECT 
 on(0, "CREATE FUNCTION slower(float8) RETURNS bool LANGUAGE sql STABLE AS 'SELECT pg_sleep(0.0005) IS NOT NULL';");
 {
 	my $wq = "SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slower(f8)";
-	my $bg = coordinator_bg("${ex}SET log_min_messages = debug2; SET client_min_messages = notice;"
+	# the distributed rounds (the shard scans' are tested above)
+	my $bg = coordinator_bg("${ex}SET gpuselect.citus_exchange_shard_scans = off; SET log_min_messages = debug2; SET client_min_messages = notice;"
 		  . " SET gpuselect.debug = on; $wq;",
 		qr/Citus exchange round: SELECT public\.gs_citus_histogram/, 'the exchange is in its counts round');
 	select(undef, undef, undef, 0.5);
@@ -623,7 +633,7 @@ for my $case (["SELECT gpu_quantiles(f8, $fr) FROM xt WHERE slow(f8)", qr/Citus 
 my ($slow, $past_count, $later, $next, $next_bi) = @$case;
 like(on(0, "${ex}EXPLAIN (VERBOSE, COSTS OFF) $slow;"), qr/gs_citus_exchange/, 'the slow query runs the exchange');
 # its rounds in the coordinator's log, to stop the worker after the first
-my $bg = coordinator_bg("${ex}SET gpuselect.test_citus_gather_limit = 3; SET log_min_messages = debug2; $slow;",
+my $bg = coordinator_bg("${ex}SET gpuselect.citus_exchange_shard_scans = off; SET gpuselect.test_citus_gather_limit = 3; SET log_min_messages = debug2; $slow;",
 	$past_count, 'the exchange is past its count round');
 worker_stop();
 my ($rc, $out) = GsTest::psql_wait($bg);
