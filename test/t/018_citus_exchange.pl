@@ -19,7 +19,8 @@
 #   (gs_citus_shard_histogram and gs_citus_shard_keys through
 #   master_run_on_worker, a few shards a connection,
 #   src/aggs/citus_shard_round.c): used for each key type, as the built-in;
-#   one shard a connection as well; today's rounds after the transaction's
+#   with a WHERE (evaluated on the shards); one shard a connection, and one
+#   worker a connection, as well; today's rounds after the transaction's
 #   own DELETE, UPDATE or TRUNCATE (no wait on its own lock:
 #   statement_timeout), under REPEATABLE READ (a concurrent DELETE the
 #   snapshot must not see), with row-level security; the column found by
