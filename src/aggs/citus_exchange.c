@@ -1166,6 +1166,7 @@ gs_x_first_sample(GsXchg *x, int64 *m, int64 *n_est, int64 *n)
 		rows = -1;
 	else if (max_rows < gs_guc_citus_exchange_min_rows)
 		return NULL;			/* certainly few */
+	x->table_rows_est = rows;
 	for (int try = 0; try < 2 && rows >= Max(gs_guc_citus_exchange_min_rows, GS_X_SAMPLE); try++)
 	{
 		double		want = Min(GS_X_SAMPLE_MAX, Max(GS_X_SAMPLE, rows / GS_X_SAMPLE_PER));
@@ -1179,6 +1180,7 @@ gs_x_first_sample(GsXchg *x, int64 *m, int64 *n_est, int64 *n)
 		if (*m >= want / 4)
 		{
 			*n_est = (int64) rows;
+			x->values_est = rows;
 			return s;
 		}
 	}
@@ -1193,6 +1195,7 @@ gs_x_first_sample(GsXchg *x, int64 *m, int64 *n_est, int64 *n)
 			break;
 	}
 	*n_est = *n;
+	x->values_est = (double) *n;
 	return s;
 }
 

@@ -262,8 +262,10 @@ for my $per (0, 1)
 }
 like(on(0, "$ex$sdbg SET gpuselect.citus_exchange_shard_scans = off; SELECT gpu_quantiles(f8, $fr) FROM xt;"),
 	qr/The counts by a distributed query: gpuselect\.citus_exchange_shard_scans is off/, 'off: the distributed query');
-# a WHERE: parsed against each shard and evaluated on its tuples
-for my $w ("i4 > 0", "i4 % 3 <> 0 AND (d > date '2026-01-05' OR f8 IS NULL) AND abs(i2) < 12000", "f8 < 0 OR f8 = 'NaN'")
+# a WHERE that keeps most rows: parsed against each shard and evaluated on
+# its tuples; one that keeps few (under a fifth, by the sample): the
+# distributed rounds, which then spend little on the rows it drops
+for my $w ("i4 > 0", "i4 % 7 <> 0 AND (d > date '2026-01-05' OR f8 IS NULL) AND abs(i2) < 14000", "f8 > -9000 OR f8 = 'NaN'")
 {
 	for my $c (qw(f8 ts))
 	{
@@ -272,6 +274,15 @@ for my $w ("i4 > 0", "i4 % 3 <> 0 AND (d > date '2026-01-05' OR f8 IS NULL) AND 
 		is(answer_of($out), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY $c) FROM xt WHERE $w;"),
 			"WHERE $w, $c: same as the built-in");
 	}
+}
+{
+	my $w = "i4 < 5000 OR f8 = 'NaN'";
+	# 2000 values: counted (not gathered at once) under a gather limit of 1000
+	my $out = on(0, "$ex$sdbg SET gpuselect.test_citus_gather_limit = 1000; SELECT gpu_quantiles(f8, $fr) FROM xt WHERE $w;");
+	like($out, qr/The counts by a distributed query: a WHERE that keeps under a fifth of the rows/,
+		"WHERE $w (5% of the rows): the distributed rounds");
+	is(answer_of($out), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt WHERE $w;"),
+		"WHERE $w: same as the built-in");
 }
 # a transaction that wrote to the table: the shard scans would not see its
 # writes (nor, after its TRUNCATE, get past its lock: statement_timeout
