@@ -208,11 +208,11 @@ gs_x_have_shard_name_qualified(void)
  * The commands of a round by shard scans: SELECT fn(ARRAY[shards],
  * 'col', 'arg') on every worker, its active shards (one placement each)
  * split over at most gpuselect.citus_exchange_scans_per_node connections
- * (0: one a shard), as one master_run_on_worker call; NULL where some shard
- * has no active placement (x->shard_why says so).
+ * (0: one a shard), as one master_run_on_worker call of *ncmds commands;
+ * NULL where some shard has no active placement (x->shard_why says so).
  */
 static char *
-gs_x_fan_out_sql(GsXchg *x, const char *fn, const char *col, const char *arg)
+gs_x_fan_out_sql(GsXchg *x, const char *fn, const char *col, const char *arg, int *ncmds)
 {
 	SPITupleTable *tt;
 	uint64		n;
@@ -279,6 +279,7 @@ gs_x_fan_out_sql(GsXchg *x, const char *fn, const char *col, const char *arg)
 		first = end;
 	}
 	SPI_freetuptable(tt);
+	*ncmds = ncmd;
 	return psprintf("SELECT success, result FROM pg_catalog.master_run_on_worker(%s, %s, %s, true)",
 					gs_x_typed_array_literal(TEXTOID, nodes, ncmd),
 					gs_x_typed_array_literal(INT4OID, ports, ncmd),
@@ -293,7 +294,8 @@ gs_x_fan_out_sql(GsXchg *x, const char *fn, const char *col, const char *arg)
 static ArrayType **
 gs_x_fan_out(GsXchg *x, const char *fn, const char *col, const char *arg, bool counts, int *nres)
 {
-	char	   *sql = gs_x_fan_out_sql(x, fn, col, arg);
+	int			ncmds = 0;
+	char	   *sql = gs_x_fan_out_sql(x, fn, col, arg, &ncmds);
 	int64		before = x->bytes;
 	SPITupleTable *tt;
 	ArrayType **res;
@@ -312,6 +314,8 @@ gs_x_fan_out(GsXchg *x, const char *fn, const char *col, const char *arg, bool c
 	getTypeInputInfo(INT8ARRAYOID, &infn, &ioparam);
 	res = (ArrayType **) palloc(sizeof(ArrayType *) * Max(SPI_processed, 1));
 	*nres = (int) SPI_processed;
+	if ((int64) SPI_processed != ncmds)
+		x->shard_why = psprintf("%d of %d connections answered", *nres, ncmds);
 	for (uint64 r = 0; r < SPI_processed && x->shard_why == NULL; r++)
 	{
 		bool		isnull;
