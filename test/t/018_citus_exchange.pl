@@ -237,7 +237,10 @@ sub answer_of { my ($out) = @_; my ($a) = $out =~ /^\s*(\{.*\})\s*$/m; return $a
 for my $c (qw(f8 i2 i4 i8 f4 d ts tz))
 {
 	my $out = on(0, "$ex$sdbg$one SELECT gpu_quantiles($c, $fr) FROM xt;");
-	like($out, $both_by_shards, "$c: the first counts round and the gather by shard scans");
+	# d, f4, i2 and tz repeat values: where the sample gives every rank a
+	# bucket of one value, nothing is left to gather
+	like($out, $c =~ /^(f8|i4|i8|ts)$/ ? $both_by_shards : $by_shards,
+		"$c: the first counts round (and the gather) by shard scans");
 	like($out, qr/\d+ values, 1 levels/, "$c: by one level");
 	is(answer_of($out), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY $c) FROM xt;"),
 		"$c, by shard scans: same as the built-in");
