@@ -98,13 +98,5 @@ gs_x_typed_array_literal(Oid typ, Datum *v, int n)
 char *
 gs_x_array_literal(GsXchg *x, Datum *v, int n)
 {
-	ArrayType  *arr = construct_array(v, n, x->ktype, x->klen, x->kbyval, x->kalign);
-	Oid			arrtype = get_array_type(x->ktype);
-	Oid			outfn;
-	bool		varlena;
-	char	   *text;
-
-	getTypeOutputInfo(arrtype, &outfn, &varlena);
-	text = OidOutputFunctionCall(outfn, PointerGetDatum(arr));
-	return psprintf("%s::%s", quote_literal_cstr(text), format_type_be_qualified(arrtype));
+	return gs_x_typed_array_literal(x->ktype, v, n);
 }
