@@ -68,7 +68,7 @@ typedef struct GsXchg
 	char	   *shard_col;		/* the column's name, where the counts were by shard scans */
 	Datum	   *gather_bounds;	/* the first level's wanted ranges (gs_x_ranges_cond) */
 	int			gather_nbounds;
-	double		table_rows_est;	/* the table's rows, by its pages (0: unknown) */
+	double		table_rows_est;	/* the table's rows, by its pages (<= 0: unknown) */
 	double		values_est;		/* the values the WHERE keeps, by the sample or a count */
 	bool		all;			/* every value gathered */
 	const char *why_all;

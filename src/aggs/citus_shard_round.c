@@ -136,15 +136,21 @@ gs_x_plain_column(GsXchg *x, Relation rel)
 	return NULL;
 }
 
+/* pg_catalog.name(args) is there (a function of the Citus installed) */
+static bool
+gs_x_have_catalog_func(const char *name, int nargs, const Oid *args)
+{
+	return OidIsValid(LookupFuncName(list_make2(makeString("pg_catalog"), makeString(pstrdup(name))),
+									 nargs, args, true));
+}
+
 /* master_run_on_worker(text[], int[], text[], bool) is there (Citus 7 on) */
 static bool
 gs_x_have_fan_out(void)
 {
 	Oid			args[4] = {TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLOID};
 
-	return OidIsValid(LookupFuncName(list_make2(makeString("pg_catalog"),
-												makeString("master_run_on_worker")),
-									 4, args, true));
+	return gs_x_have_catalog_func("master_run_on_worker", 4, args);
 }
 
 /*
@@ -200,8 +206,7 @@ gs_x_have_shard_name_qualified(void)
 {
 	Oid			args[3] = {REGCLASSOID, INT8OID, BOOLOID};
 
-	return OidIsValid(LookupFuncName(list_make2(makeString("pg_catalog"), makeString("shard_name")),
-									 3, args, true));
+	return gs_x_have_catalog_func("shard_name", 3, args);
 }
 
 /*
