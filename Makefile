@@ -58,10 +58,12 @@ OBJS = \
 	src/aggs/citus_exchange_grouped.o \
 	src/aggs/citus_keys.o \
 	src/aggs/citus_shard_round.o \
+	src/aggs/citus_shard_groups.o \
 	src/scan/bulk_scan.o \
 	src/scan/bulk_groups.o \
 	src/scan/bulk_ship.o \
 	src/scan/bulk_shard_scan.o \
+	src/scan/bulk_group_range.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
 	src/planner/planner_fraction.o \

@@ -588,6 +588,20 @@ RETURNS int8[]
 AS 'MODULE_PATHNAME', 'gs_citus_shard_keys'
 LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 
+-- grouped by gexpr (an integer, date or timestamp expression of the
+-- columns): per group its counts, as above
+CREATE FUNCTION gs_citus_shard_group_histogram(regclass[], text, int8[], text, text)
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_shard_group_histogram'
+LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
+
+-- ... and per group (sorted values; the NULL group first) the keys inside
+-- its own ranges (bounds sliced by offsets)
+CREATE FUNCTION gs_citus_shard_group_keys(regclass[], text, int8[], text, int8[], int8[], text)
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_shard_group_keys'
+LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
+
 CREATE FUNCTION gs_citus_exchange(regclass, text, text, text, float8[], anyelement)
 RETURNS anyelement
 AS 'MODULE_PATHNAME', 'gs_citus_exchange'

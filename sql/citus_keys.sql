@@ -195,5 +195,115 @@ DROP POLICY sh_some ON sh;
 REVOKE ALL ON sh FROM regress_gs_shard;
 DROP ROLE regress_gs_shard;
 DROP VIEW shv;
+-- gs_citus_shard_group_histogram / gs_citus_shard_group_keys: the same
+-- rounds grouped by an expression of the columns (the grouped exchange by
+-- shard scans, src/aggs/citus_shard_groups.c), against GROUP BY on the same
+-- rows: per group (its value as the int8 point, the NULL group flagged) and
+-- bucket the counts, and per group the keys inside its own ranges (the
+-- rows of a group left out counted where their keys are inside some
+-- group's ranges).  The
+-- group expressions: hours of a timestamptz under zones of +05:30 and
+-- -03:30 (the session's: the workers' connections'), days of a timestamp,
+-- a date column, an integer division, one with a NULL group; a WHERE.
+CREATE FUNCTION shg_check(col text, gexpr text, pexpr text, q text, zone text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  t int8[];
+  got int8[];
+  gotk int8[];
+  nb int;
+  ng int;
+  rows text := '(SELECT * FROM ONLY sh UNION ALL SELECT id, f8, f4, i2, i4, i8, d, ts, tz FROM sh2) u';
+  b1 int8[];
+  b2 int8[];
+  groups int8[];
+  bounds int8[];
+  offs int8[];
+  want text[];
+  have text[];
+  wantk text[];
+  havek text[];
+  pos int;
+  n int8;
+  unknown int8;
+BEGIN
+  EXECUTE format('SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT gs_citus_key(%1$I) k FROM %2$s WHERE id %% 89 = 0 AND %1$I IS NOT NULL) s',
+                 col, rows) INTO t;
+  nb := array_length(t, 1) + 1;
+  -- (under the session's zone, as the GROUP BY below)
+  PERFORM set_config('TimeZone', zone, true);
+  got := gs_citus_shard_group_histogram('{sh, sh2}', col, t, gexpr, q);
+  ng := got[1];
+  SELECT array_agg(r ORDER BY r) INTO have FROM (
+    SELECT got[2 + (g - 1) * (nb + 2)] || '|' || got[3 + (g - 1) * (nb + 2)] || '|' || (b - 1) || '|' || got[3 + (g - 1) * (nb + 2) + b] r
+    FROM generate_series(1, ng) g, generate_series(0, nb) b
+    WHERE b = 0 OR got[3 + (g - 1) * (nb + 2) + b] > 0) s;
+  EXECUTE format('SELECT array_agg(r ORDER BY r) FROM ('
+                 ' SELECT (g IS NULL)::int || ''|'' || coalesce(%5$s, 0) || ''|'' || coalesce(b, -1) || ''|'' || coalesce(c, 0) r FROM'
+                 '  (SELECT g, b, count(*) c FROM (SELECT (%3$s) g, gs_citus_bucket(%1$I, $1) b FROM %2$s WHERE %4$s) s WHERE b IS NOT NULL GROUP BY 1, 2'
+                 '   UNION ALL SELECT DISTINCT (%3$s), NULL::int, NULL::int8 FROM %2$s WHERE %4$s) s2'
+                 ' ) s3', col, rows, gexpr, CASE WHEN q = '' THEN 'true' ELSE q END,
+                 replace(pexpr, '$g', 'g')) USING t INTO want;
+  -- (the presence rows: bucket -1, the got side's element 0 is the NULL flag)
+  SELECT array_agg(CASE WHEN split_part(r, '|', 3) = '-1' THEN split_part(r, '|', 1) || '|' || split_part(r, '|', 2) || '|-1|' ELSE r END ORDER BY 1) INTO want FROM unnest(want) r;
+  SELECT array_agg(CASE WHEN split_part(r, '|', 3) = '-1' THEN split_part(r, '|', 1) || '|' || split_part(r, '|', 2) || '|-1|' ELSE r END ORDER BY 1) INTO have FROM unnest(have) r;
+  SELECT array_agg(r ORDER BY r) INTO want FROM unnest(want) r;
+  SELECT array_agg(r ORDER BY r) INTO have FROM unnest(have) r;
+  -- the keys: the NULL group the ranges of every 5th threshold, the others
+  -- of every 3rd from -infinity; one group left out: its rows are unknown
+  b1 := '{-9223372036854775808}'::int8[] || ARRAY(SELECT k FROM unnest(t) WITH ORDINALITY u(k, i) WHERE i % 3 = 1 ORDER BY i);
+  b2 := ARRAY(SELECT k FROM unnest(t) WITH ORDINALITY u(k, i) WHERE i % 5 = 2 ORDER BY i);
+  SELECT array_agg(p ORDER BY p) INTO groups FROM (SELECT got[3 + (g - 1) * (nb + 2)] p FROM generate_series(1, ng) g
+    WHERE got[2 + (g - 1) * (nb + 2)] = 0 ORDER BY 1 OFFSET 1) s;
+  groups := coalesce(groups, '{}');
+  bounds := b2;
+  offs := ARRAY[0, array_length(b2, 1)]::int8[];
+  FOR gi IN 1 .. coalesce(array_length(groups, 1), 0) LOOP
+    bounds := bounds || b1;
+    offs := offs || array_length(bounds, 1)::int8;
+  END LOOP;
+  gotk := gs_citus_shard_group_keys('{sh2, sh}', col, bounds, gexpr, groups, offs, q);
+  unknown := gotk[1];
+  havek := '{}';
+  pos := 2;
+  FOR s IN 0 .. coalesce(array_length(groups, 1), 0) LOOP
+    n := gotk[pos];
+    havek := havek || ARRAY(SELECT s || ':' || k FROM unnest(gotk[pos + 1 : pos + n]) k);
+    pos := pos + 1 + n;
+  END LOOP;
+  SELECT array_agg(r ORDER BY r) INTO havek FROM unnest(havek) r;
+  EXECUTE format('SELECT array_agg(r ORDER BY r) FROM (SELECT slot || '':'' || gs_citus_key(%1$I) r FROM'
+                 ' (SELECT *, CASE WHEN (%3$s) IS NULL THEN 0 ELSE array_position($2, %5$s) END slot FROM %2$s WHERE %4$s) s'
+                 ' WHERE slot IS NOT NULL AND gs_citus_bucket(%1$I, $1[$3[slot + 1] + 1 : $3[slot + 2]]) %% 2 = 1) s2',
+                 col, rows, gexpr, CASE WHEN q = '' THEN 'true' ELSE q END,
+                 replace(pexpr, '$g', '(' || gexpr || ')')) USING bounds, groups, offs INTO wantk;
+  -- (counted only where the key is inside some group's ranges: the rest is
+  -- not looked at)
+  EXECUTE format('SELECT count(*) FROM %1$s WHERE (%3$s) AND (%2$s) IS NOT NULL AND NOT (%4$s = ANY ($1))'
+                 ' AND %5$I IS NOT NULL AND (gs_citus_bucket(%5$I, $2) %% 2 = 1 OR gs_citus_bucket(%5$I, $3) %% 2 = 1)',
+                 rows, gexpr, CASE WHEN q = '' THEN 'true' ELSE q END, replace(pexpr, '$g', '(' || gexpr || ')'), col)
+    USING groups, b1, b2 INTO n;
+  RETURN (have = want) || ' ' || ng || ' ' || (havek IS NOT DISTINCT FROM wantk) || ' ' || coalesce(array_length(havek, 1), 0)
+         || ' ' || (unknown = n) || ' ' || (n > 0);
+END $$;
+SELECT g, z, shg_check(c, g, p, q, z) AS "counts: same, groups; keys: same, n; unknown: same, some"
+FROM (VALUES
+  ('f8', 'date_trunc(''hour'', tz)', '(extract(epoch from $g - timestamptz ''2000-01-01 00:00+00'') * 1000000)::int8', '', 'Asia/Kolkata'),
+  ('i4', 'date_trunc(''hour'', tz)', '(extract(epoch from $g - timestamptz ''2000-01-01 00:00+00'') * 1000000)::int8', 'abs(i2) < 250', 'America/St_Johns'),
+  ('tz', 'date_trunc(''day'', ts)', '(extract(epoch from $g - timestamp ''2000-01-01'') * 1000000)::int8', '', 'UTC'),
+  ('ts', 'd', '($g - date ''2000-01-01'')::int8', 'f8 IS NULL OR f8 > 0', 'UTC'),
+  ('i8', 'i4 / 10000', '$g::int8', '', 'UTC'),
+  ('f4', 'nullif(i2 % 4, 0)', '$g::int8', '', 'UTC')) v(c, g, p, q, z);
+-- refused: clean ERRORs
+SELECT gs_citus_shard_group_histogram('{sh}', 'f8', '{1}', 'f8::text', '');
+SELECT gs_citus_shard_group_histogram('{sh}', 'f8', '{1}', 'i4 + random()::int', '');
+SELECT gs_citus_shard_group_histogram('{sh}', 'f8', '{1}', 'i4, i2', '');
+SELECT gs_citus_shard_group_histogram('{sh}', 'f8', '{1}', '(SELECT 1)', '');
+SELECT gs_citus_shard_group_histogram('{sh}', 'f8', '{1}', 'xmin::text::int', '');
+SELECT gs_citus_shard_group_histogram('{sh}', 'f8', '{1}', 'i4) FROM sh; SELECT (1', '');
+SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{1}', 'i4', '{2, 1}', '{0, 0, 1, 1}', '');
+SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{1}', 'i4', '{1}', '{0, 1}', '');
+SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{3, 1}', 'i4', '{1}', '{0, 0, 2}', '');
+SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{1}', 'i4', '{1}', '{0, 1, 0}', '');
+DROP FUNCTION shg_check(text, text, text, text, text);
 DROP FUNCTION sh_check(text);
 DROP TABLE sh, sh2, shn;

@@ -156,6 +156,21 @@ gs_x_literal(GsXchg *x, Datum v)
 					format_type_be_qualified(x->ktype));
 }
 
+/* the test hook gpuselect.test_citus_gather_pause: a wait before a gather */
+void
+gs_x_gather_pause(void)
+{
+	if (gs_guc_test_citus_gather_pause <= 0)
+		return;
+	elog(DEBUG1, "gpuselect: Citus exchange: the gather waits %d ms (test hook)",
+		 gs_guc_test_citus_gather_pause);
+	for (int ms = 0; ms < gs_guc_test_citus_gather_pause; ms += 10)
+	{
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+	}
+}
+
 /*
  * every candidate, sorted (the candidates of the levels so far; *m): by
  * shard scans where the first level's counts came from them and it is the
@@ -166,16 +181,7 @@ gs_x_gather(GsXchg *x, int64 *m)
 {
 	Datum	   *v = NULL;
 
-	if (gs_guc_test_citus_gather_pause > 0)
-	{
-		elog(DEBUG1, "gpuselect: Citus exchange: the gather waits %d ms (test hook)",
-			 gs_guc_test_citus_gather_pause);
-		for (int ms = 0; ms < gs_guc_test_citus_gather_pause; ms += 10)
-		{
-			CHECK_FOR_INTERRUPTS();
-			pg_usleep(10000L);
-		}
-	}
+	gs_x_gather_pause();
 
 	if (!x->all && x->levels == 1 && x->shard_rounds > 0 && x->gather_bounds != NULL)
 		v = gs_x_shard_gather(x, x->gather_bounds, x->gather_nbounds, m);
@@ -1070,7 +1076,7 @@ gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
  * where the function failed: the caller counts.  Its errors are caught (a
  * subtransaction), a cancel excepted.
  */
-static bool
+bool
 gs_x_estimate(GsXchg *x, double *rows, double *max_rows)
 {
 	char	   *sql = psprintf("SELECT (pg_catalog.citus_relation_size(%u::pg_catalog.regclass)"

@@ -1,8 +1,9 @@
 /*
  * citus_exchange.h -- what the two halves of the Citus exchange share
  * (aggs/citus_exchange.c: the levels and the ungrouped query;
- * aggs/citus_exchange_grouped.c: every group in each round; both run their
- * rounds through aggs/citus_rounds.c) and the planner that writes their
+ * aggs/citus_exchange_grouped.c: every group in each round, or
+ * aggs/citus_shard_groups.c: grouped by shard scans; they run their rounds
+ * through aggs/citus_rounds.c) and the planner that writes their
  * calls (planner/planner_citus.c: the literal settings) and citus_keys.c
  * (GS_X_SIGN); aggs/citus_shard_round.c (the first counts round and the
  * gather by shard scans) and the scans it runs on the shards
@@ -106,6 +107,43 @@ typedef struct GsXSpec
 	GsTypeInfo	t;				/* the value's type */
 } GsXSpec;
 
+/* the grouped exchange's groups (citus_exchange_grouped.c; by shard scans:
+ * citus_shard_groups.c) */
+typedef struct GsXGroup
+{
+	Datum		g;
+	bool		gnull;
+	bool		present;		/* a row of the answer (the NULL group may be absent) */
+	int64		n;				/* its non-NULL values */
+	bool		level;			/* sampled, counted, then gathered */
+	bool		whole_later;	/* sampled nothing: gathered whole in the gather round */
+	int			nr;
+	int64	   *ranks;
+	GsContRows *cr;
+	int64	   *pos;			/* the ranks' positions among what is gathered */
+	bool	   *done;
+	Datum	   *vals;
+	Datum	   *keys;			/* what came for it (the sample, or gathered) */
+	int64		nkeys;
+	int64		capkeys;
+	int64		expect;			/* keys the gather round brings */
+	GsXBuckets	bk;
+	int			toff;			/* its thresholds' offset in the flat array */
+	int			boff;			/* its bucket 0's flat number */
+} GsXGroup;
+
+typedef struct GsXGrouping
+{
+	char	   *gexpr;			/* the group expression, SQL */
+	Oid			gtype;
+	int16		glen;
+	bool		gbyval;
+	FmgrInfo   *gcmp;
+	int			ng;				/* non-NULL groups: gs[1 .. ng]; gs[0] the NULL group */
+	GsXGroup   *gs;
+	char	   *idx;			/* a row's gi + 1, SQL */
+} GsXGrouping;
+
 /* citus_rounds.c */
 extern SPITupleTable *gs_x_run(GsXchg *x, const char *sql, bool counts);
 extern void gs_x_check_columns(SPITupleTable *tt, int natts, const Oid *types);
@@ -118,6 +156,8 @@ extern int gs_x_bucket_of(const int64 *below, const int64 *cnt, int nb, int64 r)
 extern Datum *gs_x_splitters(GsXchg *x, Datum *s, int64 m, int64 total, const int64 *cr,
 							 const bool *done, int nr, int per_rank, int *ns);
 extern int gs_x_spec_ranks(const GsXSpec *sp, int64 n, int64 *ranks, GsContRows *cr);
+extern bool gs_x_estimate(GsXchg *x, double *rows, double *max_rows);
+extern void gs_x_gather_pause(void);
 extern void gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest);
 extern Datum gs_x_result(const GsXchg *x, const GsXSpec *sp, const GsContRows *cr, Datum *vals);
 extern void gs_x_parse_spec(FunctionCallInfo fcinfo, GsXSpec *sp, Oid rettype);
@@ -130,7 +170,12 @@ extern int64 *gs_x_count_round(GsXchg *x, const char *bexpr, const char *from_wh
 							   double rows);
 
 /* citus_shard_round.c */
+extern const char *gs_x_shard_unsafe(GsXchg *x, char **col);
+extern ArrayType **gs_x_fan_out(GsXchg *x, const char *fn, const char *col, const char *arg,
+								bool counts, int *nres);
 extern int64 *gs_x_shard_count_round(GsXchg *x, const GsXBuckets *bk);
 extern Datum *gs_x_shard_gather(GsXchg *x, const Datum *bounds, int nbounds, int64 *m);
 
+/* citus_shard_groups.c */
+extern bool gs_xg_by_shard_scans(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, int64 *total);
 #endif							/* GS_CITUS_EXCHANGE_H */

@@ -33,9 +33,11 @@ PG_FUNCTION_INFO_V1(gs_citus_exchange_grouped);
  *   RETURNS TABLE(g anycompatible, r anyelement)
  *
  * The same rounds for "GROUP BY grp" (one expression of rel's columns, a
- * type with a btree order and no collation; the planner checks), every
- * group in each round, so that the rounds stay four whatever the number of
- * groups:
+ * type with a btree order and no collation; the planner checks).  Where
+ * shard scans may run and grp is of an integer, date or timestamp type,
+ * citus_shard_groups.c runs them (three rounds, two of them shard scans);
+ * else every group in each round, as distributed queries, so that the
+ * rounds stay four whatever the number of groups:
  *
  *   groups  SELECT grp, count(x) ... GROUP BY 1       -> the groups G, n_g
  *   values  SELECT gi, k ... AND random() < R[gi]     (R 1 for a group of
@@ -61,41 +63,6 @@ PG_FUNCTION_INFO_V1(gs_citus_exchange_grouped);
 #define GS_XG_RANK_SPLITTERS	12	/* splitters per wanted rank (fewer than ungrouped: each shard sends the counts) */
 #define GS_XG_WHOLE				4096	/* a group of at most this many values is gathered whole */
 #define GS_XG_PROBE_PAGES		8		/* sampled pages a group of half min_rows has (gs_xg_small_by_sample) */
-
-typedef struct GsXGroup
-{
-	Datum		g;
-	bool		gnull;
-	bool		present;		/* a row of the answer (the NULL group may be absent) */
-	int64		n;				/* its non-NULL values */
-	bool		level;			/* sampled, counted, then gathered */
-	bool		whole_later;	/* sampled nothing: gathered whole in the gather round */
-	int			nr;
-	int64	   *ranks;
-	GsContRows *cr;
-	int64	   *pos;			/* the ranks' positions among what is gathered */
-	bool	   *done;
-	Datum	   *vals;
-	Datum	   *keys;			/* what came for it (the sample, or gathered) */
-	int64		nkeys;
-	int64		capkeys;
-	int64		expect;			/* keys the gather round brings */
-	GsXBuckets	bk;
-	int			toff;			/* its thresholds' offset in the flat array */
-	int			boff;			/* its bucket 0's flat number */
-} GsXGroup;
-
-typedef struct GsXGrouping
-{
-	char	   *gexpr;			/* the group expression, SQL */
-	Oid			gtype;
-	int16		glen;
-	bool		gbyval;
-	FmgrInfo   *gcmp;
-	int			ng;				/* non-NULL groups: gs[1 .. ng]; gs[0] the NULL group */
-	GsXGroup   *gs;
-	char	   *idx;			/* a row's gi + 1, SQL */
-} GsXGrouping;
 
 static int
 gs_xg_gcmp(const void *a, const void *b, void *arg)
@@ -604,6 +571,36 @@ gs_xg_todays_plan(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, const char *agg
 	SPI_freetuptable(tt);
 }
 
+/*
+ * The rounds as distributed queries: small groups, by a sample or by the
+ * groups round, run today's plan (*probed: by the sample); the others the
+ * groups, values, counts and gather rounds.
+ */
+static void
+gs_xg_by_rounds(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, const char *agg,
+				ReturnSetInfo *rsinfo, bool *probed, int *ngroups, int64 *total)
+{
+	*probed = gs_xg_small_by_sample(x, gr);
+	if (!*probed)
+	{
+		gs_xg_groups(x, gr);
+		for (int i = 0; i <= gr->ng; i++)
+			*total += gr->gs[i].n;
+		*ngroups = gr->ng + (gr->gs[0].present ? 1 : 0);
+	}
+	if (*probed || (*total > 0 && gs_xg_small(gr, *total)))
+		gs_xg_todays_plan(x, gr, sp, agg, rsinfo, ngroups, total);
+	else if (*total > 0)
+	{
+		/* the fractions in percentile_disc/cont's order (range errors) */
+		for (int i = 0; i < sp->np; i++)
+			if (!sp->frnull[i])
+				gs_check_fraction(DatumGetFloat8(sp->fr[i]));
+		if (gs_xg_values(x, gr, sp, *total))
+			gs_xg_levels(x, gr);
+	}
+}
+
 Datum
 gs_citus_exchange_grouped(PG_FUNCTION_ARGS)
 {
@@ -615,6 +612,7 @@ gs_citus_exchange_grouped(PG_FUNCTION_ARGS)
 	int64		total = 0;
 	int			ngroups = 0;
 	bool		probed = false;
+	bool		by_shards;
 	TypeCacheEntry *tc;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3) || PG_ARGISNULL(6) || PG_ARGISNULL(8))
@@ -645,26 +643,12 @@ gs_citus_exchange_grouped(PG_FUNCTION_ARGS)
 
 	gs_x_setup(fcinfo, &sp, &x, &guc_nest);
 	gs_x_check_value_type(x.rel, gr.gexpr, gr.gtype);
-	/* small groups, by a sample or by the groups round: today's plan */
-	probed = gs_xg_small_by_sample(&x, &gr);
-	if (!probed)
-	{
-		gs_xg_groups(&x, &gr);
-		for (int i = 0; i <= gr.ng; i++)
-			total += gr.gs[i].n;
+	by_shards = gs_xg_by_shard_scans(&x, &gr, &sp, &total);
+	if (by_shards)
 		ngroups = gr.ng + (gr.gs[0].present ? 1 : 0);
-	}
-	if (probed || (total > 0 && gs_xg_small(&gr, total)))
-		gs_xg_todays_plan(&x, &gr, &sp, text_to_cstring(PG_GETARG_TEXT_PP(8)), rsinfo, &ngroups, &total);
-	else if (total > 0)
-	{
-		/* the fractions in percentile_disc/cont's order (range errors) */
-		for (int i = 0; i < sp.np; i++)
-			if (!sp.frnull[i])
-				gs_check_fraction(DatumGetFloat8(sp.fr[i]));
-		if (gs_xg_values(&x, &gr, &sp, total))
-			gs_xg_levels(&x, &gr);
-	}
+	else
+		gs_xg_by_rounds(&x, &gr, &sp, text_to_cstring(PG_GETARG_TEXT_PP(8)), rsinfo, &probed,
+						&ngroups, &total);
 
 	for (int i = 0; i <= gr.ng && !x.all; i++)
 	{
@@ -684,6 +668,7 @@ gs_citus_exchange_grouped(PG_FUNCTION_ARGS)
 	ereport(gs_guc_debug ? NOTICE : DEBUG1,
 			(errmsg("gpuselect: Citus exchange over %s grouped by %s: %d groups, %lld values%s; %d rounds received %lld rows, %lld bytes",
 					x.rel, gr.gexpr, ngroups, (long long) total,
+					by_shards ? ", by shard scans" :
 					probed ? ", small groups by a sample: today's plan" :
 					x.all ? ", small groups: today's plan" : "",
 					x.rounds, (long long) x.rows, (long long) x.bytes),

@@ -157,7 +157,7 @@ gs_x_have_fan_out(void)
  * Why the first counts round cannot run as shard scans here (the header
  * says what makes it safe), or NULL, then *col is the column's name.
  */
-static const char *
+const char *
 gs_x_shard_unsafe(GsXchg *x, char **col)
 {
 	const char *unsafe_triggers = GetConfigOption("citus.enable_unsafe_triggers", true, false);
@@ -296,7 +296,7 @@ gs_x_fan_out_sql(GsXchg *x, const char *fn, const char *col, const char *arg, in
  * connection's answer (an int8[] as text) parsed; NULL where one failed or
  * is not an int8[] (x->shard_why says why), else *nres of them.
  */
-static ArrayType **
+ArrayType **
 gs_x_fan_out(GsXchg *x, const char *fn, const char *col, const char *arg, bool counts, int *nres)
 {
 	int			ncmds = 0;

@@ -321,3 +321,33 @@ gs_key_to_float8(GsTypeKind kind, uint64 key)
 	elog(ERROR, "gpuselect: type kind %d is not numeric", (int) kind);
 	return 0;
 }
+
+int64
+gs_int_point(Oid typid, Datum d)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return DatumGetInt16(d);
+		case INT4OID:
+		case DATEOID:
+			return DatumGetInt32(d);
+		default:				/* int8, timestamp, timestamptz */
+			return DatumGetInt64(d);
+	}
+}
+
+Datum
+gs_int_point_datum(Oid typid, int64 x)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return Int16GetDatum((int16) x);
+		case INT4OID:
+		case DATEOID:
+			return Int32GetDatum((int32) x);
+		default:
+			return Int64GetDatum(x);
+	}
+}

@@ -130,4 +130,10 @@ gs_key_from_datum(GsTypeKind kind, Datum d)
 extern Datum gs_key_to_datum(GsTypeKind kind, uint64 key);
 extern float8 gs_key_to_float8(GsTypeKind kind, uint64 key);
 
+/* A value of int2, int4, int8, date, timestamp or timestamptz as an int64
+ * in the type's order (its point), and back: the bulk scan's ranges, the
+ * Citus shard scans' groups. */
+extern int64 gs_int_point(Oid typid, Datum d);
+extern Datum gs_int_point_datum(Oid typid, int64 x);
+
 #endif							/* GS_TYPES_H */

@@ -26,6 +26,9 @@
  * time it need not be across the jump), so its probes stop at the zone's
  * next offset change (pg_next_dst_boundary).  The interval starts at x
  * itself: time-ordered data (the usual heap order) misses once per group.
+ * With one expression every interval found is kept (gs_bulk_range_miss
+ * says how rows out of order find theirs), and a sibling table's (a
+ * Citus shard's) can be adopted: gs_bulk_groups_adopt_ranges.
  *
  * Values.  Without a range (any other expression), the expression is
  * evaluated per row over the heap tuple.  A by-value type whose equality is
@@ -58,6 +61,7 @@
 #include "base/pg_compat.h"
 
 #include "access/htup_details.h"
+#include "common/int.h"
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
 #include "executor/executor.h"
@@ -71,6 +75,7 @@
 #include "utils/typcache.h"
 
 #include "scan/bulk_fetch.h"
+#include "base/types.h"
 #include "scan/bulk_groups.h"
 
 /* one group's values and states; groups of one hash value chained */
@@ -150,6 +155,10 @@ struct GsBulkGroups
 	Datum		range_key;
 	bool		range_key_copied;	/* a copy of ours (several expressions, by reference) */
 	GsBulkKeyed *cached;		/* one expression: range_key's group */
+	struct GsBulkRange *known;	/* one expression: the ranges found, sorted by lo */
+	int			cur;			/* ... the cached one's place, -1: none */
+	int			nknown;
+	int			maxknown;
 
 	bool		iter_started;
 	gs_bulk_hash_iterator iter;
@@ -164,6 +173,17 @@ struct GsBulkGroups
 	uint64		cached_rows;
 	uint64		ranges;
 };
+
+/* a range found (one expression): [lo, hi) of the column is keyed's group */
+typedef struct GsBulkRange
+{
+	int64		lo;
+	int64		hi;
+	bool		exact;			/* lo is where f's run begins (f(lo - 1) differs) */
+	GsBulkKeyed *keyed;
+} GsBulkRange;
+
+#define GS_BULK_MAX_KNOWN	65536	/* ranges remembered, at most */
 
 /* a by-value type whose equality is bitwise: groups compare as Datums */
 bool
@@ -221,6 +241,7 @@ gs_bulk_groups_create(MemoryContext mcxt, EState *estate, List *exprs, List *eqo
 	g->row_keys = (Datum *) palloc0(sizeof(Datum) * g->ncols);
 	g->row_nulls = (bool *) palloc0(sizeof(bool) * g->ncols);
 	g->heap_slot = ExecInitExtraTupleSlot(estate, reldesc, &TTSOpsHeapTuple);
+	g->cur = -1;
 	g->mono_col = mono_attno > 0 ? mono_col : -1;
 	g->mono_attno = mono_attno;
 	g->zones = zones;
@@ -242,6 +263,10 @@ gs_bulk_groups_forget(GsBulkGroups *g)
 {
 	g->table = NULL;
 	g->last = NULL;
+	g->nknown = 0;
+	g->cur = -1;
+	g->maxknown = 0;
+	g->known = NULL;			/* (gone with the groups' memory) */
 	g->have_range = false;
 	g->range_key_copied = false;	/* (gone with the groups' memory) */
 	g->cached = NULL;
@@ -335,7 +360,7 @@ gs_bulk_new_keyed(GsBulkGroups *g, const Datum *keys, const bool *nulls)
 	}
 	/* (the caller may be in the per-tuple memory: the states live with the groups) */
 	MemoryContextSwitchTo(g->mcxt);
-	k->group = g->new_group(g->arg);
+	k->group = g->new_group(g->arg, k->keys, k->nulls);
 	MemoryContextSwitchTo(old);
 	return k;
 }
@@ -363,37 +388,6 @@ gs_bulk_find(GsBulkGroups *g, const Datum *keys, const bool *nulls)
 }
 
 /* ---- ranges ---------------------------------------------------------- */
-
-/* the column value as a point of its (integer) domain */
-static int64
-gs_bulk_point(Oid typid, Datum d)
-{
-	switch (typid)
-	{
-		case INT2OID:
-			return DatumGetInt16(d);
-		case INT4OID:
-		case DATEOID:
-			return DatumGetInt32(d);
-		default:				/* int8, timestamp, timestamptz */
-			return DatumGetInt64(d);
-	}
-}
-
-static Datum
-gs_bulk_point_datum(Oid typid, int64 x)
-{
-	switch (typid)
-	{
-		case INT2OID:
-			return Int16GetDatum((int16) x);
-		case INT4OID:
-		case DATEOID:
-			return Int32GetDatum((int32) x);
-		default:
-			return Int64GetDatum(x);
-	}
-}
 
 /*
  * The probes' window above x, [x, *limit): where the column's values are
@@ -472,7 +466,7 @@ gs_bulk_eval_at(GsBulkGroups *g, int64 x, ExprContext *econtext, bool *isnull)
 
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
-	slot->tts_values[g->mono_attno - 1] = gs_bulk_point_datum(g->mono_typid, x);
+	slot->tts_values[g->mono_attno - 1] = gs_int_point_datum(g->mono_typid, x);
 	slot->tts_isnull[g->mono_attno - 1] = false;
 	ExecStoreVirtualTuple(slot);
 	econtext->ecxt_scantuple = slot;
@@ -523,11 +517,99 @@ gs_bulk_run_end(GsBulkGroups *g, int64 x, int64 limit, Datum b, ExprContext *eco
 	return good + 1;
 }
 
+/* the last known range with lo <= x, or -1 */
+static int
+gs_bulk_known_at(const GsBulkGroups *g, int64 x)
+{
+	int			lo = 0;
+	int			hi = g->nknown;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (g->known[mid].lo <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - 1;
+}
+
+/* known range i made the cached one */
+static void
+gs_bulk_use_known(GsBulkGroups *g, int i)
+{
+	g->cur = i;
+	g->cached = g->known[i].keyed;
+	g->range_key = g->cached->keys[0];
+	g->lo = g->known[i].lo;
+	g->hi = g->known[i].hi;
+	g->have_range = true;
+}
+
+/* [lo, hi) of keyed's group remembered at place i (before the range there) */
+static void
+gs_bulk_know(GsBulkGroups *g, int i, int64 lo, int64 hi, bool exact, GsBulkKeyed *keyed)
+{
+	if (g->nknown == g->maxknown)
+	{
+		if (g->maxknown >= GS_BULK_MAX_KNOWN)
+			return;
+		g->maxknown = Max(64, 2 * g->maxknown);
+		g->known = g->known == NULL ?
+			(GsBulkRange *) MemoryContextAlloc(g->mcxt, sizeof(GsBulkRange) * g->maxknown) :
+			(GsBulkRange *) repalloc(g->known, sizeof(GsBulkRange) * g->maxknown);
+	}
+	memmove(&g->known[i + 1], &g->known[i], sizeof(GsBulkRange) * (g->nknown - i));
+	g->known[i].lo = lo;
+	g->known[i].hi = hi;
+	g->known[i].exact = exact;
+	g->known[i].keyed = keyed;
+	g->nknown++;
+	g->cur = i;
+}
+
+/*
+ * A new range for x, from the known range p just below it, in a few
+ * evaluations instead of a search: where f(p->hi) is already x's value
+ * (inside p->hi's window), f is constant on [p->hi, x] and x's run begins
+ * at p->hi (f(p->hi - 1) is p's value, another); and where p is a whole
+ * run (exact), runs are often as wide as it (an hour, a day, a bucket of
+ * a date_bin or a division): f(lo + width - 1) the same and f(lo + width)
+ * not, inside x's window, end x's run there.  g->lo set to the run's
+ * beginning where found; g->hi to its end where found, else left < 0.
+ */
+static void
+gs_bulk_range_after(GsBulkGroups *g, const GsBulkRange *p, int64 x, int64 limit,
+					ExprContext *econtext)
+{
+	int64		plimit;
+	int64		e;
+
+	if (!gs_bulk_window(g->mono_typid, p->hi, &plimit) ||
+		((g->zones & GS_BULK_ZONE_SESSION) && !gs_bulk_zone_window(p->hi, &plimit)) ||
+		x >= plimit || !gs_bulk_same_at(g, p->hi, g->range_key, econtext))
+		return;
+	g->lo = p->hi;
+	if (!p->exact || pg_add_s64_overflow(g->lo, p->hi - p->lo, &e) || e - 1 < x || e > limit)
+		return;
+	if (gs_bulk_same_at(g, e - 1, g->range_key, econtext) &&
+		(e == limit || !gs_bulk_same_at(g, e, g->range_key, econtext)))
+		g->hi = e;
+}
+
 /*
  * A row whose column value x missed the cached range: the range's
  * expression's value for it into row_keys[mono_col], and the range of x
  * that has that value cached (not for a NULL, or near a limit: this row
- * only).  One expression: its group cached with it.
+ * only).  One expression: its group cached with it, and the ranges found
+ * remembered, so that rows not in the column's order (a Citus shard's
+ * rows, hashed on another column, take a new hour every other row) find
+ * theirs again by a binary search, and a group met again below where its
+ * range began grows that range down with one evaluation: f(x) equal to
+ * f(lo) of the range above x, inside x's window, makes f constant on
+ * [x, lo].
  */
 static void
 gs_bulk_range_miss(GsBulkGroups *g, int64 x, ExprContext *econtext)
@@ -537,6 +619,7 @@ gs_bulk_range_miss(GsBulkGroups *g, int64 x, ExprContext *econtext)
 	bool		isnull;
 	Datum		b = gs_bulk_eval_at(g, x, econtext, &isnull);
 	int64		limit;
+	int			next = 0;
 	MemoryContext old;
 
 	g->row_keys[m] = b;
@@ -546,6 +629,15 @@ gs_bulk_range_miss(GsBulkGroups *g, int64 x, ExprContext *econtext)
 		return;
 	if (g->ncols == 1)
 	{
+		next = gs_bulk_known_at(g, x) + 1;
+		if (next < g->nknown && g->known[next].lo < limit &&
+			gs_bulk_key_equal(c, g->known[next].keyed->keys[0], b))
+		{
+			g->known[next].lo = x;
+			gs_bulk_use_known(g, next);
+			g->ranges++;
+			return;
+		}
 		g->cached = gs_bulk_find(g, g->row_keys, g->row_nulls);
 		g->range_key = g->cached->keys[0];
 	}
@@ -559,10 +651,44 @@ gs_bulk_range_miss(GsBulkGroups *g, int64 x, ExprContext *econtext)
 		MemoryContextSwitchTo(old);
 		g->range_key_copied = !c->typbyval;
 	}
-	g->hi = gs_bulk_run_end(g, x, limit, g->range_key, econtext);
+	/* (the run ends below the next known range: f changes at its lo or before) */
+	if (g->ncols == 1 && next < g->nknown)
+		limit = Min(limit, g->known[next].lo);
 	g->lo = x;
+	g->hi = -1;
+	if (g->ncols == 1 && next > 0)
+		gs_bulk_range_after(g, &g->known[next - 1], x, limit, econtext);
+	if (g->hi < 0)
+		g->hi = gs_bulk_run_end(g, x, limit, g->range_key, econtext);
 	g->have_range = true;
 	g->ranges++;
+	if (g->ncols == 1)
+		gs_bulk_know(g, next, g->lo, g->hi, g->lo < x, g->cached);
+}
+
+/*
+ * The ranges another groups found with the same expression (one
+ * expression each; the same function of a column of the same type, over
+ * another table's attribute numbers: a Citus shard's sibling) made this
+ * one's, with their groups (new_group for each), so that they need not be
+ * searched again.
+ */
+void
+gs_bulk_groups_adopt_ranges(GsBulkGroups *g, const GsBulkGroups *from)
+{
+	if (g->ncols != 1 || from->ncols != 1 || g->mono_col < 0 || from->mono_col < 0 ||
+		g->mono_typid != from->mono_typid || g->cols[0].typid != from->cols[0].typid ||
+		g->nknown > 0)
+		return;
+	for (int i = 0; i < from->nknown; i++)
+	{
+		bool		isnull = false;
+		MemoryContext old = MemoryContextSwitchTo(g->mcxt);
+		GsBulkKeyed *k = gs_bulk_find(g, &from->known[i].keyed->keys[0], &isnull);
+
+		MemoryContextSwitchTo(old);
+		gs_bulk_know(g, g->nknown, from->known[i].lo, from->known[i].hi, from->known[i].exact, k);
+	}
 }
 
 /* where the range's expression's value for a row came from */
@@ -583,13 +709,29 @@ gs_bulk_range_key(GsBulkGroups *g, HeapTuple tup, ExprContext *econtext)
 
 	if (isnull)
 		return GS_BULK_RANGE_NONE;
-	x = gs_bulk_point(g->mono_typid, d);
+	x = gs_int_point(g->mono_typid, d);
 	if (g->have_range && x >= g->lo && x < g->hi)
 	{
 		g->cached_rows++;
 		g->row_keys[g->mono_col] = g->range_key;
 		g->row_nulls[g->mono_col] = false;
 		return GS_BULK_RANGE_HIT;
+	}
+	if (g->nknown > 0)
+	{
+		/* the next range first: a shard's rows mostly go up in time */
+		int			i = g->cur + 1 < g->nknown && g->known[g->cur + 1].lo <= x &&
+			(g->cur + 2 >= g->nknown || x < g->known[g->cur + 2].lo) ? g->cur + 1 :
+			gs_bulk_known_at(g, x);
+
+		if (i >= 0 && x < g->known[i].hi)
+		{
+			gs_bulk_use_known(g, i);
+			g->cached_rows++;
+			g->row_keys[g->mono_col] = g->range_key;
+			g->row_nulls[g->mono_col] = false;
+			return GS_BULK_RANGE_HIT;
+		}
 	}
 	gs_bulk_range_miss(g, x, econtext);
 	return GS_BULK_RANGE_MISS;

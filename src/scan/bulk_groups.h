@@ -29,11 +29,13 @@ typedef struct GsBulkGroup
 {
 	int64		rows;
 	int64	   *filtered;		/* one per distinct FILTER; NULL: none */
+	void	   *extra;			/* the caller's (the Citus shard scans' group) */
 	GsState    *states[FLEXIBLE_ARRAY_MEMBER];
 } GsBulkGroup;
 
-/* a new group (bulk_scan.c), in the groups' memory */
-typedef GsBulkGroup *(*GsBulkNewGroup) (void *arg);
+/* a new group (bulk_scan.c), in the groups' memory, for its values keys
+ * (nulls: which are NULL), copied there */
+typedef GsBulkGroup *(*GsBulkNewGroup) (void *arg, const Datum *keys, const bool *nulls);
 
 /*
  * exprs: the GROUP BY expressions, over the relation's columns (no parent
@@ -55,6 +57,13 @@ extern bool gs_bulk_groups_next(GsBulkGroups *g, GsBulkGroup **group, const Datu
  * under collations[i], NULLs first or not (after the scan) */
 extern void gs_bulk_groups_sort(GsBulkGroups *g, int nkeys, const int *cols, const Oid *sortops,
 								const Oid *collations, const bool *nulls_first);
+/* e, over range table entry relid, is one of the shapes that have a cached
+ * range (a non-decreasing function of one column, not the column itself):
+ * then *attno is the column and *zones its time zones (bulk_group_range.c) */
+extern bool gs_bulk_range_column(Node *e, Index relid, AttrNumber *attno, int *zones);
+
+/* the ranges from found (the same expression over a sibling table) made g's */
+extern void gs_bulk_groups_adopt_ranges(GsBulkGroups *g, const GsBulkGroups *from);
 /* forget every group (a rescan; the memory is the caller's to reset) */
 extern void gs_bulk_groups_forget(GsBulkGroups *g);
 /* rows whose group came from the cached range, and ranges searched (EXPLAIN) */

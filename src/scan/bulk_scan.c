@@ -174,7 +174,7 @@ static void gs_bulk_init_worker(CustomScanState *node, shm_toc *toc, void *coord
 static void gs_bulk_shutdown(CustomScanState *node);
 static void gs_bulk_publish_counts(GsBulkScanState *bs);
 static void gs_bulk_explain(CustomScanState *node, List *ancestors, ExplainState *es);
-static GsBulkGroup *gs_bulk_new_group(void *arg);
+static GsBulkGroup *gs_bulk_new_group(void *arg, const Datum *keys, const bool *nulls);
 
 const CustomScanMethods gs_bulk_scan_methods = {
 	.CustomName = GS_BULK_SCAN_NAME,
@@ -393,7 +393,7 @@ gs_bulk_new_state(GsBulkScanState *bs, GsBulkAgg *a)
 }
 
 static GsBulkGroup *
-gs_bulk_new_group(void *arg)
+gs_bulk_new_group(void *arg, const Datum *keys, const bool *nulls)
 {
 	GsBulkScanState *bs = (GsBulkScanState *) arg;
 	GsBulkGroup *group = (GsBulkGroup *) MemoryContextAlloc(bs->statecxt,
@@ -401,6 +401,7 @@ gs_bulk_new_group(void *arg)
 															sizeof(GsState *) * bs->naggs);
 
 	group->rows = 0;
+	group->extra = NULL;
 	group->filtered = bs->nfilters == 0 ? NULL :
 		(int64 *) MemoryContextAllocZero(bs->statecxt, sizeof(int64) * bs->nfilters);
 	for (int i = 0; i < bs->naggs; i++)
@@ -415,7 +416,7 @@ gs_bulk_group_of(GsBulkScanState *bs, HeapTuple tup, ExprContext *econtext)
 	if (bs->groups != NULL)
 		return gs_bulk_groups_of(bs->groups, tup, econtext);
 	if (bs->single == NULL)
-		bs->single = gs_bulk_new_group(bs);
+		bs->single = gs_bulk_new_group(bs, NULL, NULL);
 	return bs->single;
 }
 
@@ -538,7 +539,7 @@ gs_bulk_page_single(GsBulkScanState *bs, HeapScanDesc hs, Page page, TupleDesc d
 	uint64		keys = 0;
 
 	if (bs->single == NULL)
-		bs->single = gs_bulk_new_group(bs);
+		bs->single = gs_bulk_new_group(bs, NULL, NULL);
 	st = bs->single->states[0];
 	tup.t_tableOid = RelationGetRelid(hs->rs_base.rs_rd);
 	ItemPointerSetInvalid(&tup.t_self);
@@ -572,7 +573,7 @@ static GsState *
 gs_bulk_single_state(GsBulkScanState *bs)
 {
 	if (bs->single == NULL)
-		bs->single = gs_bulk_new_group(bs);
+		bs->single = gs_bulk_new_group(bs, NULL, NULL);
 	return bs->single->states[0];
 }
 

@@ -18,6 +18,16 @@
  *       gs_citus_bucket(col, bounds) % 2 = 1 (the wanted buckets' ranges
  *       lo1, hi1, lo2, hi2, ...), in no order.
  *
+ *   gs_citus_shard_group_histogram(shards, col, t, gexpr, quals)
+ *   gs_citus_shard_group_keys(shards, col, bounds, gexpr, groups, offsets,
+ *                             quals)
+ *       the same grouped by gexpr (an integer, date or timestamp expression
+ *       of the columns, evaluated in this connection's time zone, as Citus
+ *       evaluates a GROUP BY on the workers): per group its
+ *       counts of the common thresholds, or the keys inside its own ranges
+ *       (their comments below say how the answers are laid out; the
+ *       coordinator: aggs/citus_shard_groups.c).
+ *
  * Only the rows that satisfy quals count: the query's WHERE as SQL over the
  * table's columns ('' for none), parsed against each shard (its columns by
  * name), planned as an expression and evaluated on each visible tuple
@@ -58,6 +68,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parser.h"
@@ -66,6 +77,9 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/typcache.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -75,9 +89,12 @@
 #include "aggs/citus_exchange.h"
 #include "base/types.h"
 #include "scan/bulk_fetch.h"
+#include "scan/bulk_groups.h"
 
 PG_FUNCTION_INFO_V1(gs_citus_shard_histogram);
 PG_FUNCTION_INFO_V1(gs_citus_shard_keys);
+PG_FUNCTION_INFO_V1(gs_citus_shard_group_histogram);
+PG_FUNCTION_INFO_V1(gs_citus_shard_group_keys);
 
 /* what the shards' scans count or collect into */
 typedef struct GsShardScan
@@ -96,7 +113,45 @@ typedef struct GsShardScan
 	ExprState  *qual;			/* ... on the shard being read, or NULL */
 	ExprContext *econtext;
 	TupleTableSlot *slot;
+	/* grouped (gs_citus_shard_group_*): NULL gexpr for the others */
+	const char *gexpr;			/* the GROUP BY expression, SQL */
+	Oid			gtype;			/* its type (the first shard's) */
+	GsBulkGroups *groups;		/* ... on the shard being read */
+	GsBulkGroups *prev_groups;	/* ... on the one before (its ranges: this one's) */
+	HTAB	   *ghash;			/* the call's groups, by value */
+	struct GsShardGroup **glist;	/* ... in the order met */
+	int			ng;
+	int			maxg;
+	MemoryContext cxt;			/* the call's memory */
+	const int64 *gpoints;		/* keys: the coordinator's groups, sorted */
+	int			ngpoints;
+	const int64 *goff;			/* ... slot j's bounds t[goff[j] .. goff[j + 1]) */
+	int64	   *ubounds;		/* ... the union of their ranges, as bounds */
+	int			nubounds;
+	int64		unknown;		/* ... rows of a group not among them */
 } GsShardScan;
+
+/*
+ * One group of a grouped shard scan, over every shard of the call.  Slot
+ * 0 is the NULL group's, slot j the coordinator's j-th group (keys).
+ */
+typedef struct GsShardGroupKey
+{
+	int64		point;			/* its value (gs_int_point), 0 for NULL */
+	int64		isnull;
+} GsShardGroupKey;
+
+typedef struct GsShardGroup
+{
+	GsShardGroupKey key;
+	int			slot;			/* keys: -1 where the coordinator has none */
+	int64	   *counts;			/* histogram: nt + 1 buckets */
+	const int64 *bounds;		/* keys: its wanted ranges */
+	int			nbounds;
+	int64	   *keys;
+	int64		nkeys;
+	int64		maxkeys;
+} GsShardGroup;
 
 /*
  * How many of the sorted t[0 .. nt) are at most key: gs_citus_bucket's
@@ -139,6 +194,19 @@ gs_shard_keep(GsShardScan *h, int64 key)
 	h->out[h->nout++] = key;
 }
 
+/* the tuple satisfies the quals (there are some) */
+static bool
+gs_shard_scan_passes(GsShardScan *h, HeapTuple tup)
+{
+	bool		pass;
+
+	ExecStoreHeapTuple(tup, h->slot, false);
+	h->econtext->ecxt_scantuple = h->slot;
+	pass = ExecQual(h->qual, h->econtext);
+	ResetExprContext(h->econtext);
+	return pass;
+}
+
 /* one tuple: its column's key into its bucket, or kept */
 static pg_attribute_always_inline void
 gs_shard_scan_tuple(GsShardScan *h, HeapTuple tup)
@@ -150,23 +218,95 @@ gs_shard_scan_tuple(GsShardScan *h, HeapTuple tup)
 
 	if (isnull)
 		return;
-	if (h->qual != NULL)
-	{
-		bool		pass;
-
-		ExecStoreHeapTuple(tup, h->slot, false);
-		h->econtext->ecxt_scantuple = h->slot;
-		pass = ExecQual(h->qual, h->econtext);
-		ResetExprContext(h->econtext);
-		if (!pass)
-			return;
-	}
+	if (h->qual != NULL && !gs_shard_scan_passes(h, tup))
+		return;
 	key = (int64) (gs_key_from_datum(h->kind, d) ^ GS_X_SIGN);
 	b = gs_shard_bucket(h->t, h->nt, key);
 	if (!h->keys)
 		h->counts[b]++;
 	else if (b & 1)
 		gs_shard_keep(h, key);
+}
+
+/* a key kept for a group (group keys mode) */
+static void
+gs_shard_group_keep(GsShardScan *h, GsShardGroup *g, int64 key)
+{
+	if (g->nkeys == g->maxkeys)
+	{
+		if (g->maxkeys >= (int64) MaxArraySize)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("gs_citus_shard_group_keys: more than %lld keys in a group",
+							(long long) g->maxkeys)));
+		g->maxkeys = Min(Max(64, 2 * g->maxkeys), (int64) MaxArraySize);
+		g->keys = g->keys == NULL ? (int64 *) MemoryContextAlloc(h->cxt, sizeof(int64) * g->maxkeys) :
+			(int64 *) repalloc(g->keys, sizeof(int64) * g->maxkeys);
+	}
+	g->keys[g->nkeys++] = key;
+}
+
+/*
+ * The group of a tuple that passed the quals, found as the bulk scan finds
+ * it (bulk_groups.c: most rows by the time column's cached ranges, with a
+ * few comparisons).  A row makes its group present even where its value
+ * is NULL (the built-in's GROUP BY has a row for it, with a NULL answer).
+ */
+static pg_attribute_always_inline GsShardGroup *
+gs_shard_group_of(GsShardScan *h, HeapTuple tup)
+{
+	GsShardGroup *g = (GsShardGroup *) gs_bulk_groups_of(h->groups, tup, h->econtext)->extra;
+
+	/* (only a row whose group was evaluated allocated anything) */
+	if (!h->econtext->ecxt_per_tuple_memory->isReset)
+		ResetExprContext(h->econtext);
+	return g;
+}
+
+/* counts: one tuple's key into its group's bucket of the common thresholds */
+static void
+gs_shard_group_count_tuple(GsShardScan *h, HeapTuple tup)
+{
+	GsShardGroup *g;
+	bool		isnull;
+	Datum		d;
+
+	if (h->qual != NULL && !gs_shard_scan_passes(h, tup))
+		return;
+	g = gs_shard_group_of(h, tup);
+	d = gs_bulk_fetch(&h->column, tup, h->desc, &isnull);
+	if (isnull)
+		return;
+	g->counts[gs_shard_bucket(h->t, h->nt, (int64) (gs_key_from_datum(h->kind, d) ^ GS_X_SIGN))]++;
+}
+
+/*
+ * keys: one tuple's key kept where it is inside one of its group's own
+ * ranges.  The key is tested against the union of every group's ranges
+ * first, so that most rows (outside every range) cost no group lookup and
+ * no qual; so the rows of a group the coordinator does not know are
+ * counted (h->unknown) only inside that union.
+ */
+static void
+gs_shard_group_keys_tuple(GsShardScan *h, HeapTuple tup)
+{
+	GsShardGroup *g;
+	bool		isnull;
+	Datum		d = gs_bulk_fetch(&h->column, tup, h->desc, &isnull);
+	int64		key;
+
+	if (isnull)
+		return;
+	key = (int64) (gs_key_from_datum(h->kind, d) ^ GS_X_SIGN);
+	if (!(gs_shard_bucket(h->ubounds, h->nubounds, key) & 1))
+		return;
+	if (h->qual != NULL && !gs_shard_scan_passes(h, tup))
+		return;
+	g = gs_shard_group_of(h, tup);
+	if (g->slot < 0)
+		h->unknown++;
+	else if (gs_shard_bucket(g->bounds, g->nbounds, key) & 1)
+		gs_shard_group_keep(h, g, key);
 }
 
 /*
@@ -193,7 +333,12 @@ gs_shard_scan_page(GsShardScan *h, HeapScanDesc hs)
 			gs_bulk_prefetch_tuple(page, hs->rs_vistuples[i + 4]);
 		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 		tup.t_len = ItemIdGetLength(lp);
-		gs_shard_scan_tuple(h, &tup);
+		if (h->gexpr != NULL && h->keys)
+			gs_shard_group_keys_tuple(h, &tup);
+		else if (h->gexpr != NULL)
+			gs_shard_group_count_tuple(h, &tup);
+		else
+			gs_shard_scan_tuple(h, &tup);
 	}
 	/* pg_stat's seq_tup_read, as heap_getnext counts each tuple it returns */
 	GS_PGSTAT_COUNT_TUPLES_RETURNED(hs->rs_base.rs_rd, ntuples - (int) hs->rs_cindex - 1);
@@ -253,10 +398,13 @@ gs_shard_scan_open(Oid relid, const char *col, GsShardScan *h, const char *fn)
 	return rel;
 }
 
-/* the thresholds: a one-dimensional int8 array without NULLs, sorted */
+/* the thresholds: a one-dimensional int8 array without NULLs, sorted
+ * (the group keys': sorted within each group's slice, checked there) */
 static void
 gs_shard_scan_thresholds(ArrayType *t, GsShardScan *h, const char *fn)
 {
+	bool		slices = h->keys && h->gpoints != NULL;
+
 	if (ARR_ELEMTYPE(t) != INT8OID || ARR_NDIM(t) > 1 || ARR_HASNULL(t))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -267,7 +415,7 @@ gs_shard_scan_thresholds(ArrayType *t, GsShardScan *h, const char *fn)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("%s: more than %d buckets", fn, GS_X_HIST_MAX_BUCKETS)));
-	for (int i = 1; i < h->nt; i++)
+	for (int i = 1; i < h->nt && !slices; i++)
 		if (h->t[i] < h->t[i - 1])
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -275,21 +423,90 @@ gs_shard_scan_thresholds(ArrayType *t, GsShardScan *h, const char *fn)
 }
 
 /*
- * An error while the quals are parsed points into their statement, not the
- * caller's (as SPI reports an error in the statement it runs).
+ * An error while the quals (or the GROUP BY expression) are parsed points
+ * into their statement, not the caller's (as SPI reports an error in the
+ * statement it runs).
  */
-static void
-gs_shard_scan_qual_error(void *arg)
+typedef struct GsShardParse
 {
+	const char *sql;
+	const char *what;			/* "WHERE", "GROUP BY" */
+} GsShardParse;
+
+static void
+gs_shard_scan_parse_error(void *arg)
+{
+	GsShardParse *p = (GsShardParse *) arg;
 	int			pos = geterrposition();
 
 	if (pos > 0)
 	{
 		errposition(0);
 		internalerrposition(pos);
-		internalerrquery((const char *) arg);
+		internalerrquery(p->sql);
 	}
-	errcontext("the WHERE of a Citus exchange's shard scan");
+	errcontext("the %s of a Citus exchange's shard scan", p->what);
+}
+
+/* "SELECT <target> FROM ONLY shard <tail>" parsed and analyzed, one statement */
+static Query *
+gs_shard_scan_analyze(Relation rel, const char *target, const char *tail, const char *what,
+					  const char *fn)
+{
+	GsShardParse p;
+	ErrorContextCallback errcb;
+	List	   *raw;
+	Query	   *q;
+
+	p.sql = psprintf("SELECT %s%sFROM ONLY %s%s%s", target, target[0] ? " " : "",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)), tail[0] ? " " : "", tail);
+	p.what = what;
+	errcb.callback = gs_shard_scan_parse_error;
+	errcb.arg = &p;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	raw = raw_parser(p.sql, RAW_PARSE_DEFAULT);
+	if (list_length(raw) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: %s must be one %s", fn, strcmp(what, "WHERE") == 0 ? "quals" : "the group",
+						strcmp(what, "WHERE") == 0 ? "condition" : "expression")));
+	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), p.sql, NULL, 0, NULL);
+	error_context_stack = errcb.previous;
+	return q;
+}
+
+/* a plain query over the one shard: no sub-select, aggregate, clause ... */
+static bool
+gs_shard_scan_plain(const Query *q)
+{
+	return q->commandType == CMD_SELECT && !q->hasSubLinks && !q->hasAggs && !q->hasWindowFuncs &&
+		!q->hasTargetSRFs && !q->hasRecursive && !q->hasModifyingCTE && q->cteList == NIL &&
+		list_length(q->rtable) == 1 && q->groupClause == NIL && q->havingQual == NULL &&
+		q->sortClause == NIL && q->distinctClause == NIL && q->limitCount == NULL &&
+		q->limitOffset == NULL && q->rowMarks == NIL && q->setOperations == NULL;
+}
+
+/* the columns of n are plain ones of rel that this user may read */
+static void
+gs_shard_scan_check_vars(Relation rel, Node *n, const char *what, const char *fn)
+{
+	Bitmapset  *attrs = NULL;
+	int			a = -1;
+
+	pull_varattnos(n, 1, &attrs);
+	while ((a = bms_next_member(attrs, a)) >= 0)
+	{
+		AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s: %s may not use system columns or whole rows", fn,
+							strcmp(what, "WHERE") == 0 ? "quals" : "the group")));
+		gs_shard_scan_check_column(rel, attno);
+	}
 }
 
 /*
@@ -302,52 +519,156 @@ gs_shard_scan_qual_error(void *arg)
 static ExprState *
 gs_shard_scan_qual(Relation rel, const char *quals, EState *estate, const char *fn)
 {
-	char	   *sql;
-	List	   *raw;
 	Query	   *q;
-	Bitmapset  *attrs = NULL;
-	int			a = -1;
 	Expr	   *expr;
-	ErrorContextCallback errcb;
 
 	if (quals[0] == '\0')
 		return NULL;
-	sql = psprintf("SELECT FROM ONLY %s WHERE %s",
-				   quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-											  RelationGetRelationName(rel)), quals);
-	errcb.callback = gs_shard_scan_qual_error;
-	errcb.arg = sql;
-	errcb.previous = error_context_stack;
-	error_context_stack = &errcb;
-	raw = raw_parser(sql, RAW_PARSE_DEFAULT);
-	if (list_length(raw) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s: quals must be one condition", fn)));
-	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, NULL, 0, NULL);
-	error_context_stack = errcb.previous;
-	if (q->commandType != CMD_SELECT || q->hasSubLinks || q->hasAggs || q->hasWindowFuncs ||
-		q->hasTargetSRFs || q->hasRecursive || q->hasModifyingCTE || q->cteList != NIL ||
-		list_length(q->rtable) != 1 || q->jointree->quals == NULL || q->groupClause != NIL ||
-		q->havingQual != NULL || q->sortClause != NIL || q->distinctClause != NIL ||
-		q->limitCount != NULL || q->limitOffset != NULL || q->rowMarks != NIL ||
-		q->setOperations != NULL || q->targetList != NIL)
+	q = gs_shard_scan_analyze(rel, "", psprintf("WHERE %s", quals), "WHERE", fn);
+	if (!gs_shard_scan_plain(q) || q->jointree->quals == NULL || q->targetList != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s: quals must be one condition on the table's columns", fn)));
-	pull_varattnos(q->jointree->quals, 1, &attrs);
-	while ((a = bms_next_member(attrs, a)) >= 0)
-	{
-		AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
-
-		if (attno <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s: quals may not use system columns or whole rows", fn)));
-		gs_shard_scan_check_column(rel, attno);
-	}
+	gs_shard_scan_check_vars(rel, q->jointree->quals, "WHERE", fn);
 	expr = expression_planner((Expr *) q->jointree->quals);
 	return ExecPrepareQual(make_ands_implicit(expr), estate);
+}
+
+/* the group types whose values travel as int8 (gs_int_point) */
+static bool
+gs_shard_group_type_ok(Oid typid)
+{
+	return typid == INT2OID || typid == INT4OID || typid == INT8OID || typid == DATEOID ||
+		typid == TIMESTAMPOID || typid == TIMESTAMPTZOID;
+}
+
+/*
+ * The GROUP BY expression on this shard, planned: parsed as
+ * "SELECT (gexpr) FROM ONLY shard", one expression of the shard's columns
+ * the user may read, of an integer, date or timestamp type, with no
+ * volatile function (it is evaluated once a row, or not at all where the
+ * cached range answers).
+ */
+static Expr *
+gs_shard_scan_group_expr(Relation rel, const char *gexpr, const char *fn, Oid *typid)
+{
+	Query	   *q = gs_shard_scan_analyze(rel, psprintf("(%s)", gexpr), "", "GROUP BY", fn);
+	Expr	   *expr;
+
+	if (!gs_shard_scan_plain(q) || q->jointree->quals != NULL || list_length(q->targetList) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: the group must be one expression of the table's columns", fn)));
+	expr = linitial_node(TargetEntry, q->targetList)->expr;
+	gs_shard_scan_check_vars(rel, (Node *) expr, "GROUP BY", fn);
+	if (contain_volatile_functions((Node *) expr))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s: the group may not be volatile", fn)));
+	*typid = exprType((Node *) expr);
+	if (!gs_shard_group_type_ok(*typid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s: a group of type %s", fn, format_type_be(*typid))));
+	return expression_planner(expr);
+}
+
+/* the call's group of these values (created: its counts, or its ranges) */
+static GsShardGroup *
+gs_shard_group_find(GsShardScan *h, bool isnull, int64 point)
+{
+	GsShardGroupKey key;
+	GsShardGroup *g;
+	bool		found;
+
+	memset(&key, 0, sizeof(key));
+	key.isnull = isnull;
+	key.point = isnull ? 0 : point;
+	g = (GsShardGroup *) hash_search(h->ghash, &key, HASH_ENTER, &found);
+	if (found)
+		return g;
+	g->slot = 0;
+	g->counts = NULL;
+	g->keys = NULL;
+	g->nkeys = g->maxkeys = 0;
+	g->bounds = NULL;
+	g->nbounds = 0;
+	if (!h->keys)
+	{
+		if ((int64) (h->ng + 1) * (h->nt + 1) > GS_X_HIST_MAX_BUCKETS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("gs_citus_shard_group_histogram: more than %d counts",
+							GS_X_HIST_MAX_BUCKETS)));
+		g->counts = (int64 *) MemoryContextAllocZero(h->cxt, sizeof(int64) * (h->nt + 1));
+	}
+	else if (!isnull)
+	{
+		/* its slot: 1 + its place among the coordinator's groups, or none */
+		int			lo = 0,
+					hi = h->ngpoints;
+
+		while (lo < hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+
+			if (h->gpoints[mid] < point)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		g->slot = lo < h->ngpoints && h->gpoints[lo] == point ? lo + 1 : -1;
+	}
+	if (h->keys && g->slot >= 0)
+	{
+		g->bounds = h->t + h->goff[g->slot];
+		g->nbounds = (int) (h->goff[g->slot + 1] - h->goff[g->slot]);
+	}
+	if (h->ng == h->maxg)
+	{
+		h->maxg = Max(64, 2 * h->maxg);
+		h->glist = h->glist == NULL ?
+			(GsShardGroup **) MemoryContextAlloc(h->cxt, sizeof(GsShardGroup *) * h->maxg) :
+			(GsShardGroup **) repalloc(h->glist, sizeof(GsShardGroup *) * h->maxg);
+	}
+	h->glist[h->ng++] = g;
+	return g;
+}
+
+/* bulk_groups.c's new group on a shard: the call's group of its value */
+static GsBulkGroup *
+gs_shard_new_group(void *arg, const Datum *keys, const bool *nulls)
+{
+	GsShardScan *h = (GsShardScan *) arg;
+	GsBulkGroup *bg = (GsBulkGroup *) palloc0(offsetof(GsBulkGroup, states));
+
+	bg->extra = gs_shard_group_find(h, nulls[0], nulls[0] ? 0 : gs_int_point(h->gtype, keys[0]));
+	return bg;
+}
+
+/* the shard's groups: its GROUP BY expression, with a cached range where it has one */
+static void
+gs_shard_scan_groups(GsShardScan *h, Relation rel, EState *estate, const char *fn)
+{
+	Oid			typid;
+	Expr	   *expr = gs_shard_scan_group_expr(rel, h->gexpr, fn, &typid);
+	AttrNumber	attno = 0;
+	int			zones = 0;
+
+	if (OidIsValid(h->gtype) && typid != h->gtype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s: the group is of type %s on one shard and %s on another", fn,
+						format_type_be(h->gtype), format_type_be(typid))));
+	h->gtype = typid;
+	if (!gs_bulk_range_column((Node *) expr, 1, &attno, &zones))
+		attno = 0;
+	h->groups = gs_bulk_groups_create(CurrentMemoryContext, estate, list_make1(expr),
+									  list_make1(makeInteger((int) lookup_type_cache(typid, TYPECACHE_EQ_OPR)->eq_opr)),
+									  0, attno, zones, RelationGetDescr(rel), gs_shard_new_group, h);
+	/* the shards before found the same ranges (one expression, the same column type) */
+	if (h->prev_groups != NULL)
+		gs_bulk_groups_adopt_ranges(h->groups, h->prev_groups);
 }
 
 /* one shard read into h under the statement's snapshot, as a SeqScan would take it */
@@ -360,11 +681,12 @@ gs_shard_scan_one(GsShardScan *h, Oid relid, const char *col, const char *fn)
 	HeapTuple	tup;
 
 	h->qual = gs_shard_scan_qual(rel, h->quals, estate, fn);
-	if (h->qual != NULL)
-	{
+	if (h->qual != NULL || h->gexpr != NULL)
 		h->econtext = CreateExprContext(estate);
+	if (h->qual != NULL)
 		h->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-	}
+	if (h->gexpr != NULL)
+		gs_shard_scan_groups(h, rel, estate, fn);
 	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
 
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
@@ -383,13 +705,18 @@ gs_shard_scan_one(GsShardScan *h, Oid relid, const char *col, const char *fn)
 		ExecDropSingleTupleTableSlot(h->slot);
 	h->slot = NULL;
 	h->qual = NULL;
+	h->prev_groups = h->groups; /* (in the call's memory: its ranges for the next shard) */
+	h->groups = NULL;
+	h->econtext = NULL;
+	/* the groups' slots (they pin the shard's tuple descriptor) */
+	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
 	table_close(rel, AccessShareLock);
 }
 
-/* every shard of the regclass[] argument 0 read into h (its thresholds set) */
+/* every shard of the regclass[] argument 0 read into h (its thresholds set), the quals argument quals_arg */
 static void
-gs_shard_scan_all(FunctionCallInfo fcinfo, GsShardScan *h, const char *fn)
+gs_shard_scan_all(FunctionCallInfo fcinfo, GsShardScan *h, int quals_arg, const char *fn)
 {
 	ArrayType  *shards = PG_GETARG_ARRAYTYPE_P(0);
 	char	   *col = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -397,7 +724,7 @@ gs_shard_scan_all(FunctionCallInfo fcinfo, GsShardScan *h, const char *fn)
 	bool	   *nulls;
 	int			nrels;
 
-	h->quals = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	h->quals = text_to_cstring(PG_GETARG_TEXT_PP(quals_arg));
 
 	if (ARR_ELEMTYPE(shards) != REGCLASSOID || ARR_NDIM(shards) > 1)
 		ereport(ERROR,
@@ -433,7 +760,7 @@ gs_citus_shard_histogram(PG_FUNCTION_ARGS)
 	memset(&h, 0, sizeof(h));
 	gs_shard_scan_thresholds(PG_GETARG_ARRAYTYPE_P(2), &h, "gs_citus_shard_histogram");
 	h.counts = (int64 *) palloc0(sizeof(int64) * (h.nt + 1));
-	gs_shard_scan_all(fcinfo, &h, "gs_citus_shard_histogram");
+	gs_shard_scan_all(fcinfo, &h, 3, "gs_citus_shard_histogram");
 	PG_RETURN_ARRAYTYPE_P(gs_shard_int8_array(h.counts, h.nt + 1));
 }
 
@@ -447,6 +774,205 @@ gs_citus_shard_keys(PG_FUNCTION_ARGS)
 	gs_shard_scan_thresholds(PG_GETARG_ARRAYTYPE_P(2), &h, "gs_citus_shard_keys");
 	h.maxout = 1024;
 	h.out = (int64 *) palloc(sizeof(int64) * h.maxout);
-	gs_shard_scan_all(fcinfo, &h, "gs_citus_shard_keys");
+	gs_shard_scan_all(fcinfo, &h, 3, "gs_citus_shard_keys");
 	PG_RETURN_ARRAYTYPE_P(gs_shard_int8_array(h.out, h.nout));
+}
+
+/* ---------------- grouped ---------------- */
+
+/* a grouped call's set up: the group expression (argument 3) */
+static void
+gs_shard_scan_grouped(FunctionCallInfo fcinfo, GsShardScan *h)
+{
+	HASHCTL		ctl;
+
+	h->cxt = CurrentMemoryContext;
+	h->gexpr = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(GsShardGroupKey);
+	ctl.entrysize = sizeof(GsShardGroup);
+	ctl.hcxt = CurrentMemoryContext;
+	h->ghash = hash_create("gpuselect shard groups", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * gs_citus_shard_group_histogram(shards regclass[], col text, t int8[],
+ *                                gexpr text, quals text)
+ *   -> int8[]: the number of groups G, then per group (in no order) its
+ *      NULL flag (1: the NULL group), its value (gs_int_point's int8,
+ *      0 for NULL), and its length(t) + 1 counts, as gs_citus_shard_histogram's
+ *      -- the shards' rows that satisfy quals, grouped by gexpr.
+ */
+Datum
+gs_citus_shard_group_histogram(PG_FUNCTION_ARGS)
+{
+	const char *fn = "gs_citus_shard_group_histogram";
+	GsShardScan h;
+	int64	   *out;
+	int64		n = 1;
+
+	memset(&h, 0, sizeof(h));
+	gs_shard_scan_thresholds(PG_GETARG_ARRAYTYPE_P(2), &h, fn);
+	gs_shard_scan_grouped(fcinfo, &h);
+	gs_shard_scan_all(fcinfo, &h, 4, fn);
+	out = (int64 *) palloc(sizeof(int64) * (1 + (int64) h.ng * (h.nt + 3)));
+	out[0] = h.ng;
+	for (int i = 0; i < h.ng; i++)
+	{
+		GsShardGroup *g = h.glist[i];
+
+		out[n++] = g->key.isnull;
+		out[n++] = g->key.point;
+		memcpy(out + n, g->counts, sizeof(int64) * (h.nt + 1));
+		n += h.nt + 1;
+	}
+	PG_RETURN_ARRAYTYPE_P(gs_shard_int8_array(out, n));
+}
+
+/* a range [lo, hi) of keys; hi_inf: [lo, +infinity) */
+typedef struct GsShardRange
+{
+	int64		lo;
+	int64		hi;
+	bool		hi_inf;
+} GsShardRange;
+
+static int
+gs_shard_range_cmp(const void *a, const void *b)
+{
+	int64		x = ((const GsShardRange *) a)->lo;
+	int64		y = ((const GsShardRange *) b)->lo;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* the union of every slot's ranges, as bounds (gs_shard_bucket's rule) */
+static void
+gs_shard_union_bounds(GsShardScan *h, int nslots)
+{
+	GsShardRange *r = (GsShardRange *) palloc(sizeof(GsShardRange) * (h->nt / 2 + nslots + 1));
+	int			n = 0;
+	int			m = 0;
+
+	for (int j = 0; j < nslots; j++)
+		for (int64 i = h->goff[j]; i < h->goff[j + 1]; i += 2)
+		{
+			r[n].lo = h->t[i];
+			r[n].hi_inf = i + 1 >= h->goff[j + 1];
+			r[n].hi = r[n].hi_inf ? 0 : h->t[i + 1];
+			if (r[n].hi_inf || r[n].hi > r[n].lo)
+				n++;
+		}
+	qsort(r, n, sizeof(GsShardRange), gs_shard_range_cmp);
+	h->ubounds = (int64 *) palloc(sizeof(int64) * (2 * n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		/* overlapping or touching the last one: extend it */
+		if (m > 0 && !r[m - 1].hi_inf && r[i].lo <= r[m - 1].hi)
+		{
+			r[m - 1].hi_inf |= r[i].hi_inf;
+			if (!r[i].hi_inf && r[i].hi > r[m - 1].hi)
+				r[m - 1].hi = r[i].hi;
+		}
+		else if (m == 0 || !r[m - 1].hi_inf)
+			r[m++] = r[i];
+	}
+	h->nubounds = 0;
+	for (int i = 0; i < m; i++)
+	{
+		h->ubounds[h->nubounds++] = r[i].lo;
+		if (!r[i].hi_inf)
+			h->ubounds[h->nubounds++] = r[i].hi;
+	}
+}
+
+/*
+ * gs_citus_shard_group_keys(shards regclass[], col text, bounds int8[],
+ *                           gexpr text, groups int8[], offsets int8[],
+ *                           quals text)
+ *   -> int8[]: the rows of a group not among groups (the coordinator's,
+ *      sorted values; a concurrent write), then per slot j = 0 (the NULL
+ *      group), 1 .. length(groups) (groups[j]): the number of its keys,
+ *      then those keys (in no order) -- the keys inside its ranges, bounds
+ *      offsets[j] .. offsets[j + 1] - 1 (gs_citus_shard_keys's rule).
+ */
+Datum
+gs_citus_shard_group_keys(PG_FUNCTION_ARGS)
+{
+	const char *fn = "gs_citus_shard_group_keys";
+	ArrayType  *groups = PG_GETARG_ARRAYTYPE_P(4);
+	ArrayType  *offsets = PG_GETARG_ARRAYTYPE_P(5);
+	GsShardScan h;
+	int64	   *out;
+	int64		total;
+	int64		n = 0;
+	int			nslots;
+
+	memset(&h, 0, sizeof(h));
+	h.keys = true;
+	if (ARR_ELEMTYPE(groups) != INT8OID || ARR_NDIM(groups) > 1 || ARR_HASNULL(groups) ||
+		ARR_ELEMTYPE(offsets) != INT8OID || ARR_NDIM(offsets) > 1 || ARR_HASNULL(offsets))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: groups and offsets must be one-dimensional int8 arrays without NULLs", fn)));
+	h.gpoints = (const int64 *) ARR_DATA_PTR(groups);
+	h.ngpoints = ArrayGetNItems(ARR_NDIM(groups), ARR_DIMS(groups));
+	h.goff = (const int64 *) ARR_DATA_PTR(offsets);
+	if (h.ngpoints + 2 > GS_X_HIST_MAX_BUCKETS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s: more than %d groups", fn, GS_X_HIST_MAX_BUCKETS)));
+	nslots = h.ngpoints + 1;
+	gs_shard_scan_thresholds(PG_GETARG_ARRAYTYPE_P(2), &h, fn);
+	if (ArrayGetNItems(ARR_NDIM(offsets), ARR_DIMS(offsets)) != nslots + 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s: offsets must have length(groups) + 2 elements", fn)));
+	for (int j = 0; j < nslots; j++)
+		if (h.goff[j] < 0 || h.goff[j + 1] < h.goff[j] || h.goff[j + 1] > h.nt)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: offsets must be non-decreasing within the bounds", fn)));
+	for (int j = 0; j < nslots; j++)
+		for (int64 i = h.goff[j] + 1; i < h.goff[j + 1]; i++)
+			if (h.t[i] < h.t[i - 1])
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("%s: each group's bounds must be sorted", fn)));
+	for (int j = 1; j < h.ngpoints; j++)
+		if (h.gpoints[j] <= h.gpoints[j - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s: groups must be sorted and distinct", fn)));
+	gs_shard_union_bounds(&h, nslots);
+	gs_shard_scan_grouped(fcinfo, &h);
+	gs_shard_scan_all(fcinfo, &h, 6, fn);
+
+	total = 1 + nslots;
+	for (int i = 0; i < h.ng; i++)
+		if (h.glist[i]->slot >= 0)
+			total += h.glist[i]->nkeys;
+	if (total > (int64) MaxArraySize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s: more than %d keys", fn, (int) MaxArraySize)));
+	out = (int64 *) palloc(sizeof(int64) * total);
+	out[n++] = h.unknown;
+	for (int j = 0; j < nslots; j++)
+	{
+		GsShardGroup *g = NULL;
+		GsShardGroupKey key;
+
+		memset(&key, 0, sizeof(key));
+		key.isnull = j == 0;
+		key.point = j == 0 ? 0 : h.gpoints[j - 1];
+		g = (GsShardGroup *) hash_search(h.ghash, &key, HASH_FIND, NULL);
+		out[n++] = g == NULL ? 0 : g->nkeys;
+		if (g != NULL && g->nkeys > 0)
+		{
+			memcpy(out + n, g->keys, sizeof(int64) * g->nkeys);
+			n += g->nkeys;
+		}
+	}
+	PG_RETURN_ARRAYTYPE_P(gs_shard_int8_array(out, n));
 }

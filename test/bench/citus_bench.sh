@@ -27,9 +27,10 @@
 # sum, with Citus's counter of its bytes (GS_BENCH_ROUNDS_OF=gq3_hour_x: that
 # query's rounds instead, still labelled x_gq3).  GS_BENCH_REUSE=1: a gs_cbench
 # of ROWS rows already there (GS_BENCH_KEEP=1) is used as it is.  gq3_hour_x
-# (not timed unless named in GS_BENCH_QUERIES): the grouped exchange forced
-# (citus_exchange_min_rows = 0; at 720 groups of 14k values it runs today's
-# plan otherwise).  gq3_day, gq3_day_noshard, disc3_day, sum_day (not timed
+# (not timed unless named in GS_BENCH_QUERIES): the grouped exchange's
+# distributed rounds forced (citus_exchange_min_rows = 0, shard scans off;
+# at 720 groups of 14k values gq3_hour runs the grouped shard scans, and
+# gq3_hour_noshard today's plan after a sample).  gq3_day, gq3_day_noshard, disc3_day, sum_day (not timed
 # unless named): the last day of the 720 hours as a WHERE; gq3_most and its
 # kin: every day but the first.
 set -u -o pipefail
@@ -103,9 +104,10 @@ F101=$(q -c "SELECT quote_literal(array_agg(round(i / 100.0, 2))::float8[]::text
 HOUR="date_trunc('hour', ts)"
 OFF="SET gpuselect.citus_exchange = off;"
 ACC="SET gpuselect.accelerate_builtins = on;"
-# the grouped exchange whatever the groups' sizes (at 720 groups of 14k
-# values it would run today's plan: citus_exchange_min_rows)
-XG="SET gpuselect.citus_exchange_min_rows = 0;"
+# the grouped exchange's distributed rounds whatever the groups' sizes (at
+# 720 groups of 14k values they would run today's plan:
+# citus_exchange_min_rows; with shard scans on, the grouped shard scans run)
+XG="SET gpuselect.citus_exchange_min_rows = 0; SET gpuselect.citus_exchange_shard_scans = off;"
 DAY="ts >= timestamptz '2026-01-30 00:00+00'"
 MOST="ts >= timestamptz '2026-01-02 00:00+00'"
 # name -> query (settings first, the SELECT last)
@@ -118,6 +120,8 @@ declare -A QUERY=(
 	[sum]="SELECT sum(latency) FROM gs_cbench"
 	[gq3_hour]="SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
 	[gq3_hour_off]="$OFF SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
+	# shard scans off: the grouped rounds as distributed queries (here: a sample, then today's plan)
+	[gq3_hour_noshard]="SET gpuselect.citus_exchange_shard_scans = off; SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
 	[cont3_hour]="SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 	[cont3_hour_acc]="$ACC SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 	[sum_hour]="SELECT $HOUR, sum(latency) FROM gs_cbench GROUP BY 1"
@@ -160,6 +164,7 @@ if [ "${GS_BENCH_CHECK:-1}" = 1 ]; then
 	same "${QUERY[cont3_hour_acc]}" "${QUERY[cont3_hour]}"
 	same "${QUERY[gq3_hour]}" \
 		"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
+	same "${QUERY[gq3_hour]}" "${QUERY[gq3_hour_noshard]}"
 	case " ${TIMED[*]} " in *" gq3_day "*)
 		same "${QUERY[gq3_day]}" "${QUERY[disc3_day]}"
 		same "${QUERY[gq3_day_noshard]}" "${QUERY[disc3_day]}" ;;
@@ -241,6 +246,7 @@ echo "disc3_day / gq3_day = $(ratio disc3_day gq3_day); gq3_day / sum_day = $(ra
 echo "disc3_most / gq3_most = $(ratio disc3_most gq3_most); gq3_most / sum_most = $(ratio gq3_most sum_most); gq3_most_noshard / gq3_most = $(ratio gq3_most_noshard gq3_most)"
 echo "gq3_noshard / sum = $(ratio gq3_noshard sum); gq3 / gq3_noshard = $(ratio gq3 gq3_noshard); disc3 / gq3_noshard = $(ratio disc3 gq3_noshard)"
 echo "cont3_hour / gq3_hour = $(ratio cont3_hour gq3_hour) (goal >= 10); cont3_hour / cont3_hour_acc = $(ratio cont3_hour cont3_hour_acc) (goal >= 10); gq3_hour_off / gq3_hour = $(ratio gq3_hour_off gq3_hour)"
+echo "gq3_hour / sum_hour = $(ratio gq3_hour sum_hour); gq3_hour_noshard / gq3_hour = $(ratio gq3_hour_noshard gq3_hour)"
 echo "cont3_hour / gq3_hour_x = $(ratio cont3_hour gq3_hour_x); gq3_hour_x / sum_hour = $(ratio gq3_hour_x sum_hour); gq3_hour_x / gq3_hour_off = $(ratio gq3_hour_x gq3_hour_off)"
 # the exchange's bytes with the counts rounds' rows as every shard sent them
 # (an upper bound: what Citus combined counted once, here once per shard)

@@ -434,25 +434,33 @@ my @gpairs = (
 	["SELECT k, gpu_quantiles(lat, $fr) FROM gt WHERE id < 0 GROUP BY k",
 		"SELECT k, percentile_disc($fr) WITHIN GROUP (ORDER BY lat) FROM gt WHERE id < 0 GROUP BY k"],
 );
-for my $limit (12288, 3)
+# by shard scans where the group's type allows (an integer, date or
+# timestamp: the hours, k, the days), and by the distributed rounds (shard
+# scans off)
+for my $set (['12288', ''], ['3', ''], ['3', 'SET gpuselect.citus_exchange_shard_scans = off;'])
 {
+	my ($limit, $off) = @$set;
 	for my $p (@gpairs)
 	{
 		my ($gs, $bi) = @$p;
 		my $want = on(0, "$bi;");
-		my ($rc, $got) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit;\n$gs;", may_fail => 1);
-		is($got, $want, "grouped, gather limit $limit, same as the built-in: $gs");
+		my ($rc, $got) = on(0, "${ex}$off SET gpuselect.test_citus_gather_limit = $limit;\n$gs;", may_fail => 1);
+		is($got, $want, "grouped, gather limit $limit, $off same as the built-in: $gs");
 		# limit 3: every group of more than 3 values sampled and counted
 		next if $limit != 3 || $gs =~ /id < 0/;
-		my $rep = on(0, "${ex}SET gpuselect.test_citus_gather_limit = $limit; SET client_min_messages = notice; SET gpuselect.debug = on;\n$gs;");
+		my $rep = on(0, "${ex}$off SET gpuselect.test_citus_gather_limit = $limit; SET client_min_messages = notice; SET gpuselect.debug = on;\n$gs;");
 		like($rep, qr/Citus exchange over public\.gt grouped by/, '  ran as the grouped exchange');
 		unlike($rep, qr/today's plan/, '  not as the partial aggregates');
+		if ($off) { unlike($rep, qr/by shard scans;/, '  not by shard scans') }
+		elsif ($gs =~ /date_trunc|GROUP BY k ORDER/) { like($rep, qr/by shard scans;/, '  by shard scans') }
 	}
 }
 # the rounds run on the shards: Citus's plan of a counts round, a
 # histogram per shard (gs_citus_histogram through Citus's partial aggregate)
-my ($rc3, $rounds) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SET client_min_messages = debug2;"
-	  . " SELECT k, gpu_median(lat) FROM gt GROUP BY k;", may_fail => 1);
+# (the distributed rounds: shard scans off; by shard scans the grouped
+# rounds are gs_citus_shard_group_*, tested with the bytes below)
+my ($rc3, $rounds) = on(0, "${ex}SET gpuselect.test_citus_gather_limit = 3; SET gpuselect.citus_exchange_shard_scans = off;"
+	  . " SET client_min_messages = debug2; SELECT k, gpu_median(lat) FROM gt GROUP BY k;", may_fail => 1);
 my ($counts_round) = $rounds =~ /Citus exchange round: (SELECT public\.gs_citus_histogram\(\(.*width_bucket\(public\.gs_citus_key.*)$/m;
 ok(defined $counts_round, 'a counts round') or diag($rounds);
 my $cplan = on(0, "EXPLAIN (VERBOSE, COSTS OFF) $counts_round;");
@@ -536,20 +544,22 @@ cmp_ok($citus_sum, '<', $today_bytes / 20, "and so says Citus's counter over its
 # would be a quarter of the pages, the groups round says so); and 400
 # groups of 1000 values: today's plan (the bytes of the partial aggregates)
 my $hq = "SELECT date_trunc('hour', ts), gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
+my $noshard = 'SET gpuselect.citus_exchange_shard_scans = off;';
 {
-	my $out = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $hq;");
+	my $out = on(0, "$noshard SET client_min_messages = debug2; SET gpuselect.debug = on; $hq;");
 	like($out, qr/24 groups, $big values, small groups by a sample: today's plan/,
-		"grouped, groups under citus_exchange_min_rows (default): today's plan, by a sample");
+		"grouped, shard scans off, groups under citus_exchange_min_rows (default): today's plan, by a sample");
 	like($out, qr/round: SELECT count\(f8\) FROM public\.big TABLESAMPLE SYSTEM \(2\.32\d*\) GROUP BY \(date_trunc/,
 		'  the sample: 2.32% of the pages');
 	unlike($out, qr/round: SELECT \(date_trunc\('hour'::text, ts\)\), count\(f8\)/, '  no groups round');
-	$out = on(0, "SET gpuselect.citus_exchange_min_rows = 9000; SET client_min_messages = debug2; SET gpuselect.debug = on; $hq;");
+	$out = on(0, "$noshard SET gpuselect.citus_exchange_min_rows = 9000; SET client_min_messages = debug2; SET gpuselect.debug = on; $hq;");
 	like($out, qr/round: SELECT \(date_trunc\('hour'::text, ts\)\), count\(f8\)/,
 		'min_rows 9000 (a sample of over a quarter of the pages): the groups round');
 	unlike($out, qr/TABLESAMPLE/, '  and no sample');
 }
-for my $g (["date_trunc('hour', ts)", 24, '/ 5', 'SET gpuselect.citus_exchange_min_rows = 10000;'],
-	["id % " . ($big / 1000), $big / 1000, '* 1.2', ''])
+# (the distributed rounds: shard scans off)
+for my $g (["date_trunc('hour', ts)", 24, '/ 5', "$noshard SET gpuselect.citus_exchange_min_rows = 10000;"],
+	["id % " . ($big / 1000), $big / 1000, '* 1.2', $noshard])
 {
 	my ($gexpr, $ng, $bound, $mr) = @$g;
 	my $gq = "SELECT $gexpr, gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
@@ -561,7 +571,7 @@ for my $g (["date_trunc('hour', ts)", 24, '/ 5', 'SET gpuselect.citus_exchange_m
 	ok(defined $gbytes && $gng == $ng, "grouped by $gexpr: the exchange reports $ng groups") or diag($grep);
 	# min_rows 10000: the sample (23.2% of the pages) says the groups are large
 	like($grep, qr/TABLESAMPLE SYSTEM \(23\.2\d*\) GROUP BY .*\n(.*\n)*.*24 groups, $big values; \d+ rounds/, '  a sample said large groups: the exchange ran')
-	  if $mr;
+	  if $mr =~ /min_rows/;
 	my $gsum = 0;
 	for my $round ($grep =~ /gpuselect: Citus exchange round: (SELECT .*)$/mg)
 	{
@@ -579,6 +589,51 @@ for my $g (["date_trunc('hour', ts)", 24, '/ 5', 'SET gpuselect.citus_exchange_m
 		100 * ($gbytes - $gcount + $gupper) / $gtoday, $gsum, 100 * $gsum / $gtoday));
 	cmp_ok($gsum, '<', eval("$gtoday $bound"), "grouped by $gexpr: Citus's counter under today's $bound");
 }
+
+# ---- grouped by shard scans (src/aggs/citus_shard_groups.c) ----
+# The default for a GROUP BY of an integer, date or timestamp expression:
+# a sample, then gs_citus_shard_group_histogram (per group, the counts of
+# common buckets) and gs_citus_shard_group_keys (per group, its ranks'
+# buckets) fanned out like the ungrouped shard scans; what the coordinator
+# receives (its own report; Citus's counter sees no master_run_on_worker
+# rows) a fraction of today's.  Under a session time zone of +05:30 and
+# -03:30, hours and days of a timestamptz as the built-in groups them on
+# Citus (on the workers, in their connections' zone: the shard scans run
+# there too); a WHERE; the NULL group.
+# (at 400000 rows the sample, 8192 keys with their groups, is most of it)
+for my $g (["date_trunc('hour', ts)", 24, 5], ["id % " . ($big / 1000), $big / 1000, 2])
+{
+	my ($gexpr, $ng, $div) = @$g;
+	my $gq = "SELECT $gexpr, gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
+	my $gtoday = citus_bytes(on(0, "SET gpuselect.citus_exchange = off; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $gq;"));
+	my $rep = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $gq;");
+	my ($gbytes) = $rep =~ /grouped by .*: $ng groups, $big values, by shard scans; \d+ rounds received \d+ rows, (\d+) bytes/;
+	ok(defined $gbytes, "grouped by $gexpr ($ng groups): by shard scans") or diag($rep);
+	like($rep, qr/master_run_on_worker\(.*gs_citus_shard_group_histogram\(ARRAY\[/, '  the counts: gs_citus_shard_group_histogram');
+	like($rep, qr/master_run_on_worker\(.*gs_citus_shard_group_keys\(ARRAY\[/, '  the gather: gs_citus_shard_group_keys');
+	diag(sprintf("grouped by shard scans, %s (%d groups), $big float8 rows, 3 fractions: today %d bytes, the exchange %d (%.2f%%)",
+		$gexpr, $ng, $gtoday, $gbytes // -1, 100 * ($gbytes // 0) / $gtoday));
+	cmp_ok($gbytes // 1e12, '<', $gtoday / $div, "  the exchange receives under 1/$div of today's bytes");
+	is(on(0, "$gq;"), on(0, "SELECT $gexpr, percentile_disc('{0.5, 0.9, 0.99}'::float8[]) WITHIN GROUP (ORDER BY f8) FROM big GROUP BY 1 ORDER BY 1;"),
+		"grouped by shard scans, $gexpr: same as the built-in");
+}
+for my $zone ('Asia/Kolkata', 'America/St_Johns')
+{
+	for my $q (["date_trunc('hour', ts)", "gpu_quantiles(f8, '{0.25, 0.5}')", "percentile_disc('{0.25, 0.5}'::float8[]) WITHIN GROUP (ORDER BY f8)", ''],
+		["date_trunc('day', ts)::date", 'gpu_median(f8)', 'percentile_cont(0.5) WITHIN GROUP (ORDER BY f8)', 'WHERE f8 > -9000'],
+		["CASE WHEN id % 50 = 0 THEN NULL ELSE date_trunc('hour', ts) END", 'gpu_quantile(f8, 0.9)',
+			'percentile_disc(0.9) WITHIN GROUP (ORDER BY f8)', ''])
+	{
+		my ($gexpr, $agg, $bi, $w) = @$q;
+		my $pre = "SET TimeZone = '$zone';";
+		my $out = on(0, "$pre $sdbg SELECT $gexpr, $agg FROM big $w GROUP BY 1 ORDER BY 1 NULLS FIRST;");
+		like($out, qr/groups, \d+ values, by shard scans/, "$zone, $gexpr $w: by shard scans");
+		my $got = join("\n", grep { !/(NOTICE|DETAIL|LOCATION):/ } split /\n/, $out);
+		is($got, on(0, "$pre SELECT $gexpr, $bi FROM big $w GROUP BY 1 ORDER BY 1 NULLS FIRST;"),
+			"$zone, $gexpr $w: same as the built-in");
+	}
+}
+like(on(0, "$noshard $sdbg $hq;"), qr/24 groups, $big values, small groups by a sample/, 'shard scans off: the grouped rounds as before');
 
 # ---- between the shard scans' counts and their gather ----
 # The test hook gpuselect.test_citus_gather_pause holds the exchange before
@@ -615,6 +670,29 @@ sub exchange_paused_bg
 	my $out2 = on(0, "$ex$sdbg$one SELECT gpu_quantiles(f8, $fr) FROM xt;");
 	like($out2, $both_by_shards, '  then the next exchange by shard scans');
 	is(answer_of($out2), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt;"), '  answers right');
+}
+# the same between the grouped shard scans' counts and gather: the keys
+# disagree with the counts, the rounds run again from the start (the answer
+# the table's after the write); a worker stopped: a clean ERROR
+{
+	my $gq = "SELECT date_trunc('hour', ts), gpu_quantiles(lat, $fr) FROM gt GROUP BY 1 ORDER BY 1";
+	my $gbi = "SELECT date_trunc('hour', ts), percentile_disc($fr) WITHIN GROUP (ORDER BY lat) FROM gt GROUP BY 1 ORDER BY 1";
+	my $bg = exchange_paused_bg($gq);
+	on(0, "UPDATE gt SET lat = -lat WHERE id % 2 = 0;");
+	my ($rc, $out) = GsTest::psql_wait($bg);
+	unlike($out, qr/by shard scans;/, 'grouped: a write after the shard scans\' counts: not answered by them');
+	my $got = join("\n", grep { !/(NOTICE|DETAIL|LOCATION|DEBUG|LOG|CONTEXT):/ } split /\n/, $out);
+	is($got, on(0, "$gbi;"), '  the answer is the table after the write (the built-in)');
+	on(0, "UPDATE gt SET lat = -lat WHERE id % 2 = 0;");
+	$bg = exchange_paused_bg($gq);
+	worker_stop();
+	($rc, $out) = GsTest::psql_wait($bg);
+	isnt($rc, 0, 'grouped: a worker stopped before the gather by shard scans: the query fails');
+	like($out, qr/ERROR:/, '  with an ERROR');
+	unlike($out, qr/server closed the connection unexpectedly|terminated by signal/, '  the coordinator did not crash');
+	worker_start();
+	like(on(0, "$ex$sdbg $gq;"), qr/by shard scans;/, '  then the next grouped exchange by shard scans');
+	is(on(0, "$ex$gq;"), on(0, "$gbi;"), '  answers right');
 }
 # ---- a worker stopped mid-exchange ----
 # a stable (not volatile: the exchange takes it) slow qual, ~1 s a round
