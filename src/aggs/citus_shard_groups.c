@@ -87,22 +87,6 @@ gs_xs_record_cmp(const void *a, const void *b)
 	return x->point < y->point ? -1 : x->point > y->point ? 1 : 0;
 }
 
-static int
-gs_xs_int64_cmp(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
-static bool
-gs_xs_group_type_ok(Oid typid)
-{
-	return typid == INT2OID || typid == INT4OID || typid == INT8OID || typid == DATEOID ||
-		typid == TIMESTAMPOID || typid == TIMESTAMPTZOID;
-}
-
 /*
  * The sample: about GS_XS_SAMPLE keys, sorted, from a sample of the pages
  * (as gs_x_sample's: GS_X_SPREAD times the pages, a row of GS_X_SPREAD
@@ -397,7 +381,7 @@ gs_xg_by_shard_scans(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, int64 *total
 
 	if (!gs_guc_citus_exchange_shard_scans)
 		x->shard_why = "gpuselect.citus_exchange_shard_scans is off";
-	else if (!gs_xs_group_type_ok(gr->gtype))
+	else if (!gs_int_point_type(gr->gtype))
 		x->shard_why = "a group not of an integer, date or timestamp type";
 	else if (!x->keyed || !x->sample_pages)
 		x->shard_why = "a value without a key, or not a plain table";
@@ -496,7 +480,7 @@ gs_xg_by_shard_scans(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, int64 *total
 		GsXGroup   *g = &gr->gs[i];
 
 		if (g->nkeys > 0)
-			qsort(g->keys, g->nkeys, sizeof(Datum), gs_xs_int64_cmp);
+			qsort_arg(g->keys, g->nkeys, sizeof(Datum), gs_x_cmp, x);
 		for (int j = 0; j < g->nr; j++)
 			if (!g->done[j])
 			{

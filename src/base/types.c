@@ -322,6 +322,13 @@ gs_key_to_float8(GsTypeKind kind, uint64 key)
 	return 0;
 }
 
+bool
+gs_int_point_type(Oid typid)
+{
+	return typid == INT2OID || typid == INT4OID || typid == INT8OID || typid == DATEOID ||
+		typid == TIMESTAMPOID || typid == TIMESTAMPTZOID;
+}
+
 int64
 gs_int_point(Oid typid, Datum d)
 {

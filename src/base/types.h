@@ -133,6 +133,7 @@ extern float8 gs_key_to_float8(GsTypeKind kind, uint64 key);
 /* A value of int2, int4, int8, date, timestamp or timestamptz as an int64
  * in the type's order (its point), and back: the bulk scan's ranges, the
  * Citus shard scans' groups. */
+extern bool gs_int_point_type(Oid typid);
 extern int64 gs_int_point(Oid typid, Datum d);
 extern Datum gs_int_point_datum(Oid typid, int64 x);
 

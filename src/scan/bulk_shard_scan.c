@@ -534,14 +534,6 @@ gs_shard_scan_qual(Relation rel, const char *quals, EState *estate, const char *
 	return ExecPrepareQual(make_ands_implicit(expr), estate);
 }
 
-/* the group types whose values travel as int8 (gs_int_point) */
-static bool
-gs_shard_group_type_ok(Oid typid)
-{
-	return typid == INT2OID || typid == INT4OID || typid == INT8OID || typid == DATEOID ||
-		typid == TIMESTAMPOID || typid == TIMESTAMPTZOID;
-}
-
 /*
  * The GROUP BY expression on this shard, planned: parsed as
  * "SELECT (gexpr) FROM ONLY shard", one expression of the shard's columns
@@ -566,7 +558,7 @@ gs_shard_scan_group_expr(Relation rel, const char *gexpr, const char *fn, Oid *t
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s: the group may not be volatile", fn)));
 	*typid = exprType((Node *) expr);
-	if (!gs_shard_group_type_ok(*typid))
+	if (!gs_int_point_type(*typid))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s: a group of type %s", fn, format_type_be(*typid))));
