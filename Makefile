@@ -64,6 +64,8 @@ OBJS = \
 	src/scan/bulk_ship.o \
 	src/scan/bulk_shard_scan.o \
 	src/scan/bulk_group_range.o \
+	src/scan/bulk_shard_groups.o \
+	src/scan/shard_spool.o \
 	src/planner/planner.o \
 	src/planner/planner_aggs.o \
 	src/planner/planner_fraction.o \

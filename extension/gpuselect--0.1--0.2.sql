@@ -289,6 +289,26 @@ RETURNS int8[]
 AS 'MODULE_PATHNAME', 'gs_citus_shard_group_keys'
 LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 
+-- the counts, as gs_citus_shard_group_histogram's, and every counted key
+-- kept in a worker-side temporary file (the spool of exchange int8) for ...
+CREATE FUNCTION gs_citus_shard_group_spool(regclass[], text, int8[], text, int8, text)
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_shard_group_spool'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+-- ... the gather, which reads it (and deletes it) instead of the shards
+-- where it is there: 1 (from the spool) or 0, then gs_citus_shard_group_keys's
+CREATE FUNCTION gs_citus_shard_group_spool_keys(regclass[], text, int8[], text, int8[], int8[], int8, text)
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_shard_group_spool_keys'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+-- a spool no gather will read, deleted: {1} where it was there
+CREATE FUNCTION gs_citus_shard_spool_drop(regclass[], text, text, int8, text)
+RETURNS int8[]
+AS 'MODULE_PATHNAME', 'gs_citus_shard_spool_drop'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
 CREATE FUNCTION gs_citus_exchange(regclass, text, text, text, float8[], anyelement)
 RETURNS anyelement
 AS 'MODULE_PATHNAME', 'gs_citus_exchange'

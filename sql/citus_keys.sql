@@ -304,6 +304,102 @@ SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{1}', 'i4', '{2, 1}', '{0, 0, 1,
 SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{1}', 'i4', '{1}', '{0, 1}', '');
 SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{3, 1}', 'i4', '{1}', '{0, 0, 2}', '');
 SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{1}', 'i4', '{1}', '{0, 1, 0}', '');
+-- the spool (src/scan/shard_spool.c): gs_citus_shard_group_spool counts as
+-- gs_citus_shard_group_histogram and keeps every counted key in a file that
+-- gs_citus_shard_group_spool_keys reads (its answer: 1, then
+-- gs_citus_shard_group_keys's) and deletes; without a spool of its id, tag,
+-- role and database it scans (0, then the same).  The counts call's rows:
+-- a write after it is not seen.  Compared with the calls without a spool on
+-- the same rows; the files counted in the spool directory.
+CREATE FUNCTION spool_files() RETURNS int8 LANGUAGE sql AS
+  $$SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp/pgsql_tmpgpuselect_spool', true, false) f$$;
+-- (a gather's answer with each slot's keys sorted: a scan after a write
+-- meets the rows in another order)
+CREATE FUNCTION spool_norm(k int8[], nslots int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  pos int := 2;
+  out text := k[1]::text;
+BEGIN
+  FOR s IN 1 .. nslots LOOP
+    out := out || ' ' || k[pos] || ':' || coalesce((SELECT array_agg(v ORDER BY v) FROM unnest(k[pos + 1 : pos + k[pos]]) v)::text, '{}');
+    pos := pos + 1 + k[pos];
+  END LOOP;
+  RETURN out || ' ' || (pos = array_length(k, 1) + 1);
+END $$;
+CREATE FUNCTION spool_check(col text, gexpr text, q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  t int8[] := ARRAY(SELECT gs_citus_key(f8) FROM sh WHERE id % 97 = 0 ORDER BY 1);
+  b int8[] := '{-9223372036854775808}'::int8[] || t[1:3];
+  nb int := array_length(t, 1) + 1;
+  groups int8[];
+  bounds int8[] := '{}';
+  offs int8[] := '{0}';
+  c1 int8[];
+  c2 int8[];
+  k1 int8[];
+  k2 int8[];
+  k3 int8[];
+  files int8;
+BEGIN
+  c1 := gs_citus_shard_group_spool('{sh2, sh}', col, t, gexpr, 4242, q);
+  files := spool_files();
+  c2 := gs_citus_shard_group_histogram('{sh2, sh}', col, t, gexpr, q);
+  -- every group the counts met but the first, each (and the NULL group) with the ranges b
+  groups := coalesce(ARRAY(SELECT c1[3 + (g - 1) * (nb + 2)] FROM generate_series(1, c1[1]) g
+                           WHERE c1[2 + (g - 1) * (nb + 2)] = 0 ORDER BY 1 OFFSET 1), '{}');
+  FOR i IN 0 .. coalesce(array_length(groups, 1), 0) LOOP
+    bounds := bounds || b;
+    offs := offs || array_length(bounds, 1)::int8;
+  END LOOP;
+  -- (a write now: the spool still has the counts call's rows)
+  UPDATE sh SET f8 = -f8 WHERE id % 3 = 0;
+  k1 := gs_citus_shard_group_spool_keys('{sh2, sh}', col, bounds, gexpr, groups, offs, 4242, q);
+  UPDATE sh SET f8 = -f8 WHERE id % 3 = 0;
+  k2 := gs_citus_shard_group_keys('{sh2, sh}', col, bounds, gexpr, groups, offs, q);
+  k3 := gs_citus_shard_group_spool_keys('{sh2, sh}', col, bounds, gexpr, groups, offs, 4242, q);
+  RETURN (c1 = c2) || ' ' || files || ' ' || k1[1] || ' ' || (spool_norm(k1[2:], array_length(offs, 1) - 1) = spool_norm(k2, array_length(offs, 1) - 1))
+         || ' ' || k3[1] || ' ' || (k3[2:] = k2) || ' ' || array_length(k2, 1) || ' ' || spool_files();
+END $$;
+SELECT g, spool_check(c, g, q) AS "counts, files; from spool, keys; scanned, keys; n; files"
+FROM (VALUES ('f8', 'i4 / 10000', ''), ('i8', 'date_trunc(''hour'', tz)', 'f8 > 0'), ('f4', 'nullif(i2 % 4, 0)', '')) v(c, g, q);
+-- not this gather's spool: another id, another WHERE, another shard order,
+-- another role (0: scanned); a drop deletes it ({1}, then {0})
+SELECT gs_citus_shard_group_spool('{sh2}', 'f8', '{0}', 'i4 / 10000', 7, '') IS NOT NULL AS counted, spool_files();
+SELECT (gs_citus_shard_group_spool_keys('{sh2}', 'f8', '{0}', 'i4 / 10000', '{}', '{0, 1}', 8, ''))[1] AS other_id,
+       (gs_citus_shard_group_spool_keys('{sh2}', 'f8', '{0}', 'i4 / 10000', '{}', '{0, 1}', 7, 'f8 > 0'))[1] AS other_where,
+       (gs_citus_shard_group_spool_keys('{sh2}', 'i8', '{0}', 'i4 / 10000', '{}', '{0, 1}', 7, ''))[1] AS other_column,
+       spool_files();
+CREATE ROLE regress_gs_spool;
+GRANT SELECT ON sh2 TO regress_gs_spool;
+SET ROLE regress_gs_spool;
+SELECT (gs_citus_shard_group_spool_keys('{sh2}', 'f8', '{0}', 'i4 / 10000', '{}', '{0, 1}', 7, ''))[1] AS other_role;
+SELECT gs_citus_shard_spool_drop('{sh2}', 'f8', 'i4 / 10000', 7, '') AS other_role_drop;
+RESET ROLE;
+SELECT spool_files(), gs_citus_shard_spool_drop('{sh2}', 'f8', 'i4 / 10000', 7, '') AS dropped,
+       gs_citus_shard_spool_drop('{sh2}', 'f8', 'i4 / 10000', 7, '') AS again, spool_files();
+REVOKE ALL ON sh2 FROM regress_gs_spool;
+DROP ROLE regress_gs_spool;
+-- temp_file_limit: no room for a block, no spool; room for one of 20000
+-- rows' three blocks, given up at the second (no file left); the counts
+-- as without a spool either way
+CREATE TABLE shs AS SELECT g id, (g * 0.5)::float8 f8, g % 7 i4 FROM generate_series(1, 20000) g;
+SET temp_file_limit = 100;
+SELECT gs_citus_shard_group_spool('{shs}', 'f8', '{5000}', 'i4', 9, '') = gs_citus_shard_group_histogram('{shs}', 'f8', '{5000}', 'i4', '') AS same,
+       spool_files();
+SET temp_file_limit = 200;
+SELECT gs_citus_shard_group_spool('{shs}', 'f8', '{5000}', 'i4', 9, '') = gs_citus_shard_group_histogram('{shs}', 'f8', '{5000}', 'i4', '') AS same,
+       spool_files();
+RESET temp_file_limit;
+SELECT gs_citus_shard_group_spool('{shs}', 'f8', '{5000}', 'i4', 9, '') IS NOT NULL AS counted, spool_files(),
+       gs_citus_shard_spool_drop('{shs}', 'f8', 'i4', 9, '') AS dropped, spool_files();
+-- an ERROR in the counts call (a WHERE that divides by zero on some row)
+-- leaves no spool
+SELECT gs_citus_shard_group_spool('{shs}', 'f8', '{5000}', 'i4', 9, '1 / (id - 15000) < 1');
+SELECT spool_files();
+DROP TABLE shs;
+DROP FUNCTION spool_check(text, text, text);
+DROP FUNCTION spool_norm(int8[], int);
+DROP FUNCTION spool_files();
 DROP FUNCTION shg_check(text, text, text, text, text);
 DROP FUNCTION sh_check(text);
 DROP TABLE sh, sh2, shn;

@@ -989,7 +989,11 @@ gs_x_counts_detail(const GsXchg *x)
 					(long long) x->count_rows, (long long) x->count_bytes,
 					(long long) (combined * x->shards + x->count_direct_bytes), (long long) x->shards,
 					(long long) x->sql_bytes,
-					x->shard_rounds > 0 ? (x->shard_gathers > 0 ? " The first counts round and the gather by shard scans." :
+					x->shard_rounds > 0 ? (x->shard_gathers > 0 ?
+										   (x->spool_conns > 0 ?
+											psprintf(" The first counts round and the gather by shard scans; %d of %d connections gathered from their spools.",
+													 x->spool_reads, x->spool_conns) :
+											" The first counts round and the gather by shard scans.") :
 										   " The first counts round by shard scans.") :
 					x->shard_why != NULL ? psprintf(" The counts by a distributed query: %s.", x->shard_why) : "");
 }

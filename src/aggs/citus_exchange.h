@@ -7,7 +7,8 @@
  * calls (planner/planner_citus.c: the literal settings) and citus_keys.c
  * (GS_X_SIGN); aggs/citus_shard_round.c (the first counts round and the
  * gather by shard scans) and the scans it runs on the shards
- * (scan/bulk_shard_scan.c: GS_X_SIGN, GS_X_HIST_MAX_BUCKETS).  Nothing else
+ * (scan/bulk_shard_scan.c, scan/bulk_shard_groups.c: GS_X_SIGN,
+ * GS_X_HIST_MAX_BUCKETS).  Nothing else
  * includes it.
  */
 #ifndef GS_CITUS_EXCHANGE_H
@@ -65,6 +66,8 @@ typedef struct GsXchg
 	int64		shards;
 	int			shard_rounds;	/* counts rounds by shard scans (citus_shard_round.c) */
 	int			shard_gathers;	/* gathers by shard scans */
+	int			spool_conns;	/* ... of a grouped one: its connections */
+	int			spool_reads;	/* ... of them, those that read their spool */
 	const char *shard_why;		/* ... why not, where the first was not */
 	char	   *shard_col;		/* the column's name, where the counts were by shard scans */
 	Datum	   *gather_bounds;	/* the first level's wanted ranges (gs_x_ranges_cond) */

@@ -301,9 +301,13 @@ gs_xs_wanted(GsXchg *x, GsXGroup *g, const GsXSpec *sp, const GsXBuckets *bk, co
 	}
 }
 
-/* the gather's answers into the groups' keys; false where they disagree with the counts */
+/*
+ * The gather's answers into the groups' keys (after skip leading elements:
+ * gs_citus_shard_group_spool_keys's spool flag); false where they disagree
+ * with the counts
+ */
 static bool
-gs_xs_take_keys(GsXGrouping *gr, ArrayType **res, int nres)
+gs_xs_take_keys(GsXGrouping *gr, ArrayType **res, int nres, int skip)
 {
 	int			nslots = gr->ng + 1;
 
@@ -311,8 +315,8 @@ gs_xs_take_keys(GsXGrouping *gr, ArrayType **res, int nres)
 	{
 		for (int r = 0; r < nres; r++)
 		{
-			const int64 *c = (const int64 *) ARR_DATA_PTR(res[r]);
-			int64		len = ARR_NDIM(res[r]) == 0 ? 0 : ARR_DIMS(res[r])[0];
+			const int64 *c = (const int64 *) ARR_DATA_PTR(res[r]) + skip;
+			int64		len = (ARR_NDIM(res[r]) == 0 ? 0 : ARR_DIMS(res[r])[0]) - skip;
 			int64		i = 1;
 
 			if (len < 1 + nslots || c[0] != 0)
@@ -351,6 +355,46 @@ gs_xs_take_keys(GsXGrouping *gr, ArrayType **res, int nres)
 }
 
 /*
+ * A new exchange's spool id (shard_spool.h), or 0 for none: where
+ * gpuselect.citus_exchange_spool is off, or a fraction is out of range --
+ * that ERROR comes after the counts round (as the built-in's, only where
+ * there are rows), and would leave the spools to the workers' sweep.
+ */
+static int64
+gs_xs_spool_id(const GsXSpec *sp)
+{
+	int64		id = 0;
+
+	if (!gs_guc_citus_exchange_spool)
+		return 0;
+	for (int i = 0; i < sp->np; i++)
+		if (!sp->frnull[i] && !(DatumGetFloat8(sp->fr[i]) >= 0.0 && DatumGetFloat8(sp->fr[i]) <= 1.0))
+			return 0;
+	while (id == 0)
+		if (!pg_strong_random(&id, sizeof(id)))
+			return 0;
+	return id;
+}
+
+/*
+ * The spools no gather will read deleted (every rank found in the counts,
+ * or the gather not run): one more round, whose failure changes nothing
+ * (a spool left behind is swept on its worker later)
+ */
+static void
+gs_xs_drop_spools(GsXchg *x, const char *col, const char *gexpr_lit, int64 spool)
+{
+	const char *why = x->shard_why;
+	int			nres;
+
+	if (spool == 0)
+		return;
+	(void) gs_x_fan_out(x, "gs_citus_shard_spool_drop", col,
+						psprintf("%s, " INT64_FORMAT, gexpr_lit, spool), false, &nres);
+	x->shard_why = why;
+}
+
+/*
  * The grouped exchange by shard scans, where it can run (the header says
  * where): gr's groups and their values (g->vals at g->cr), *total values;
  * false: not run or not finished (x->shard_why may say why), gr left empty
@@ -378,6 +422,7 @@ gs_xg_by_shard_scans(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, int64 *total
 	int			nbounds = 0;
 	Datum	   *offsets;
 	Datum	   *points;
+	int64		spool;
 
 	if (!gs_guc_citus_exchange_shard_scans)
 		x->shard_why = "gpuselect.citus_exchange_shard_scans is off";
@@ -418,12 +463,21 @@ gs_xg_by_shard_scans(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, int64 *total
 	}
 	gs_x_buckets(x, spl, ns, s, m, &bk);
 
-	/* the counts round */
-	res = gs_x_fan_out(x, "gs_citus_shard_group_histogram", col,
-					   psprintf("%s, %s", gs_x_array_literal(x, bk.t, bk.nt), gexpr_lit),
-					   true, &nres);
+	/* the counts round (and the spools, where it keeps them) */
+	spool = gs_xs_spool_id(sp);
+	if (spool != 0)
+		res = gs_x_fan_out(x, "gs_citus_shard_group_spool", col,
+						   psprintf("%s, %s, " INT64_FORMAT, gs_x_array_literal(x, bk.t, bk.nt), gexpr_lit, spool),
+						   true, &nres);
+	else
+		res = gs_x_fan_out(x, "gs_citus_shard_group_histogram", col,
+						   psprintf("%s, %s", gs_x_array_literal(x, bk.t, bk.nt), gexpr_lit),
+						   true, &nres);
 	if (res == NULL)
+	{
+		gs_xs_drop_spools(x, col, gexpr_lit, spool);
 		return false;
+	}
 	if (!gs_xs_merge_counts(gr, res, nres, bk.nb, &cnt))
 	{
 		x->shard_why = "a grouped shard scan's counts are not the buckets'";
@@ -435,7 +489,10 @@ gs_xg_by_shard_scans(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, int64 *total
 	for (int i = 0; i <= gr->ng; i++)
 		*total += gr->gs[i].n;
 	if (*total == 0)
+	{
+		gs_xs_drop_spools(x, col, gexpr_lit, spool);
 		return true;
+	}
 	/* the fractions in percentile_disc/cont's order (range errors) */
 	for (int i = 0; i < sp->np; i++)
 		if (!sp->frnull[i])
@@ -457,19 +514,30 @@ gs_xg_by_shard_scans(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, int64 *total
 	}
 	offsets[gr->ng + 1] = Int64GetDatum(nbounds);
 	if (nbounds == 0)
-		return true;			/* every rank in an equality bucket */
+	{
+		/* every rank in an equality bucket */
+		gs_xs_drop_spools(x, col, gexpr_lit, spool);
+		return true;
+	}
 
-	/* the gather */
+	/* the gather (from the spools, where the workers kept them: their snapshot) */
 	gs_x_gather_pause();
-	res = gs_x_fan_out(x, "gs_citus_shard_group_keys", col,
-					   psprintf("%s, %s, %s, %s",
+	res = gs_x_fan_out(x, spool != 0 ? "gs_citus_shard_group_spool_keys" : "gs_citus_shard_group_keys", col,
+					   psprintf("%s, %s, %s, %s%s",
 								gs_x_typed_array_literal(INT8OID, bounds, nbounds), gexpr_lit,
 								gs_x_typed_array_literal(INT8OID, points, gr->ng),
-								gs_x_typed_array_literal(INT8OID, offsets, gr->ng + 2)),
+								gs_x_typed_array_literal(INT8OID, offsets, gr->ng + 2),
+								spool != 0 ? psprintf(", " INT64_FORMAT, spool) : ""),
 					   false, &nres);
 	if (res == NULL)
-		goto fail;
-	if (!gs_xs_take_keys(gr, res, nres))
+		goto fail;				/* (a gather that failed deleted its spool, or left it to the sweep) */
+	for (int r = 0; r < nres && spool != 0; r++)
+	{
+		x->spool_conns++;
+		if (ARR_NDIM(res[r]) == 1 && ARR_DIMS(res[r])[0] >= 1 && ((const int64 *) ARR_DATA_PTR(res[r]))[0] == 1)
+			x->spool_reads++;
+	}
+	if (!gs_xs_take_keys(gr, res, nres, spool != 0 ? 1 : 0))
 	{
 		x->shard_why = "a grouped shard scan's keys disagree with the counts (a concurrent write?)";
 		goto fail;
@@ -496,6 +564,8 @@ gs_xg_by_shard_scans(GsXchg *x, GsXGrouping *gr, const GsXSpec *sp, int64 *total
 	return true;
 
 fail:
+	if (x->spool_conns == 0)
+		gs_xs_drop_spools(x, col, gexpr_lit, spool);
 	elog(DEBUG1, "gpuselect: Citus exchange: grouped by shard scans, not finished (%s): the rounds from the start",
 		 x->shard_why);
 	gr->ng = 0;
@@ -503,6 +573,8 @@ fail:
 	*total = 0;
 	x->shard_rounds = 0;
 	x->shard_gathers = 0;
+	x->spool_conns = 0;
+	x->spool_reads = 0;
 	x->levels = 0;
 	return false;
 }

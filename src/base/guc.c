@@ -27,6 +27,8 @@ bool		gs_guc_citus_exchange = true;
 int			gs_guc_citus_exchange_min_rows = 100000;
 bool		gs_guc_citus_exchange_shard_scans = true;
 int			gs_guc_citus_exchange_scans_per_node = 4;
+bool		gs_guc_citus_exchange_spool = true;
+int			gs_guc_citus_exchange_spool_limit = 2 * 1024 * 1024;	/* kB */
 bool		gs_guc_prefault_pool_chunks = true;
 bool		gs_guc_huge_pages = true;
 int			gs_guc_finalize_threads = -1;
@@ -329,6 +331,36 @@ gs_guc_define(void)
 							1024,
 							PGC_USERSET,
 							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * USERSET: off only costs time (the gather scans the shards again); the
+	 * workers' spool_limit caps the disk it may take.
+	 */
+	DefineCustomBoolVariable("gpuselect.citus_exchange_spool",
+							 "Keep the grouped Citus exchange's keys on the workers between its counts and its gather.",
+							 "The counts call writes every key it counts to a temporary file on its worker, and the "
+							 "gather reads that file instead of scanning the shards again (docs/citus.md, \"The spool\").",
+							 &gs_guc_citus_exchange_spool,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * SIGHUP: set on the workers, where the spools are written; any role
+	 * that can read a table can make one, so the cap is the administrator's.
+	 */
+	DefineCustomIntVariable("gpuselect.citus_exchange_spool_limit",
+							"The disk all of this server's Citus exchange spools may take together (0: no spools).",
+							"A counts call that would go past it (or past temp_file_limit) keeps no spool: its "
+							"gather scans the shards again.",
+							&gs_guc_citus_exchange_spool_limit,
+							2 * 1024 * 1024,
+							0,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("gpuselect.estimate_time_buckets",

@@ -31,6 +31,11 @@
  *                             (aggs/citus_shard_round.c)       (default on)
  *   gpuselect.citus_exchange_scans_per_node  connections per worker
  *                             for those scans        (default 4; 0: one a shard)
+ *   gpuselect.citus_exchange_spool  the grouped exchange's keys kept on
+ *                             the workers between counts and gather
+ *                             (scan/shard_spool.c)             (default on)
+ *   gpuselect.citus_exchange_spool_limit  a worker's disk for them, all
+ *                             spools together (SIGHUP)   (default 2GB; 0: none)
  *   gpuselect.finalize_threads  threads besides the backend that
  *                             select a hashed aggregation's groups
  *                             at once (final_batch.c)   (default -1:
@@ -124,6 +129,8 @@ extern bool gs_guc_citus_exchange;
 extern int	gs_guc_citus_exchange_min_rows;
 extern bool gs_guc_citus_exchange_shard_scans;
 extern int	gs_guc_citus_exchange_scans_per_node;
+extern bool gs_guc_citus_exchange_spool;
+extern int	gs_guc_citus_exchange_spool_limit;
 extern bool gs_guc_huge_pages;
 /* gpuselect.prefault_pool_chunks: MADV_POPULATE_WRITE on key-pool chunks */
 extern bool gs_guc_prefault_pool_chunks;

@@ -24,9 +24,12 @@
  *       the same grouped by gexpr (an integer, date or timestamp expression
  *       of the columns, evaluated in this connection's time zone, as Citus
  *       evaluates a GROUP BY on the workers): per group its
- *       counts of the common thresholds, or the keys inside its own ranges
- *       (their comments below say how the answers are laid out; the
- *       coordinator: aggs/citus_shard_groups.c).
+ *       counts of the common thresholds, or the keys inside its own ranges;
+ *       and gs_citus_shard_group_spool / _spool_keys, the same with the
+ *       counted keys kept in a spool for the gather (scan/shard_spool.c).
+ *       Their calls are bulk_shard_groups.c's (its comments say how the
+ *       answers are laid out; the coordinator: aggs/citus_shard_groups.c);
+ *       their rows are read by this file's page loop.
  *
  * Only the rows that satisfy quals count: the query's WHERE as SQL over the
  * table's columns ('' for none), parsed against each shard (its columns by
@@ -90,91 +93,13 @@
 #include "base/types.h"
 #include "scan/bulk_fetch.h"
 #include "scan/bulk_groups.h"
+#include "scan/bulk_shard_scan.h"
+#include "scan/shard_spool.h"
 
 PG_FUNCTION_INFO_V1(gs_citus_shard_histogram);
 PG_FUNCTION_INFO_V1(gs_citus_shard_keys);
-PG_FUNCTION_INFO_V1(gs_citus_shard_group_histogram);
-PG_FUNCTION_INFO_V1(gs_citus_shard_group_keys);
 
-/* what the shards' scans count or collect into */
-typedef struct GsShardScan
-{
-	const int64 *t;				/* the thresholds (or bounds), sorted */
-	int			nt;
-	bool		keys;			/* collect the keys of odd buckets, else count */
-	int64	   *counts;			/* nt + 1 buckets */
-	int64	   *out;			/* keys: the collected ones */
-	int64		nout;
-	int64		maxout;
-	GsTypeKind	kind;
-	GsBulkColumn column;
-	TupleDesc	desc;
-	const char *quals;			/* the WHERE, SQL, or "" */
-	ExprState  *qual;			/* ... on the shard being read, or NULL */
-	ExprContext *econtext;
-	TupleTableSlot *slot;
-	/* grouped (gs_citus_shard_group_*): NULL gexpr for the others */
-	const char *gexpr;			/* the GROUP BY expression, SQL */
-	Oid			gtype;			/* its type (the first shard's) */
-	GsBulkGroups *groups;		/* ... on the shard being read */
-	GsBulkGroups *prev_groups;	/* ... on the one before (its ranges: this one's) */
-	HTAB	   *ghash;			/* the call's groups, by value */
-	struct GsShardGroup **glist;	/* ... in the order met */
-	int			ng;
-	int			maxg;
-	MemoryContext cxt;			/* the call's memory */
-	const int64 *gpoints;		/* keys: the coordinator's groups, sorted */
-	int			ngpoints;
-	const int64 *goff;			/* ... slot j's bounds t[goff[j] .. goff[j + 1]) */
-	int64	   *ubounds;		/* ... the union of their ranges, as bounds */
-	int			nubounds;
-	int64		unknown;		/* ... rows of a group not among them */
-} GsShardScan;
 
-/*
- * One group of a grouped shard scan, over every shard of the call.  Slot
- * 0 is the NULL group's, slot j the coordinator's j-th group (keys).
- */
-typedef struct GsShardGroupKey
-{
-	int64		point;			/* its value (gs_int_point), 0 for NULL */
-	int64		isnull;
-} GsShardGroupKey;
-
-typedef struct GsShardGroup
-{
-	GsShardGroupKey key;
-	int			slot;			/* keys: -1 where the coordinator has none */
-	int64	   *counts;			/* histogram: nt + 1 buckets */
-	const int64 *bounds;		/* keys: its wanted ranges */
-	int			nbounds;
-	int64	   *keys;
-	int64		nkeys;
-	int64		maxkeys;
-} GsShardGroup;
-
-/*
- * How many of the sorted t[0 .. nt) are at most key: gs_citus_bucket's
- * rule.  Without branches on the data (the base moves by a conditional
- * add): a bucket search on random keys mispredicted about half its steps.
- */
-static pg_attribute_always_inline int
-gs_shard_bucket(const int64 *t, int nt, int64 key)
-{
-	const int64 *base = t;
-	int			len = nt;
-
-	if (len == 0)
-		return 0;
-	while (len > 1)
-	{
-		int			half = len / 2;
-
-		base = base[half] <= key ? base + half : base;
-		len -= half;
-	}
-	return (int) (base - t) + (*base <= key);
-}
 
 /* a key collected (keys mode) */
 static void
@@ -229,7 +154,7 @@ gs_shard_scan_tuple(GsShardScan *h, HeapTuple tup)
 }
 
 /* a key kept for a group (group keys mode) */
-static void
+void
 gs_shard_group_keep(GsShardScan *h, GsShardGroup *g, int64 key)
 {
 	if (g->nkeys == g->maxkeys)
@@ -270,6 +195,7 @@ gs_shard_group_count_tuple(GsShardScan *h, HeapTuple tup)
 	GsShardGroup *g;
 	bool		isnull;
 	Datum		d;
+	int64		key;
 
 	if (h->qual != NULL && !gs_shard_scan_passes(h, tup))
 		return;
@@ -277,7 +203,10 @@ gs_shard_group_count_tuple(GsShardScan *h, HeapTuple tup)
 	d = gs_bulk_fetch(&h->column, tup, h->desc, &isnull);
 	if (isnull)
 		return;
-	g->counts[gs_shard_bucket(h->t, h->nt, (int64) (gs_key_from_datum(h->kind, d) ^ GS_X_SIGN))]++;
+	key = (int64) (gs_key_from_datum(h->kind, d) ^ GS_X_SIGN);
+	g->counts[gs_shard_bucket(h->t, h->nt, key)]++;
+	if (h->spool != NULL)
+		gs_spool_put(h->spool, g->index, key);
 }
 
 /*
@@ -400,7 +329,7 @@ gs_shard_scan_open(Oid relid, const char *col, GsShardScan *h, const char *fn)
 
 /* the thresholds: a one-dimensional int8 array without NULLs, sorted
  * (the group keys': sorted within each group's slice, checked there) */
-static void
+void
 gs_shard_scan_thresholds(ArrayType *t, GsShardScan *h, const char *fn)
 {
 	bool		slices = h->keys && h->gpoints != NULL;
@@ -566,7 +495,7 @@ gs_shard_scan_group_expr(Relation rel, const char *gexpr, const char *fn, Oid *t
 }
 
 /* the call's group of these values (created: its counts, or its ranges) */
-static GsShardGroup *
+GsShardGroup *
 gs_shard_group_find(GsShardScan *h, bool isnull, int64 point)
 {
 	GsShardGroupKey key;
@@ -623,6 +552,7 @@ gs_shard_group_find(GsShardScan *h, bool isnull, int64 point)
 			(GsShardGroup **) MemoryContextAlloc(h->cxt, sizeof(GsShardGroup *) * h->maxg) :
 			(GsShardGroup **) repalloc(h->glist, sizeof(GsShardGroup *) * h->maxg);
 	}
+	g->index = h->ng;
 	h->glist[h->ng++] = g;
 	return g;
 }
@@ -707,7 +637,7 @@ gs_shard_scan_one(GsShardScan *h, Oid relid, const char *col, const char *fn)
 }
 
 /* every shard of the regclass[] argument 0 read into h (its thresholds set), the quals argument quals_arg */
-static void
+void
 gs_shard_scan_all(FunctionCallInfo fcinfo, GsShardScan *h, int quals_arg, const char *fn)
 {
 	ArrayType  *shards = PG_GETARG_ARRAYTYPE_P(0);
@@ -734,7 +664,7 @@ gs_shard_scan_all(FunctionCallInfo fcinfo, GsShardScan *h, int quals_arg, const 
 }
 
 /* an int8[] of v[0 .. n) */
-static ArrayType *
+ArrayType *
 gs_shard_int8_array(const int64 *v, int64 n)
 {
 	Datum	   *out = (Datum *) palloc(sizeof(Datum) * Max(n, 1));
@@ -768,203 +698,4 @@ gs_citus_shard_keys(PG_FUNCTION_ARGS)
 	h.out = (int64 *) palloc(sizeof(int64) * h.maxout);
 	gs_shard_scan_all(fcinfo, &h, 3, "gs_citus_shard_keys");
 	PG_RETURN_ARRAYTYPE_P(gs_shard_int8_array(h.out, h.nout));
-}
-
-/* ---------------- grouped ---------------- */
-
-/* a grouped call's set up: the group expression (argument 3) */
-static void
-gs_shard_scan_grouped(FunctionCallInfo fcinfo, GsShardScan *h)
-{
-	HASHCTL		ctl;
-
-	h->cxt = CurrentMemoryContext;
-	h->gexpr = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(GsShardGroupKey);
-	ctl.entrysize = sizeof(GsShardGroup);
-	ctl.hcxt = CurrentMemoryContext;
-	h->ghash = hash_create("gpuselect shard groups", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-}
-
-/*
- * gs_citus_shard_group_histogram(shards regclass[], col text, t int8[],
- *                                gexpr text, quals text)
- *   -> int8[]: the number of groups G, then per group (in no order) its
- *      NULL flag (1: the NULL group), its value (gs_int_point's int8,
- *      0 for NULL), and its length(t) + 1 counts, as gs_citus_shard_histogram's
- *      -- the shards' rows that satisfy quals, grouped by gexpr.
- */
-Datum
-gs_citus_shard_group_histogram(PG_FUNCTION_ARGS)
-{
-	const char *fn = "gs_citus_shard_group_histogram";
-	GsShardScan h;
-	int64	   *out;
-	int64		n = 1;
-
-	memset(&h, 0, sizeof(h));
-	gs_shard_scan_thresholds(PG_GETARG_ARRAYTYPE_P(2), &h, fn);
-	gs_shard_scan_grouped(fcinfo, &h);
-	gs_shard_scan_all(fcinfo, &h, 4, fn);
-	out = (int64 *) palloc(sizeof(int64) * (1 + (int64) h.ng * (h.nt + 3)));
-	out[0] = h.ng;
-	for (int i = 0; i < h.ng; i++)
-	{
-		GsShardGroup *g = h.glist[i];
-
-		out[n++] = g->key.isnull;
-		out[n++] = g->key.point;
-		memcpy(out + n, g->counts, sizeof(int64) * (h.nt + 1));
-		n += h.nt + 1;
-	}
-	PG_RETURN_ARRAYTYPE_P(gs_shard_int8_array(out, n));
-}
-
-/* a range [lo, hi) of keys; hi_inf: [lo, +infinity) */
-typedef struct GsShardRange
-{
-	int64		lo;
-	int64		hi;
-	bool		hi_inf;
-} GsShardRange;
-
-static int
-gs_shard_range_cmp(const void *a, const void *b)
-{
-	int64		x = ((const GsShardRange *) a)->lo;
-	int64		y = ((const GsShardRange *) b)->lo;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/* the union of every slot's ranges, as bounds (gs_shard_bucket's rule) */
-static void
-gs_shard_union_bounds(GsShardScan *h, int nslots)
-{
-	GsShardRange *r = (GsShardRange *) palloc(sizeof(GsShardRange) * (h->nt / 2 + nslots + 1));
-	int			n = 0;
-	int			m = 0;
-
-	for (int j = 0; j < nslots; j++)
-		for (int64 i = h->goff[j]; i < h->goff[j + 1]; i += 2)
-		{
-			r[n].lo = h->t[i];
-			r[n].hi_inf = i + 1 >= h->goff[j + 1];
-			r[n].hi = r[n].hi_inf ? 0 : h->t[i + 1];
-			if (r[n].hi_inf || r[n].hi > r[n].lo)
-				n++;
-		}
-	qsort(r, n, sizeof(GsShardRange), gs_shard_range_cmp);
-	h->ubounds = (int64 *) palloc(sizeof(int64) * (2 * n + 1));
-	for (int i = 0; i < n; i++)
-	{
-		/* overlapping or touching the last one: extend it */
-		if (m > 0 && !r[m - 1].hi_inf && r[i].lo <= r[m - 1].hi)
-		{
-			r[m - 1].hi_inf |= r[i].hi_inf;
-			if (!r[i].hi_inf && r[i].hi > r[m - 1].hi)
-				r[m - 1].hi = r[i].hi;
-		}
-		else if (m == 0 || !r[m - 1].hi_inf)
-			r[m++] = r[i];
-	}
-	h->nubounds = 0;
-	for (int i = 0; i < m; i++)
-	{
-		h->ubounds[h->nubounds++] = r[i].lo;
-		if (!r[i].hi_inf)
-			h->ubounds[h->nubounds++] = r[i].hi;
-	}
-}
-
-/*
- * gs_citus_shard_group_keys(shards regclass[], col text, bounds int8[],
- *                           gexpr text, groups int8[], offsets int8[],
- *                           quals text)
- *   -> int8[]: the rows of a group not among groups (the coordinator's,
- *      sorted values; a concurrent write), then per slot j = 0 (the NULL
- *      group), 1 .. length(groups) (groups[j]): the number of its keys,
- *      then those keys (in no order) -- the keys inside its ranges, bounds
- *      offsets[j] .. offsets[j + 1] - 1 (gs_citus_shard_keys's rule).
- */
-Datum
-gs_citus_shard_group_keys(PG_FUNCTION_ARGS)
-{
-	const char *fn = "gs_citus_shard_group_keys";
-	ArrayType  *groups = PG_GETARG_ARRAYTYPE_P(4);
-	ArrayType  *offsets = PG_GETARG_ARRAYTYPE_P(5);
-	GsShardScan h;
-	int64	   *out;
-	int64		total;
-	int64		n = 0;
-	int			nslots;
-
-	memset(&h, 0, sizeof(h));
-	h.keys = true;
-	if (ARR_ELEMTYPE(groups) != INT8OID || ARR_NDIM(groups) > 1 || ARR_HASNULL(groups) ||
-		ARR_ELEMTYPE(offsets) != INT8OID || ARR_NDIM(offsets) > 1 || ARR_HASNULL(offsets))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s: groups and offsets must be one-dimensional int8 arrays without NULLs", fn)));
-	h.gpoints = (const int64 *) ARR_DATA_PTR(groups);
-	h.ngpoints = ArrayGetNItems(ARR_NDIM(groups), ARR_DIMS(groups));
-	h.goff = (const int64 *) ARR_DATA_PTR(offsets);
-	if (h.ngpoints + 2 > GS_X_HIST_MAX_BUCKETS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("%s: more than %d groups", fn, GS_X_HIST_MAX_BUCKETS)));
-	nslots = h.ngpoints + 1;
-	gs_shard_scan_thresholds(PG_GETARG_ARRAYTYPE_P(2), &h, fn);
-	if (ArrayGetNItems(ARR_NDIM(offsets), ARR_DIMS(offsets)) != nslots + 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s: offsets must have length(groups) + 2 elements", fn)));
-	for (int j = 0; j < nslots; j++)
-		if (h.goff[j] < 0 || h.goff[j + 1] < h.goff[j] || h.goff[j + 1] > h.nt)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s: offsets must be non-decreasing within the bounds", fn)));
-	for (int j = 0; j < nslots; j++)
-		for (int64 i = h.goff[j] + 1; i < h.goff[j + 1]; i++)
-			if (h.t[i] < h.t[i - 1])
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("%s: each group's bounds must be sorted", fn)));
-	for (int j = 1; j < h.ngpoints; j++)
-		if (h.gpoints[j] <= h.gpoints[j - 1])
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s: groups must be sorted and distinct", fn)));
-	gs_shard_union_bounds(&h, nslots);
-	gs_shard_scan_grouped(fcinfo, &h);
-	gs_shard_scan_all(fcinfo, &h, 6, fn);
-
-	total = 1 + nslots;
-	for (int i = 0; i < h.ng; i++)
-		if (h.glist[i]->slot >= 0)
-			total += h.glist[i]->nkeys;
-	if (total > (int64) MaxArraySize)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("%s: more than %d keys", fn, (int) MaxArraySize)));
-	out = (int64 *) palloc(sizeof(int64) * total);
-	out[n++] = h.unknown;
-	for (int j = 0; j < nslots; j++)
-	{
-		GsShardGroup *g = NULL;
-		GsShardGroupKey key;
-
-		memset(&key, 0, sizeof(key));
-		key.isnull = j == 0;
-		key.point = j == 0 ? 0 : h.gpoints[j - 1];
-		g = (GsShardGroup *) hash_search(h.ghash, &key, HASH_FIND, NULL);
-		out[n++] = g == NULL ? 0 : g->nkeys;
-		if (g != NULL && g->nkeys > 0)
-		{
-			memcpy(out + n, g->keys, sizeof(int64) * g->nkeys);
-			n += g->nkeys;
-		}
-	}
-	PG_RETURN_ARRAYTYPE_P(gs_shard_int8_array(out, n));
 }

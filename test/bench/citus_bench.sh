@@ -30,7 +30,8 @@
 # (not timed unless named in GS_BENCH_QUERIES): the grouped exchange's
 # distributed rounds forced (citus_exchange_min_rows = 0, shard scans off;
 # at 720 groups of 14k values gq3_hour runs the grouped shard scans, and
-# gq3_hour_noshard today's plan after a sample).  gq3_day, gq3_day_noshard, disc3_day, sum_day (not timed
+# gq3_hour_noshard today's plan after a sample; gq3_hour_nospool the grouped
+# shard scans whose gather scans the shards again).  gq3_day, gq3_day_noshard, disc3_day, sum_day (not timed
 # unless named): the last day of the 720 hours as a WHERE; gq3_most and its
 # kin: every day but the first.
 set -u -o pipefail
@@ -122,6 +123,8 @@ declare -A QUERY=(
 	[gq3_hour_off]="$OFF SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
 	# shard scans off: the grouped rounds as distributed queries (here: a sample, then today's plan)
 	[gq3_hour_noshard]="SET gpuselect.citus_exchange_shard_scans = off; SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
+	# the grouped shard scans without their spools: the gather scans the shards again
+	[gq3_hour_nospool]="SET gpuselect.citus_exchange_spool = off; SELECT $HOUR, gpu_quantiles(latency, $F3) FROM gs_cbench GROUP BY 1"
 	[cont3_hour]="SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 	[cont3_hour_acc]="$ACC SELECT $HOUR, percentile_cont($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 	[sum_hour]="SELECT $HOUR, sum(latency) FROM gs_cbench GROUP BY 1"
@@ -165,6 +168,7 @@ if [ "${GS_BENCH_CHECK:-1}" = 1 ]; then
 	same "${QUERY[gq3_hour]}" \
 		"SELECT $HOUR, percentile_disc($F3) WITHIN GROUP (ORDER BY latency) FROM gs_cbench GROUP BY 1"
 	same "${QUERY[gq3_hour]}" "${QUERY[gq3_hour_noshard]}"
+	same "${QUERY[gq3_hour]}" "${QUERY[gq3_hour_nospool]}"
 	case " ${TIMED[*]} " in *" gq3_day "*)
 		same "${QUERY[gq3_day]}" "${QUERY[disc3_day]}"
 		same "${QUERY[gq3_day_noshard]}" "${QUERY[disc3_day]}" ;;

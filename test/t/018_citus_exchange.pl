@@ -68,6 +68,15 @@ sub worker_start
 		'the cluster answers again');
 }
 
+# the grouped exchange's spools on the workers (src/scan/shard_spool.c)
+sub spool_dir { my ($n) = @_; return "$nodes[$n]{h}{dir}/data/base/pgsql_tmp/pgsql_tmpgpuselect_spool"; }
+sub spool_files
+{
+	my $c = 0;
+	$c += on($_, "SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp/pgsql_tmpgpuselect_spool', true, false);") for (1, 2);
+	return $c;
+}
+
 # $sql in the background on the coordinator, then a wait until the
 # coordinator's log (from now on) matches $until; the background psql
 sub coordinator_bg
@@ -609,14 +618,45 @@ for my $g (["date_trunc('hour', ts)", 24, 5], ["id % " . ($big / 1000), $big / 1
 	my $rep = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $gq;");
 	my ($gbytes) = $rep =~ /grouped by .*: $ng groups, $big values, by shard scans; \d+ rounds received \d+ rows, (\d+) bytes/;
 	ok(defined $gbytes, "grouped by $gexpr ($ng groups): by shard scans") or diag($rep);
-	like($rep, qr/master_run_on_worker\(.*gs_citus_shard_group_histogram\(ARRAY\[/, '  the counts: gs_citus_shard_group_histogram');
-	like($rep, qr/master_run_on_worker\(.*gs_citus_shard_group_keys\(ARRAY\[/, '  the gather: gs_citus_shard_group_keys');
+	like($rep, qr/master_run_on_worker\(.*gs_citus_shard_group_spool\(ARRAY\[/, '  the counts: gs_citus_shard_group_spool');
+	like($rep, qr/master_run_on_worker\(.*gs_citus_shard_group_spool_keys\(ARRAY\[/, '  the gather: gs_citus_shard_group_spool_keys');
+	like($rep, qr/(\d+) of \1 connections gathered from their spools/, '  every connection gathered from its spool');
+	is(spool_files(), 0, '  no spool left on the workers');
 	diag(sprintf("grouped by shard scans, %s (%d groups), $big float8 rows, 3 fractions: today %d bytes, the exchange %d (%.2f%%)",
 		$gexpr, $ng, $gtoday, $gbytes // -1, 100 * ($gbytes // 0) / $gtoday));
 	cmp_ok($gbytes // 1e12, '<', $gtoday / $div, "  the exchange receives under 1/$div of today's bytes");
-	is(on(0, "$gq;"), on(0, "SELECT $gexpr, percentile_disc('{0.5, 0.9, 0.99}'::float8[]) WITHIN GROUP (ORDER BY f8) FROM big GROUP BY 1 ORDER BY 1;"),
-		"grouped by shard scans, $gexpr: same as the built-in");
+	my $gbi = on(0, "SELECT $gexpr, percentile_disc('{0.5, 0.9, 0.99}'::float8[]) WITHIN GROUP (ORDER BY f8) FROM big GROUP BY 1 ORDER BY 1;");
+	is(on(0, "$gq;"), $gbi, "grouped by shard scans, $gexpr: same as the built-in");
+	# without spools: the gather scans the shards again
+	my $ns = on(0, "SET gpuselect.citus_exchange_spool = off; SET client_min_messages = debug2; SET gpuselect.debug = on; $gq;");
+	like($ns, qr/master_run_on_worker\(.*gs_citus_shard_group_keys\(ARRAY\[/, '  spools off: the gather gs_citus_shard_group_keys');
+	unlike($ns, qr/gs_citus_shard_group_spool/, '  and no spool');
+	is(on(0, "SET gpuselect.citus_exchange_spool = off; $gq;"), $gbi, '  spools off: same as the built-in');
 }
+# no room for a spool on the workers (gpuselect.citus_exchange_spool_limit
+# there): every gather scans its shards, and answers the same
+sub spool_limit
+{
+	my ($v) = @_;
+	for my $n (1, 2)
+	{
+		on($n, $v eq 'default' ? "ALTER SYSTEM RESET gpuselect.citus_exchange_spool_limit; SELECT pg_reload_conf();" :
+			"ALTER SYSTEM SET gpuselect.citus_exchange_spool_limit = $v; SELECT pg_reload_conf();");
+		my $want = $v eq 'default' ? '2GB' : $v;
+		ok(GsTest::wait_for(sub { on($n, 'SHOW gpuselect.citus_exchange_spool_limit;') eq $want }, 30),
+			"worker $n: gpuselect.citus_exchange_spool_limit = $want");
+	}
+}
+spool_limit(0);
+{
+	my $gq = "SELECT date_trunc('hour', ts), gpu_quantiles(f8, '{0.5, 0.9, 0.99}') FROM big GROUP BY 1 ORDER BY 1";
+	my $rep = on(0, "SET client_min_messages = debug2; SET gpuselect.debug = on; $gq;");
+	like($rep, qr/ 0 of \d+ connections gathered from their spools/, 'spool_limit 0 on the workers: no gather from a spool');
+	is(on(0, "$gq;"), on(0, "SELECT date_trunc('hour', ts), percentile_disc('{0.5, 0.9, 0.99}'::float8[]) WITHIN GROUP (ORDER BY f8) FROM big GROUP BY 1 ORDER BY 1;"),
+		'  same as the built-in');
+	is(spool_files(), 0, '  no spool on the workers');
+}
+spool_limit('default');
 for my $zone ('Asia/Kolkata', 'America/St_Johns')
 {
 	for my $q (["date_trunc('hour', ts)", "gpu_quantiles(f8, '{0.25, 0.5}')", "percentile_disc('{0.25, 0.5}'::float8[]) WITHIN GROUP (ORDER BY f8)", ''],
@@ -671,19 +711,47 @@ sub exchange_paused_bg
 	like($out2, $both_by_shards, '  then the next exchange by shard scans');
 	is(answer_of($out2), on(0, "SELECT percentile_disc($fr) WITHIN GROUP (ORDER BY f8) FROM xt;"), '  answers right');
 }
-# the same between the grouped shard scans' counts and gather: the keys
-# disagree with the counts, the rounds run again from the start (the answer
-# the table's after the write); a worker stopped: a clean ERROR
+# the same between the grouped shard scans' counts and gather.  With the
+# spools (the default) the gather reads the counts' rows: the answer is the
+# table's before the write, by shard scans.  Without them the keys disagree
+# with the counts, the rounds run again from the start (the answer the
+# table's after the write).  A worker stopped: a clean ERROR.  A query
+# cancelled there leaves its spools on the workers; the next spool made
+# there deletes them once GS_SPOOL_STALE_SECS (300 s) old.
 {
 	my $gq = "SELECT date_trunc('hour', ts), gpu_quantiles(lat, $fr) FROM gt GROUP BY 1 ORDER BY 1";
 	my $gbi = "SELECT date_trunc('hour', ts), percentile_disc($fr) WITHIN GROUP (ORDER BY lat) FROM gt GROUP BY 1 ORDER BY 1";
+	my $before = on(0, "$gbi;");
 	my $bg = exchange_paused_bg($gq);
 	on(0, "UPDATE gt SET lat = -lat WHERE id % 2 = 0;");
 	my ($rc, $out) = GsTest::psql_wait($bg);
-	unlike($out, qr/by shard scans;/, 'grouped: a write after the shard scans\' counts: not answered by them');
+	like($out, qr/by shard scans;/, 'grouped: a write after the shard scans\' counts: still by them (the spools)');
+	like($out, qr/(\d+) of \1 connections gathered from their spools/, '  every connection gathered from its spool');
 	my $got = join("\n", grep { !/(NOTICE|DETAIL|LOCATION|DEBUG|LOG|CONTEXT):/ } split /\n/, $out);
+	is($got, $before, '  the answer is the table before the write (the counts\' snapshot)');
+	isnt($before, on(0, "$gbi;"), '  (which the write changed)');
+	on(0, "UPDATE gt SET lat = -lat WHERE id % 2 = 0;");
+	$bg = exchange_paused_bg("SET gpuselect.citus_exchange_spool = off; $gq");
+	on(0, "UPDATE gt SET lat = -lat WHERE id % 2 = 0;");
+	($rc, $out) = GsTest::psql_wait($bg);
+	unlike($out, qr/by shard scans;/, 'grouped, spools off: a write after the shard scans\' counts: not answered by them');
+	$got = join("\n", grep { !/(NOTICE|DETAIL|LOCATION|DEBUG|LOG|CONTEXT):/ } split /\n/, $out);
 	is($got, on(0, "$gbi;"), '  the answer is the table after the write (the built-in)');
 	on(0, "UPDATE gt SET lat = -lat WHERE id % 2 = 0;");
+	is(spool_files(), 0, '  no spool left on the workers');
+	# cancelled between the rounds: its spools stay, until old enough
+	$bg = exchange_paused_bg($gq);
+	on(0, "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%gpu_quantiles(lat,%' AND pid <> pg_backend_pid();");
+	($rc, $out) = GsTest::psql_wait($bg);
+	like($out, qr/canceling statement due to user request/, 'grouped, cancelled before the gather');
+	my $left = spool_files();
+	cmp_ok($left, '>', 0, "  its spools stay on the workers ($left)");
+	is(on(0, "$gq;"), on(0, "$gbi;"), '  the next query answers right');
+	is(spool_files(), $left, '  and leaves those spools (younger than 300 s)');
+	my $old = time - 301;
+	for my $n (1, 2) { utime($old, $old, glob(spool_dir($n) . '/*')); }
+	is(on(0, "$gq;"), on(0, "$gbi;"), '  with them 301 s old, the next query answers right');
+	is(spool_files(), 0, '  and its spools deleted them');
 	$bg = exchange_paused_bg($gq);
 	worker_stop();
 	($rc, $out) = GsTest::psql_wait($bg);
