@@ -312,7 +312,7 @@ SELECT gs_citus_shard_group_keys('{sh}', 'f8', '{1}', 'i4', '{1}', '{0, 1, 0}', 
 -- a write after it is not seen.  Compared with the calls without a spool on
 -- the same rows; the files counted in the spool directory.
 CREATE FUNCTION spool_files() RETURNS int8 LANGUAGE sql AS
-  $$SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp/pgsql_tmpgpuselect_spool', true, false) f$$;
+  $$SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false) f WHERE f LIKE 'pgsql_tmpgpuselect_spool.%'$$;
 -- (a gather's answer with each slot's keys sorted: a scan after a write
 -- meets the rows in another order)
 CREATE FUNCTION spool_norm(k int8[], nslots int) RETURNS text LANGUAGE plpgsql AS $$

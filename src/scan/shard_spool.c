@@ -9,10 +9,10 @@
  * them; its file sets (fileset.c) are named by the creator's pid, which the
  * next backend with that pid reuses and may delete.  So the spool is a
  * file of fd.c's "temporary file" kind (PathNameCreateTemporaryFile: counted
- * against temp_file_limit, closed at transaction end, not deleted) in a
- * directory of our own under the default tablespace's pgsql_tmp,
- * base/pgsql_tmp/pgsql_tmpgpuselect_spool, whose prefix makes the server
- * remove it at every start.
+ * against temp_file_limit, closed at transaction end, not deleted) in the
+ * default tablespace's pgsql_tmp, named base/pgsql_tmp/pgsql_tmpgpuselect_spool.*:
+ * the prefix makes the server remove it at every start, and pg_ls_tmpdir()
+ * show it.  (Not a directory of our own: it would outlive every spool.)
  *
  * Who deletes it: the gather that reads it (on its success or its ERROR),
  * or the coordinator's drop call where no gather comes (every rank found
@@ -65,23 +65,18 @@ typedef struct GsSpoolHeader
 	int64		complete;
 } GsSpoolHeader;
 
-/* base/pgsql_tmp, and our directory in it */
-static const char *
-gs_spool_basedir(void)
-{
-	return "base/" PG_TEMP_FILES_DIR;
-}
-
-static const char *
-gs_spool_dir(void)
-{
-	return "base/" PG_TEMP_FILES_DIR "/" PG_TEMP_FILE_PREFIX "gpuselect_spool";
-}
+/*
+ * The spools are files of the default tablespace's temporary directory,
+ * named with the prefix the server removes at start and pg_ls_tmpdir()
+ * lists: base/pgsql_tmp/pgsql_tmpgpuselect_spool.<id>.<hash of the tag>
+ */
+#define GS_SPOOL_DIR	"base/" PG_TEMP_FILES_DIR
+#define GS_SPOOL_PREFIX	PG_TEMP_FILE_PREFIX "gpuselect_spool."
 
 static char *
 gs_spool_path(int64 id, const char *tag)
 {
-	return psprintf("%s/%016llx.%08x", gs_spool_dir(), (unsigned long long) id,
+	return psprintf("%s/%s%016llx.%08x", GS_SPOOL_DIR, GS_SPOOL_PREFIX, (unsigned long long) id,
 					hash_bytes((const unsigned char *) tag, (int) strlen(tag)));
 }
 
@@ -109,7 +104,7 @@ gs_spool_tag(const char *col, const char *gexpr, const char *quals, const Datum 
 static int64
 gs_spool_sweep(void)
 {
-	const char *dir = gs_spool_dir();
+	const char *dir = GS_SPOOL_DIR;
 	DIR		   *d = AllocateDir(dir);
 	struct dirent *de;
 	time_t		now = time(NULL);
@@ -122,7 +117,7 @@ gs_spool_sweep(void)
 		char	   *path;
 		struct stat st;
 
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strncmp(de->d_name, GS_SPOOL_PREFIX, strlen(GS_SPOOL_PREFIX)) != 0)
 			continue;
 		path = psprintf("%s/%s", dir, de->d_name);
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
@@ -163,7 +158,11 @@ gs_spool_create(int64 id, const char *tag)
 			 (long long) room);
 		return NULL;
 	}
-	PathNameCreateTemporaryDir(gs_spool_basedir(), gs_spool_dir());
+	if (MakePGDirectory(GS_SPOOL_DIR) < 0 && errno != EEXIST)
+	{
+		elog(DEBUG1, "gpuselect: could not create the directory \"%s\": %m", GS_SPOOL_DIR);
+		return NULL;
+	}
 	f = PathNameCreateTemporaryFile(path, false);
 	if (f < 0)
 	{

@@ -69,11 +69,11 @@ sub worker_start
 }
 
 # the grouped exchange's spools on the workers (src/scan/shard_spool.c)
-sub spool_dir { my ($n) = @_; return "$nodes[$n]{h}{dir}/data/base/pgsql_tmp/pgsql_tmpgpuselect_spool"; }
+sub spool_paths { my ($n) = @_; return glob("$nodes[$n]{h}{dir}/data/base/pgsql_tmp/pgsql_tmpgpuselect_spool.*"); }
 sub spool_files
 {
 	my $c = 0;
-	$c += on($_, "SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp/pgsql_tmpgpuselect_spool', true, false);") for (1, 2);
+	$c += on($_, "SELECT count(*) FROM pg_ls_tmpdir() WHERE name LIKE 'pgsql_tmpgpuselect_spool.%';") for (1, 2);
 	return $c;
 }
 
@@ -749,7 +749,7 @@ sub exchange_paused_bg
 	is(on(0, "$gq;"), on(0, "$gbi;"), '  the next query answers right');
 	is(spool_files(), $left, '  and leaves those spools (younger than 300 s)');
 	my $old = time - 301;
-	for my $n (1, 2) { utime($old, $old, glob(spool_dir($n) . '/*')); }
+	for my $n (1, 2) { utime($old, $old, spool_paths($n)); }
 	is(on(0, "$gq;"), on(0, "$gbi;"), '  with them 301 s old, the next query answers right');
 	is(spool_files(), 0, '  and its spools deleted them');
 	$bg = exchange_paused_bg($gq);
