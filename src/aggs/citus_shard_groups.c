@@ -368,7 +368,7 @@ gs_xs_spool_id(const GsXSpec *sp)
 	if (!gs_guc_citus_exchange_spool)
 		return 0;
 	for (int i = 0; i < sp->np; i++)
-		if (!sp->frnull[i] && !(DatumGetFloat8(sp->fr[i]) >= 0.0 && DatumGetFloat8(sp->fr[i]) <= 1.0))
+		if (!sp->frnull[i] && !gs_fraction_in_range(DatumGetFloat8(sp->fr[i])))
 			return 0;
 	while (id == 0)
 		if (!pg_strong_random(&id, sizeof(id)))

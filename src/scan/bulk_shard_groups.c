@@ -366,7 +366,6 @@ gs_shard_group_keys_spooled(GsShardScan *h, int64 id, const char *tag)
 			for (int i = 0; i < n; i++)
 			{
 				int64		key = keys[i];
-				GsShardGroup *g;
 
 				if (!(gs_shard_bucket(h->ubounds, h->nubounds, key) & 1))
 					continue;
@@ -374,11 +373,7 @@ gs_shard_group_keys_spooled(GsShardScan *h, int64 id, const char *tag)
 					ereport(ERROR,
 							(errcode(ERRCODE_DATA_CORRUPTED),
 							 errmsg("a spool row names group %d of %lld", groups[i], (long long) ngl)));
-				g = map[groups[i]];
-				if (g->slot < 0)
-					h->unknown++;
-				else if (gs_shard_bucket(g->bounds, g->nbounds, key) & 1)
-					gs_shard_group_keep(h, g, key);
+				gs_shard_group_take(h, map[groups[i]], key);
 			}
 			CHECK_FOR_INTERRUPTS();
 		}

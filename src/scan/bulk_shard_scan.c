@@ -219,7 +219,6 @@ gs_shard_group_count_tuple(GsShardScan *h, HeapTuple tup)
 static void
 gs_shard_group_keys_tuple(GsShardScan *h, HeapTuple tup)
 {
-	GsShardGroup *g;
 	bool		isnull;
 	Datum		d = gs_bulk_fetch(&h->column, tup, h->desc, &isnull);
 	int64		key;
@@ -231,11 +230,7 @@ gs_shard_group_keys_tuple(GsShardScan *h, HeapTuple tup)
 		return;
 	if (h->qual != NULL && !gs_shard_scan_passes(h, tup))
 		return;
-	g = gs_shard_group_of(h, tup);
-	if (g->slot < 0)
-		h->unknown++;
-	else if (gs_shard_bucket(g->bounds, g->nbounds, key) & 1)
-		gs_shard_group_keep(h, g, key);
+	gs_shard_group_take(h, gs_shard_group_of(h, tup), key);
 }
 
 /*

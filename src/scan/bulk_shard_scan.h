@@ -102,6 +102,20 @@ gs_shard_bucket(const int64 *t, int nt, int64 key)
 
 /* keys mode: a key kept for group g */
 extern void gs_shard_group_keep(GsShardScan *h, GsShardGroup *g, int64 key);
+
+/*
+ * keys mode: a key inside the union of the ranges, of group g (from a scan
+ * or a spool): kept where it is inside g's own ranges; counted as unknown
+ * where the coordinator has no such group
+ */
+static inline void
+gs_shard_group_take(GsShardScan *h, GsShardGroup *g, int64 key)
+{
+	if (g->slot < 0)
+		h->unknown++;
+	else if (gs_shard_bucket(g->bounds, g->nbounds, key) & 1)
+		gs_shard_group_keep(h, g, key);
+}
 /* the call's group of these values (created where new) */
 extern GsShardGroup *gs_shard_group_find(GsShardScan *h, bool isnull, int64 point);
 /* the thresholds (or bounds) array t checked and set in h */
