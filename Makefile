@@ -167,6 +167,10 @@ test/unit/test_service_lanes.bin: test/unit/test_service_lanes.c test/unit/unit.
 	$(CC) $(UNIT_CFLAGS) -Isrc -pthread -o $@ $< src/service/service_lanes.c src/service/service_cuda_none.c \
 		$(GS_CPU_ENGINE_SRCS) -lm
 
+# the Citus exchange's reader of an int8[]'s text: a plain-C header
+test/unit/test_int8_text.bin: test/unit/test_int8_text.c test/unit/unit.h src/aggs/int8_text.h
+	$(CC) $(UNIT_CFLAGS) -Isrc -o $@ $<
+
 # the order-statistic tree of the window aggregates: PostgreSQL's allocator
 # replaced by malloc (test/unit/pgshim); also with 8-entry nodes (deep trees)
 test/unit/test_ostree.bin: test/unit/test_ostree.c test/unit/unit.h src/state/ostree.c src/state/ostree.h

@@ -118,11 +118,14 @@ gs_x_cmp(const void *a, const void *b, void *arg)
 	return DatumGetInt32(FunctionCall2Coll(x->cmp, InvalidOid, da, db));
 }
 
-/* column 1 of every row: non-NULL keys, copied; *m their number */
+/*
+ * column 1 of every row of sql (pages: a sample by pages, on
+ * gs_x_run_sample's connections): non-NULL keys, copied; *m their number
+ */
 static Datum *
-gs_x_fetch_keys(GsXchg *x, const char *sql, int64 *m)
+gs_x_fetch_keys(GsXchg *x, const char *sql, bool pages, int64 *m)
 {
-	SPITupleTable *tt = gs_x_run(x, sql, false);
+	SPITupleTable *tt = pages ? gs_x_run_sample(x, sql) : gs_x_run(x, sql, false);
 	uint64		nr = SPI_processed;
 	Datum	   *v = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
 
@@ -187,7 +190,7 @@ gs_x_gather(GsXchg *x, int64 *m)
 		v = gs_x_shard_gather(x, x->gather_bounds, x->gather_nbounds, m);
 	if (v == NULL)
 		v = gs_x_fetch_keys(x, psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where,
-										x->cand.data), m);
+										x->cand.data), false, m);
 
 	qsort_arg(v, *m, sizeof(Datum), gs_x_cmp, x);
 	return v;
@@ -455,6 +458,7 @@ gs_x_sample(GsXchg *x, double total, int64 *m, double *rate)
 	double		want = Min(GS_X_SAMPLE_MAX, Max(GS_X_SAMPLE, total / GS_X_SAMPLE_PER));
 	double		pages = 100.0 * GS_X_SPREAD * want / Max(total, 1.0);
 	char	   *sql;
+	bool		by_pages = false;
 	Datum	   *s;
 
 	*rate = Min(1.0, want / Max(total, 1.0));
@@ -464,9 +468,12 @@ gs_x_sample(GsXchg *x, double total, int64 *m, double *rate)
 		sql = psprintf("SELECT %s FROM %s WHERE %s%s AND random() < %.17g",
 					   x->kexpr, x->rel, x->where, x->cand.data, *rate);
 	else
+	{
 		sql = psprintf("SELECT %s FROM %s TABLESAMPLE SYSTEM (%.17g) WHERE %s%s AND random() < %.17g",
 					   x->kexpr, x->rel, pages, x->where, x->cand.data, 1.0 / GS_X_SPREAD);
-	s = gs_x_fetch_keys(x, sql, m);
+		by_pages = true;
+	}
+	s = gs_x_fetch_keys(x, sql, by_pages, m);
 	qsort_arg(s, *m, sizeof(Datum), gs_x_cmp, x);
 	return s;
 }
@@ -985,7 +992,7 @@ gs_x_counts_detail(const GsXchg *x)
 	int64		combined = x->count_bytes - x->count_direct_bytes;
 
 	return psprintf("Of them the counts rounds: %lld rows, %lld bytes as Citus combined them, "
-					"at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.%s",
+					"at most %lld bytes from the %lld shards; the rounds' query text: %lld bytes per shard.%s%s",
 					(long long) x->count_rows, (long long) x->count_bytes,
 					(long long) (combined * x->shards + x->count_direct_bytes), (long long) x->shards,
 					(long long) x->sql_bytes,
@@ -995,7 +1002,8 @@ gs_x_counts_detail(const GsXchg *x)
 													 x->spool_reads, x->spool_conns) :
 											" The first counts round and the gather by shard scans.") :
 										   " The first counts round by shard scans.") :
-					x->shard_why != NULL ? psprintf(" The counts by a distributed query: %s.", x->shard_why) : "");
+					x->shard_why != NULL ? psprintf(" The counts by a distributed query: %s.", x->shard_why) : "",
+					x->round_ms.len > 0 ? psprintf(" The rounds took %s ms.", x->round_ms.data) : "");
 }
 
 void

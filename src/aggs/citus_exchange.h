@@ -64,6 +64,7 @@ typedef struct GsXchg
 	int64		count_direct_bytes;	/* of it: what came from each shard as it was (shard scans) */
 	int64		sql_bytes;		/* the rounds' query text (Citus: once per shard) */
 	int64		shards;
+	StringInfoData round_ms;	/* each round's time, ms, for the report: "12, 85, ..." */
 	int			shard_rounds;	/* counts rounds by shard scans (citus_shard_round.c) */
 	int			shard_gathers;	/* gathers by shard scans */
 	int			spool_conns;	/* ... of a grouped one: its connections */
@@ -149,9 +150,11 @@ typedef struct GsXGrouping
 
 /* citus_rounds.c */
 extern SPITupleTable *gs_x_run(GsXchg *x, const char *sql, bool counts);
+extern SPITupleTable *gs_x_run_sample(GsXchg *x, const char *sql);
 extern void gs_x_check_columns(SPITupleTable *tt, int natts, const Oid *types);
 extern char *gs_x_typed_array_literal(Oid typ, Datum *v, int n);
 extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);
+extern ArrayType *gs_x_int8_array_in(const char *text);
 
 /* citus_exchange.c */
 extern int	gs_x_cmp(const void *a, const void *b, void *arg);

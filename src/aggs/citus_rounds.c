@@ -11,11 +11,15 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 
 #include "aggs/citus_exchange.h"
+#include "aggs/int8_text.h"
 
 /* one round: a read-only distributed query; its rows counted as they come */
 SPITupleTable *
@@ -24,10 +28,19 @@ gs_x_run(GsXchg *x, const char *sql, bool counts)
 	int			rc;
 	SPITupleTable *tt;
 	int64		bytes = 0;
+	instr_time	start;
+	instr_time	took;
 
 	CHECK_FOR_INTERRUPTS();
 	elog(DEBUG2, "gpuselect: Citus exchange round: %s", sql);
+	INSTR_TIME_SET_CURRENT(start);
 	rc = SPI_execute(sql, true, 0);
+	INSTR_TIME_SET_CURRENT(took);
+	INSTR_TIME_SUBTRACT(took, start);
+	if (x->round_ms.data == NULL)
+		initStringInfo(&x->round_ms);
+	appendStringInfo(&x->round_ms, "%s%.0f", x->round_ms.len > 0 ? ", " : "",
+					 INSTR_TIME_GET_MILLISEC(took));
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "gpuselect: Citus exchange round failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
@@ -52,6 +65,34 @@ gs_x_run(GsXchg *x, const char *sql, bool counts)
 		x->count_rows += SPI_processed;
 		x->count_bytes += bytes;
 	}
+	return tt;
+}
+
+/*
+ * A sample by pages (TABLESAMPLE SYSTEM, 16 times its keys' rows over every
+ * shard: at most 16 x 16384): gs_x_run on one connection a worker
+ * (citus.force_max_query_parallelization off and
+ * max_adaptive_executor_pool_size 1 for it).  A shard's task is a few
+ * pages, less than a new backend costs; with the exchange's setting
+ * (gs_x_setup: one connection a shard, so that its later distributed rounds
+ * do not keep to the few the first one opened) the sample per hour opened
+ * 32, ~45 ms of a 550-650 ms query on the 2-core machine.  The setting is
+ * restored here: a distributed round after it opens one a shard again.
+ */
+SPITupleTable *
+gs_x_run_sample(GsXchg *x, const char *sql)
+{
+	int			nest = NewGUCNestLevel();
+	SPITupleTable *tt;
+
+	if (GetConfigOption("citus.force_max_query_parallelization", true, false) != NULL)
+		(void) set_config_option("citus.force_max_query_parallelization", "off", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (GetConfigOption("citus.max_adaptive_executor_pool_size", true, false) != NULL)
+		(void) set_config_option("citus.max_adaptive_executor_pool_size", "1", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	tt = gs_x_run(x, sql, false);
+	AtEOXact_GUC(true, nest);
 	return tt;
 }
 
@@ -99,4 +140,37 @@ char *
 gs_x_array_literal(GsXchg *x, Datum *v, int n)
 {
 	return gs_x_typed_array_literal(x->ktype, v, n);
+}
+
+/*
+ * A shard scan's answer, the text of an int8[], as an int8[]: by
+ * aggs/int8_text.h where it is array_out's shape (always, from the shard
+ * functions), else by array_in (its errors).
+ */
+ArrayType *
+gs_x_int8_array_in(const char *text)
+{
+	int64		n = gs_int8_text_count(text);
+	Oid			infn;
+	Oid			ioparam;
+
+	if (n == 0 && gs_int8_text_parse(text, NULL, 0))
+		return construct_empty_array(INT8OID);
+	if (n > 0 && n <= (int64) MaxArraySize)
+	{
+		Size		size = ARR_OVERHEAD_NONULLS(1) + sizeof(int64) * n;
+		ArrayType  *arr = (ArrayType *) palloc(size);
+
+		SET_VARSIZE(arr, size);
+		arr->ndim = 1;
+		arr->dataoffset = 0;
+		arr->elemtype = INT8OID;
+		ARR_DIMS(arr)[0] = (int) n;
+		ARR_LBOUND(arr)[0] = 1;
+		if (gs_int8_text_parse(text, (int64_t *) ARR_DATA_PTR(arr), n))
+			return arr;
+		pfree(arr);
+	}
+	getTypeInputInfo(INT8ARRAYOID, &infn, &ioparam);
+	return DatumGetArrayTypeP(OidInputFunctionCall(infn, (char *) text, ioparam, -1));
 }

@@ -305,8 +305,6 @@ gs_x_fan_out(GsXchg *x, const char *fn, const char *col, const char *arg, bool c
 	SPITupleTable *tt;
 	ArrayType **res;
 	Oid			types[2] = {BOOLOID, TEXTOID};
-	Oid			infn;
-	Oid			ioparam;
 
 	if (sql == NULL)
 		return NULL;
@@ -316,7 +314,6 @@ gs_x_fan_out(GsXchg *x, const char *fn, const char *col, const char *arg, bool c
 	/* the query text a shard's connection got, not this statement's (all of them) */
 	x->sql_bytes += (int64) (strlen(sql) / Max(x->shards, 1)) - (int64) strlen(sql);
 	gs_x_check_columns(tt, 2, types);
-	getTypeInputInfo(INT8ARRAYOID, &infn, &ioparam);
 	res = (ArrayType **) palloc(sizeof(ArrayType *) * Max(SPI_processed, 1));
 	*nres = (int) SPI_processed;
 	if ((int64) SPI_processed != ncmds)
@@ -332,7 +329,7 @@ gs_x_fan_out(GsXchg *x, const char *fn, const char *col, const char *arg, bool c
 			x->shard_why = psprintf("a shard scan failed: %s", text ? text : "no result");
 			break;
 		}
-		res[r] = DatumGetArrayTypeP(OidInputFunctionCall(infn, text, ioparam, -1));
+		res[r] = gs_x_int8_array_in(text);
 		if (ARR_ELEMTYPE(res[r]) != INT8OID || ARR_NDIM(res[r]) > 1 || ARR_HASNULL(res[r]))
 			x->shard_why = "a shard scan's answer is not an int8 array";
 	}

@@ -339,9 +339,13 @@ gs_citus_shard_group_keys(PG_FUNCTION_ARGS)
 
 /*
  * The gather from exchange id's spool, where there is one for tag: every
- * spooled row as gs_shard_group_keys_tuple takes a scanned one (the union
- * of the ranges first, then its group's own); the spool deleted, on an
- * ERROR as well.  False where there is none (nothing done).
+ * spooled row as gs_shard_group_keys_tuple takes a scanned one, but by its
+ * group's own ranges straight away (a spooled row names its group: the
+ * union of every group's ranges, a scan's filter before the group lookup,
+ * would cost a search of thousands of bounds a row for nothing), and by
+ * the union only for a group the coordinator has not (counted as unknown
+ * there, as a scan counts it); the spool deleted, on an ERROR as well.
+ * False where there is none (nothing done).
  */
 static bool
 gs_shard_group_keys_spooled(GsShardScan *h, int64 id, const char *tag)
@@ -366,14 +370,15 @@ gs_shard_group_keys_spooled(GsShardScan *h, int64 id, const char *tag)
 			for (int i = 0; i < n; i++)
 			{
 				int64		key = keys[i];
+				GsShardGroup *g;
 
-				if (!(gs_shard_bucket(h->ubounds, h->nubounds, key) & 1))
-					continue;
 				if (groups[i] < 0 || groups[i] >= ngl)
 					ereport(ERROR,
 							(errcode(ERRCODE_DATA_CORRUPTED),
 							 errmsg("a spool row names group %d of %lld", groups[i], (long long) ngl)));
-				gs_shard_group_take(h, map[groups[i]], key);
+				g = map[groups[i]];
+				if (g->slot >= 0 || (gs_shard_bucket(h->ubounds, h->nubounds, key) & 1))
+					gs_shard_group_take(h, g, key);
 			}
 			CHECK_FOR_INTERRUPTS();
 		}

@@ -233,6 +233,18 @@ gs_shard_group_keys_tuple(GsShardScan *h, HeapTuple tup)
 	gs_shard_group_take(h, gs_shard_group_of(h, tup), key);
 }
 
+/* one tuple, whatever the call asks */
+static pg_attribute_always_inline void
+gs_shard_scan_row(GsShardScan *h, HeapTuple tup)
+{
+	if (h->gexpr != NULL && h->keys)
+		gs_shard_group_keys_tuple(h, tup);
+	else if (h->gexpr != NULL)
+		gs_shard_group_count_tuple(h, tup);
+	else
+		gs_shard_scan_tuple(h, tup);
+}
+
 /*
  * The page heap_getnext has just returned the first visible tuple of, that
  * one included, then the page marked done -- bulk_scan.c's gs_bulk_page:
@@ -257,12 +269,7 @@ gs_shard_scan_page(GsShardScan *h, HeapScanDesc hs)
 			gs_bulk_prefetch_tuple(page, hs->rs_vistuples[i + 4]);
 		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 		tup.t_len = ItemIdGetLength(lp);
-		if (h->gexpr != NULL && h->keys)
-			gs_shard_group_keys_tuple(h, &tup);
-		else if (h->gexpr != NULL)
-			gs_shard_group_count_tuple(h, &tup);
-		else
-			gs_shard_scan_tuple(h, &tup);
+		gs_shard_scan_row(h, &tup);
 	}
 	/* pg_stat's seq_tup_read, as heap_getnext counts each tuple it returns */
 	GS_PGSTAT_COUNT_TUPLES_RETURNED(hs->rs_base.rs_rd, ntuples - (int) hs->rs_cindex - 1);
@@ -614,7 +621,7 @@ gs_shard_scan_one(GsShardScan *h, Oid relid, const char *col, const char *fn)
 		if (hs->rs_base.rs_flags & SO_ALLOW_PAGEMODE)
 			gs_shard_scan_page(h, hs);
 		else
-			gs_shard_scan_tuple(h, tup);
+			gs_shard_scan_row(h, tup);
 		CHECK_FOR_INTERRUPTS();
 	}
 	table_endscan(scan);
