@@ -19,6 +19,7 @@
  *     (hasGroupRTE), valid above the grouping step only; an expression moved
  *     below it (planner.c: a fraction into an aggregate's arguments) needs
  *     the expressions themselves.  Before 18 the parse tree has them already.
+ *     GS_QUERY_FROM_LENGTH: the range table's length without that entry.
  *   - GS_PROCESSED_GROUP_CLAUSE (16): the planner's GROUP BY with redundant
  *     keys removed is root->processed_groupClause; before 16 the planner
  *     used parse->groupClause itself.
@@ -95,8 +96,10 @@ typedef BackendId ProcNumber;
 #include "optimizer/optimizer.h"
 #define gs_flatten_group_exprs(query, node) \
 	((query)->hasGroupRTE ? flatten_group_exprs(NULL, (query), (node)) : (node))
+#define GS_QUERY_FROM_LENGTH(query) (list_length((query)->rtable) - ((query)->hasGroupRTE ? 1 : 0))
 #else
 #define gs_flatten_group_exprs(query, node) (node)
+#define GS_QUERY_FROM_LENGTH(query) list_length((query)->rtable)
 #endif
 
 /* ---- 16: root->processed_groupClause ---- */

@@ -415,7 +415,7 @@ gs_exch_group_expr(Query *q, AttrNumber distcol)
 	if (list_length(q->groupClause) != 1 || q->groupingSets != NIL || q->havingQual != NULL)
 		return NULL;
 	tle = get_sortgroupclause_tle(linitial_node(SortGroupClause, q->groupClause), q->targetList);
-	g = (Node *) tle->expr;
+	g = gs_flatten_group_exprs(q, (Node *) tle->expr);
 	t = exprType(g);
 	if (!gs_exch_shippable(g) || !contain_var_clause(g) || gs_is_distcol(g, distcol) ||
 		OidIsValid(exprCollation(g)) || type_is_collatable(t) || type_is_array(t) ||
@@ -444,7 +444,7 @@ gs_exch_query_ok(Query *q, Node **gexpr)
 		q->cteList != NIL || q->groupingSets != NIL ||
 		q->havingQual != NULL || q->windowClause != NIL || q->distinctClause != NIL ||
 		(!grouped && (q->sortClause != NIL || q->limitOffset != NULL || q->limitCount != NULL)) ||
-		q->setOperations != NULL || q->rowMarks != NIL || list_length(q->rtable) != 1 ||
+		q->setOperations != NULL || q->rowMarks != NIL || GS_QUERY_FROM_LENGTH(q) != 1 ||
 		q->jointree == NULL || list_length(q->jointree->fromlist) != 1 ||
 		!IsA(linitial(q->jointree->fromlist), RangeTblRef) ||
 		linitial_node(RangeTblRef, q->jointree->fromlist)->rtindex != 1)
@@ -511,6 +511,9 @@ gs_exch_grouped_from(Query *parse, GsExchCtx *ctx, const char *nsp, Const *gtext
 	parse->rtable = list_make1(rte);
 	parse->jointree = makeFromExpr(list_make1(rtr), NULL);
 	parse->groupClause = NIL;
+#if PG_VERSION_NUM >= 180000
+	parse->hasGroupRTE = false;		/* (its entry went with the old range table) */
+#endif
 	return true;
 }
 
@@ -556,7 +559,8 @@ gs_citus_exchange_plan(Query *parse, ParamListInfo bound, Oid ext_nsp)
 	{
 		TargetEntry *tle = flatCopyTargetEntry(lfirst_node(TargetEntry, lc));
 
-		tle->expr = (Expr *) gs_exch_mutator((Node *) tle->expr, &ctx);
+		/* (18: the group's Vars of the RTE_GROUP entry as the expression they stand for) */
+		tle->expr = (Expr *) gs_exch_mutator(gs_flatten_group_exprs(parse, (Node *) tle->expr), &ctx);
 		tlist = lappend(tlist, tle);
 	}
 	quals = makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
