@@ -47,11 +47,12 @@
 #   GS_REGRESS_TESTS="final_batch"  only these pg_regress suites (default: all;
 #                           the Debian package's installcheck runs them all)
 #   GS_SKIP_DEB=1           skip the Debian package stage
-#   GS_CITUS_PG=17          the one PostgreSQL major whose cpu variant gets
-#                           Citus (test/citus-build.sh: built once, cached)
-#                           for the Citus TAP test (test/t/015_citus.pl,
-#                           skipped elsewhere); "" = none.  Without Citus's
-#                           sources the stage is skipped, not failed
+#   GS_CITUS_PG="16 17 18"  the PostgreSQL majors whose cpu variant gets
+#                           Citus (test/citus-build.sh: built once a major,
+#                           cached) for the Citus TAP tests (test/t/015_citus.pl,
+#                           018_citus_exchange.pl; skipped elsewhere): every
+#                           major Citus main supports; "" = none.  Without
+#                           Citus's sources the stage is skipped, not failed
 #   GS_KEEP=1               keep the scratch directory (printed at the end)
 #   GS_JOBS=N               make -j (default: nproc)
 set -u -o pipefail
@@ -281,9 +282,9 @@ for m in "${PG_LIST[@]}"; do
 			record "pg$m install $v" 0 1
 			continue
 		fi
-		if [ "$m" = "${GS_CITUS_PG-17}" ] && [ "$v" = cpu ] && [ "${GS_SKIP_TAP:-0}" != 1 ]; then
-			citus_install "$tree"
-		fi
+		case " ${GS_CITUS_PG-16 17 18} " in
+		*" $m "*) [ "$v" = cpu ] && [ "${GS_SKIP_TAP:-0}" != 1 ] && citus_install "$tree" ;;
+		esac
 		case " $server_variants " in
 		*" $v "*) ;;
 		*)

@@ -1,6 +1,6 @@
 # gpuselect on Citus: a coordinator and two workers on this machine
 # (docs/citus.md).  Skipped when the server under test has no citus
-# extension (test/run-all.sh builds Citus for one PostgreSQL version:
+# extension (test/run-all.sh builds Citus for PostgreSQL 16, 17 and 18:
 # GS_CITUS_PG).
 #
 # - Every gpuselect aggregate -- plain, ordered-set, and the built-ins under
