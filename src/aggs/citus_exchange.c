@@ -118,15 +118,11 @@ gs_x_cmp(const void *a, const void *b, void *arg)
 	return DatumGetInt32(FunctionCall2Coll(x->cmp, InvalidOid, da, db));
 }
 
-/*
- * column 1 of every row of sql (pages: a sample by pages, on
- * gs_x_run_sample's connections): non-NULL keys, copied; *m their number
- */
+/* column 1 of a round's rows: non-NULL keys, copied; *m their number (tt freed) */
 static Datum *
-gs_x_fetch_keys(GsXchg *x, const char *sql, bool pages, int64 *m)
+gs_x_keys_of(GsXchg *x, SPITupleTable *tt, int64 *m)
 {
-	SPITupleTable *tt = pages ? gs_x_run_sample(x, sql) : gs_x_run(x, sql, false);
-	uint64		nr = SPI_processed;
+	uint64		nr = tt->numvals;
 	Datum	   *v = (Datum *) palloc(sizeof(Datum) * Max(nr, 1));
 
 	gs_x_check_columns(tt, 1, &x->ktype);
@@ -189,8 +185,8 @@ gs_x_gather(GsXchg *x, int64 *m)
 	if (!x->all && x->levels == 1 && x->shard_rounds > 0 && x->gather_bounds != NULL)
 		v = gs_x_shard_gather(x, x->gather_bounds, x->gather_nbounds, m);
 	if (v == NULL)
-		v = gs_x_fetch_keys(x, psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where,
-										x->cand.data), false, m);
+		v = gs_x_keys_of(x, gs_x_run(x, psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where,
+												 x->cand.data), false), m);
 
 	qsort_arg(v, *m, sizeof(Datum), gs_x_cmp, x);
 	return v;
@@ -457,23 +453,20 @@ gs_x_sample(GsXchg *x, double total, int64 *m, double *rate)
 {
 	double		want = Min(GS_X_SAMPLE_MAX, Max(GS_X_SAMPLE, total / GS_X_SAMPLE_PER));
 	double		pages = 100.0 * GS_X_SPREAD * want / Max(total, 1.0);
-	char	   *sql;
-	bool		by_pages = false;
+	SPITupleTable *tt;
 	Datum	   *s;
 
 	*rate = Min(1.0, want / Max(total, 1.0));
 	if (*rate >= 1.0)
-		sql = psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where, x->cand.data);
+		tt = gs_x_run(x, psprintf("SELECT %s FROM %s WHERE %s%s", x->kexpr, x->rel, x->where, x->cand.data),
+					  false);
 	else if (!x->sample_pages || pages >= 100.0)
-		sql = psprintf("SELECT %s FROM %s WHERE %s%s AND random() < %.17g",
-					   x->kexpr, x->rel, x->where, x->cand.data, *rate);
+		tt = gs_x_run(x, psprintf("SELECT %s FROM %s WHERE %s%s AND random() < %.17g",
+								  x->kexpr, x->rel, x->where, x->cand.data, *rate), false);
 	else
-	{
-		sql = psprintf("SELECT %s FROM %s TABLESAMPLE SYSTEM (%.17g) WHERE %s%s AND random() < %.17g",
-					   x->kexpr, x->rel, pages, x->where, x->cand.data, 1.0 / GS_X_SPREAD);
-		by_pages = true;
-	}
-	s = gs_x_fetch_keys(x, sql, by_pages, m);
+		tt = gs_x_run_sample(x, psprintf("SELECT %s FROM %s TABLESAMPLE SYSTEM (%.17g) WHERE %s%s AND random() < %.17g",
+										 x->kexpr, x->rel, pages, x->where, x->cand.data, 1.0 / GS_X_SPREAD));
+	s = gs_x_keys_of(x, tt, m);
 	qsort_arg(s, *m, sizeof(Datum), gs_x_cmp, x);
 	return s;
 }
@@ -1051,9 +1044,7 @@ gs_x_setup(FunctionCallInfo fcinfo, const GsXSpec *sp, GsXchg *x, int *guc_nest)
 	 * and gather rounds ran faster than alone.  Set in the same nest level
 	 * (undone at the end); DEBUG1 where this Citus has no such setting.
 	 */
-	if (GetConfigOption("citus.force_max_query_parallelization", true, false) != NULL)
-		(void) set_config_option("citus.force_max_query_parallelization", "on", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, DEBUG1, false);
+	gs_x_set_citus_option("citus.force_max_query_parallelization", "on");
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "gs_citus_exchange: SPI_connect failed");

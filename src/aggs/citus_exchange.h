@@ -151,6 +151,7 @@ typedef struct GsXGrouping
 /* citus_rounds.c */
 extern SPITupleTable *gs_x_run(GsXchg *x, const char *sql, bool counts);
 extern SPITupleTable *gs_x_run_sample(GsXchg *x, const char *sql);
+extern void gs_x_set_citus_option(const char *name, const char *value);
 extern void gs_x_check_columns(SPITupleTable *tt, int natts, const Oid *types);
 extern char *gs_x_typed_array_literal(Oid typ, Datum *v, int n);
 extern char *gs_x_array_literal(GsXchg *x, Datum *v, int n);

@@ -69,6 +69,18 @@ gs_x_run(GsXchg *x, const char *sql, bool counts)
 }
 
 /*
+ * A Citus setting for the current GUC nest level (the caller's
+ * AtEOXact_GUC undoes it), where this Citus has it; DEBUG1 where the value
+ * is refused
+ */
+void
+gs_x_set_citus_option(const char *name, const char *value)
+{
+	if (GetConfigOption(name, true, false) != NULL)
+		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, DEBUG1, false);
+}
+
+/*
  * A sample by pages (TABLESAMPLE SYSTEM, 16 times its keys' rows over every
  * shard: at most 16 x 16384): gs_x_run on one connection a worker
  * (citus.force_max_query_parallelization off and
@@ -85,12 +97,8 @@ gs_x_run_sample(GsXchg *x, const char *sql)
 	int			nest = NewGUCNestLevel();
 	SPITupleTable *tt;
 
-	if (GetConfigOption("citus.force_max_query_parallelization", true, false) != NULL)
-		(void) set_config_option("citus.force_max_query_parallelization", "off", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	if (GetConfigOption("citus.max_adaptive_executor_pool_size", true, false) != NULL)
-		(void) set_config_option("citus.max_adaptive_executor_pool_size", "1", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	gs_x_set_citus_option("citus.force_max_query_parallelization", "off");
+	gs_x_set_citus_option("citus.max_adaptive_executor_pool_size", "1");
 	tt = gs_x_run(x, sql, false);
 	AtEOXact_GUC(true, nest);
 	return tt;
